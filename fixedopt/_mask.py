@@ -1,0 +1,312 @@
+"""The fixed-mask idea: normalize and validate what users pass, then fix and project.
+
+A *fixed mask* marks, per array leaf of the parameters ``x``, which entries must never
+move (``True`` = fixed). Users may pass, for each leaf, a boolean array of the leaf's
+shape or a Python ``bool`` for the whole leaf; a tree *prefix* of those (one ``bool``
+for a whole sub-tree); or a callable ``x -> mask``. Everything here normalizes that
+into one canonical form: a tree with the structure of ``x`` whose leaves are either a
+Python ``bool`` (static, costs nothing) or a boolean array of the leaf's shape (data:
+a new mask with the same shapes never recompiles).
+
+Errors are raised at trace time and name the argument, the leaf, the expected and the
+actual shape, dtype or tree.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+PyTree = Any
+Mask = PyTree  # leaves: Python bool or boolean array of the parameter leaf's shape
+
+
+def _leaf_name(path) -> str:
+    return jax.tree_util.keystr(path) or "<root>"
+
+
+def _is_bool_scalar(value) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
+def _is_mask_leaf(value) -> bool:
+    return _is_bool_scalar(value) or hasattr(value, "dtype") or value is None
+
+
+def _describe(value) -> str:
+    if hasattr(value, "dtype") and hasattr(value, "shape"):
+        return f"{value.dtype} array of shape {tuple(value.shape)}"
+    return type(value).__name__
+
+
+def concrete_or_none(value):
+    """Return ``value`` as a NumPy array if it is known at trace time, else None."""
+    try:
+        return np.asarray(value)
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        return None
+
+
+# ----------------------------------------------------------------------- validation
+
+
+def check_params(x: PyTree, name: str = "x") -> None:
+    """Raise TypeError unless every leaf of ``x`` is a floating-point array."""
+    leaves = jax.tree_util.tree_leaves_with_path(x)
+    if not leaves:
+        raise ValueError(f"`{name}` must contain at least one array leaf, got {x!r}")
+    for path, leaf in leaves:
+        if not (hasattr(leaf, "dtype") and hasattr(leaf, "shape")):
+            raise TypeError(
+                f"`{name}` leaf {_leaf_name(path)} must be a floating-point array, "
+                f"got {_describe(leaf)}: {leaf!r}"
+            )
+        if not jnp.issubdtype(leaf.dtype, jnp.floating):
+            raise TypeError(
+                f"`{name}` leaf {_leaf_name(path)} must be a floating-point array, "
+                f"got {_describe(leaf)}"
+            )
+
+
+def _broadcast_prefix(prefix: PyTree, x: PyTree, name: str, is_leaf) -> PyTree:
+    try:
+        return jax.tree.broadcast(prefix, x, is_leaf=is_leaf)
+    except (ValueError, TypeError) as error:
+        expected = jax.tree.structure(x)
+        actual = jax.tree.structure(prefix, is_leaf=is_leaf)
+        raise ValueError(
+            f"`{name}` must be a tree prefix of the parameters' tree {expected}, "
+            f"got {actual}"
+        ) from error
+
+
+def _mask_leaf(path, mask, leaf, name: str):
+    where = f"`{name}` at {_leaf_name(path)}"
+    if _is_bool_scalar(mask):
+        return bool(mask)
+    if not hasattr(mask, "dtype"):
+        raise TypeError(f"{where} must be a bool or a boolean array, got {_describe(mask)}")
+    if mask.dtype != jnp.bool_:
+        raise TypeError(
+            f"{where} must be boolean (True = fixed), got {_describe(mask)}; "
+            "convert it with `.astype(bool)` or a comparison"
+        )
+    if tuple(mask.shape) != tuple(leaf.shape):
+        raise ValueError(
+            f"{where} must have the shape of the parameter it masks, "
+            f"expected {tuple(leaf.shape)}, got {tuple(mask.shape)}"
+        )
+    return jnp.asarray(mask)
+
+
+def normalize_fixed(fixed, x: PyTree, name: str = "fixed") -> Mask:
+    """Canonical mask for ``x``: a tree like ``x`` of Python bools or boolean arrays.
+
+    Args:
+      fixed: a bool, a boolean array per leaf, a tree prefix of those, or a callable
+        ``x -> mask``.
+      x: the parameters the mask applies to.
+      name: the argument's name, used in error messages.
+
+    Returns:
+      A tree with the structure of ``x``; each leaf a Python ``bool`` or a boolean
+      array with the shape of the corresponding leaf of ``x``.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> x = {"a": jnp.zeros(3), "b": jnp.zeros(2)}
+      >>> normalize_fixed({"a": jnp.array([True, False, False]), "b": True}, x)["b"]
+      True
+    """
+    if callable(fixed) and not _is_mask_leaf(fixed):
+        fixed = fixed(x)
+    full = _broadcast_prefix(fixed, x, name, _is_mask_leaf)
+    return jax.tree.map_with_path(
+        lambda path, mask, leaf: _mask_leaf(path, mask, leaf, name), full, x
+    )
+
+
+def _value_leaf(path, value, leaf, name: str):
+    if not (hasattr(value, "shape") or isinstance(value, (int, float, np.number))):
+        raise TypeError(
+            f"`{name}` at {_leaf_name(path)} must be a number or an array, "
+            f"got {_describe(value)}"
+        )
+    value = jnp.asarray(value)
+    if not jnp.issubdtype(value.dtype, jnp.number) or jnp.issubdtype(
+        value.dtype, jnp.complexfloating
+    ):
+        raise TypeError(
+            f"`{name}` at {_leaf_name(path)} must be real-valued, got {_describe(value)}"
+        )
+    try:
+        np.broadcast_shapes(value.shape, leaf.shape)
+        if np.broadcast_shapes(value.shape, leaf.shape) != tuple(leaf.shape):
+            raise ValueError
+    except ValueError:
+        raise ValueError(
+            f"`{name}` at {_leaf_name(path)} must be broadcastable to the parameter's "
+            f"shape {tuple(leaf.shape)}, got shape {tuple(value.shape)}"
+        ) from None
+    return jnp.broadcast_to(value.astype(leaf.dtype), leaf.shape)
+
+
+def normalize_values(values: PyTree, x: PyTree, name: str = "fixed_values") -> PyTree:
+    """Values shaped and typed like ``x`` (a scalar, or a tree prefix of arrays).
+
+    Each leaf is cast to the dtype of, and broadcast to the shape of, its leaf of ``x``.
+    """
+    full = _broadcast_prefix(values, x, name, None)
+    return jax.tree.map_with_path(
+        lambda path, value, leaf: _value_leaf(path, value, leaf, name), full, x
+    )
+
+
+def normalize_bounds(bounds, x: PyTree, name: str = "bounds"):
+    """``(lower, upper)`` trees like ``x``, or ``None`` when there are no bounds.
+
+    Raises ValueError when a concrete ``lower`` exceeds ``upper`` anywhere.
+    """
+    if bounds is None:
+        return None
+    if not (isinstance(bounds, (tuple, list)) and len(bounds) == 2):
+        raise TypeError(f"`{name}` must be a pair (lower, upper), got {_describe(bounds)}")
+    lower = normalize_values(bounds[0], x, f"{name}[0] (lower)")
+    upper = normalize_values(bounds[1], x, f"{name}[1] (upper)")
+    for path, lo, hi in zip(_paths(x), jax.tree.leaves(lower), jax.tree.leaves(upper)):
+        lo_c, hi_c = concrete_or_none(lo), concrete_or_none(hi)
+        if lo_c is not None and hi_c is not None and np.any(lo_c > hi_c):
+            index = tuple(int(i) for i in np.argwhere(lo_c > hi_c)[0])
+            raise ValueError(
+                f"`{name}` at {_leaf_name(path)}: lower must not exceed upper, got "
+                f"lower={lo_c[index]} > upper={hi_c[index]} at index {index}"
+            )
+    return lower, upper
+
+
+def _paths(x: PyTree):
+    return [path for path, _ in jax.tree_util.tree_leaves_with_path(x)]
+
+
+def check_values_in_bounds(mask: Mask, values: PyTree, bounds, name="fixed_values"):
+    """Raise ValueError if a concrete fixed value lies outside concrete bounds."""
+    if bounds is None:
+        return
+    leaves = zip(_paths(values), *(jax.tree.leaves(t) for t in (mask, values, *bounds)))
+    for path, m, v, lo, hi in leaves:
+        m, v, lo, hi = (concrete_or_none(a) for a in (m, v, lo, hi))
+        if any(a is None for a in (m, v, lo, hi)):
+            continue
+        outside = np.broadcast_to(m, v.shape) & ((v < lo) | (v > hi))
+        if np.any(outside):
+            index = tuple(int(i) for i in np.argwhere(outside)[0])
+            raise ValueError(
+                f"`{name}` at {_leaf_name(path)} must lie within the bounds where fixed, "
+                f"got {v[index]} outside [{lo[index]}, {hi[index]}] at index {index}"
+            )
+
+
+# ------------------------------------------------------------------ fix and project
+
+
+def select(mask, if_fixed, if_free):
+    """``where(mask, if_fixed, if_free)`` for one leaf; free of ops for a static mask."""
+    if mask is True:
+        return jnp.broadcast_to(if_fixed, jnp.shape(if_free)).astype(jnp.result_type(if_free))
+    if mask is False:
+        return if_free
+    return jnp.where(mask, if_fixed, if_free)
+
+
+def tree_select(mask: Mask, if_fixed: PyTree, if_free: PyTree) -> PyTree:
+    """Leaf-wise :func:`select` over a normalized mask."""
+    return jax.tree.map(select, mask, if_fixed, if_free)
+
+
+def zero_fixed(mask: Mask, tree: PyTree) -> PyTree:
+    """``tree`` with every fixed entry set to zero (gradients, directions)."""
+    return jax.tree.map(lambda m, t: select(m, jnp.zeros((), t.dtype), t), mask, tree)
+
+
+def fix(fun: Callable, fixed, fixed_values: PyTree) -> Callable:
+    """Wrap ``fun`` so that its fixed entries are pinned *inside* the function.
+
+    ``fix(fun, fixed, fixed_values)(x, *args)`` evaluates
+    ``fun(where(fixed, stop_gradient(fixed_values), x), *args)``. Because the
+    ``stop_gradient`` is inside the differentiated function, ``grad``, ``jacfwd``,
+    ``jacrev`` and ``hessian`` of the wrapped function are exactly zero in the rows and
+    columns of fixed entries, and ``fun`` never sees a drifted fixed value. (Calling
+    ``jax.lax.stop_gradient(x)`` *before* the loss does nothing of the kind.)
+
+    Args:
+      fun: ``fun(x, *args)``; ``x`` an array or a pytree of arrays.
+      fixed: the fixed mask: a bool or boolean array per leaf of ``x``, a tree prefix
+        of those, or a callable ``x -> mask``.
+      fixed_values: the values of the fixed entries, a tree like ``x`` (leaves
+        broadcastable to its leaves; only the fixed entries are read).
+
+    Returns:
+      The wrapped function, with the signature of ``fun``.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> import fixedopt
+      >>> f = lambda x: jnp.sum(x ** 2)
+      >>> x = jnp.array([1.0, 2.0, 3.0])
+      >>> fixed = jnp.array([False, True, False])
+      >>> jax.grad(fixedopt.fix(f, fixed, x))(x)
+      Array([2., 0., 6.], dtype=float32)
+    """
+
+    @functools.wraps(fun)
+    def fixed_fun(x, *args):
+        check_params(x, "x")
+        mask = normalize_fixed(fixed, x)
+        values = jax.lax.stop_gradient(normalize_values(fixed_values, x))
+        return fun(tree_select(mask, values, x), *args)
+
+    return fixed_fun
+
+
+def clip_to_bounds(x: PyTree, bounds) -> PyTree:
+    """``clip(x, lower, upper)`` leaf-wise; ``bounds`` normalized or ``None``."""
+    if bounds is None:
+        return x
+    return jax.tree.map(jnp.clip, x, *bounds)
+
+
+def project(x: PyTree, fixed, fixed_values: PyTree, bounds=None) -> PyTree:
+    """Project ``x`` onto the feasible set: fixed entries pinned, the rest in bounds.
+
+    Returns ``where(fixed, fixed_values, clip(x, lower, upper))`` leaf-wise. Fixed
+    entries are bit-identical to ``fixed_values`` (cast to the dtype of ``x``).
+
+    Args:
+      x: an array or a pytree of floating-point arrays.
+      fixed: the fixed mask (see :func:`fix`).
+      fixed_values: a tree like ``x``; only the fixed entries are read.
+      bounds: ``None`` or ``(lower, upper)``, each a scalar or a tree like ``x`` with
+        leaves broadcastable to its leaves; ``-inf``/``inf`` allowed.
+
+    Returns:
+      The projected tree, with the structure, shapes and dtypes of ``x``.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> import fixedopt
+      >>> x = jnp.array([-2.0, 0.5, 7.0])
+      >>> fixed = jnp.array([False, True, False])
+      >>> fixedopt.project(x, fixed, jnp.array([0.0, 9.0, 0.0]), bounds=(-1.0, 1.0))
+      Array([-1.,  9.,  1.], dtype=float32)
+    """
+    check_params(x, "x")
+    mask = normalize_fixed(fixed, x)
+    values = normalize_values(fixed_values, x)
+    bounds = normalize_bounds(bounds, x)
+    check_values_in_bounds(mask, values, bounds)
+    return tree_select(mask, values, clip_to_bounds(x, bounds))

@@ -1,0 +1,104 @@
+"""``keep_fixed``: an exact, element-wise freeze for any optax optimizer."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from fixedopt import _mask
+
+
+class KeepFixedState(NamedTuple):
+    """State of :func:`keep_fixed`: the wrapped optimizer's state, unchanged in form."""
+
+    inner_state: Any
+
+
+def _freeze_updates(mask, updates):
+    # -0.0 rather than 0.0: x + (-0.0) == x bit for bit for every x, including -0.0,
+    # whereas (-0.0) + 0.0 == +0.0 would flip the sign bit of a fixed negative zero.
+    return jax.tree.map(
+        lambda m, u: _mask.select(m, jnp.array(-0.0, u.dtype), u), mask, updates
+    )
+
+
+def _fixed_value_fn(value_fn, mask, params):
+    """``value_fn`` whose fixed entries are pinned to ``params`` inside the function."""
+    pinned = jax.lax.stop_gradient(params)
+
+    @functools.wraps(value_fn)
+    def fixed_value_fn(candidate, *args, **kwargs):
+        return value_fn(_mask.tree_select(mask, pinned, candidate), *args, **kwargs)
+
+    return fixed_value_fn
+
+
+def keep_fixed(
+    optimizer: optax.GradientTransformation, fixed
+) -> optax.GradientTransformationExtraArgs:
+    """Wrap any optax optimizer so that fixed entries never move, exactly.
+
+    Unlike ``optax.masked`` (which passes the raw gradient through on masked-out
+    leaves, so they still move) or ``optax.freeze`` (whole leaves, static masks only),
+    ``keep_fixed`` works per element, with static or traced masks, and for every
+    optimizer:
+
+    * incoming gradients are zeroed on fixed entries, so moments and quasi-Newton
+      memory never accumulate there;
+    * outgoing updates are replaced by ``-0.0`` on fixed entries, so weight decay,
+      momentum or anything else the optimizer adds cannot move them
+      (``optax.apply_updates`` then leaves them bit-identical);
+    * the extra arguments ``grad`` (masked) and ``value_fn`` (with fixed entries pinned
+      to the current parameters) are forwarded, so ``optax.lbfgs`` and its zoom line
+      search work.
+
+    Args:
+      optimizer: any ``optax.GradientTransformation``.
+      fixed: the fixed mask, per element or per leaf: a bool or boolean array per leaf
+        of the parameters, a tree prefix of those (``{"Dense": False, "bias": True}``),
+        or a callable ``params -> mask``. Arrays may be traced: a new mask with the
+        same shapes does not recompile.
+
+    Returns:
+      An ``optax.GradientTransformationExtraArgs`` with state :class:`KeepFixedState`.
+
+    Example:
+      >>> import jax.numpy as jnp, optax
+      >>> import fixedopt
+      >>> params = jnp.array([1.0, 2.0, 3.0])
+      >>> tx = fixedopt.keep_fixed(optax.adamw(0.1, weight_decay=0.5),
+      ...                          fixed=jnp.array([False, True, False]))
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(jnp.ones(3), state, params)
+      >>> optax.apply_updates(params, updates)[1] == params[1]
+      Array(True, dtype=bool)
+    """
+    inner = optax.with_extra_args_support(optimizer)
+
+    def mask_for(updates, params):
+        if callable(fixed) and not _mask._is_mask_leaf(fixed):
+            if params is None:
+                raise ValueError("`fixed` is a callable of the parameters: pass `params`")
+            return _mask.normalize_fixed(fixed(params), updates, name="fixed")
+        return _mask.normalize_fixed(fixed, updates, name="fixed")
+
+    def init(params):
+        _mask.check_params(params, "params")
+        mask_for(params, params)
+        return KeepFixedState(inner_state=inner.init(params))
+
+    def update(updates, state, params=None, **extra_args):
+        mask = mask_for(updates, params)
+        updates = _mask.zero_fixed(mask, updates)
+        if "grad" in extra_args:
+            extra_args["grad"] = _mask.zero_fixed(mask, extra_args["grad"])
+        if "value_fn" in extra_args and params is not None:
+            extra_args["value_fn"] = _fixed_value_fn(extra_args["value_fn"], mask, params)
+        updates, inner_state = inner.update(updates, state.inner_state, params, **extra_args)
+        return _freeze_updates(mask, updates), KeepFixedState(inner_state=inner_state)
+
+    return optax.GradientTransformationExtraArgs(init, update)

@@ -1,0 +1,225 @@
+"""keep_fixed: an exact element-wise freeze for any optax optimizer.
+
+The reference for the free entries is index splitting: the same optimizer run on a
+vector holding only the free entries, with the fixed ones scattered back inside the
+objective. It shares no code with keep_fixed.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fixedopt
+
+STEPS = 50
+
+OPTIMIZERS = {
+    "sgd_momentum": lambda: optax.sgd(0.01, momentum=0.9),
+    "adam": lambda: optax.adam(0.05),
+    "adamw": lambda: optax.adamw(0.05, weight_decay=0.3),
+    "lion": lambda: optax.lion(0.01, weight_decay=0.1),
+    "lbfgs": lambda: optax.lbfgs(),
+}
+
+
+def coupled_loss(x, target):
+    # Coupled through the sum, so the free entries feel the fixed values.
+    return 0.5 * jnp.sum((x - target) ** 2 * 1.5) + 0.05 * jnp.sum(x) ** 2
+
+
+def run(optimizer, x0, loss, steps=STEPS):
+    """`steps` jitted steps of an optax optimizer, passing lbfgs its extra args."""
+
+    def step(carry, _):
+        x, state = carry
+        value, grad = jax.value_and_grad(loss)(x)
+        updates, state = optimizer.update(
+            grad, state, x, value=value, grad=grad, value_fn=loss
+        )
+        return (optax.apply_updates(x, updates), state), None
+
+    @jax.jit
+    def solve(x0):
+        (x, _), _ = jax.lax.scan(step, (x0, optimizer.init(x0)), None, length=steps)
+        return x
+
+    return solve(x0)
+
+
+def run_keep_fixed(name, x0, fixed, target):
+    return run(fixedopt.keep_fixed(OPTIMIZERS[name](), fixed), x0, lambda x: coupled_loss(x, target))
+
+
+def run_index_split(name, x0, fixed, target):
+    free = np.flatnonzero(~np.asarray(fixed))
+
+    def reduced_loss(z):
+        # The line search may hand over a promoted candidate; keep x0's dtype.
+        x = x0.ravel().at[free].set(z.astype(x0.dtype)).reshape(x0.shape)
+        return coupled_loss(x, target)
+
+    z = run(OPTIMIZERS[name](), x0.ravel()[free], reduced_loss)
+    return x0.ravel().at[free].set(z).reshape(x0.shape)
+
+
+@st.composite
+def problems(draw):
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    seed = draw(st.integers(0, 2**31 - 1))
+    pattern = draw(st.sampled_from(["random", "none", "all", "one_row"]))
+    rng = np.random.default_rng(seed)
+    fixed = rng.random(shape) < 0.4
+    if pattern == "none":
+        fixed[...] = False
+    elif pattern == "all":
+        fixed[...] = True
+    elif pattern == "one_row":
+        fixed[0] = True
+    x0 = rng.normal(size=shape) * 2.0
+    x0[rng.random(shape) < 0.1] = -0.0  # signed zeros must survive too
+    return x0, fixed, rng.normal(size=shape)
+
+
+def bits(array):
+    """The raw bits, so that -0.0 versus 0.0 and NaN payloads count as different."""
+    unsigned = {2: jnp.uint16, 4: jnp.uint32, 8: jnp.uint64}[array.dtype.itemsize]
+    return np.asarray(jax.lax.bitcast_convert_type(array, unsigned))
+
+
+DTYPES = {
+    "float64": (jnp.float64, 1e-9),
+    "float32": (jnp.float32, 2e-4),
+    "bfloat16": (jnp.bfloat16, None),  # exactness only; see test below
+}
+
+
+@pytest.mark.parametrize("dtype_name", list(DTYPES))
+@pytest.mark.parametrize("name", list(OPTIMIZERS))
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problem=problems())
+def test_fixed_entries_bit_identical_and_free_entries_match_index_split(
+    name, dtype_name, problem
+):
+    dtype, rtol = DTYPES[dtype_name]
+    if dtype == jnp.bfloat16 and name == "lbfgs":
+        pytest.skip("bfloat16 L-BFGS is not meaningful: curvature pairs underflow")
+    x0, fixed, target = problem
+    x0, target = jnp.asarray(x0, dtype), jnp.asarray(target, dtype)
+    x = run_keep_fixed(name, x0, jnp.asarray(fixed), target)
+    assert x.dtype == dtype
+    np.testing.assert_array_equal(bits(x)[fixed], bits(x0)[fixed])
+    if rtol is None or fixed.all():
+        return
+    reference = run_index_split(name, x0, fixed, target)
+    scale = float(jnp.max(jnp.abs(reference.astype(jnp.float64)))) + 1.0
+    np.testing.assert_allclose(
+        np.asarray(x, np.float64)[~fixed],
+        np.asarray(reference, np.float64)[~fixed],
+        rtol=rtol,
+        atol=rtol * scale,
+    )
+    # The free entries did move (the freeze did not freeze everything).
+    assert not np.array_equal(np.asarray(x)[~fixed], np.asarray(x0)[~fixed])
+
+
+def test_bfloat16_elementwise_matches_index_split_exactly():
+    x0 = jnp.asarray(np.linspace(-2, 2, 12).reshape(3, 4), jnp.bfloat16)
+    fixed = np.arange(12).reshape(3, 4) % 3 == 0
+    target = jnp.zeros((3, 4), jnp.bfloat16)
+    x = run_keep_fixed("adam", x0, jnp.asarray(fixed), target)
+    reference = run_index_split("adam", x0, fixed, target)
+    # Same elementwise arithmetic on the free entries; bfloat16 rounding of the
+    # coupled sum may differ in the last place, so one bfloat16 ulp is allowed.
+    np.testing.assert_allclose(
+        np.asarray(x, np.float32)[~fixed], np.asarray(reference, np.float32)[~fixed],
+        rtol=2**-7,
+    )
+
+
+# ------------------------------------------------------------------ forum scenario
+
+
+def forum_params():
+    params = {"Dense": {"kernel": jnp.zeros((2, 3)), "bias": jnp.zeros(3)}, "bias": jnp.zeros(2)}
+    return params, jax.tree.map(jnp.ones_like, params)
+
+
+def test_forum_scenario_keep_fixed_freezes_the_leaf():
+    params, grads = forum_params()
+    tx = fixedopt.keep_fixed(optax.sgd(0.1), {"Dense": False, "bias": True})
+    updates, _ = tx.update(grads, tx.init(params), params)
+    np.testing.assert_array_equal(updates["bias"], 0.0)
+    np.testing.assert_allclose(updates["Dense"]["kernel"], -0.1)
+    np.testing.assert_allclose(updates["Dense"]["bias"], -0.1)
+
+
+def test_forum_scenario_optax_masked_is_not_a_freeze():
+    # Why keep_fixed exists: optax.masked passes the raw gradient through.
+    params, grads = forum_params()
+    tx = optax.masked(optax.sgd(0.1), {"Dense": True, "bias": False})
+    updates, _ = tx.update(grads, tx.init(params), params)
+    np.testing.assert_array_equal(updates["bias"], 1.0)
+
+
+def test_moments_never_accumulate_on_fixed_entries():
+    x = jnp.array([1.0, 2.0, 3.0])
+    fixed = jnp.array([False, True, False])
+    tx = fixedopt.keep_fixed(optax.adam(0.1), fixed)
+    state = tx.init(x)
+    for _ in range(3):
+        _, state = tx.update(jnp.ones(3), state, x)
+    mu = optax.tree.get(state, "mu")
+    assert mu[1] == 0.0 and mu[0] > 0.0
+
+
+def test_weight_decay_alone_cannot_move_fixed_entries():
+    x = jnp.array([1.0, -2.0])
+    tx = fixedopt.keep_fixed(optax.adamw(0.1, weight_decay=1.0), jnp.array([True, False]))
+    updates, _ = tx.update(jnp.zeros(2), tx.init(x), x)
+    assert optax.apply_updates(x, updates)[0] == 1.0 and updates[1] != 0.0
+
+
+def test_lbfgs_linesearch_state_holds_the_masked_gradient():
+    x = jnp.array([1.0, 2.0, 3.0])
+    fixed = jnp.array([False, True, False])
+    loss = lambda p: jnp.sum(p**2) + p[0] * p[1]  # noqa: E731
+    tx = fixedopt.keep_fixed(optax.lbfgs(), fixed)
+    value, grad = jax.value_and_grad(loss)(x)
+    _, state = tx.update(grad, tx.init(x), x, value=value, grad=grad, value_fn=loss)
+    assert optax.tree.get(state, "grad")[1] == 0.0
+
+
+def test_callable_and_static_leaf_masks():
+    params = {"w": jnp.array([1.0, -1.0, 2.0]), "b": jnp.array([0.5])}
+    tx = fixedopt.keep_fixed(optax.sgd(1.0), lambda p: {"w": p["w"] < 0, "b": True})
+    updates, _ = tx.update(jax.tree.map(jnp.ones_like, params), tx.init(params), params)
+    np.testing.assert_array_equal(updates["w"], [-1.0, -0.0, -1.0])
+    np.testing.assert_array_equal(updates["b"], [-0.0])
+
+
+def test_a_new_traced_mask_does_not_recompile():
+    x = jnp.linspace(-1.0, 1.0, 6)
+
+    @jax.jit
+    def step(x, state, fixed):
+        tx = fixedopt.keep_fixed(optax.adam(0.1), fixed)
+        updates, state = tx.update(2 * x, state, x)
+        return optax.apply_updates(x, updates), state
+
+    state = fixedopt.keep_fixed(optax.adam(0.1), False).init(x)
+    masks = [np.arange(6) % k == 0 for k in (2, 3, 5)]
+    results = [step(x, state, jnp.asarray(mask)) for mask in masks]
+    assert step._cache_size() == 1
+    for mask, (new_x, _) in zip(masks, results):
+        np.testing.assert_array_equal(np.asarray(new_x)[mask], np.asarray(x)[mask])
+
+
+def test_bad_mask_is_named_at_init():
+    with pytest.raises(ValueError, match=r"`fixed`.*expected \(3,\), got \(2,\)"):
+        fixedopt.keep_fixed(optax.sgd(0.1), jnp.array([True, False])).init(jnp.zeros(3))
+    with pytest.raises(TypeError, match=r"`fixed`.*boolean"):
+        fixedopt.keep_fixed(optax.sgd(0.1), jnp.zeros(3)).init(jnp.zeros(3))
