@@ -40,8 +40,10 @@ def keep_fixed_demo(batch: int, n: int, steps: int, seed: int) -> bool:
     def drift(x):
         return float(jnp.max(jnp.where(fixed, jnp.abs(x - x0), 0.0)))
 
-    print(f"{batch} rows x {n} components, {int(fixed.sum())} fixed entries "
-          f"(a different set in each row), {steps} adamw steps with weight decay")
+    print(
+        f"{batch} rows x {n} components, {int(fixed.sum())} fixed entries "
+        f"(a different set in each row), {steps} adamw steps with weight decay"
+    )
     print(f"  {'method':<44} {'max |drift| of fixed':>22} {'loss':>10}")
     for name, x in [
         ("plain adamw", naive),

@@ -217,7 +217,9 @@ def check_values_in_bounds(mask: Mask, values: PyTree, bounds, name="fixed_value
 def select(mask, if_fixed, if_free):
     """``where(mask, if_fixed, if_free)`` for one leaf; free of ops for a static mask."""
     if mask is True:
-        return jnp.broadcast_to(if_fixed, jnp.shape(if_free)).astype(jnp.result_type(if_free))
+        return jnp.broadcast_to(if_fixed, jnp.shape(if_free)).astype(
+            jnp.result_type(if_free)
+        )
     if mask is False:
         return if_free
     return jnp.where(mask, if_fixed, if_free)

@@ -98,7 +98,9 @@ def keep_fixed(
             extra_args["grad"] = _mask.zero_fixed(mask, extra_args["grad"])
         if "value_fn" in extra_args and params is not None:
             extra_args["value_fn"] = _fixed_value_fn(extra_args["value_fn"], mask, params)
-        updates, inner_state = inner.update(updates, state.inner_state, params, **extra_args)
+        updates, inner_state = inner.update(
+            updates, state.inner_state, params, **extra_args
+        )
         return _freeze_updates(mask, updates), KeepFixedState(inner_state=inner_state)
 
     return optax.GradientTransformationExtraArgs(init, update)

@@ -51,7 +51,11 @@ def run(optimizer, x0, loss, steps=STEPS):
 
 
 def run_keep_fixed(name, x0, fixed, target):
-    return run(fixedopt.keep_fixed(OPTIMIZERS[name](), fixed), x0, lambda x: coupled_loss(x, target))
+    return run(
+        fixedopt.keep_fixed(OPTIMIZERS[name](), fixed),
+        x0,
+        lambda x: coupled_loss(x, target),
+    )
 
 
 def run_index_split(name, x0, fixed, target):
@@ -135,7 +139,8 @@ def test_bfloat16_elementwise_matches_index_split_exactly():
     # Same elementwise arithmetic on the free entries; bfloat16 rounding of the
     # coupled sum may differ in the last place, so one bfloat16 ulp is allowed.
     np.testing.assert_allclose(
-        np.asarray(x, np.float32)[~fixed], np.asarray(reference, np.float32)[~fixed],
+        np.asarray(x, np.float32)[~fixed],
+        np.asarray(reference, np.float32)[~fixed],
         rtol=2**-7,
     )
 
@@ -144,7 +149,10 @@ def test_bfloat16_elementwise_matches_index_split_exactly():
 
 
 def forum_params():
-    params = {"Dense": {"kernel": jnp.zeros((2, 3)), "bias": jnp.zeros(3)}, "bias": jnp.zeros(2)}
+    params = {
+        "Dense": {"kernel": jnp.zeros((2, 3)), "bias": jnp.zeros(3)},
+        "bias": jnp.zeros(2),
+    }
     return params, jax.tree.map(jnp.ones_like, params)
 
 
@@ -186,7 +194,7 @@ def test_weight_decay_alone_cannot_move_fixed_entries():
 def test_lbfgs_linesearch_state_holds_the_masked_gradient():
     x = jnp.array([1.0, 2.0, 3.0])
     fixed = jnp.array([False, True, False])
-    loss = lambda p: jnp.sum(p**2) + p[0] * p[1]  # noqa: E731
+    loss = lambda p: jnp.sum(p**2) + p[0] * p[1]
     tx = fixedopt.keep_fixed(optax.lbfgs(), fixed)
     value, grad = jax.value_and_grad(loss)(x)
     _, state = tx.update(grad, tx.init(x), x, value=value, grad=grad, value_fn=loss)

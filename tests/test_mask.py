@@ -137,7 +137,9 @@ def test_mask_tree_mismatch_with_pytree_params():
 
 
 def test_lower_above_upper():
-    with pytest.raises(ValueError, match=r"`bounds`.*lower=2.0 > upper=1.0 at index \(1,\)"):
+    with pytest.raises(
+        ValueError, match=r"`bounds`.*lower=2.0 > upper=1.0 at index \(1,\)"
+    ):
         fixedopt.project(X, False, X, bounds=(jnp.array([0.0, 2.0, 0, 0]), 1.0))
 
 
