@@ -3,11 +3,36 @@
 The public surface; every name is defined in a private module and re-exported here.
 """
 
+from fixedopt._loop import Solver as Solver
 from fixedopt._mask import fix as fix
 from fixedopt._mask import project as project
+from fixedopt._minimize import least_squares as least_squares
+from fixedopt._minimize import minimize as minimize
 from fixedopt._optax import KeepFixedState as KeepFixedState
 from fixedopt._optax import keep_fixed as keep_fixed
+from fixedopt._solution import Solution as Solution
+from fixedopt._solution import Status as Status
+from fixedopt._solvers.gauss_newton import GaussNewton as GaussNewton
+from fixedopt._solvers.gauss_newton import LevenbergMarquardt as LevenbergMarquardt
+from fixedopt._solvers.gradient_descent import GradientDescent as GradientDescent
+from fixedopt._solvers.lbfgs import LBFGS as LBFGS
+from fixedopt._solvers.optax_solver import Optax as Optax
 
 __version__ = "0.1.0"
 
-__all__ = ["KeepFixedState", "fix", "keep_fixed", "project"]
+__all__ = [
+    "LBFGS",
+    "GaussNewton",
+    "GradientDescent",
+    "KeepFixedState",
+    "LevenbergMarquardt",
+    "Optax",
+    "Solution",
+    "Solver",
+    "Status",
+    "fix",
+    "keep_fixed",
+    "least_squares",
+    "minimize",
+    "project",
+]

@@ -80,8 +80,7 @@ def _broadcast_prefix(prefix: PyTree, x: PyTree, name: str, is_leaf) -> PyTree:
         expected = jax.tree.structure(x)
         actual = jax.tree.structure(prefix, is_leaf=is_leaf)
         raise ValueError(
-            f"`{name}` must be a tree prefix of the parameters' tree {expected}, "
-            f"got {actual}"
+            f"`{name}` must be a tree prefix of the parameters' tree {expected}, got {actual}"
         ) from error
 
 
@@ -134,8 +133,7 @@ def normalize_fixed(fixed, x: PyTree, name: str = "fixed") -> Mask:
 def _value_leaf(path, value, leaf, name: str):
     if not (hasattr(value, "shape") or isinstance(value, (int, float, np.number))):
         raise TypeError(
-            f"`{name}` at {_leaf_name(path)} must be a number or an array, "
-            f"got {_describe(value)}"
+            f"`{name}` at {_leaf_name(path)} must be a number or an array, got {_describe(value)}"
         )
     value = jnp.asarray(value)
     if not jnp.issubdtype(value.dtype, jnp.number) or jnp.issubdtype(
@@ -217,9 +215,7 @@ def check_values_in_bounds(mask: Mask, values: PyTree, bounds, name="fixed_value
 def select(mask, if_fixed, if_free):
     """``where(mask, if_fixed, if_free)`` for one leaf; free of ops for a static mask."""
     if mask is True:
-        return jnp.broadcast_to(if_fixed, jnp.shape(if_free)).astype(
-            jnp.result_type(if_free)
-        )
+        return jnp.broadcast_to(if_fixed, jnp.shape(if_free)).astype(jnp.result_type(if_free))
     if mask is False:
         return if_free
     return jnp.where(mask, if_fixed, if_free)

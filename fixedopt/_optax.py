@@ -21,9 +21,7 @@ class KeepFixedState(NamedTuple):
 def _freeze_updates(mask, updates):
     # -0.0 rather than 0.0: x + (-0.0) == x bit for bit for every x, including -0.0,
     # whereas (-0.0) + 0.0 == +0.0 would flip the sign bit of a fixed negative zero.
-    return jax.tree.map(
-        lambda m, u: _mask.select(m, jnp.array(-0.0, u.dtype), u), mask, updates
-    )
+    return jax.tree.map(lambda m, u: _mask.select(m, jnp.array(-0.0, u.dtype), u), mask, updates)
 
 
 def _fixed_value_fn(value_fn, mask, params):
@@ -98,9 +96,7 @@ def keep_fixed(
             extra_args["grad"] = _mask.zero_fixed(mask, extra_args["grad"])
         if "value_fn" in extra_args and params is not None:
             extra_args["value_fn"] = _fixed_value_fn(extra_args["value_fn"], mask, params)
-        updates, inner_state = inner.update(
-            updates, state.inner_state, params, **extra_args
-        )
+        updates, inner_state = inner.update(updates, state.inner_state, params, **extra_args)
         return _freeze_updates(mask, updates), KeepFixedState(inner_state=inner_state)
 
     return optax.GradientTransformationExtraArgs(init, update)

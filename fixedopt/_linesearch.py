@@ -1,0 +1,114 @@
+"""Projected backtracking line search: one objective evaluation per trial."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from fixedopt._problem import Problem
+
+
+class LineSearchResult(NamedTuple):
+    """The accepted point (or the last trial when nothing was accepted)."""
+
+    x: jax.Array
+    value: jax.Array
+    grad: jax.Array
+    aux: Any
+    accepted: jax.Array
+    nonfinite: jax.Array  # the last trial was NaN/Inf
+
+
+def _all_finite(value, grad) -> jax.Array:
+    return jnp.isfinite(value) & jnp.all(jnp.isfinite(grad))
+
+
+def _approximately_wolfe(value, trial_value, slope, trial_slope):
+    """Hager and Zhang's (2005) approximate Wolfe test, for when ``f`` is flat to
+    rounding: near a minimizer the decrease the Armijo test asks for falls below the
+    rounding error of ``f``, while the directional derivative still shows progress.
+    Accept if ``f`` did not rise beyond rounding and the slope along the move went
+    from ``slope < 0`` to within ``[0.9 slope, -0.8 slope]``."""
+    flat = trial_value <= value + 10 * jnp.finfo(value.dtype).eps * jnp.abs(value)
+    return flat & (slope < 0) & (trial_slope >= 0.9 * slope) & (trial_slope <= -0.8 * slope)
+
+
+def _next_step(step, slope, value, trial_value):
+    """Safeguarded minimizer of the quadratic through phi(0), phi'(0), phi(step)."""
+    curvature = trial_value - value - slope * step
+    candidate = -slope * step**2 / (2.0 * curvature)
+    candidate = jnp.where(jnp.isfinite(candidate) & (curvature > 0), candidate, 0.1 * step)
+    return jnp.clip(candidate, 0.1 * step, 0.5 * step)
+
+
+def projected_backtracking(
+    problem: Problem,
+    evaluate: Callable,
+    x: jax.Array,
+    value: jax.Array,
+    grad: jax.Array,
+    direction: jax.Array,
+    initial_step,
+    *,
+    max_steps: int,
+    armijo: float = 1e-4,
+) -> LineSearchResult:
+    """Backtrack along ``project(x + step * direction)`` until sufficient decrease.
+
+    The Armijo test for the projected path (Bertsekas 1976; Byrd et al. 1995):
+    ``f(x(step)) <= f(x) + armijo * grad . (x(step) - x)``, or, where ``f`` is flat
+    to rounding, Hager and Zhang's approximate Wolfe test. Trial steps shrink by a
+    safeguarded quadratic interpolation. Each trial costs one call of ``evaluate``,
+    ``x -> (value, grad, aux)``: the accepted point's gradient comes for free. A
+    non-finite trial is rejected and the step shrinks, so a row that wanders into a
+    NaN region backs out of it. Fixed entries are pinned by the projection, so they
+    are bit-identical in every trial.
+    """
+    slope = jnp.dot(grad, direction)
+    trial_value0, trial_grad0, aux0 = jax.eval_shape(evaluate, x)
+    init = (
+        jnp.asarray(initial_step, x.dtype),
+        x,
+        jnp.zeros(trial_value0.shape, trial_value0.dtype),
+        jnp.zeros(trial_grad0.shape, trial_grad0.dtype),
+        jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), aux0),
+        jnp.zeros((), jnp.int32),
+        jnp.zeros((), bool),
+        jnp.zeros((), bool),
+    )
+
+    def keep_going(carry):
+        *_, count, accepted, _ = carry
+        return ~accepted & (count < max_steps)
+
+    def trial(carry):
+        step, _, _, _, _, count, _, _ = carry
+        x_trial = problem.project(x + step * direction)
+        trial_value, trial_grad, aux = evaluate(x_trial)
+        finite = _all_finite(trial_value, trial_grad)
+        move = x_trial - x
+        decrease = jnp.dot(grad, move)
+        armijo_holds = trial_value <= value + armijo * decrease
+        accepted = finite & (
+            armijo_holds
+            | _approximately_wolfe(value, trial_value, decrease, jnp.dot(trial_grad, move))
+        )
+        next_step = _next_step(step, slope, value, jnp.where(finite, trial_value, jnp.inf))
+        return (
+            next_step,
+            x_trial,
+            trial_value,
+            trial_grad,
+            aux,
+            count + 1,
+            accepted,
+            ~finite,
+        )
+
+    _, x_new, value_new, grad_new, aux, _, accepted, nonfinite = jax.lax.while_loop(
+        keep_going, trial, init
+    )
+    return LineSearchResult(x_new, value_new, grad_new, aux, accepted, nonfinite)

@@ -1,0 +1,77 @@
+"""Projected gradient descent with Barzilai–Borwein trial steps and a line search."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from fixedopt._linesearch import projected_backtracking
+from fixedopt._loop import Solver, Step, failed_or_running
+from fixedopt._problem import Problem
+
+
+class GradientDescentState(NamedTuple):
+    trial_step: jax.Array  # the first step the next line search tries
+
+
+@dataclasses.dataclass(frozen=True)
+class GradientDescent(Solver):
+    """Projected steepest descent in the free subspace.
+
+    The first trial step of each line search is the Barzilai–Borwein step
+    ``s.s / s.y`` from the last move (Barzilai, Borwein 1988), falling back to the
+    last accepted step; a projected backtracking line search enforces decrease.
+
+    Args:
+      max_linesearch_steps: trials per line search before the row stops with
+        ``Status.LINESEARCH_FAILED``.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> import fixedopt
+      >>> fun = lambda x: jnp.sum((x - 3.0) ** 2)
+      >>> sol = fixedopt.minimize(fun, jnp.zeros(3), jnp.array([True, False, False]),
+      ...                         solver=fixedopt.GradientDescent())
+      >>> print(sol.x.round(6))
+      [0. 3. 3.]
+    """
+
+    max_linesearch_steps: int = 30
+
+    def __post_init__(self):
+        if not (isinstance(self.max_linesearch_steps, int) and self.max_linesearch_steps >= 1):
+            raise ValueError(
+                f"`max_linesearch_steps` must be an int >= 1, got {self.max_linesearch_steps!r}"
+            )
+
+    def init(self, problem: Problem, x, value, grad) -> GradientDescentState:
+        grad_size = jnp.linalg.norm(jnp.where(problem.fixed, 0.0, grad))
+        return GradientDescentState(jnp.minimum(1.0, 1.0 / grad_size).astype(x.dtype))
+
+    def step(self, problem: Problem, x, value, grad, state: GradientDescentState) -> Step:
+        direction = jnp.where(problem.fixed, 0.0, -grad)
+
+        def evaluate(x_trial):
+            return (*problem.value_and_grad(x_trial), None)
+
+        search = projected_backtracking(
+            problem, evaluate, x, value, grad, direction, state.trial_step,
+            max_steps=self.max_linesearch_steps,
+        )  # fmt: skip
+        s, y = search.x - x, search.grad - grad
+        sy = jnp.dot(s, y)
+        barzilai_borwein = jnp.dot(s, s) / jnp.where(sy > 0, sy, 1.0)
+        trial_step = jnp.where(sy > 0, barzilai_borwein, 2.0 * state.trial_step)
+        accepted = search.accepted
+        keep = lambda new, old: jnp.where(accepted, new, old)
+        return Step(
+            x=keep(search.x, x),
+            value=keep(search.value, value),
+            grad=keep(search.grad, grad),
+            state=GradientDescentState(keep(trial_step, state.trial_step).astype(x.dtype)),
+            outcome=failed_or_running(accepted, search.nonfinite),
+            moved=accepted,
+        )

@@ -1,0 +1,72 @@
+"""Any optax optimizer as a fixedopt solver, through ``keep_fixed``."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax.numpy as jnp
+import optax
+
+from fixedopt._loop import Solver, Step
+from fixedopt._optax import keep_fixed
+from fixedopt._problem import Problem
+from fixedopt._solution import RUNNING, Status
+
+
+@dataclasses.dataclass(frozen=True)
+class Optax(Solver):
+    """Run any optax optimizer to a tolerance or a step count, fixed entries frozen.
+
+    The optimizer is wrapped in :func:`fixedopt.keep_fixed`, receives the masked
+    gradient and the extra arguments ``value``, ``grad`` and ``value_fn`` (so
+    ``optax.lbfgs`` and its line search work), and every iterate is projected onto the
+    bounds. A step that produces a non-finite objective stops the row with
+    ``Status.NONFINITE`` at its last finite iterate.
+
+    Args:
+      optimizer: an ``optax.GradientTransformation``.
+
+    Example:
+      >>> import jax.numpy as jnp, optax
+      >>> import fixedopt
+      >>> fun = lambda x: jnp.sum((x - 3.0) ** 2)
+      >>> sol = fixedopt.minimize(fun, jnp.zeros(2), jnp.array([False, True]),
+      ...                         solver=fixedopt.Optax(optax.lbfgs()))
+      >>> print(sol.x.round(6))
+      [3. 0.]
+    """
+
+    optimizer: optax.GradientTransformation
+
+    def __post_init__(self):
+        if not isinstance(self.optimizer, optax.GradientTransformation):
+            raise TypeError(
+                "`optimizer` must be an optax.GradientTransformation, "
+                f"got {type(self.optimizer).__name__}"
+            )
+
+    def _wrapped(self, problem: Problem):
+        return keep_fixed(self.optimizer, problem.fixed)
+
+    def init(self, problem: Problem, x, value, grad):
+        return self._wrapped(problem).init(x)
+
+    def step(self, problem: Problem, x, value, grad, state) -> Step:
+        def value_fn(x_trial):
+            return problem.value_and_grad(x_trial)[0]
+
+        updates, new_state = self._wrapped(problem).update(
+            grad, state, x, value=value, grad=grad, value_fn=value_fn
+        )
+        x_new = problem.project(optax.apply_updates(x, updates))
+        value_new, grad_new = problem.value_and_grad(x_new)
+        finite = jnp.isfinite(value_new) & jnp.all(jnp.isfinite(grad_new))
+        keep = lambda new, old: jnp.where(finite, new, old)
+        return Step(
+            x=keep(x_new, x),
+            value=keep(value_new, value),
+            grad=keep(grad_new, grad),
+            state=new_state,
+            outcome=jnp.where(finite, RUNNING, Status.NONFINITE).astype(jnp.int32),
+            moved=jnp.zeros((), bool),  # first-order steps may stall; no ftol test
+        )

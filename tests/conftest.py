@@ -1,6 +1,0 @@
-"""Strict settings for the whole suite: float64 available, no implicit rank promotion."""
-
-import jax
-
-jax.config.update("jax_enable_x64", True)
-jax.config.update("jax_numpy_rank_promotion", "raise")
