@@ -58,6 +58,14 @@ def failed_or_running(accepted, nonfinite) -> jax.Array:
     return jnp.where(accepted, RUNNING, failure).astype(jnp.int32)
 
 
+class Stopping(NamedTuple):
+    """The stopping rules, as traced data: changing them does not recompile."""
+
+    gtol: jax.Array
+    ftol: jax.Array
+    max_steps: jax.Array
+
+
 class LoopState(NamedTuple):
     x: jax.Array
     value: jax.Array
@@ -68,31 +76,101 @@ class LoopState(NamedTuple):
     solver_state: Any
 
 
-def _status(outcome, grad_norm, stalled, steps, gtol, max_steps):
-    status = jnp.where(steps >= max_steps, Status.MAX_STEPS, RUNNING)
+def _status(outcome, grad_norm, stalled, steps, stopping: Stopping):
+    status = jnp.where(steps >= stopping.max_steps, Status.MAX_STEPS, RUNNING)
     status = jnp.where(stalled, Status.STALLED, status)
-    status = jnp.where(grad_norm <= gtol, Status.CONVERGED, status)
+    status = jnp.where(grad_norm <= stopping.gtol, Status.CONVERGED, status)
     return jnp.where(outcome != RUNNING, outcome, status).astype(jnp.int32)
 
 
-def iterate(solver: Solver, problem: Problem, x, *, gtol, ftol, max_steps) -> LoopState:
-    """Run ``solver`` on one row from ``x`` until its status is no longer RUNNING."""
+def start(solver: Solver, problem: Problem, x, stopping: Stopping) -> LoopState:
+    """Project the starting point, evaluate it, and give the row its first status."""
     x = problem.project(x)
     value, grad = problem.value_and_grad(x)
     grad_norm = problem.grad_norm(x, grad)
     finite = jnp.isfinite(value) & jnp.all(jnp.isfinite(grad))
     outcome = jnp.where(finite, RUNNING, Status.NONFINITE)
     zero = jnp.zeros((), jnp.int32)
-    status = _status(outcome, grad_norm, False, zero, gtol, max_steps)
-    state = LoopState(x, value, grad, grad_norm, zero, status, solver.init(problem, x, value, grad))
+    status = _status(outcome, grad_norm, False, zero, stopping)
+    return LoopState(x, value, grad, grad_norm, zero, status, solver.init(problem, x, value, grad))
 
-    def body(state: LoopState) -> LoopState:
-        step = solver.step(problem, state.x, state.value, state.grad, state.solver_state)
-        grad_norm = problem.grad_norm(step.x, step.grad)
-        scale = jnp.maximum(jnp.maximum(jnp.abs(state.value), jnp.abs(step.value)), 1.0)
-        stalled = (ftol > 0) & step.moved & (state.value - step.value <= ftol * scale)
-        steps = state.steps + 1
-        status = _status(step.outcome, grad_norm, stalled, steps, gtol, max_steps)
-        return LoopState(step.x, step.value, step.grad, grad_norm, steps, status, step.state)
 
-    return jax.lax.while_loop(lambda state: state.status == RUNNING, body, state)
+def advance(solver: Solver, problem: Problem, state: LoopState, stopping: Stopping):
+    """One iteration of one row, with its new status."""
+    step = solver.step(problem, state.x, state.value, state.grad, state.solver_state)
+    grad_norm = problem.grad_norm(step.x, step.grad)
+    scale = jnp.maximum(jnp.maximum(jnp.abs(state.value), jnp.abs(step.value)), 1.0)
+    decrease = state.value - step.value
+    stalled = (stopping.ftol > 0) & step.moved & (decrease <= stopping.ftol * scale)
+    steps = state.steps + 1
+    status = _status(step.outcome, grad_norm, stalled, steps, stopping)
+    return LoopState(step.x, step.value, step.grad, grad_norm, steps, status, step.state)
+
+
+def _running(state: LoopState) -> jax.Array:
+    return state.status == RUNNING
+
+
+def iterate(solver: Solver, problem: Problem, x, stopping: Stopping) -> LoopState:
+    """Run ``solver`` on one row from ``x`` until its status is no longer RUNNING."""
+    return jax.lax.while_loop(
+        _running,
+        lambda state: advance(solver, problem, state, stopping),
+        start(solver, problem, x, stopping),
+    )
+
+
+def compaction_sizes(batch: int, factor: int = 8, smallest: int = 8) -> tuple[int, ...]:
+    """The shrinking batch sizes the still-running rows are gathered into."""
+    sizes = []
+    size = batch // factor
+    while size >= smallest:
+        sizes.append(size)
+        size //= factor
+    return tuple(sizes)
+
+
+def iterate_batch(
+    solver: Solver, problem_of, rows, x, stopping: Stopping, compact: bool = True
+) -> LoopState:
+    """Run every row of a batch until each stops; rows stop on their own.
+
+    Under ``vmap`` a while loop costs every row as many iterations as the slowest
+    one. With ``compact``, the batch runs until at most ``B / 8`` rows are still
+    running; those rows (padded with finished ones, which do not change) are
+    gathered into a batch of that static size and run on, and so on down to 8 rows.
+    Each row's iterations, and so its result and step count, are those of an
+    uncompacted run. All sizes are static: one compile, inside ``jit``.
+
+    Args:
+      solver: the solver.
+      problem_of: ``row -> Problem``, for one row's slice of ``rows``.
+      rows: the per-row data (a pytree whose leaves have the batch axis).
+      x: the starting points, ``(B, n)``.
+      stopping: the stopping rules, shared by all rows.
+      compact: gather the running rows into smaller batches as others finish.
+    """
+
+    def start_row(row, x):
+        return start(solver, problem_of(row), x, stopping)
+
+    def advance_row(row, state):
+        new = advance(solver, problem_of(row), state, stopping)
+        return jax.tree.map(lambda a, b: jnp.where(_running(state), a, b), new, state)
+
+    def run(rows, state, until):
+        return jax.lax.while_loop(
+            lambda state: jnp.sum(_running(state)) > until,
+            lambda state: jax.vmap(advance_row)(rows, state),
+            state,
+        )
+
+    state = jax.vmap(start_row)(rows, x)
+    sizes = compaction_sizes(x.shape[0]) if compact else ()
+    state = run(rows, state, until=sizes[0] if sizes else 0)
+    for size, until in zip(sizes, (*sizes[1:], 0)):
+        _, index = jax.lax.top_k(_running(state).astype(jnp.int32), size)
+        take = lambda tree, index=index: jax.tree.map(lambda a: a[index], tree)
+        subset = run(take(rows), take(state), until)
+        state = jax.tree.map(lambda a, b, index=index: a.at[index].set(b), state, subset)
+    return state

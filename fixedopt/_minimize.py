@@ -11,8 +11,8 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
 from fixedopt import _mask
-from fixedopt._loop import Solver, iterate
-from fixedopt._problem import Problem
+from fixedopt._loop import Solver, Stopping, iterate, iterate_batch
+from fixedopt._problem import row_problem
 from fixedopt._solution import Solution, Status
 from fixedopt._solvers.gauss_newton import LevenbergMarquardt
 from fixedopt._solvers.lbfgs import LBFGS
@@ -34,6 +34,7 @@ def minimize(
     gtol: float = 1e-6,
     ftol: float = 0.0,
     max_steps: int = 1000,
+    compact: bool = True,
 ) -> Solution:
     """Minimize ``fun`` over ``x`` with fixed entries pinned and the rest in bounds.
 
@@ -61,6 +62,9 @@ def minimize(
       ftol: a row stops with ``Status.STALLED`` when a step decreases the objective by
         at most ``ftol * max(|f|, 1)``; 0 (the default) disables the test.
       max_steps: the iteration limit per row.
+      compact: with ``batched=True``, gather the rows still running into smaller
+        batches as the others finish, so that a few slow rows do not cost every row
+        their step count. Results and per-row steps are those of an uncompacted run.
 
     Returns:
       A :class:`fixedopt.Solution`; fixed entries of ``x`` are bit-identical to their
@@ -85,7 +89,7 @@ def minimize(
     _check_solver(solver, needs_residuals=False, caller="minimize")
     return _solve(
         fun, x0, fixed, fixed_values, bounds, solver, args, batched, strategy,
-        gtol, ftol, max_steps, least_squares=False,
+        gtol, ftol, max_steps, compact, least_squares=False,
     )  # fmt: skip
 
 
@@ -103,6 +107,7 @@ def least_squares(
     gtol: float = 1e-6,
     ftol: float = 0.0,
     max_steps: int = 1000,
+    compact: bool = True,
 ) -> Solution:
     """Minimize ``0.5 * sum(residual_fun(x, *args) ** 2)`` with fixed entries pinned.
 
@@ -129,7 +134,7 @@ def least_squares(
     _check_solver(solver, needs_residuals=True, caller="least_squares")
     return _solve(
         residual_fun, x0, fixed, fixed_values, bounds, solver, args, batched, strategy,
-        gtol, ftol, max_steps, least_squares=True,
+        gtol, ftol, max_steps, compact, least_squares=True,
     )  # fmt: skip
 
 
@@ -189,7 +194,7 @@ def _args_axes(args, batch: int):
 
 
 def _solve(fun, x0, fixed, fixed_values, bounds, solver, args, batched, strategy,
-           gtol, ftol, max_steps, *, least_squares):  # fmt: skip
+           gtol, ftol, max_steps, compact, *, least_squares):  # fmt: skip
     _check_options(strategy, gtol, ftol, max_steps)
     _mask.check_params(x0, "x0")
     mask = _mask.normalize_fixed(fixed, x0, "fixed")
@@ -197,42 +202,53 @@ def _solve(fun, x0, fixed, fixed_values, bounds, solver, args, batched, strategy
     values = x0 if fixed_values is None else _mask.normalize_values(fixed_values, x0)
     bounds = _mask.normalize_bounds(bounds, x0)
     _mask.check_values_in_bounds(mask, values, bounds)
+    batched_args = None
     if batched:
-        _args_axes(args, _batch_size(x0))  # validates before tracing
+        axes = _args_axes(args, _batch_size(x0))
+        batched_args = tuple(axis == 0 for axis in jax.tree.leaves(axes, is_leaf=_is_none))
+    stopping = Stopping(jnp.asarray(gtol), jnp.asarray(ftol), jnp.asarray(max_steps, jnp.int32))
     return _run(
-        fun, solver, least_squares, batched, x0, mask, values, bounds, args,
-        jnp.asarray(gtol), jnp.asarray(ftol), jnp.asarray(max_steps, jnp.int32),
+        fun, solver, least_squares, batched_args, bool(compact),
+        x0, mask, values, bounds, args, stopping,
     )  # fmt: skip
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
-def _run(fun, solver, least_squares, batched, x0, mask, values, bounds, args,
-         gtol, ftol, max_steps):  # fmt: skip
-    """Compiled once per (fun, solver, kind, batching, shapes); masks are data."""
-    solve_row = functools.partial(_solve_row, fun, solver, least_squares)
-    if not batched:
-        return solve_row(x0, mask, values, bounds, args, gtol, ftol, max_steps)
-    in_axes = (0, 0, 0, 0, _args_axes(args, _batch_size(x0)), None, None, None)
-    return jax.vmap(solve_row, in_axes=in_axes)(
-        x0, mask, values, bounds, args, gtol, ftol, max_steps
-    )
+def _is_none(value) -> bool:
+    return value is None
 
 
-def _solve_row(fun, solver, least_squares, x0, mask, values, bounds, args,
-               gtol, ftol, max_steps) -> Solution:  # fmt: skip
-    flat_x0, unravel = ravel_pytree(x0)
-    flat_fixed = ravel_pytree(mask)[0]
-    flat_values = ravel_pytree(values)[0]
-    pinned = jax.lax.stop_gradient(flat_values)
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
+def _run(fun, solver, least_squares, batched_args, compact,
+         x0, mask, values, bounds, args, stopping) -> Solution:  # fmt: skip
+    """Compiled once per (fun, solver, kind, batching, shapes); masks are data.
 
-    def call(flat_x):
-        return fun(unravel(jnp.where(flat_fixed, pinned, flat_x)), *args)
+    ``batched_args`` is None for one problem, else one flag per leaf of ``args``:
+    True for a per-row array, False for a value shared by all rows.
+    """
+    if batched_args is None:
+        problem, flat_x0, unravel = row_problem(fun, least_squares, x0, mask, values, bounds, args)
+        return _solution(iterate(solver, problem, flat_x0, stopping), unravel)
 
-    objective = _residual_problem(call, x0) if least_squares else _scalar_problem(call, x0)
-    lower, upper = (None, None) if bounds is None else (ravel_pytree(b)[0] for b in bounds)
-    problem = Problem(fixed=flat_fixed, fixed_values=flat_values, lower=lower, upper=upper,
-                      **objective)  # fmt: skip
-    final = iterate(solver, problem, flat_x0, gtol=gtol, ftol=ftol, max_steps=max_steps)
+    leaves, treedef = jax.tree.flatten(args)
+    shared = [leaf for leaf, per_row in zip(leaves, batched_args) if not per_row]
+
+    def problem_of(row):
+        x0, mask, values, bounds, row_leaves = row
+        row_leaves, shared_leaves = iter(row_leaves), iter(shared)
+        merged = [next(row_leaves if per_row else shared_leaves) for per_row in batched_args]
+        return row_problem(fun, least_squares, x0, mask, values, bounds, treedef.unflatten(merged))[
+            0
+        ]
+
+    per_row = [leaf for leaf, row in zip(leaves, batched_args) if row]
+    rows = (x0, mask, values, bounds, per_row)
+    flat_x0 = jax.vmap(lambda x: ravel_pytree(x)[0])(x0)
+    final = iterate_batch(solver, problem_of, rows, flat_x0, stopping, compact)
+    unravel = ravel_pytree(jax.tree.map(lambda leaf: leaf[0], x0))[1]
+    return _solution(final, jax.vmap(unravel))
+
+
+def _solution(final, unravel) -> Solution:
     return Solution(
         x=unravel(final.x),
         value=final.value,
@@ -241,45 +257,3 @@ def _solve_row(fun, solver, least_squares, x0, mask, values, bounds, args,
         converged=final.status == Status.CONVERGED,
         status=final.status,
     )
-
-
-def _scalar_problem(call, x0) -> dict:
-    out = jax.eval_shape(call, ravel_pytree(x0)[0])
-    if not (hasattr(out, "shape") and out.shape == () and jnp.issubdtype(out.dtype, jnp.floating)):
-        raise ValueError(
-            "`fun` must return a floating-point scalar for one problem, got "
-            f"{getattr(out, 'dtype', type(out).__name__)} of shape {getattr(out, 'shape', '?')}"
-        )
-    return {"value_and_grad": jax.value_and_grad(call)}
-
-
-def _residual_problem(call, x0) -> dict:
-    flat_x0 = ravel_pytree(x0)[0]
-    out = jax.eval_shape(call, flat_x0)
-    if not (hasattr(out, "dtype") and jnp.issubdtype(out.dtype, jnp.floating)):
-        raise ValueError(
-            "`residual_fun` must return a floating-point array of residuals, got "
-            f"{getattr(out, 'dtype', type(out).__name__)}"
-        )
-    # Forward mode when there are at least as many residuals as unknowns.
-    jacobian_of = jax.jacfwd if out.size >= flat_x0.size else jax.jacrev
-
-    def residual(flat_x):
-        return jnp.ravel(call(flat_x))
-
-    def value_and_grad(flat_x):
-        r, pullback = jax.vjp(residual, flat_x)
-        return 0.5 * jnp.dot(r, r), pullback(r)[0]
-
-    def residual_and_jacobian(flat_x):
-        def with_aux(x):
-            r = residual(x)
-            return r, r
-
-        jacobian, r = jacobian_of(with_aux, has_aux=True)(flat_x)
-        return r, jacobian
-
-    return {
-        "value_and_grad": value_and_grad,
-        "residual_and_jacobian": residual_and_jacobian,
-    }

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
 
 
 class Problem(NamedTuple):
@@ -65,3 +66,66 @@ class Problem(NamedTuple):
         near_lower = (x <= self.lower + margin) & (grad > 0)
         near_upper = (x >= self.upper - margin) & (grad < 0)
         return (near_lower | near_upper) & ~self.fixed
+
+
+def row_problem(fun, least_squares: bool, x0, mask, values, bounds, args):
+    """One row's :class:`Problem`, its flat starting point and the ``unravel`` back.
+
+    ``fun`` sees ``unravel(where(fixed, stop_gradient(values), x))``: gradients and
+    Jacobian columns of fixed entries are exactly zero, and ``fun`` never sees a
+    drifted fixed value.
+    """
+    flat_x0, unravel = ravel_pytree(x0)
+    flat_fixed = ravel_pytree(mask)[0]
+    flat_values = ravel_pytree(values)[0]
+    pinned = jax.lax.stop_gradient(flat_values)
+
+    def call(flat_x):
+        return fun(unravel(jnp.where(flat_fixed, pinned, flat_x)), *args)
+
+    objective = (_residual_objective if least_squares else _scalar_objective)(call, flat_x0)
+    lower, upper = (None, None) if bounds is None else (ravel_pytree(b)[0] for b in bounds)
+    problem = Problem(fixed=flat_fixed, fixed_values=flat_values, lower=lower, upper=upper,
+                      **objective)  # fmt: skip
+    return problem, flat_x0, unravel
+
+
+def _scalar_objective(call, flat_x0) -> dict:
+    out = jax.eval_shape(call, flat_x0)
+    if not (hasattr(out, "shape") and out.shape == () and jnp.issubdtype(out.dtype, jnp.floating)):
+        raise ValueError(
+            "`fun` must return a floating-point scalar for one problem, got "
+            f"{getattr(out, 'dtype', type(out).__name__)} of shape {getattr(out, 'shape', '?')}"
+        )
+    return {"value_and_grad": jax.value_and_grad(call)}
+
+
+def _residual_objective(call, flat_x0) -> dict:
+    out = jax.eval_shape(call, flat_x0)
+    if not (hasattr(out, "dtype") and jnp.issubdtype(out.dtype, jnp.floating)):
+        raise ValueError(
+            "`residual_fun` must return a floating-point array of residuals, got "
+            f"{getattr(out, 'dtype', type(out).__name__)}"
+        )
+    # Forward mode when there are at least as many residuals as unknowns.
+    jacobian_of = jax.jacfwd if out.size >= flat_x0.size else jax.jacrev
+
+    def residual(flat_x):
+        return jnp.ravel(call(flat_x))
+
+    def value_and_grad(flat_x):
+        r, pullback = jax.vjp(residual, flat_x)
+        return 0.5 * jnp.dot(r, r), pullback(r)[0]
+
+    def residual_and_jacobian(flat_x):
+        def with_aux(x):
+            r = residual(x)
+            return r, r
+
+        jacobian, r = jacobian_of(with_aux, has_aux=True)(flat_x)
+        return r, jacobian
+
+    return {
+        "value_and_grad": value_and_grad,
+        "residual_and_jacobian": residual_and_jacobian,
+    }

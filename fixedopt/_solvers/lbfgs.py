@@ -24,20 +24,24 @@ def two_loop(grad, s_history, y_history, gamma):
     """``H @ grad`` for the L-BFGS inverse Hessian ``H`` (Nocedal 1980).
 
     Pairs with ``s.y <= 0`` (empty slots, or pairs whose curvature vanished once
-    masked to the free subspace) get ``rho = 0`` and drop out, branch-free.
+    masked to the free subspace) get ``rho = 0`` and drop out, branch-free. The two
+    loops are ``lax.scan``s: a small program, whatever the memory size.
     """
     sy = jnp.sum(s_history * y_history, axis=1)
     rho = jnp.where(sy > 0, 1.0 / jnp.where(sy > 0, sy, 1.0), 0.0)
-    q = grad
-    alphas = []
-    for i in reversed(range(s_history.shape[0])):
-        alpha = rho[i] * jnp.dot(s_history[i], q)
-        q = q - alpha * y_history[i]
-        alphas.append(alpha)
-    r = gamma * q
-    for i, alpha in zip(range(s_history.shape[0]), reversed(alphas)):
-        beta = rho[i] * jnp.dot(y_history[i], r)
-        r = r + (alpha - beta) * s_history[i]
+
+    def newest_to_oldest(q, pair):
+        s, y, rho = pair
+        alpha = rho * jnp.dot(s, q)
+        return q - alpha * y, alpha
+
+    def oldest_to_newest(r, pair):
+        s, y, rho, alpha = pair
+        beta = rho * jnp.dot(y, r)
+        return r + (alpha - beta) * s, None
+
+    q, alphas = jax.lax.scan(newest_to_oldest, grad, (s_history, y_history, rho), reverse=True)
+    r, _ = jax.lax.scan(oldest_to_newest, gamma * q, (s_history, y_history, rho, alphas))
     return r
 
 
