@@ -52,6 +52,7 @@ def projected_backtracking(
     grad: jax.Array,
     direction: jax.Array,
     initial_step,
+    active=True,
     *,
     max_steps: int,
     armijo: float = 1e-4,
@@ -65,7 +66,8 @@ def projected_backtracking(
     ``x -> (value, grad, aux)``: the accepted point's gradient comes for free. A
     non-finite trial is rejected and the step shrinks, so a row that wanders into a
     NaN region backs out of it. Fixed entries are pinned by the projection, so they
-    are bit-identical in every trial.
+    are bit-identical in every trial. A row that is not ``active`` (it has already
+    stopped, in a batch) makes no trial, so it cannot lengthen the batch's loop.
     """
     slope = jnp.dot(grad, direction)
     trial_value0, trial_grad0, aux0 = jax.eval_shape(evaluate, x)
@@ -82,7 +84,7 @@ def projected_backtracking(
 
     def keep_going(carry):
         *_, count, accepted, _ = carry
-        return ~accepted & (count < max_steps)
+        return active & ~accepted & (count < max_steps)
 
     def trial(carry):
         step, _, _, _, _, count, _, _ = carry

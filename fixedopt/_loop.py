@@ -3,7 +3,10 @@
 A solver is a small immutable object with two methods:
 
 * ``init(problem, x, value, grad) -> state`` — its own state (history, damping...);
-* ``step(problem, x, value, grad, state) -> Step`` — one iteration.
+* ``step(problem, x, value, grad, state, active) -> Step`` — one iteration.
+  ``active`` is False for a row of a batch that has already stopped: its results
+  are discarded, and the solver should do no inner iterations for it (a line search
+  makes no trials), so that it cannot lengthen the batch's loop.
 
 The driver owns everything else: the initial evaluation, the stopping rules, the
 status codes and the step count, in one ``lax.while_loop`` over one row. Batching is
@@ -48,8 +51,8 @@ class Solver(abc.ABC):
         """The solver's own state at the starting point."""
 
     @abc.abstractmethod
-    def step(self, problem: Problem, x, value, grad, state) -> Step:
-        """One iteration from ``x``."""
+    def step(self, problem: Problem, x, value, grad, state, active) -> Step:
+        """One iteration from ``x``; ``active`` is False for a row that has stopped."""
 
 
 def failed_or_running(accepted, nonfinite) -> jax.Array:
@@ -95,9 +98,9 @@ def start(solver: Solver, problem: Problem, x, stopping: Stopping) -> LoopState:
     return LoopState(x, value, grad, grad_norm, zero, status, solver.init(problem, x, value, grad))
 
 
-def advance(solver: Solver, problem: Problem, state: LoopState, stopping: Stopping):
+def advance(solver: Solver, problem: Problem, state: LoopState, stopping: Stopping, active=True):
     """One iteration of one row, with its new status."""
-    step = solver.step(problem, state.x, state.value, state.grad, state.solver_state)
+    step = solver.step(problem, state.x, state.value, state.grad, state.solver_state, active)
     grad_norm = problem.grad_norm(step.x, step.grad)
     scale = jnp.maximum(jnp.maximum(jnp.abs(state.value), jnp.abs(step.value)), 1.0)
     decrease = state.value - step.value
@@ -155,8 +158,12 @@ def iterate_batch(
         return start(solver, problem_of(row), x, stopping)
 
     def advance_row(row, state):
-        new = advance(solver, problem_of(row), state, stopping)
-        return jax.tree.map(lambda a, b: jnp.where(_running(state), a, b), new, state)
+        running = _running(state)
+        new = advance(solver, problem_of(row), state, stopping, running)
+        # A stopped row keeps what it reports. Its solver state is never read again,
+        # so it is not copied back (that copy would stream the whole L-BFGS history).
+        reported = [jnp.where(running, a, b) for a, b in zip(new[:-1], state[:-1])]
+        return LoopState(*reported, solver_state=new.solver_state)
 
     def run(rows, state, until):
         return jax.lax.while_loop(

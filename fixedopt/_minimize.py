@@ -8,16 +8,17 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jax.flatten_util import ravel_pytree
+import numpy as np
 
 from fixedopt import _mask
 from fixedopt._loop import Solver, Stopping, iterate, iterate_batch
 from fixedopt._problem import row_problem
+from fixedopt._reparam import free_indices, split
 from fixedopt._solution import Solution, Status
 from fixedopt._solvers.gauss_newton import LevenbergMarquardt
 from fixedopt._solvers.lbfgs import LBFGS
 
-STRATEGIES = ("mask",)
+STRATEGIES = ("mask", "split")
 
 
 def minimize(
@@ -56,7 +57,11 @@ def minimize(
         in ``args`` has the leading batch axis; Python scalars are shared.
       batched: solve one independent problem per row of the leading axis; each row
         converges and reports on its own. ``jax.vmap`` over an unbatched call agrees.
-      strategy: ``"mask"`` (the objective is masked in place).
+      strategy: ``"mask"`` (the default: the solver works on the full vector, the
+        objective is masked in place) or ``"split"`` (index splitting: each row's free
+        entries are packed into a vector padded to a power-of-two width and scattered
+        back inside the objective; needs a concrete mask, and a new free count that
+        crosses a power of two compiles anew). Same solvers, same ``Solution``.
       gtol: a row converges when the max-norm of its projected gradient over free
         entries is at most ``gtol``.
       ftol: a row stops with ``Status.STALLED`` when a step decreases the objective by
@@ -206,10 +211,11 @@ def _solve(fun, x0, fixed, fixed_values, bounds, solver, args, batched, strategy
     if batched:
         axes = _args_axes(args, _batch_size(x0))
         batched_args = tuple(axis == 0 for axis in jax.tree.leaves(axes, is_leaf=_is_none))
+    index = _split_indices(mask, batched) if strategy == "split" else None
     stopping = Stopping(jnp.asarray(gtol), jnp.asarray(ftol), jnp.asarray(max_steps, jnp.int32))
     return _run(
         fun, solver, least_squares, batched_args, bool(compact),
-        x0, mask, values, bounds, args, stopping,
+        x0, mask, values, bounds, args, index, stopping,
     )  # fmt: skip
 
 
@@ -217,40 +223,61 @@ def _is_none(value) -> bool:
     return value is None
 
 
+def _split_indices(mask, batched: bool):
+    """Per row, the free positions of the flat vector, padded (``strategy="split"``)."""
+    leaves = [_mask.concrete_or_none(leaf) for leaf in jax.tree.leaves(mask)]
+    if any(leaf is None for leaf in leaves):
+        raise ValueError(
+            '`fixed` must be concrete for strategy="split" (the packed width is chosen '
+            'from it), got a traced mask; call outside jit or use strategy="mask"'
+        )
+    rows = [leaf.reshape(leaf.shape[0] if batched else 1, -1) for leaf in leaves]
+    index = free_indices(np.concatenate(rows, axis=1))
+    return jnp.asarray(index if batched else index[0])
+
+
 @functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
 def _run(fun, solver, least_squares, batched_args, compact,
-         x0, mask, values, bounds, args, stopping) -> Solution:  # fmt: skip
+         x0, mask, values, bounds, args, index, stopping) -> Solution:  # fmt: skip
     """Compiled once per (fun, solver, kind, batching, shapes); masks are data.
 
     ``batched_args`` is None for one problem, else one flag per leaf of ``args``:
-    True for a per-row array, False for a value shared by all rows.
+    True for a per-row array, False for a value shared by all rows. ``index`` is None
+    for ``strategy="mask"``, else each row's packed free positions.
     """
-    if batched_args is None:
+
+    def setup(row, args):
+        """One row: its Problem, flat start, and the map from solver vector to x."""
+        x0, mask, values, bounds, index = row
         problem, flat_x0, unravel = row_problem(fun, least_squares, x0, mask, values, bounds, args)
-        return _solution(iterate(solver, problem, flat_x0, stopping), unravel)
+        if index is None:
+            return problem, flat_x0, unravel
+        packed, pack, expand = split(problem, index)
+        return packed, pack(flat_x0), lambda z: unravel(expand(z))
+
+    if batched_args is None:
+        problem, start, finish = setup((x0, mask, values, bounds, index), args)
+        return _solution(iterate(solver, problem, start, stopping), finish)
 
     leaves, treedef = jax.tree.flatten(args)
-    shared = [leaf for leaf, per_row in zip(leaves, batched_args) if not per_row]
-
-    def problem_of(row):
-        x0, mask, values, bounds, row_leaves = row
-        row_leaves, shared_leaves = iter(row_leaves), iter(shared)
-        merged = [next(row_leaves if per_row else shared_leaves) for per_row in batched_args]
-        return row_problem(fun, least_squares, x0, mask, values, bounds, treedef.unflatten(merged))[
-            0
-        ]
-
     per_row = [leaf for leaf, row in zip(leaves, batched_args) if row]
-    rows = (x0, mask, values, bounds, per_row)
-    flat_x0 = jax.vmap(lambda x: ravel_pytree(x)[0])(x0)
-    final = iterate_batch(solver, problem_of, rows, flat_x0, stopping, compact)
-    unravel = ravel_pytree(jax.tree.map(lambda leaf: leaf[0], x0))[1]
-    return _solution(final, jax.vmap(unravel))
+    shared = [leaf for leaf, row in zip(leaves, batched_args) if not row]
+
+    def setup_row(row):
+        *row, row_leaves = row
+        row_leaves, shared_leaves = iter(row_leaves), iter(shared)
+        merged = [next(row_leaves if row else shared_leaves) for row in batched_args]
+        return setup(row, treedef.unflatten(merged))
+
+    rows = (x0, mask, values, bounds, index, per_row)
+    start = jax.vmap(lambda row: setup_row(row)[1])(rows)
+    final = iterate_batch(solver, lambda row: setup_row(row)[0], rows, start, stopping, compact)
+    return _solution(final, jax.vmap(lambda row, z: setup_row(row)[2](z), in_axes=(0, 0)), rows)
 
 
-def _solution(final, unravel) -> Solution:
+def _solution(final, finish, *rows) -> Solution:
     return Solution(
-        x=unravel(final.x),
+        x=finish(*rows, final.x),
         value=final.value,
         grad_norm=final.grad_norm,
         steps=final.steps,

@@ -91,7 +91,9 @@ class LevenbergMarquardt(Solver):
         damping = jnp.asarray(self.initial_damping, x.dtype)
         return LevenbergMarquardtState(residual, jacobian, damping, jnp.asarray(2.0, x.dtype))
 
-    def step(self, problem: Problem, x, value, grad, state: LevenbergMarquardtState) -> Step:
+    def step(
+        self, problem: Problem, x, value, grad, state: LevenbergMarquardtState, active
+    ) -> Step:
         free = ~problem.fixed & ~problem.at_bound(x, grad, 0.0)
         step = free_block_step(state.jacobian, grad, free, state.damping)
         x_trial = problem.project(x + step)
@@ -150,12 +152,12 @@ class GaussNewton(Solver):
     def init(self, problem: Problem, x, value, grad) -> GaussNewtonState:
         return GaussNewtonState(problem.residual_and_jacobian(x)[1])
 
-    def step(self, problem: Problem, x, value, grad, state: GaussNewtonState) -> Step:
+    def step(self, problem: Problem, x, value, grad, state: GaussNewtonState, active) -> Step:
         free = ~problem.fixed & ~problem.at_bound(x, grad, 0.0)
         direction = free_block_step(state.jacobian, grad, free, self.regularization)
         search = projected_backtracking(
             problem, lambda x_trial: _residual_evaluation(problem, x_trial), x, value, grad,
-            direction, 1.0, max_steps=self.max_linesearch_steps,
+            direction, 1.0, active, max_steps=self.max_linesearch_steps,
         )  # fmt: skip
         accepted = search.accepted
         keep = lambda new, old: jnp.where(accepted, new, old)

@@ -51,14 +51,14 @@ class GradientDescent(Solver):
         grad_size = jnp.linalg.norm(jnp.where(problem.fixed, 0.0, grad))
         return GradientDescentState(jnp.minimum(1.0, 1.0 / grad_size).astype(x.dtype))
 
-    def step(self, problem: Problem, x, value, grad, state: GradientDescentState) -> Step:
+    def step(self, problem: Problem, x, value, grad, state: GradientDescentState, active) -> Step:
         direction = jnp.where(problem.fixed, 0.0, -grad)
 
         def evaluate(x_trial):
             return (*problem.value_and_grad(x_trial), None)
 
         search = projected_backtracking(
-            problem, evaluate, x, value, grad, direction, state.trial_step,
+            problem, evaluate, x, value, grad, direction, state.trial_step, active,
             max_steps=self.max_linesearch_steps,
         )  # fmt: skip
         s, y = search.x - x, search.grad - grad

@@ -14,35 +14,38 @@ from fixedopt._problem import Problem
 
 
 class LBFGSState(NamedTuple):
-    s_history: jax.Array  # (memory_size, n), oldest first; unused rows are zero
-    y_history: jax.Array
+    s_history: jax.Array  # (memory_size, n): a ring buffer of steps
+    y_history: jax.Array  # (memory_size, n): the matching gradient changes
+    rho: jax.Array  # (memory_size,): 1 / (s.y) per pair, 0 for an empty slot
+    head: jax.Array  # the slot the next pair goes to; the newest pair is at head - 1
     gamma: jax.Array  # scale of the initial inverse Hessian, s.y / y.y of the last pair
-    pairs: jax.Array  # how many curvature pairs have been stored (saturates)
+    pairs: jax.Array  # how many pairs have been stored (saturates at memory_size)
 
 
-def two_loop(grad, s_history, y_history, gamma):
+def two_loop(grad, s_history, y_history, rho, head, gamma):
     """``H @ grad`` for the L-BFGS inverse Hessian ``H`` (Nocedal 1980).
 
-    Pairs with ``s.y <= 0`` (empty slots, or pairs whose curvature vanished once
-    masked to the free subspace) get ``rho = 0`` and drop out, branch-free. The two
-    loops are ``lax.scan``s: a small program, whatever the memory size.
+    The pairs sit in a ring buffer whose newest entry is at ``head - 1``; empty slots
+    (and pairs whose curvature vanished once masked to the free subspace) have
+    ``rho = 0`` and drop out, branch-free. The loops are unrolled: under ``vmap``
+    this streams the history at memory bandwidth, about twice as fast as a ``scan``.
     """
-    sy = jnp.sum(s_history * y_history, axis=1)
-    rho = jnp.where(sy > 0, 1.0 / jnp.where(sy > 0, sy, 1.0), 0.0)
-
-    def newest_to_oldest(q, pair):
-        s, y, rho = pair
-        alpha = rho * jnp.dot(s, q)
-        return q - alpha * y, alpha
-
-    def oldest_to_newest(r, pair):
-        s, y, rho, alpha = pair
-        beta = rho * jnp.dot(y, r)
-        return r + (alpha - beta) * s, None
-
-    q, alphas = jax.lax.scan(newest_to_oldest, grad, (s_history, y_history, rho), reverse=True)
-    r, _ = jax.lax.scan(oldest_to_newest, gamma * q, (s_history, y_history, rho, alphas))
+    memory = s_history.shape[0]
+    newest_first = [(head - 1 - j) % memory for j in range(memory)]
+    pairs = [(s_history[i], y_history[i], rho[i]) for i in newest_first]
+    q, alphas = grad, []
+    for s, y, rho_i in pairs:
+        alpha = rho_i * jnp.dot(s, q)
+        q = q - alpha * y
+        alphas.append(alpha)
+    r = gamma * q
+    for (s, y, rho_i), alpha in zip(reversed(pairs), reversed(alphas)):
+        r = r + (alpha - rho_i * jnp.dot(y, r)) * s
     return r
+
+
+def _inverse_or_zero(value, positive):
+    return jnp.where(positive, 1.0 / jnp.where(positive, value, 1.0), 0.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,54 +90,67 @@ class LBFGS(Solver):
 
     def init(self, problem: Problem, x, value, grad) -> LBFGSState:
         history = jnp.zeros((self.memory_size, x.shape[0]), x.dtype)
-        return LBFGSState(history, history, jnp.ones((), x.dtype), jnp.zeros((), jnp.int32))
+        zero = jnp.zeros((), jnp.int32)
+        rho = jnp.zeros((self.memory_size,), x.dtype)
+        return LBFGSState(history, history, rho, zero, jnp.ones((), x.dtype), zero)
 
-    def step(self, problem: Problem, x, value, grad, state: LBFGSState) -> Step:
+    def step(self, problem: Problem, x, value, grad, state: LBFGSState, active) -> Step:
         margin = jnp.minimum(problem.grad_norm(x, grad), 1e-3)
-        active = problem.at_bound(x, grad, margin)
-        s_history, y_history = state.s_history, state.y_history
-        if problem.has_bounds:  # without bounds, pairs are already zero on fixed entries
-            free = ~problem.fixed & ~active
-            s_history = jnp.where(free[None, :], s_history, 0.0)
-            y_history = jnp.where(free[None, :], y_history, 0.0)
-        quasi_newton = -two_loop(jnp.where(active, 0.0, grad), s_history, y_history, state.gamma)
-        direction = jnp.where(active, -state.gamma * grad, quasi_newton)
+        at_bound = problem.at_bound(x, grad, margin)
+        s_history, y_history, rho = state.s_history, state.y_history, state.rho
+        if problem.has_bounds:  # restrict the pairs to this iteration's free subspace
+            free = (~problem.fixed & ~at_bound)[None, :]
+            s_history = jnp.where(free, s_history, 0.0)
+            y_history = jnp.where(free, y_history, 0.0)
+            sy = jnp.sum(s_history * y_history, axis=1)
+            rho = _inverse_or_zero(sy, (sy > 0) & (state.rho > 0))
+        # Without bounds the pairs are already zero on fixed entries: no masking needed.
+        quasi_newton = -two_loop(
+            jnp.where(at_bound, 0.0, grad), s_history, y_history, rho, state.head, state.gamma
+        )
+        direction = jnp.where(at_bound, -state.gamma * grad, quasi_newton)
         direction = jnp.where(problem.fixed, 0.0, direction)
         steepest = jnp.where(problem.fixed, 0.0, -state.gamma * grad)
         direction = jnp.where(jnp.dot(grad, direction) < 0, direction, steepest)
-        first = state.pairs == 0
         grad_size = jnp.linalg.norm(jnp.where(problem.fixed, 0.0, grad))
-        initial_step = jnp.where(first, jnp.minimum(1.0, 1.0 / grad_size), 1.0)
+        initial_step = jnp.where(state.pairs == 0, jnp.minimum(1.0, 1.0 / grad_size), 1.0)
 
         def evaluate(x_trial):
             return (*problem.value_and_grad(x_trial), None)
 
         search = projected_backtracking(
-            problem, evaluate, x, value, grad, direction, initial_step,
+            problem, evaluate, x, value, grad, direction, initial_step, active,
             max_steps=self.max_linesearch_steps,
         )  # fmt: skip
         accepted = search.accepted
-        new_state = self._remember(state, search.x - x, search.grad - grad, accepted)
         keep = lambda new, old: jnp.where(accepted, new, old)
         return Step(
             x=keep(search.x, x),
             value=keep(search.value, value),
             grad=keep(search.grad, grad),
-            state=new_state,
+            state=self._remember(state, search.x - x, search.grad - grad, accepted),
             outcome=failed_or_running(accepted, search.nonfinite),
             moved=accepted,
         )
 
     def _remember(self, state: LBFGSState, s, y, accepted) -> LBFGSState:
-        """Append the pair ``(s, y)`` if it carries positive curvature."""
+        """Store the pair ``(s, y)`` if it carries positive curvature.
+
+        Writes one slot of the ring buffer (a scatter under ``vmap``), rather than
+        shifting the whole history.
+        """
         sy, yy = jnp.dot(s, y), jnp.dot(y, y)
         good = accepted & (sy > jnp.finfo(s.dtype).eps * yy)
-        push = lambda history, new: jnp.where(
-            good, jnp.concatenate([history[1:], new[None]]), history
-        )
+        slot = state.head
+
+        def store(history, new):
+            return history.at[slot].set(jnp.where(good, new, history[slot]))
+
         return LBFGSState(
-            s_history=push(state.s_history, s),
-            y_history=push(state.y_history, y),
+            s_history=store(state.s_history, s),
+            y_history=store(state.y_history, y),
+            rho=store(state.rho, _inverse_or_zero(sy, good)),
+            head=jnp.where(good, (slot + 1) % self.memory_size, slot).astype(jnp.int32),
             gamma=jnp.where(good, sy / jnp.where(good, yy, 1.0), state.gamma),
             pairs=jnp.minimum(state.pairs + good, self.memory_size).astype(jnp.int32),
         )

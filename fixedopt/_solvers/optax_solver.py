@@ -51,7 +51,7 @@ class Optax(Solver):
     def init(self, problem: Problem, x, value, grad):
         return self._wrapped(problem).init(x)
 
-    def step(self, problem: Problem, x, value, grad, state) -> Step:
+    def step(self, problem: Problem, x, value, grad, state, active) -> Step:
         def value_fn(x_trial):
             return problem.value_and_grad(x_trial)[0]
 

@@ -1,0 +1,82 @@
+"""Index splitting: pack each row's free entries into a short dense vector.
+
+The comparison strategy to masking (``strategy="split"``): the solver works on
+``z``, the free entries of a row padded to a common width, and the objective
+scatters ``z`` back into the full vector. It is a transformation of one row's flat
+:class:`~fixedopt._problem.Problem`, so every solver runs on it unchanged. Widths
+are powers of two (capped at ``n``), so masks with different free counts share a
+compiled program unless they cross a power of two.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fixedopt._problem import Problem
+
+
+def packed_width(free_counts: np.ndarray, n: int) -> int:
+    """The smallest power of two holding every row's free entries, at most ``n``."""
+    largest = max(int(np.max(free_counts, initial=0)), 1)
+    return min(1 << (largest - 1).bit_length(), n)
+
+
+def free_indices(fixed: np.ndarray) -> np.ndarray:
+    """Per row (last axis), the positions of its free entries, padded with ``n``.
+
+    ``fixed`` is a concrete boolean array ``(..., n)``; returns ``(..., width)``.
+    """
+    n = fixed.shape[-1]
+    width = packed_width(np.sum(~fixed, axis=-1), n)
+    order = np.argsort(fixed, axis=-1, kind="stable")[..., :width]  # free first
+    is_free = np.take_along_axis(~fixed, order, axis=-1)
+    return np.where(is_free, order, n).astype(np.int32)
+
+
+def _with_padding(vector, fill):
+    return jnp.concatenate([vector, jnp.full((1,), fill, vector.dtype)])
+
+
+def split(problem: Problem, index: jax.Array):
+    """The problem in the packed variables ``z``, and ``expand: z -> x``.
+
+    Padding slots (``index == n``) are fixed at 0 in the packed problem. ``expand``
+    writes ``z`` over the fixed values, so fixed entries of ``expand(z)`` are the
+    fixed values bit for bit.
+    """
+    n = problem.fixed.shape[0]
+
+    def expand(z):
+        return _with_padding(problem.fixed_values, 0).at[index].set(z)[:n]
+
+    def pack(vector):
+        return _with_padding(vector, 0)[index]
+
+    def value_and_grad(z):
+        value, grad = problem.value_and_grad(expand(z))
+        return value, pack(grad)
+
+    residual_and_jacobian = None
+    if problem.residual_and_jacobian is not None:
+
+        def residual_and_jacobian(z):
+            residual, jacobian = problem.residual_and_jacobian(expand(z))
+            padded = jnp.concatenate([jacobian, jnp.zeros_like(jacobian[:, :1])], axis=1)
+            return residual, padded[:, index]
+
+    bounds = {}
+    if problem.has_bounds:
+        bounds = {
+            "lower": _with_padding(problem.lower, -jnp.inf)[index],
+            "upper": _with_padding(problem.upper, jnp.inf)[index],
+        }
+    packed = Problem(
+        value_and_grad=value_and_grad,
+        fixed=index == n,
+        fixed_values=jnp.zeros(index.shape, problem.fixed_values.dtype),
+        residual_and_jacobian=residual_and_jacobian,
+        **bounds,
+    )
+    return packed, pack, expand
