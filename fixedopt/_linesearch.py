@@ -62,7 +62,10 @@ def projected_backtracking(
     The Armijo test for the projected path (Bertsekas 1976; Byrd et al. 1995):
     ``f(x(step)) <= f(x) + armijo * grad . (x(step) - x)``, or, where ``f`` is flat
     to rounding, Hager and Zhang's approximate Wolfe test. Trial steps shrink by a
-    safeguarded quadratic interpolation. Each trial costs one call of ``evaluate``,
+    safeguarded quadratic interpolation; a trial that leaves ``x`` unchanged (the
+    step fell below rounding) ends the search unaccepted, so a row that cannot make
+    progress stops with ``LINESEARCH_FAILED`` instead of running to ``max_steps``.
+    Each trial costs one call of ``evaluate``,
     ``x -> (value, grad, aux)``: the accepted point's gradient comes for free. A
     non-finite trial is rejected and the step shrinks, so a row that wanders into a
     NaN region backs out of it. Fixed entries are pinned by the projection, so they
@@ -92,23 +95,15 @@ def projected_backtracking(
         trial_value, trial_grad, aux = evaluate(x_trial)
         finite = _all_finite(trial_value, trial_grad)
         move = x_trial - x
+        moved = jnp.any(move != 0)
         decrease = jnp.dot(grad, move)
         armijo_holds = trial_value <= value + armijo * decrease
-        accepted = finite & (
-            armijo_holds
-            | _approximately_wolfe(value, trial_value, decrease, jnp.dot(trial_grad, move))
-        )
+        wolfe_holds = _approximately_wolfe(value, trial_value, decrease, jnp.dot(trial_grad, move))
+        accepted = finite & moved & (armijo_holds | wolfe_holds)
+        # A step so short that x did not move ends the search: shorter ones cannot move.
+        count = jnp.where(finite & ~moved, max_steps, count + 1)
         next_step = _next_step(step, slope, value, jnp.where(finite, trial_value, jnp.inf))
-        return (
-            next_step,
-            x_trial,
-            trial_value,
-            trial_grad,
-            aux,
-            count + 1,
-            accepted,
-            ~finite,
-        )
+        return (next_step, x_trial, trial_value, trial_grad, aux, count, accepted, ~finite)
 
     _, x_new, value_new, grad_new, aux, _, accepted, nonfinite = jax.lax.while_loop(
         keep_going, trial, init

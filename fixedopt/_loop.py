@@ -142,8 +142,9 @@ def iterate_batch(
     one. With ``compact``, the batch runs until at most ``B / 8`` rows are still
     running; those rows (padded with finished ones, which do not change) are
     gathered into a batch of that static size and run on, and so on down to 8 rows.
-    Each row's iterations, and so its result and step count, are those of an
-    uncompacted run. All sizes are static: one compile, inside ``jit``.
+    Each row's iterations and step count are those of an uncompacted run; its
+    floating-point results agree to rounding (the smaller batches are different
+    machine code). All sizes are static: one program, inside ``jit``.
 
     Args:
       solver: the solver.

@@ -26,7 +26,7 @@ PyTree = Any
 Mask = PyTree  # leaves: Python bool or boolean array of the parameter leaf's shape
 
 
-def _leaf_name(path) -> str:
+def leaf_name(path) -> str:
     return jax.tree_util.keystr(path) or "<root>"
 
 
@@ -63,12 +63,12 @@ def check_params(x: PyTree, name: str = "x") -> None:
     for path, leaf in leaves:
         if not (hasattr(leaf, "dtype") and hasattr(leaf, "shape")):
             raise TypeError(
-                f"`{name}` leaf {_leaf_name(path)} must be a floating-point array, "
+                f"`{name}` leaf {leaf_name(path)} must be a floating-point array, "
                 f"got {_describe(leaf)}: {leaf!r}"
             )
         if not jnp.issubdtype(leaf.dtype, jnp.floating):
             raise TypeError(
-                f"`{name}` leaf {_leaf_name(path)} must be a floating-point array, "
+                f"`{name}` leaf {leaf_name(path)} must be a floating-point array, "
                 f"got {_describe(leaf)}"
             )
 
@@ -85,7 +85,7 @@ def _broadcast_prefix(prefix: PyTree, x: PyTree, name: str, is_leaf) -> PyTree:
 
 
 def _mask_leaf(path, mask, leaf, name: str):
-    where = f"`{name}` at {_leaf_name(path)}"
+    where = f"`{name}` at {leaf_name(path)}"
     if _is_bool_scalar(mask):
         return bool(mask)
     if not hasattr(mask, "dtype"):
@@ -133,14 +133,14 @@ def normalize_fixed(fixed, x: PyTree, name: str = "fixed") -> Mask:
 def _value_leaf(path, value, leaf, name: str):
     if not (hasattr(value, "shape") or isinstance(value, (int, float, np.number))):
         raise TypeError(
-            f"`{name}` at {_leaf_name(path)} must be a number or an array, got {_describe(value)}"
+            f"`{name}` at {leaf_name(path)} must be a number or an array, got {_describe(value)}"
         )
     value = jnp.asarray(value)
     if not jnp.issubdtype(value.dtype, jnp.number) or jnp.issubdtype(
         value.dtype, jnp.complexfloating
     ):
         raise TypeError(
-            f"`{name}` at {_leaf_name(path)} must be real-valued, got {_describe(value)}"
+            f"`{name}` at {leaf_name(path)} must be real-valued, got {_describe(value)}"
         )
     try:
         np.broadcast_shapes(value.shape, leaf.shape)
@@ -148,7 +148,7 @@ def _value_leaf(path, value, leaf, name: str):
             raise ValueError
     except ValueError:
         raise ValueError(
-            f"`{name}` at {_leaf_name(path)} must be broadcastable to the parameter's "
+            f"`{name}` at {leaf_name(path)} must be broadcastable to the parameter's "
             f"shape {tuple(leaf.shape)}, got shape {tuple(value.shape)}"
         ) from None
     return jnp.broadcast_to(value.astype(leaf.dtype), leaf.shape)
@@ -181,7 +181,7 @@ def normalize_bounds(bounds, x: PyTree, name: str = "bounds"):
         if lo_c is not None and hi_c is not None and np.any(lo_c > hi_c):
             index = tuple(int(i) for i in np.argwhere(lo_c > hi_c)[0])
             raise ValueError(
-                f"`{name}` at {_leaf_name(path)}: lower must not exceed upper, got "
+                f"`{name}` at {leaf_name(path)}: lower must not exceed upper, got "
                 f"lower={lo_c[index]} > upper={hi_c[index]} at index {index}"
             )
     return lower, upper
@@ -204,7 +204,7 @@ def check_values_in_bounds(mask: Mask, values: PyTree, bounds, name="fixed_value
         if np.any(outside):
             index = tuple(int(i) for i in np.argwhere(outside)[0])
             raise ValueError(
-                f"`{name}` at {_leaf_name(path)} must lie within the bounds where fixed, "
+                f"`{name}` at {leaf_name(path)} must lie within the bounds where fixed, "
                 f"got {v[index]} outside [{lo[index]}, {hi[index]}] at index {index}"
             )
 

@@ -9,10 +9,12 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.flatten_util import ravel_pytree
 
 from fixedopt import _mask
+from fixedopt._implicit import implicit_solution
 from fixedopt._loop import Solver, Stopping, iterate, iterate_batch
-from fixedopt._problem import row_problem
+from fixedopt._problem import differentiable_objective, row_problem
 from fixedopt._reparam import free_indices, split
 from fixedopt._solution import Solution, Status
 from fixedopt._solvers.gauss_newton import LevenbergMarquardt
@@ -35,7 +37,7 @@ def minimize(
     gtol: float = 1e-6,
     ftol: float = 0.0,
     max_steps: int = 1000,
-    compact: bool = True,
+    compact: bool = False,
 ) -> Solution:
     """Minimize ``fun`` over ``x`` with fixed entries pinned and the rest in bounds.
 
@@ -68,8 +70,13 @@ def minimize(
         at most ``ftol * max(|f|, 1)``; 0 (the default) disables the test.
       max_steps: the iteration limit per row.
       compact: with ``batched=True``, gather the rows still running into smaller
-        batches as the others finish, so that a few slow rows do not cost every row
-        their step count. Results and per-row steps are those of an uncompacted run.
+        batches (B/8, B/64, ...) as the others finish, so that a few slow rows do not
+        cost every row their step count (often 2-8x faster with stragglers). Each
+        row takes the same iterations, but XLA compiles the smaller batches into
+        different machine code, so a row's result may differ in the last bits (a few
+        ulp) from an uncompacted run, and which rows get compacted, and when, depends
+        on the other rows. Off by default: without it, a row's bits never depend on
+        the other rows. Compiling takes longer (one program per batch size).
 
     Returns:
       A :class:`fixedopt.Solution`; fixed entries of ``x`` are bit-identical to their
@@ -112,7 +119,7 @@ def least_squares(
     gtol: float = 1e-6,
     ftol: float = 0.0,
     max_steps: int = 1000,
-    compact: bool = True,
+    compact: bool = False,
 ) -> Solution:
     """Minimize ``0.5 * sum(residual_fun(x, *args) ** 2)`` with fixed entries pinned.
 
@@ -171,10 +178,10 @@ def _batch_size(x0, name: str = "x0") -> int:
     for path, leaf in jax.tree_util.tree_leaves_with_path(x0):
         if leaf.ndim == 0:
             raise ValueError(
-                f"`{name}` leaf {jax.tree_util.keystr(path)} has no batch axis "
+                f"`{name}` leaf {_mask.leaf_name(path)} has no batch axis "
                 "(batched=True needs a leading batch axis on every leaf), got shape ()"
             )
-        sizes[jax.tree_util.keystr(path)] = leaf.shape[0]
+        sizes[_mask.leaf_name(path)] = leaf.shape[0]
     if len(set(sizes.values())) > 1:
         raise ValueError(f"`{name}` leaves disagree on the batch size: {sizes}")
     return next(iter(sizes.values()))
@@ -247,13 +254,31 @@ def _run(fun, solver, least_squares, batched_args, compact,
     """
 
     def setup(row, args):
-        """One row: its Problem, flat start, and the map from solver vector to x."""
+        """One row: its Problem, flat start, and ``finish: (z, grad) -> x``.
+
+        The solver runs on stopped inputs; ``finish`` attaches the implicit
+        derivative of the solution with respect to ``values`` and ``args``.
+        """
         x0, mask, values, bounds, index = row
-        problem, flat_x0, unravel = row_problem(fun, least_squares, x0, mask, values, bounds, args)
-        if index is None:
-            return problem, flat_x0, unravel
-        packed, pack, expand = split(problem, index)
-        return packed, pack(flat_x0), lambda z: unravel(expand(z))
+        stopped = jax.lax.stop_gradient((x0, values, bounds, args))
+        problem, flat_x0, unravel = row_problem(fun, least_squares, stopped[0], mask, *stopped[1:])
+        to_x = lambda z: z
+        if index is not None:
+            problem_x, (problem, pack, to_x) = problem, split(problem, index)
+            flat_x0 = pack(flat_x0)
+
+        def finish(z):
+            flat_x = to_x(z)
+            full = problem if index is None else problem_x
+            frozen = full.fixed
+            if full.has_bounds:
+                frozen = frozen | full.at_bound(flat_x, full.value_and_grad(flat_x)[1], 0.0)
+            objective = differentiable_objective(fun, least_squares, unravel, full.fixed)
+            flat_values = ravel_pytree(values)[0]
+            flat_x = implicit_solution(objective, flat_x, full.fixed, frozen, flat_values, args)
+            return unravel(flat_x)
+
+        return problem, flat_x0, finish
 
     if batched_args is None:
         problem, start, finish = setup((x0, mask, values, bounds, index), args)
@@ -272,14 +297,14 @@ def _run(fun, solver, least_squares, batched_args, compact,
     rows = (x0, mask, values, bounds, index, per_row)
     start = jax.vmap(lambda row: setup_row(row)[1])(rows)
     final = iterate_batch(solver, lambda row: setup_row(row)[0], rows, start, stopping, compact)
-    return _solution(final, jax.vmap(lambda row, z: setup_row(row)[2](z), in_axes=(0, 0)), rows)
+    return _solution(final, jax.vmap(lambda row, z: setup_row(row)[2](z)), rows)
 
 
 def _solution(final, finish, *rows) -> Solution:
     return Solution(
         x=finish(*rows, final.x),
-        value=final.value,
-        grad_norm=final.grad_norm,
+        value=jax.lax.stop_gradient(final.value),
+        grad_norm=jax.lax.stop_gradient(final.grad_norm),
         steps=final.steps,
         converged=final.status == Status.CONVERGED,
         status=final.status,

@@ -90,6 +90,17 @@ def row_problem(fun, least_squares: bool, x0, mask, values, bounds, args):
     return problem, flat_x0, unravel
 
 
+def differentiable_objective(fun, least_squares: bool, unravel, fixed):
+    """``(x, values, args) -> f``: one row's objective with fixed entries read from
+    ``values``, not stopped, for implicit differentiation."""
+
+    def objective(x, values, args):
+        out = fun(unravel(jnp.where(fixed, values, x)), *args)
+        return 0.5 * jnp.sum(jnp.ravel(out) ** 2) if least_squares else out
+
+    return objective
+
+
 def _scalar_objective(call, flat_x0) -> dict:
     out = jax.eval_shape(call, flat_x0)
     if not (hasattr(out, "shape") and out.shape == () and jnp.issubdtype(out.dtype, jnp.floating)):

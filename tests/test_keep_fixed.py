@@ -37,9 +37,7 @@ def run(optimizer, x0, loss, steps=STEPS):
     def step(carry, _):
         x, state = carry
         value, grad = jax.value_and_grad(loss)(x)
-        updates, state = optimizer.update(
-            grad, state, x, value=value, grad=grad, value_fn=loss
-        )
+        updates, state = optimizer.update(grad, state, x, value=value, grad=grad, value_fn=loss)
         return (optax.apply_updates(x, updates), state), None
 
     @jax.jit
@@ -105,9 +103,7 @@ DTYPES = {
 @pytest.mark.parametrize("name", list(OPTIMIZERS))
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problem=problems())
-def test_fixed_entries_bit_identical_and_free_entries_match_index_split(
-    name, dtype_name, problem
-):
+def test_fixed_entries_bit_identical_and_free_entries_match_index_split(name, dtype_name, problem):
     dtype, rtol = DTYPES[dtype_name]
     if dtype == jnp.bfloat16 and name == "lbfgs":
         pytest.skip("bfloat16 L-BFGS is not meaningful: curvature pairs underflow")

@@ -137,9 +137,7 @@ def test_mask_tree_mismatch_with_pytree_params():
 
 
 def test_lower_above_upper():
-    with pytest.raises(
-        ValueError, match=r"`bounds`.*lower=2.0 > upper=1.0 at index \(1,\)"
-    ):
+    with pytest.raises(ValueError, match=r"`bounds`.*lower=2.0 > upper=1.0 at index \(1,\)"):
         fixedopt.project(X, False, X, bounds=(jnp.array([0.0, 2.0, 0, 0]), 1.0))
 
 
@@ -155,9 +153,7 @@ def test_bounds_must_be_a_pair_and_broadcastable():
         fixedopt.project(X, False, X, bounds=(jnp.zeros(3), 1.0))
 
 
-@pytest.mark.parametrize(
-    "x", [{"a": "text"}, {"a": 1.0}, {"a": jnp.arange(3)}, {}], ids=str
-)
+@pytest.mark.parametrize("x", [{"a": "text"}, {"a": 1.0}, {"a": jnp.arange(3)}, {}], ids=str)
 def test_non_array_or_non_float_leaves(x):
     with pytest.raises((TypeError, ValueError), match="`x`"):
         fixedopt.project(x, False, x)

@@ -30,7 +30,11 @@ def free_block_step(jacobian, grad, free, damping):
 
     Marquardt's scaling by ``diag(J^T J)`` makes ``damping`` unit-free. Entries that are
     not free get an identity row/column and a zero right-hand side: their step is 0.
+    Half-precision inputs are solved in float32 (XLA has no half-precision Cholesky).
     """
+    dtype = grad.dtype
+    if jnp.finfo(dtype).bits < 32:  # no low-precision Cholesky: solve in float32
+        jacobian, grad = jacobian.astype(jnp.float32), grad.astype(jnp.float32)
     normal = jacobian.T @ jacobian
     diagonal = jnp.diagonal(normal)
     scale = jnp.maximum(diagonal, jnp.finfo(normal.dtype).eps * jnp.max(diagonal, initial=1.0))
@@ -38,7 +42,7 @@ def free_block_step(jacobian, grad, free, damping):
     matrix = jnp.where(both_free, normal + jnp.diag(damping * scale), 0.0)
     matrix = matrix + jnp.diag(jnp.where(free, 0.0, 1.0))
     factor = jax.scipy.linalg.cho_factor(matrix)
-    return jax.scipy.linalg.cho_solve(factor, jnp.where(free, -grad, 0.0))
+    return jax.scipy.linalg.cho_solve(factor, jnp.where(free, -grad, 0.0)).astype(dtype)
 
 
 class LevenbergMarquardtState(NamedTuple):
