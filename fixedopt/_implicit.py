@@ -38,9 +38,9 @@ def implicit_solution(objective, x_star, fixed, frozen, values, args):
     """``x_star``, with the implicit derivative with respect to ``values`` and ``args``.
 
     Args:
-      objective: ``(x, values, args) -> scalar``, the row objective with its fixed
-        entries read from ``values`` (not stopped: this is where their gradient
-        flows).
+      objective: ``(x, fixed, values, args) -> scalar``, the row objective with its
+        fixed entries read from ``values`` (not stopped: this is where their gradient
+        flows). It must close over no traced value.
       x_star: the solution (flat), not differentiated.
       fixed: the fixed mask (flat).
       frozen: fixed or bound-active entries at ``x_star``.
@@ -55,7 +55,9 @@ def implicit_solution(objective, x_star, fixed, frozen, values, args):
 def _implicit_solution_jvp(objective, primals, tangents):
     x_star, fixed, frozen, values, args = primals
     _, _, _, d_values, d_args = tangents
-    gradient = jax.grad(objective)
+
+    def gradient(x, values, args):
+        return jax.grad(objective)(x, fixed, values, args)
 
     def free_gradient(values, args):
         return jnp.where(frozen, 0.0, gradient(x_star, values, args))

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from fixedopt._control import loop
 from fixedopt._problem import Problem
 
 
@@ -105,7 +106,7 @@ def projected_backtracking(
         next_step = _next_step(step, slope, value, jnp.where(finite, trial_value, jnp.inf))
         return (next_step, x_trial, trial_value, trial_grad, aux, count, accepted, ~finite)
 
-    _, x_new, value_new, grad_new, aux, _, accepted, nonfinite = jax.lax.while_loop(
-        keep_going, trial, init
+    _, x_new, value_new, grad_new, aux, _, accepted, nonfinite = loop(
+        keep_going, trial, init, max_steps if problem.unroll else None
     )
     return LineSearchResult(x_new, value_new, grad_new, aux, accepted, nonfinite)

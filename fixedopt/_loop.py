@@ -22,6 +22,7 @@ from typing import Any, ClassVar, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from fixedopt._control import loop
 from fixedopt._problem import Problem
 from fixedopt._solution import RUNNING, Status
 
@@ -114,12 +115,19 @@ def _running(state: LoopState) -> jax.Array:
     return state.status == RUNNING
 
 
-def iterate(solver: Solver, problem: Problem, x, stopping: Stopping) -> LoopState:
-    """Run ``solver`` on one row from ``x`` until its status is no longer RUNNING."""
-    return jax.lax.while_loop(
+def iterate(
+    solver: Solver, problem: Problem, x, stopping: Stopping, unroll_length: int | None = None
+) -> LoopState:
+    """Run ``solver`` on one row from ``x`` until its status is no longer RUNNING.
+
+    With ``unroll_length`` (``max_steps``, static) the loop is a differentiable
+    fixed-length scan (see :mod:`fixedopt._control`).
+    """
+    return loop(
         _running,
         lambda state: advance(solver, problem, state, stopping),
         start(solver, problem, x, stopping),
+        unroll_length,
     )
 
 

@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.flatten_util import ravel_pytree
 
 from fixedopt import _mask
-from fixedopt._implicit import implicit_solution
-from fixedopt._loop import Solver, Stopping, iterate, iterate_batch
-from fixedopt._problem import differentiable_objective, row_problem
-from fixedopt._reparam import free_indices, split
-from fixedopt._solution import Solution, Status
+from fixedopt._engine import run as _run
+from fixedopt._loop import Solver, Stopping
+from fixedopt._reparam import free_indices
+from fixedopt._solution import Solution
 from fixedopt._solvers.gauss_newton import LevenbergMarquardt
 from fixedopt._solvers.lbfgs import LBFGS
 
 STRATEGIES = ("mask", "split")
+DIFFERENTIATE = ("implicit", "unroll")
 
 
 def minimize(
@@ -38,6 +36,7 @@ def minimize(
     ftol: float = 0.0,
     max_steps: int = 1000,
     compact: bool = False,
+    differentiate: str = "implicit",
 ) -> Solution:
     """Minimize ``fun`` over ``x`` with fixed entries pinned and the rest in bounds.
 
@@ -77,6 +76,15 @@ def minimize(
         ulp) from an uncompacted run, and which rows get compacted, and when, depends
         on the other rows. Off by default: without it, a row's bits never depend on
         the other rows. Compiling takes longer (one program per batch size).
+      differentiate: how ``jax.grad``/``jax.jvp`` of ``Solution.x`` with respect to
+        ``fixed_values`` and ``args`` is computed. ``"implicit"`` (the default): by
+        the implicit function theorem at the solution, solving one linear system on
+        the free block (bound-active entries count as fixed) — exact at a converged
+        solution, and no iteration is differentiated. ``"unroll"``: through every
+        iteration (loops become fixed-length scans of ``max_steps``: slower, memory
+        grows with ``max_steps``; for comparison and for non-converged solves;
+        ``fixedopt.Optax`` with an optimizer that has its own while loop, such as
+        ``optax.lbfgs``, cannot be unrolled in reverse mode).
 
     Returns:
       A :class:`fixedopt.Solution`; fixed entries of ``x`` are bit-identical to their
@@ -101,7 +109,7 @@ def minimize(
     _check_solver(solver, needs_residuals=False, caller="minimize")
     return _solve(
         fun, x0, fixed, fixed_values, bounds, solver, args, batched, strategy,
-        gtol, ftol, max_steps, compact, least_squares=False,
+        gtol, ftol, max_steps, compact, differentiate, least_squares=False,
     )  # fmt: skip
 
 
@@ -120,6 +128,7 @@ def least_squares(
     ftol: float = 0.0,
     max_steps: int = 1000,
     compact: bool = False,
+    differentiate: str = "implicit",
 ) -> Solution:
     """Minimize ``0.5 * sum(residual_fun(x, *args) ** 2)`` with fixed entries pinned.
 
@@ -146,7 +155,7 @@ def least_squares(
     _check_solver(solver, needs_residuals=True, caller="least_squares")
     return _solve(
         residual_fun, x0, fixed, fixed_values, bounds, solver, args, batched, strategy,
-        gtol, ftol, max_steps, compact, least_squares=True,
+        gtol, ftol, max_steps, compact, differentiate, least_squares=True,
     )  # fmt: skip
 
 
@@ -163,9 +172,11 @@ def _check_solver(solver, *, needs_residuals: bool, caller: str) -> None:
         )
 
 
-def _check_options(strategy, gtol, ftol, max_steps) -> None:
+def _check_options(strategy, gtol, ftol, max_steps, differentiate) -> None:
     if strategy not in STRATEGIES:
         raise ValueError(f"`strategy` must be one of {STRATEGIES}, got {strategy!r}")
+    if differentiate not in DIFFERENTIATE:
+        raise ValueError(f"`differentiate` must be one of {DIFFERENTIATE}, got {differentiate!r}")
     for name, value in (("gtol", gtol), ("ftol", ftol)):
         if not (isinstance(value, (int, float)) and value >= 0):
             raise ValueError(f"`{name}` must be a number >= 0, got {value!r}")
@@ -206,8 +217,8 @@ def _args_axes(args, batch: int):
 
 
 def _solve(fun, x0, fixed, fixed_values, bounds, solver, args, batched, strategy,
-           gtol, ftol, max_steps, compact, *, least_squares):  # fmt: skip
-    _check_options(strategy, gtol, ftol, max_steps)
+           gtol, ftol, max_steps, compact, differentiate, *, least_squares):  # fmt: skip
+    _check_options(strategy, gtol, ftol, max_steps, differentiate)
     _mask.check_params(x0, "x0")
     mask = _mask.normalize_fixed(fixed, x0, "fixed")
     mask = jax.tree.map(lambda m, leaf: jnp.broadcast_to(m, leaf.shape), mask, x0)
@@ -220,8 +231,9 @@ def _solve(fun, x0, fixed, fixed_values, bounds, solver, args, batched, strategy
         batched_args = tuple(axis == 0 for axis in jax.tree.leaves(axes, is_leaf=_is_none))
     index = _split_indices(mask, batched) if strategy == "split" else None
     stopping = Stopping(jnp.asarray(gtol), jnp.asarray(ftol), jnp.asarray(max_steps, jnp.int32))
+    unroll_length = max_steps if differentiate == "unroll" else None
     return _run(
-        fun, solver, least_squares, batched_args, bool(compact),
+        fun, solver, least_squares, batched_args, bool(compact), unroll_length,
         x0, mask, values, bounds, args, index, stopping,
     )  # fmt: skip
 
@@ -241,71 +253,3 @@ def _split_indices(mask, batched: bool):
     rows = [leaf.reshape(leaf.shape[0] if batched else 1, -1) for leaf in leaves]
     index = free_indices(np.concatenate(rows, axis=1))
     return jnp.asarray(index if batched else index[0])
-
-
-@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
-def _run(fun, solver, least_squares, batched_args, compact,
-         x0, mask, values, bounds, args, index, stopping) -> Solution:  # fmt: skip
-    """Compiled once per (fun, solver, kind, batching, shapes); masks are data.
-
-    ``batched_args`` is None for one problem, else one flag per leaf of ``args``:
-    True for a per-row array, False for a value shared by all rows. ``index`` is None
-    for ``strategy="mask"``, else each row's packed free positions.
-    """
-
-    def setup(row, args):
-        """One row: its Problem, flat start, and ``finish: (z, grad) -> x``.
-
-        The solver runs on stopped inputs; ``finish`` attaches the implicit
-        derivative of the solution with respect to ``values`` and ``args``.
-        """
-        x0, mask, values, bounds, index = row
-        stopped = jax.lax.stop_gradient((x0, values, bounds, args))
-        problem, flat_x0, unravel = row_problem(fun, least_squares, stopped[0], mask, *stopped[1:])
-        to_x = lambda z: z
-        if index is not None:
-            problem_x, (problem, pack, to_x) = problem, split(problem, index)
-            flat_x0 = pack(flat_x0)
-
-        def finish(z):
-            flat_x = to_x(z)
-            full = problem if index is None else problem_x
-            frozen = full.fixed
-            if full.has_bounds:
-                frozen = frozen | full.at_bound(flat_x, full.value_and_grad(flat_x)[1], 0.0)
-            objective = differentiable_objective(fun, least_squares, unravel, full.fixed)
-            flat_values = ravel_pytree(values)[0]
-            flat_x = implicit_solution(objective, flat_x, full.fixed, frozen, flat_values, args)
-            return unravel(flat_x)
-
-        return problem, flat_x0, finish
-
-    if batched_args is None:
-        problem, start, finish = setup((x0, mask, values, bounds, index), args)
-        return _solution(iterate(solver, problem, start, stopping), finish)
-
-    leaves, treedef = jax.tree.flatten(args)
-    per_row = [leaf for leaf, row in zip(leaves, batched_args) if row]
-    shared = [leaf for leaf, row in zip(leaves, batched_args) if not row]
-
-    def setup_row(row):
-        *row, row_leaves = row
-        row_leaves, shared_leaves = iter(row_leaves), iter(shared)
-        merged = [next(row_leaves if row else shared_leaves) for row in batched_args]
-        return setup(row, treedef.unflatten(merged))
-
-    rows = (x0, mask, values, bounds, index, per_row)
-    start = jax.vmap(lambda row: setup_row(row)[1])(rows)
-    final = iterate_batch(solver, lambda row: setup_row(row)[0], rows, start, stopping, compact)
-    return _solution(final, jax.vmap(lambda row, z: setup_row(row)[2](z)), rows)
-
-
-def _solution(final, finish, *rows) -> Solution:
-    return Solution(
-        x=finish(*rows, final.x),
-        value=jax.lax.stop_gradient(final.value),
-        grad_norm=jax.lax.stop_gradient(final.grad_norm),
-        steps=final.steps,
-        converged=final.status == Status.CONVERGED,
-        status=final.status,
-    )

@@ -25,6 +25,8 @@ class Problem(NamedTuple):
       lower, upper: bound vectors, or ``None`` when there are no bounds (static).
       residual_and_jacobian: ``x -> (r, J)`` for least squares (``J`` has exact zero
         columns at fixed entries), else ``None``.
+      unroll: loops run as fixed-length scans, so that a solve can be differentiated
+        by unrolling (static).
     """
 
     value_and_grad: Callable
@@ -33,6 +35,7 @@ class Problem(NamedTuple):
     lower: jax.Array | None = None
     upper: jax.Array | None = None
     residual_and_jacobian: Callable | None = None
+    unroll: bool = False
 
     @property
     def has_bounds(self) -> bool:
@@ -71,17 +74,18 @@ class Problem(NamedTuple):
 def row_problem(fun, least_squares: bool, x0, mask, values, bounds, args):
     """One row's :class:`Problem`, its flat starting point and the ``unravel`` back.
 
-    ``fun`` sees ``unravel(where(fixed, stop_gradient(values), x))``: gradients and
-    Jacobian columns of fixed entries are exactly zero, and ``fun`` never sees a
-    drifted fixed value.
+    ``fun`` sees ``unravel(where(fixed, values, x))``: gradients and Jacobian
+    columns of fixed entries are exactly zero, and ``fun`` never sees a drifted fixed
+    value. (``values`` is a separate variable from ``x``, so it needs no
+    ``stop_gradient`` here; keeping its gradient path lets an unrolled solve be
+    differentiated with respect to the fixed values.)
     """
     flat_x0, unravel = ravel_pytree(x0)
     flat_fixed = ravel_pytree(mask)[0]
     flat_values = ravel_pytree(values)[0]
-    pinned = jax.lax.stop_gradient(flat_values)
 
     def call(flat_x):
-        return fun(unravel(jnp.where(flat_fixed, pinned, flat_x)), *args)
+        return fun(unravel(jnp.where(flat_fixed, flat_values, flat_x)), *args)
 
     objective = (_residual_objective if least_squares else _scalar_objective)(call, flat_x0)
     lower, upper = (None, None) if bounds is None else (ravel_pytree(b)[0] for b in bounds)
@@ -90,11 +94,12 @@ def row_problem(fun, least_squares: bool, x0, mask, values, bounds, args):
     return problem, flat_x0, unravel
 
 
-def differentiable_objective(fun, least_squares: bool, unravel, fixed):
-    """``(x, values, args) -> f``: one row's objective with fixed entries read from
-    ``values``, not stopped, for implicit differentiation."""
+def differentiable_objective(fun, least_squares: bool, unravel):
+    """``(x, fixed, values, args) -> f``: one row's objective with fixed entries read
+    from ``values``, not stopped, for implicit differentiation. It closes over no
+    traced value (``unravel`` holds only shapes), as ``custom_jvp`` requires."""
 
-    def objective(x, values, args):
+    def objective(x, fixed, values, args):
         out = fun(unravel(jnp.where(fixed, values, x)), *args)
         return 0.5 * jnp.sum(jnp.ravel(out) ** 2) if least_squares else out
 

@@ -1,0 +1,148 @@
+"""Differentiating through solutions: implicit gradients with respect to ``args`` and
+``fixed_values``, against the closed form on the free block and finite differences."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import fixedopt
+
+N = 6
+_rng = np.random.default_rng(0)
+_factor = _rng.normal(size=(N, N))
+MATRIX = jnp.asarray(_factor @ _factor.T + N * np.eye(N))
+FIXED = jnp.array([False, True, False, False, True, False])
+X0 = jnp.zeros(N).at[1].set(0.3).at[4].set(-0.2)
+B = jnp.asarray(_rng.normal(size=N))
+
+
+def quadratic(x, b):
+    return 0.5 * x @ MATRIX @ x - b @ x
+
+
+def smooth(x, b, scale):
+    """Strictly convex, not quadratic."""
+    return scale * quadratic(x, b) + 0.1 * jnp.sum(x**4) + jnp.sum(jnp.exp(0.1 * x))
+
+
+def solution_of_quadratic(b, values):
+    return fixedopt.minimize(quadratic, X0, FIXED, fixed_values=values, args=(b,), gtol=1e-12).x
+
+
+def test_jacobians_match_the_closed_form_on_the_free_block():
+    free, fixed = ~np.asarray(FIXED), np.asarray(FIXED)
+    a_ff = np.asarray(MATRIX)[np.ix_(free, free)]
+    a_fx = np.asarray(MATRIX)[np.ix_(free, fixed)]
+    expected_b = np.zeros((N, N))
+    expected_b[np.ix_(free, free)] = np.linalg.inv(a_ff)  # x_F = A_FF^-1 (b_F - A_FX v)
+    expected_v = np.zeros((N, N))
+    expected_v[np.ix_(free, fixed)] = -np.linalg.solve(a_ff, a_fx)
+    expected_v[np.ix_(fixed, fixed)] = np.eye(fixed.sum())  # x_X = v
+    for jacobian in (jax.jacrev, jax.jacfwd):
+        d_b, d_v = jacobian(solution_of_quadratic, argnums=(0, 1))(B, X0)
+        np.testing.assert_allclose(d_b, expected_b, atol=1e-10)
+        np.testing.assert_allclose(d_v, expected_v, atol=1e-10)
+        # A fixed entry does not depend on args at all: exactly zero, not just small.
+        assert np.all(np.asarray(d_b)[fixed] == 0.0)
+
+
+def central_differences(function, point, eps=1e-6):
+    point = np.asarray(point, float)
+    columns = []
+    for i in range(point.size):
+        step = np.zeros_like(point)
+        step[i] = eps
+        columns.append((function(point + step) - function(point - step)) / (2 * eps))
+    return np.stack(columns, axis=-1)
+
+
+def loss_of_smooth(b, scale, values, **options):
+    sol = fixedopt.minimize(
+        smooth, X0, FIXED, fixed_values=values, args=(b, scale), gtol=1e-12, **options
+    )
+    return jnp.sum(jnp.sin(sol.x) * jnp.arange(1.0, N + 1))
+
+
+@pytest.mark.parametrize("differentiate", ["implicit", "unroll"])
+def test_gradients_match_finite_differences(differentiate):
+    options = {"differentiate": differentiate, "max_steps": 200}
+    grad_b, grad_scale, grad_values = jax.grad(loss_of_smooth, argnums=(0, 1, 2))(
+        B, 1.3, X0, **options
+    )
+    loss = lambda b, s, v: float(loss_of_smooth(jnp.asarray(b), s, jnp.asarray(v)))
+    np.testing.assert_allclose(
+        grad_b, central_differences(lambda b: loss(b, 1.3, X0), B), atol=1e-6
+    )
+    fd_scale = (loss(B, 1.3 + 1e-6, X0) - loss(B, 1.3 - 1e-6, X0)) / 2e-6
+    np.testing.assert_allclose(grad_scale, fd_scale, atol=1e-6)
+    fd_values = central_differences(lambda v: loss(B, 1.3, v), X0)
+    np.testing.assert_allclose(grad_values, fd_values, atol=1e-6)
+    assert np.all(np.asarray(grad_values)[~np.asarray(FIXED)] == 0.0)  # free values unused
+
+
+def test_active_bounds_count_as_fixed():
+    upper = jnp.where(FIXED, 1.0, 0.05)  # binds some free entries, not the fixed ones
+
+    def solve(b):
+        return fixedopt.minimize(
+            quadratic, X0, FIXED, args=(b,), bounds=(-1.0, upper), gtol=1e-12
+        ).x
+
+    x = solve(B)
+    active = np.asarray((x >= upper) & ~FIXED)
+    assert active.any()
+    held = np.asarray(FIXED) | active
+    free = ~held
+    jacobian = np.asarray(jax.jacrev(solve)(B))
+    assert np.all(jacobian[held] == 0.0)
+    expected = np.linalg.inv(np.asarray(MATRIX)[np.ix_(free, free)])
+    np.testing.assert_allclose(jacobian[np.ix_(free, free)], expected, atol=1e-10)
+
+
+def test_batched_and_vmapped_gradients_agree_with_rows():
+    rows = jnp.asarray(_rng.normal(size=(4, N)))
+    x0s, fixed = jnp.tile(X0, (4, 1)), jnp.tile(FIXED, (4, 1))
+
+    def batched_loss(bs):
+        sol = fixedopt.minimize(smooth, x0s, fixed, args=(bs, 1.3), batched=True, gtol=1e-12)
+        return jnp.sum(jnp.sin(sol.x))
+
+    def row_loss(b):
+        sol = fixedopt.minimize(smooth, X0, FIXED, args=(b, 1.3), gtol=1e-12)
+        return jnp.sum(jnp.sin(sol.x))
+
+    batched = jax.grad(batched_loss)(rows)
+    vmapped = jax.vmap(jax.grad(row_loss))(rows)
+    one_by_one = np.stack([jax.grad(row_loss)(b) for b in rows])
+    np.testing.assert_allclose(batched, one_by_one, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(vmapped, one_by_one, rtol=1e-10, atol=1e-12)
+
+
+def test_least_squares_gradients_match_finite_differences():
+    t = jnp.linspace(0.0, 2.0, 25)
+
+    def residuals(p, y):
+        return p[0] * jnp.exp(-p[1] * t) + p[2] - y
+
+    y = 2.0 * jnp.exp(-1.5 * t) + 0.3 + 0.01 * jnp.asarray(_rng.normal(size=25))
+    fixed = jnp.array([False, False, True])
+
+    def loss(y, offset):
+        x0 = jnp.array([1.0, 1.0, 0.0]).at[2].set(offset)
+        sol = fixedopt.least_squares(residuals, x0, fixed, args=(y,), gtol=1e-12)
+        return sol.x[0] + sol.x[1] ** 2
+
+    grad_y, grad_offset = jax.grad(loss, argnums=(0, 1))(y, 0.3)
+    # Wider differences than above: each perturbed solve stops within ~1e-10 of its
+    # optimum (Levenberg-Marquardt's damping gives out before gtol=1e-12 there), which
+    # a 1e-6 difference would amplify to ~1e-4. The truncation error at 1e-3 is ~1e-7.
+    fd_y = central_differences(lambda v: float(loss(jnp.asarray(v), 0.3)), y, eps=1e-3)
+    np.testing.assert_allclose(grad_y, fd_y, atol=1e-6)
+    fd = (float(loss(y, 0.3 + 1e-3)) - float(loss(y, 0.3 - 1e-3))) / 2e-3
+    np.testing.assert_allclose(grad_offset, fd, rtol=1e-5)  # the offset's curvature is larger
+
+
+def test_differentiate_option_is_checked():
+    with pytest.raises(ValueError, match="`differentiate` must be one of"):
+        fixedopt.minimize(quadratic, X0, FIXED, args=(B,), differentiate="backprop")
