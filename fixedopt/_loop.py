@@ -141,8 +141,37 @@ def compaction_sizes(batch: int, factor: int = 8, smallest: int = 8) -> tuple[in
     return tuple(sizes)
 
 
+def _report_progress(step, running, total, worst):
+    if int(running) == 0:
+        print(f"fixedopt: all {total} rows stopped", flush=True)
+        return
+    print(
+        f"fixedopt: step {int(step)}: {total - int(running)}/{total} rows stopped, "
+        f"max |projected grad| of running rows {float(worst):.2e}",
+        flush=True,
+    )
+
+
+def _progress(state: LoopState, total: int, every: int) -> None:
+    """Every ``every`` steps, a host callback prints rows stopped and the worst gradient."""
+    running = _running(state)
+    step = jnp.max(jnp.where(running, state.steps, 0))
+    worst = jnp.max(jnp.where(running, state.grad_norm, 0.0))
+
+    def report():
+        jax.debug.callback(_report_progress, step, jnp.sum(running), total, worst)
+
+    jax.lax.cond(step % every == 0, report, lambda: None)
+
+
 def iterate_batch(
-    solver: Solver, problem_of, rows, x, stopping: Stopping, compact: bool = True
+    solver: Solver,
+    problem_of,
+    rows,
+    x,
+    stopping: Stopping,
+    compact: bool = True,
+    progress_every: int | None = None,
 ) -> LoopState:
     """Run every row of a batch until each stops; rows stop on their own.
 
@@ -161,7 +190,10 @@ def iterate_batch(
       x: the starting points, ``(B, n)``.
       stopping: the stopping rules, shared by all rows.
       compact: gather the running rows into smaller batches as others finish.
+      progress_every: print progress every this many steps (a host callback); None
+        adds nothing to the program.
     """
+    total = x.shape[0]
 
     def start_row(row, x):
         return start(solver, problem_of(row), x, stopping)
@@ -174,10 +206,16 @@ def iterate_batch(
         reported = [jnp.where(running, a, b) for a, b in zip(new[:-1], state[:-1])]
         return LoopState(*reported, solver_state=new.solver_state)
 
+    def body(rows, state):
+        state = jax.vmap(advance_row)(rows, state)
+        if progress_every is not None:
+            _progress(state, total, progress_every)
+        return state
+
     def run(rows, state, until):
         return jax.lax.while_loop(
             lambda state: jnp.sum(_running(state)) > until,
-            lambda state: jax.vmap(advance_row)(rows, state),
+            lambda state: body(rows, state),
             state,
         )
 

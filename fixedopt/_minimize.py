@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fixedopt import _mask
+from fixedopt._engine import Plan
 from fixedopt._engine import run as _run
 from fixedopt._loop import Solver, Stopping
 from fixedopt._reparam import free_indices
@@ -37,6 +38,8 @@ def minimize(
     max_steps: int = 1000,
     compact: bool = False,
     differentiate: str = "implicit",
+    chunk_size: int | None = None,
+    progress: bool | int = False,
 ) -> Solution:
     """Minimize ``fun`` over ``x`` with fixed entries pinned and the rest in bounds.
 
@@ -74,8 +77,9 @@ def minimize(
         row takes the same iterations, but XLA compiles the smaller batches into
         different machine code, so a row's result may differ in the last bits (a few
         ulp) from an uncompacted run, and which rows get compacted, and when, depends
-        on the other rows. Off by default: without it, a row's bits never depend on
-        the other rows. Compiling takes longer (one program per batch size).
+        on the other rows. Off by default: without it, a row's iterations never
+        depend on the other rows' progress. Compiling takes longer (one program per
+        batch size).
       differentiate: how ``jax.grad``/``jax.jvp`` of ``Solution.x`` with respect to
         ``fixed_values`` and ``args`` is computed. ``"implicit"`` (the default): by
         the implicit function theorem at the solution, solving one linear system on
@@ -85,6 +89,13 @@ def minimize(
         grows with ``max_steps``; for comparison and for non-converged solves;
         ``fixedopt.Optax`` with an optimizer that has its own while loop, such as
         ``optax.lbfgs``, cannot be unrolled in reverse mode).
+      chunk_size: with ``batched=True``, solve ``chunk_size`` rows at a time (one
+        after the other, in one program) to bound peak memory; the same iterations
+        per row, results equal to rounding (vectorized code for another batch size).
+      progress: with ``batched=True``, print every 10 steps (or every ``progress``
+        steps, for an int) how many rows have stopped and the largest projected
+        gradient among the rest; a host callback that works under ``jit``. Off (the
+        default), it adds nothing to the program.
 
     Returns:
       A :class:`fixedopt.Solution`; fixed entries of ``x`` are bit-identical to their
@@ -109,7 +120,8 @@ def minimize(
     _check_solver(solver, needs_residuals=False, caller="minimize")
     return _solve(
         fun, x0, fixed, fixed_values, bounds, solver, args, batched, strategy,
-        gtol, ftol, max_steps, compact, differentiate, least_squares=False,
+        gtol, ftol, max_steps, compact, differentiate, chunk_size, progress,
+        least_squares=False,
     )  # fmt: skip
 
 
@@ -129,6 +141,8 @@ def least_squares(
     max_steps: int = 1000,
     compact: bool = False,
     differentiate: str = "implicit",
+    chunk_size: int | None = None,
+    progress: bool | int = False,
 ) -> Solution:
     """Minimize ``0.5 * sum(residual_fun(x, *args) ** 2)`` with fixed entries pinned.
 
@@ -155,7 +169,8 @@ def least_squares(
     _check_solver(solver, needs_residuals=True, caller="least_squares")
     return _solve(
         residual_fun, x0, fixed, fixed_values, bounds, solver, args, batched, strategy,
-        gtol, ftol, max_steps, compact, differentiate, least_squares=True,
+        gtol, ftol, max_steps, compact, differentiate, chunk_size, progress,
+        least_squares=True,
     )  # fmt: skip
 
 
@@ -217,8 +232,11 @@ def _args_axes(args, batch: int):
 
 
 def _solve(fun, x0, fixed, fixed_values, bounds, solver, args, batched, strategy,
-           gtol, ftol, max_steps, compact, differentiate, *, least_squares):  # fmt: skip
+           gtol, ftol, max_steps, compact, differentiate, chunk_size, progress,
+           *, least_squares):  # fmt: skip
     _check_options(strategy, gtol, ftol, max_steps, differentiate)
+    if chunk_size is not None and not (isinstance(chunk_size, int) and chunk_size >= 1):
+        raise ValueError(f"`chunk_size` must be None or an int >= 1, got {chunk_size!r}")
     _mask.check_params(x0, "x0")
     mask = _mask.normalize_fixed(fixed, x0, "fixed")
     mask = jax.tree.map(lambda m, leaf: jnp.broadcast_to(m, leaf.shape), mask, x0)
@@ -231,11 +249,25 @@ def _solve(fun, x0, fixed, fixed_values, bounds, solver, args, batched, strategy
         batched_args = tuple(axis == 0 for axis in jax.tree.leaves(axes, is_leaf=_is_none))
     index = _split_indices(mask, batched) if strategy == "split" else None
     stopping = Stopping(jnp.asarray(gtol), jnp.asarray(ftol), jnp.asarray(max_steps, jnp.int32))
-    unroll_length = max_steps if differentiate == "unroll" else None
-    return _run(
-        fun, solver, least_squares, batched_args, bool(compact), unroll_length,
-        x0, mask, values, bounds, args, index, stopping,
-    )  # fmt: skip
+    plan = Plan(
+        least_squares=least_squares,
+        batched_args=batched_args,
+        compact=bool(compact),
+        unroll_length=max_steps if differentiate == "unroll" else None,
+        chunk_size=chunk_size,
+        progress_every=_progress_every(progress),
+    )
+    return _run(fun, solver, plan, x0, mask, values, bounds, args, index, stopping)
+
+
+def _progress_every(progress) -> int | None:
+    if progress is False or progress is None:
+        return None
+    if progress is True:
+        return 10
+    if isinstance(progress, int) and progress >= 1:
+        return progress
+    raise ValueError(f"`progress` must be a bool or an int >= 1, got {progress!r}")
 
 
 def _is_none(value) -> bool:
