@@ -70,6 +70,19 @@ class Stopping(NamedTuple):
     max_steps: jax.Array
 
 
+def step_after_search(search, x, value, grad, state) -> Step:
+    """The :class:`Step` after a line search: its point if accepted, else the old one."""
+    keep = lambda new, old: jnp.where(search.accepted, new, old)
+    return Step(
+        x=keep(search.x, x),
+        value=keep(search.value, value),
+        grad=keep(search.grad, grad),
+        state=state,
+        outcome=failed_or_running(search.accepted, search.nonfinite),
+        moved=search.accepted,
+    )
+
+
 class LoopState(NamedTuple):
     x: jax.Array
     value: jax.Array

@@ -74,12 +74,13 @@ def minimize(
       compact: with ``batched=True``, gather the rows still running into smaller
         batches (B/8, B/64, ...) as the others finish, so that a few slow rows do not
         cost every row their step count (often 2-8x faster with stragglers). Each
-        row takes the same iterations, but XLA compiles the smaller batches into
-        different machine code, so a row's result may differ in the last bits (a few
-        ulp) from an uncompacted run, and which rows get compacted, and when, depends
-        on the other rows. Off by default: without it, a row's iterations never
-        depend on the other rows' progress. Compiling takes longer (one program per
-        batch size).
+        row runs the same algorithm, but XLA compiles the smaller batches into
+        different machine code, so a row's iterates may differ in the last bits (a
+        few ulp) from an uncompacted run — enough, over thousands of steps or right
+        at the tolerance, to change its step count by a few — and which rows get
+        compacted, and when, depends on the other rows. Off by default: without it,
+        a row's iterations never depend on the other rows' progress. Compiling takes
+        longer (one program per batch size).
       differentiate: how ``jax.grad``/``jax.jvp`` of ``Solution.x`` with respect to
         ``fixed_values`` and ``args`` is computed. ``"implicit"`` (the default): by
         the implicit function theorem at the solution, solving one linear system on

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._linesearch import projected_backtracking
-from fixedopt._loop import Solver, Step, failed_or_running
+from fixedopt._loop import Solver, Step, step_after_search
 from fixedopt._problem import Problem
 from fixedopt._solution import RUNNING, Status
 
@@ -163,13 +163,5 @@ class GaussNewton(Solver):
             problem, lambda x_trial: _residual_evaluation(problem, x_trial), x, value, grad,
             direction, 1.0, active, max_steps=self.max_linesearch_steps,
         )  # fmt: skip
-        accepted = search.accepted
-        keep = lambda new, old: jnp.where(accepted, new, old)
-        return Step(
-            x=keep(search.x, x),
-            value=keep(search.value, value),
-            grad=keep(search.grad, grad),
-            state=GaussNewtonState(keep(search.aux[1], state.jacobian)),
-            outcome=failed_or_running(accepted, search.nonfinite),
-            moved=accepted,
-        )
+        jacobian = jnp.where(search.accepted, search.aux[1], state.jacobian)
+        return step_after_search(search, x, value, grad, GaussNewtonState(jacobian))

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._linesearch import projected_backtracking
-from fixedopt._loop import Solver, Step, failed_or_running
+from fixedopt._loop import Solver, Step, step_after_search
 from fixedopt._problem import Problem
 
 
@@ -65,13 +65,5 @@ class GradientDescent(Solver):
         sy = jnp.dot(s, y)
         barzilai_borwein = jnp.dot(s, s) / jnp.where(sy > 0, sy, 1.0)
         trial_step = jnp.where(sy > 0, barzilai_borwein, 2.0 * state.trial_step)
-        accepted = search.accepted
-        keep = lambda new, old: jnp.where(accepted, new, old)
-        return Step(
-            x=keep(search.x, x),
-            value=keep(search.value, value),
-            grad=keep(search.grad, grad),
-            state=GradientDescentState(keep(trial_step, state.trial_step).astype(x.dtype)),
-            outcome=failed_or_running(accepted, search.nonfinite),
-            moved=accepted,
-        )
+        trial_step = jnp.where(search.accepted, trial_step, state.trial_step).astype(x.dtype)
+        return step_after_search(search, x, value, grad, GradientDescentState(trial_step))

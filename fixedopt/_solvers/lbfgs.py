@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._linesearch import projected_backtracking
-from fixedopt._loop import Solver, Step, failed_or_running
+from fixedopt._loop import Solver, Step, step_after_search
 from fixedopt._problem import Problem
 
 
@@ -122,16 +122,8 @@ class LBFGS(Solver):
             problem, evaluate, x, value, grad, direction, initial_step, active,
             max_steps=self.max_linesearch_steps,
         )  # fmt: skip
-        accepted = search.accepted
-        keep = lambda new, old: jnp.where(accepted, new, old)
-        return Step(
-            x=keep(search.x, x),
-            value=keep(search.value, value),
-            grad=keep(search.grad, grad),
-            state=self._remember(state, search.x - x, search.grad - grad, accepted),
-            outcome=failed_or_running(accepted, search.nonfinite),
-            moved=accepted,
-        )
+        new_state = self._remember(state, search.x - x, search.grad - grad, search.accepted)
+        return step_after_search(search, x, value, grad, new_state)
 
     def _remember(self, state: LBFGSState, s, y, accepted) -> LBFGSState:
         """Store the pair ``(s, y)`` if it carries positive curvature.
