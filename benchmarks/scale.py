@@ -64,7 +64,7 @@ def timed_solver(x0, fixed, args, **options):
 
 def stragglers(repeats: int, batch: int = 1024, n: int = 32) -> dict:
     cases = {}
-    for label, condition in (("without", None), ("with", 600.0)):
+    for label, condition in (("without", None), ("with", 2000.0)):
         data = quadratic_batch(batch, n, straggler_condition=condition)
         for compact in (False, True):
             compiled, compile_seconds = timed_solver(*data, compact=compact)
@@ -97,8 +97,9 @@ def stragglers(repeats: int, batch: int = 1024, n: int = 32) -> dict:
             "compile_s": with_["compile_s"],
             "converged": with_["converged"],
         }
-    same = np.array_equal(cases[("with", True)]["steps"], cases[("with", False)]["steps"])
-    result["same_steps_with_and_without_compaction"] = bool(same)
+    difference = np.abs(cases[("with", True)]["steps"] - cases[("with", False)]["steps"])
+    result["rows_with_other_step_counts_when_compacted"] = int(np.sum(difference > 0))
+    result["max_step_count_difference"] = int(np.max(difference))
     return result
 
 
@@ -146,8 +147,10 @@ def markdown(result: dict) -> str:
         )
     lines += [
         "",
-        "Same per-row steps with and without compaction: "
-        f"{s['same_steps_with_and_without_compaction']}.",
+        f"Rows whose step count differs with compaction: "
+        f"{s['rows_with_other_step_counts_when_compacted']} of {s['batch']} (by at most "
+        f"{s['max_step_count_difference']}; the compacted batches are other machine code, "
+        "so iterates agree to rounding).",
         "",
         "## Peak memory: XLA temporary memory of the compiled batched solve (n=8)",
         "",
