@@ -3,10 +3,13 @@
 A solver is a small immutable object with two methods:
 
 * ``init(problem, x, value, grad) -> state`` — its own state (history, damping...);
-* ``step(problem, x, value, grad, state, active) -> Step`` — one iteration.
-  ``active`` is False for a row of a batch that has already stopped: its results
-  are discarded, and the solver should do no inner iterations for it (a line search
-  makes no trials), so that it cannot lengthen the batch's loop.
+* ``step(problem, x, value, grad, state, context) -> Step`` — one iteration.
+  ``context.active`` is False for a row of a batch that has already stopped: its
+  results are discarded, and the solver should do no inner iterations for it (a line
+  search makes no trials), so that it cannot lengthen the batch's loop.
+  ``context.iteration`` is the number of steps every running row has taken; in a
+  batch it is one unbatched scalar, which solvers may use to index their memory
+  without a per-row gather.
 
 The driver owns everything else: the initial evaluation, the stopping rules, the
 status codes and the step count, in one ``lax.while_loop`` over one row. Batching is
@@ -42,6 +45,13 @@ class Step(NamedTuple):
     moved: jax.Array  # False for a rejected trust-region step: no stall test then
 
 
+class StepContext(NamedTuple):
+    """What the driver tells a solver's ``step`` besides the row's own data."""
+
+    active: jax.Array | bool  # False for a stopped row of a batch
+    iteration: jax.Array  # steps taken by every running row (unbatched in a batch)
+
+
 class Solver(abc.ABC):
     """Base of every solver: immutable configuration, ``init`` and ``step``."""
 
@@ -52,8 +62,8 @@ class Solver(abc.ABC):
         """The solver's own state at the starting point."""
 
     @abc.abstractmethod
-    def step(self, problem: Problem, x, value, grad, state, active) -> Step:
-        """One iteration from ``x``; ``active`` is False for a row that has stopped."""
+    def step(self, problem: Problem, x, value, grad, state, context: StepContext) -> Step:
+        """One iteration from ``x`` (see :class:`StepContext`)."""
 
 
 def failed_or_running(accepted, nonfinite) -> jax.Array:
@@ -112,9 +122,16 @@ def start(solver: Solver, problem: Problem, x, stopping: Stopping) -> LoopState:
     return LoopState(x, value, grad, grad_norm, zero, status, solver.init(problem, x, value, grad))
 
 
-def advance(solver: Solver, problem: Problem, state: LoopState, stopping: Stopping, active=True):
+def advance(
+    solver: Solver,
+    problem: Problem,
+    state: LoopState,
+    stopping: Stopping,
+    context: StepContext | None = None,
+) -> LoopState:
     """One iteration of one row, with its new status."""
-    step = solver.step(problem, state.x, state.value, state.grad, state.solver_state, active)
+    context = StepContext(True, state.steps) if context is None else context
+    step = solver.step(problem, state.x, state.value, state.grad, state.solver_state, context)
     grad_norm = problem.grad_norm(step.x, step.grad)
     scale = jnp.maximum(jnp.maximum(jnp.abs(state.value), jnp.abs(step.value)), 1.0)
     decrease = state.value - step.value
@@ -211,33 +228,34 @@ def iterate_batch(
     def start_row(row, x):
         return start(solver, problem_of(row), x, stopping)
 
-    def advance_row(row, state):
+    def advance_row(row, state, iteration):
         running = _running(state)
-        new = advance(solver, problem_of(row), state, stopping, running)
+        new = advance(solver, problem_of(row), state, stopping, StepContext(running, iteration))
         # A stopped row keeps what it reports. Its solver state is never read again,
         # so it is not copied back (that copy would stream the whole L-BFGS history).
         reported = [jnp.where(running, a, b) for a, b in zip(new[:-1], state[:-1])]
         return LoopState(*reported, solver_state=new.solver_state)
 
-    def body(rows, state):
-        state = jax.vmap(advance_row)(rows, state)
+    def body(rows, carry):
+        iteration, state = carry
+        state = jax.vmap(advance_row, in_axes=(0, 0, None))(rows, state, iteration)
         if progress_every is not None:
             _progress(state, total, progress_every)
-        return state
+        return iteration + 1, state
 
-    def run(rows, state, until):
+    def run(rows, state, until, iteration):
         return jax.lax.while_loop(
-            lambda state: jnp.sum(_running(state)) > until,
-            lambda state: body(rows, state),
-            state,
+            lambda carry: jnp.sum(_running(carry[1])) > until,
+            lambda carry: body(rows, carry),
+            (iteration, state),
         )
 
     state = jax.vmap(start_row)(rows, x)
     sizes = compaction_sizes(x.shape[0]) if compact else ()
-    state = run(rows, state, until=sizes[0] if sizes else 0)
+    iteration, state = run(rows, state, sizes[0] if sizes else 0, jnp.zeros((), jnp.int32))
     for size, until in zip(sizes, (*sizes[1:], 0)):
         _, index = jax.lax.top_k(_running(state).astype(jnp.int32), size)
         take = lambda tree, index=index: jax.tree.map(lambda a: a[index], tree)
-        subset = run(take(rows), take(state), until)
+        iteration, subset = run(take(rows), take(state), until, iteration)
         state = jax.tree.map(lambda a, b, index=index: a.at[index].set(b), state, subset)
     return state

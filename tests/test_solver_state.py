@@ -6,7 +6,6 @@ solver, float64 and float32, with and without bounds, on a hand-built
 :class:`fixedopt._problem.Problem` (shared by no code with ``minimize``).
 """
 
-import inspect
 
 import jax
 import jax.numpy as jnp
@@ -15,6 +14,7 @@ import optax
 import pytest
 
 import fixedopt
+from fixedopt._loop import StepContext
 from fixedopt._problem import Problem
 
 SOLVERS = {
@@ -58,8 +58,8 @@ def problem_for(dtype, bounded):
 
 
 def still_running(solver):
-    """The ``active`` flag of ``Solver.step`` (a row still running), where it has one."""
-    return (jnp.asarray(True),) if "active" in inspect.signature(solver.step).parameters else ()
+    """The context of ``Solver.step`` for a row still running, at iteration 3."""
+    return (StepContext(jnp.asarray(True), jnp.asarray(3, jnp.int32)),)
 
 
 def signature(tree):

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._linesearch import projected_backtracking
-from fixedopt._loop import Solver, Step, step_after_search
+from fixedopt._loop import Solver, Step, StepContext, step_after_search
 from fixedopt._problem import Problem
 from fixedopt._solution import RUNNING, Status
 
@@ -96,7 +96,7 @@ class LevenbergMarquardt(Solver):
         return LevenbergMarquardtState(residual, jacobian, damping, jnp.asarray(2.0, x.dtype))
 
     def step(
-        self, problem: Problem, x, value, grad, state: LevenbergMarquardtState, active
+        self, problem: Problem, x, value, grad, state: LevenbergMarquardtState, context: StepContext
     ) -> Step:
         free = ~problem.fixed & ~problem.at_bound(x, grad, 0.0)
         step = free_block_step(state.jacobian, grad, free, state.damping)
@@ -156,12 +156,14 @@ class GaussNewton(Solver):
     def init(self, problem: Problem, x, value, grad) -> GaussNewtonState:
         return GaussNewtonState(problem.residual_and_jacobian(x)[1])
 
-    def step(self, problem: Problem, x, value, grad, state: GaussNewtonState, active) -> Step:
+    def step(
+        self, problem: Problem, x, value, grad, state: GaussNewtonState, context: StepContext
+    ) -> Step:
         free = ~problem.fixed & ~problem.at_bound(x, grad, 0.0)
         direction = free_block_step(state.jacobian, grad, free, self.regularization)
         search = projected_backtracking(
             problem, lambda x_trial: _residual_evaluation(problem, x_trial), x, value, grad,
-            direction, 1.0, active, max_steps=self.max_linesearch_steps,
+            direction, 1.0, context.active, max_steps=self.max_linesearch_steps,
         )  # fmt: skip
         jacobian = jnp.where(search.accepted, search.aux[1], state.jacobian)
         return step_after_search(search, x, value, grad, GaussNewtonState(jacobian))

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._linesearch import projected_backtracking
-from fixedopt._loop import Solver, Step, step_after_search
+from fixedopt._loop import Solver, Step, StepContext, step_after_search
 from fixedopt._problem import Problem
 
 
@@ -51,14 +51,16 @@ class GradientDescent(Solver):
         grad_size = jnp.linalg.norm(jnp.where(problem.fixed, 0.0, grad))
         return GradientDescentState(jnp.minimum(1.0, 1.0 / grad_size).astype(x.dtype))
 
-    def step(self, problem: Problem, x, value, grad, state: GradientDescentState, active) -> Step:
+    def step(
+        self, problem: Problem, x, value, grad, state: GradientDescentState, context: StepContext
+    ) -> Step:
         direction = jnp.where(problem.fixed, 0.0, -grad)
 
         def evaluate(x_trial):
             return (*problem.value_and_grad(x_trial), None)
 
         search = projected_backtracking(
-            problem, evaluate, x, value, grad, direction, state.trial_step, active,
+            problem, evaluate, x, value, grad, direction, state.trial_step, context.active,
             max_steps=self.max_linesearch_steps,
         )  # fmt: skip
         s, y = search.x - x, search.grad - grad

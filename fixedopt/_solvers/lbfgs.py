@@ -9,29 +9,30 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._linesearch import projected_backtracking
-from fixedopt._loop import Solver, Step, step_after_search
+from fixedopt._loop import Solver, Step, StepContext, step_after_search
 from fixedopt._problem import Problem
 
 
 class LBFGSState(NamedTuple):
-    s_history: jax.Array  # (memory_size, n): a ring buffer of steps
+    s_history: jax.Array  # (memory_size, n): ring buffer of steps, slot = iteration % m
     y_history: jax.Array  # (memory_size, n): the matching gradient changes
-    rho: jax.Array  # (memory_size,): 1 / (s.y) per pair, 0 for an empty slot
-    head: jax.Array  # the slot the next pair goes to; the newest pair is at head - 1
+    rho: jax.Array  # (memory_size,): 1 / (s.y) per pair, 0 for an empty or skipped slot
     gamma: jax.Array  # scale of the initial inverse Hessian, s.y / y.y of the last pair
     pairs: jax.Array  # how many pairs have been stored (saturates at memory_size)
 
 
-def two_loop(grad, s_history, y_history, rho, head, gamma):
+def two_loop(grad, s_history, y_history, rho, newest, gamma):
     """``H @ grad`` for the L-BFGS inverse Hessian ``H`` (Nocedal 1980).
 
-    The pairs sit in a ring buffer whose newest entry is at ``head - 1``; empty slots
-    (and pairs whose curvature vanished once masked to the free subspace) have
-    ``rho = 0`` and drop out, branch-free. The loops are unrolled: under ``vmap``
-    this streams the history at memory bandwidth, about twice as fast as a ``scan``.
+    The pairs sit in a ring buffer whose newest entry is at slot ``newest``; empty
+    or skipped slots (and pairs whose curvature vanished once masked to the free
+    subspace) have ``rho = 0`` and drop out, branch-free. The loops are unrolled, and
+    in a batch ``newest`` is one unbatched scalar (every running row stores its pair
+    at the same slot), so the history is read with plain slices, not per-row
+    gathers: under ``vmap`` this streams it at memory bandwidth.
     """
     memory = s_history.shape[0]
-    newest_first = [(head - 1 - j) % memory for j in range(memory)]
+    newest_first = [(newest - j) % memory for j in range(memory)]
     pairs = [(s_history[i], y_history[i], rho[i]) for i in newest_first]
     q, alphas = grad, []
     for s, y, rho_i in pairs:
@@ -90,14 +91,16 @@ class LBFGS(Solver):
 
     def init(self, problem: Problem, x, value, grad) -> LBFGSState:
         history = jnp.zeros((self.memory_size, x.shape[0]), x.dtype)
-        zero = jnp.zeros((), jnp.int32)
         rho = jnp.zeros((self.memory_size,), x.dtype)
-        return LBFGSState(history, history, rho, zero, jnp.ones((), x.dtype), zero)
+        return LBFGSState(history, history, rho, jnp.ones((), x.dtype), jnp.zeros((), jnp.int32))
 
-    def step(self, problem: Problem, x, value, grad, state: LBFGSState, active) -> Step:
+    def step(
+        self, problem: Problem, x, value, grad, state: LBFGSState, context: StepContext
+    ) -> Step:
         margin = jnp.minimum(problem.grad_norm(x, grad), 1e-3)
         at_bound = problem.at_bound(x, grad, margin)
         s_history, y_history, rho = state.s_history, state.y_history, state.rho
+        newest = (context.iteration - 1) % self.memory_size
         if problem.has_bounds:  # restrict the pairs to this iteration's free subspace
             free = (~problem.fixed & ~at_bound)[None, :]
             s_history = jnp.where(free, s_history, 0.0)
@@ -106,7 +109,7 @@ class LBFGS(Solver):
             rho = _inverse_or_zero(sy, (sy > 0) & (state.rho > 0))
         # Without bounds the pairs are already zero on fixed entries: no masking needed.
         quasi_newton = -two_loop(
-            jnp.where(at_bound, 0.0, grad), s_history, y_history, rho, state.head, state.gamma
+            jnp.where(at_bound, 0.0, grad), s_history, y_history, rho, newest, state.gamma
         )
         direction = jnp.where(at_bound, -state.gamma * grad, quasi_newton)
         direction = jnp.where(problem.fixed, 0.0, direction)
@@ -119,30 +122,25 @@ class LBFGS(Solver):
             return (*problem.value_and_grad(x_trial), None)
 
         search = projected_backtracking(
-            problem, evaluate, x, value, grad, direction, initial_step, active,
+            problem, evaluate, x, value, grad, direction, initial_step, context.active,
             max_steps=self.max_linesearch_steps,
         )  # fmt: skip
-        new_state = self._remember(state, search.x - x, search.grad - grad, search.accepted)
+        slot = context.iteration % self.memory_size
+        new_state = self._remember(state, search.x - x, search.grad - grad, search.accepted, slot)
         return step_after_search(search, x, value, grad, new_state)
 
-    def _remember(self, state: LBFGSState, s, y, accepted) -> LBFGSState:
-        """Store the pair ``(s, y)`` if it carries positive curvature.
+    def _remember(self, state: LBFGSState, s, y, accepted, slot) -> LBFGSState:
+        """Store the pair ``(s, y)`` in ``slot``; a pair without positive curvature
+        is stored empty (``rho = 0``), so it drops out of the two-loop recursion.
 
-        Writes one slot of the ring buffer (a scatter under ``vmap``), rather than
-        shifting the whole history.
+        Writes one slot of the ring buffer rather than shifting the whole history.
         """
         sy, yy = jnp.dot(s, y), jnp.dot(y, y)
         good = accepted & (sy > jnp.finfo(s.dtype).eps * yy)
-        slot = state.head
-
-        def store(history, new):
-            return history.at[slot].set(jnp.where(good, new, history[slot]))
-
         return LBFGSState(
-            s_history=store(state.s_history, s),
-            y_history=store(state.y_history, y),
-            rho=store(state.rho, _inverse_or_zero(sy, good)),
-            head=jnp.where(good, (slot + 1) % self.memory_size, slot).astype(jnp.int32),
+            s_history=state.s_history.at[slot].set(jnp.where(good, s, 0.0)),
+            y_history=state.y_history.at[slot].set(jnp.where(good, y, 0.0)),
+            rho=state.rho.at[slot].set(_inverse_or_zero(sy, good)),
             gamma=jnp.where(good, sy / jnp.where(good, yy, 1.0), state.gamma),
             pairs=jnp.minimum(state.pairs + good, self.memory_size).astype(jnp.int32),
         )

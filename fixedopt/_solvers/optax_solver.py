@@ -7,7 +7,7 @@ import dataclasses
 import jax.numpy as jnp
 import optax
 
-from fixedopt._loop import Solver, Step
+from fixedopt._loop import Solver, Step, StepContext
 from fixedopt._optax import keep_fixed
 from fixedopt._problem import Problem
 from fixedopt._solution import RUNNING, Status
@@ -51,7 +51,7 @@ class Optax(Solver):
     def init(self, problem: Problem, x, value, grad):
         return self._wrapped(problem).init(x)
 
-    def step(self, problem: Problem, x, value, grad, state, active) -> Step:
+    def step(self, problem: Problem, x, value, grad, state, context: StepContext) -> Step:
         def value_fn(x_trial):
             return problem.value_and_grad(x_trial)[0]
 
