@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
-import pathlib
 import time
 
 import jax
@@ -26,8 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import fixedopt
-
-RESULTS = pathlib.Path(__file__).parent / "results"
+from benchmarks.timing import save_results
 
 
 def objective(x, diagonal, b):
@@ -145,10 +142,7 @@ def main(argv=None) -> None:
     jax.config.update("jax_enable_x64", True)
     result = measure(args.batch, args.n, args.repeats, args.max_steps)
     stem = f"{result['backend']}-differentiation-{datetime.date.today().isoformat()}"
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
-    (RESULTS / f"{stem}.md").write_text(markdown(result))
-    print(markdown(result))
+    save_results(stem, result, markdown(result))
 
 
 if __name__ == "__main__":

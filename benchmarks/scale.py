@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
-import pathlib
 import time
 
 import jax
@@ -28,8 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import fixedopt
-
-RESULTS = pathlib.Path(__file__).parent / "results"
+from benchmarks.timing import save_results
 
 
 def tridiagonal_quadratic(x, diagonal, off_diagonal, linear):
@@ -189,10 +186,7 @@ def main(argv=None) -> None:
     }
     quick = "-quick" if args.quick else ""
     stem = f"{result['backend']}-scale{quick}-{result['date']}"
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
-    (RESULTS / f"{stem}.md").write_text(markdown(result))
-    print(markdown(result))
+    save_results(stem, result, markdown(result))
 
 
 if __name__ == "__main__":

@@ -102,3 +102,15 @@ def environment() -> dict:
         "versions": versions,
         "date": datetime.date.today().isoformat(),
     }
+
+
+def save_results(stem: str, result: dict, markdown: str) -> None:
+    """Write ``benchmarks/results/<stem>.json`` and ``.md``, and print the markdown."""
+    import json
+    import pathlib
+
+    results = pathlib.Path(__file__).parent / "results"
+    results.mkdir(exist_ok=True)
+    (results / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (results / f"{stem}.md").write_text(markdown)
+    print(markdown)

@@ -91,7 +91,7 @@ def minimize(
         ``fixedopt.Optax`` with an optimizer that has its own while loop, such as
         ``optax.lbfgs``, cannot be unrolled in reverse mode).
       chunk_size: with ``batched=True``, solve ``chunk_size`` rows at a time (one
-        after the other, in one program) to bound peak memory; the same iterations
+        after the other, in one program) to bound peak memory; the same algorithm
         per row, results equal to rounding (vectorized code for another batch size).
       progress: with ``batched=True``, print every 10 steps (or every ``progress``
         steps, for an int) how many rows have stopped and the largest projected
