@@ -10,6 +10,7 @@ from fixedopt._minimize import least_squares as least_squares
 from fixedopt._minimize import minimize as minimize
 from fixedopt._optax import KeepFixedState as KeepFixedState
 from fixedopt._optax import keep_fixed as keep_fixed
+from fixedopt._solution import Reason as Reason
 from fixedopt._solution import Solution as Solution
 from fixedopt._solution import Status as Status
 from fixedopt._solvers.gauss_newton import GaussNewton as GaussNewton
@@ -27,6 +28,7 @@ __all__ = [
     "KeepFixedState",
     "LevenbergMarquardt",
     "Optax",
+    "Reason",
     "Solution",
     "Solver",
     "Status",

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from fixedopt._implicit import implicit_solution
+from fixedopt._implicit import implicit_solution, with_derivative
 from fixedopt._loop import iterate, iterate_batch
 from fixedopt._problem import differentiable_objective, row_problem
 from fixedopt._reparam import split
@@ -43,7 +43,7 @@ def run(fun, solver, plan: Plan, x0, mask, values, bounds, args, index, stopping
     if plan.batched_args is None:
         problem, start, finish = setup((x0, mask, values, bounds, index), args)
         final = iterate(solver, problem, start, stopping, plan.unroll_length)
-        return _solution(final, finish)
+        return _solution(final, finish(final))
 
     leaves, treedef = jax.tree.flatten(args)
     per_row = [leaf for leaf, row in zip(leaves, plan.batched_args) if row]
@@ -68,7 +68,7 @@ def run(fun, solver, plan: Plan, x0, mask, values, bounds, args, index, stopping
 
     rows = (x0, mask, values, bounds, index, per_row)
     final = in_chunks(solve_rows, rows, plan.chunk_size)
-    return _solution(final, jax.vmap(lambda row, z: setup_row(row)[2](z)), rows)
+    return _solution(final, jax.vmap(lambda row, final: setup_row(row)[2](final))(rows, final))
 
 
 def in_chunks(solve_rows, rows, chunk_size: int | None):
@@ -93,11 +93,13 @@ def in_chunks(solve_rows, rows, chunk_size: int | None):
 
 
 def _setup_row(fun, least_squares, unroll_length, row, args):
-    """One row: its Problem, its start in solver variables, and ``finish: z -> x``.
+    """One row: its Problem, its start in solver variables, and ``finish``.
 
-    Implicit differentiation (``unroll_length`` None): the solver runs on stopped
-    inputs and ``finish`` attaches the implicit derivative with respect to the fixed
-    values and ``args``. Unrolled: nothing is stopped and the loops are scans.
+    ``finish(final) -> (x, value, grad_norm)`` maps the final loop state back to the
+    user's pytree. Implicit differentiation (``unroll_length`` None): the solver runs
+    on stopped inputs and ``finish`` attaches the true derivatives (see
+    :func:`_differentiable_result`). Unrolled: nothing is stopped and the loops are
+    scans, so the loop's own outputs carry their derivatives.
     """
     x0, mask, values, bounds, index = row
     unrolled = unroll_length is not None
@@ -113,26 +115,69 @@ def _setup_row(fun, least_squares, unroll_length, row, args):
         problem, pack, to_x = split(full, index)
         start = pack(flat_x0)
 
-    def finish(z):
-        flat_x = to_x(z)
+    def finish(final):
+        flat_x = to_x(final.x)
         if unrolled:
-            return unravel(flat_x)
-        frozen = full.fixed
-        if full.has_bounds:
-            frozen = frozen | full.at_bound(flat_x, full.value_and_grad(flat_x)[1], 0.0)
+            return unravel(flat_x), final.value, final.grad_norm
         objective = differentiable_objective(fun, least_squares, unravel)
-        flat_values = ravel_pytree(values)[0]
-        return unravel(implicit_solution(objective, flat_x, full.fixed, frozen, flat_values, args))
+        x, value, grad_norm = _differentiable_result(
+            objective, full, flat_x, final, ravel_pytree(values)[0], bounds, args
+        )
+        return unravel(x), value, grad_norm
 
     return problem, start, finish
 
 
-def _solution(final, finish, *rows) -> Solution:
+def _differentiable_result(objective, problem, flat_x, final, flat_values, bounds, args):
+    """``(x, value, grad_norm)`` with their true derivatives, computed only when
+    differentiated.
+
+    ``x`` gets the implicit derivative with respect to the fixed values, ``args``
+    and the bounds: bound-active entries are held like fixed ones, at their
+    bound, so ``dx/dbound`` is 1 there and the free block responds to it. ``value``
+    and ``grad_norm`` are differentiated as the objective and the projected
+    gradient's max-norm at that ``x`` (the envelope theorem, for ``value``).
+    """
+    active_lower = active_upper = jnp.zeros_like(problem.fixed)
+    lower = upper = flat_values
+    if problem.has_bounds:
+        grad = problem.value_and_grad(flat_x)[1]
+        active = problem.at_bound(flat_x, grad, 0.0)
+        active_lower = active & (flat_x <= problem.lower)
+        active_upper = active & (flat_x >= problem.upper)
+        lower, upper = (ravel_pytree(b)[0] for b in bounds)
+    held = problem.fixed | active_lower | active_upper
+    held_values = jnp.where(
+        problem.fixed,
+        flat_values,
+        jnp.where(active_lower, lower, jnp.where(active_upper, upper, 0.0)),
+    )
+    x = implicit_solution(objective, flat_x, held, held, held_values, args)
+    value = with_derivative(objective, final.value, x, held, held_values, args)
+
+    grad_norm_of = functools.partial(_projected_grad_norm, objective, problem.has_bounds)
+    grad_norm = with_derivative(
+        grad_norm_of, final.grad_norm, x, held, held_values, args, problem.fixed, lower, upper
+    )
+    return x, value, grad_norm
+
+
+def _projected_grad_norm(objective, has_bounds, x, held, held_values, args, fixed, lower, upper):
+    """The max-norm of the projected gradient over free entries (differentiable)."""
+    grad = jax.grad(objective)(x, held, held_values, args)
+    if has_bounds:
+        grad = x - jnp.clip(x - grad, lower, upper)
+    return jnp.max(jnp.abs(jnp.where(fixed, 0.0, grad)), initial=0.0)
+
+
+def _solution(final, result) -> Solution:
+    x, value, grad_norm = result
     return Solution(
-        x=finish(*rows, final.x),
-        value=jax.lax.stop_gradient(final.value),
-        grad_norm=jax.lax.stop_gradient(final.grad_norm),
+        x=x,
+        value=value,
+        grad_norm=grad_norm,
         steps=final.steps,
         converged=final.status == Status.CONVERGED,
         status=final.status,
+        reason=final.reason,
     )

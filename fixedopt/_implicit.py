@@ -20,6 +20,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 DENSE_UP_TO = 256  # free-block systems up to this size are solved densely
 
@@ -73,3 +74,37 @@ def _implicit_solution_jvp(objective, primals, tangents):
     d_free = jax.lax.custom_linear_solve(matvec, -d_gradient, solve, symmetric=True)
     d_x = jnp.where(fixed, d_values, jnp.where(frozen, 0.0, d_free))
     return x_star, d_x
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def with_derivative(function, primal, *inputs):
+    """``primal``, differentiated as ``function(*inputs)``.
+
+    ``primal`` is what the solver computed (``function(*inputs)`` up to rounding);
+    ``function`` runs only when a derivative is asked for. It must close over no
+    traced value.
+    """
+    del function, inputs
+    return primal
+
+
+@with_derivative.defjvp
+def _with_derivative_jvp(function, primals, tangents):
+    primal, *inputs = primals
+    _, *d_inputs = tangents
+    d_inputs = [_float0_for_ints(a, d) for a, d in zip(inputs, d_inputs)]
+    _, tangent = jax.jvp(function, tuple(inputs), tuple(d_inputs))
+    return primal, jnp.asarray(tangent, primal.dtype)
+
+
+def _float0_for_ints(primal, tangent):
+    """Boolean and integer inputs take ``float0`` tangents."""
+    return jax.tree.map(
+        lambda p, t: (
+            t
+            if jnp.issubdtype(jnp.result_type(p), jnp.inexact)
+            else np.zeros(jnp.shape(p), jax.dtypes.float0)
+        ),
+        primal,
+        tangent,
+    )

@@ -20,11 +20,17 @@ class LineSearchResult(NamedTuple):
     grad: jax.Array
     aux: Any
     accepted: jax.Array
-    nonfinite: jax.Array  # the last trial was NaN/Inf
+    nonfinite: jax.Array  # a trial was NaN/Inf
+    flat: jax.Array  # no progress at working precision: x or f no longer changed
 
 
 def _all_finite(value, grad) -> jax.Array:
     return jnp.isfinite(value) & jnp.all(jnp.isfinite(grad))
+
+
+def _within_rounding(value, trial_value) -> jax.Array:
+    """``|f(trial) - f| <= 10 eps |f|``: the two values differ only by rounding."""
+    return jnp.abs(trial_value - value) <= 10 * jnp.finfo(value.dtype).eps * jnp.abs(value)
 
 
 def _approximately_wolfe(value, trial_value, slope, trial_slope):
@@ -66,14 +72,16 @@ def projected_backtracking(
     safeguarded quadratic interpolation; a trial that leaves ``x`` unchanged (the
     step fell below rounding) ends the search unaccepted, so a row that cannot make
     progress stops with ``LINESEARCH_FAILED`` instead of running to ``max_steps``.
-    Each trial costs one call of ``evaluate``,
+    A search that ends unaccepted because ``x`` or ``f`` stopped changing reports
+    ``flat``: no progress is possible at working precision. Each trial costs one call
+    of ``evaluate``,
     ``x -> (value, grad, aux)``: the accepted point's gradient comes for free. A
     non-finite trial is rejected and the step shrinks, so a row that wanders into a
     NaN region backs out of it. Fixed entries are pinned by the projection, so they
     are bit-identical in every trial. A row that is not ``active`` (it has already
     stopped, in a batch) makes no trial, so it cannot lengthen the batch's loop.
     """
-    slope = jnp.dot(grad, direction)
+    slope = jnp.dot(grad, problem.free_part(direction))
     trial_value0, trial_grad0, aux0 = jax.eval_shape(evaluate, x)
     init = (
         jnp.asarray(initial_step, x.dtype),
@@ -84,18 +92,19 @@ def projected_backtracking(
         jnp.zeros((), jnp.int32),
         jnp.zeros((), bool),
         jnp.zeros((), bool),
+        jnp.zeros((), bool),
     )
 
     def keep_going(carry):
-        *_, count, accepted, _ = carry
+        *_, count, accepted, _, _ = carry
         return active & ~accepted & (count < max_steps)
 
     def trial(carry):
-        step, _, _, _, _, count, _, _ = carry
+        step, _, _, _, _, count, _, any_nonfinite, _ = carry
         x_trial = problem.project(x + step * direction)
         trial_value, trial_grad, aux = evaluate(x_trial)
         finite = _all_finite(trial_value, trial_grad)
-        move = x_trial - x
+        move = problem.free_part(x_trial - x)  # fixed entries never enter a product
         moved = jnp.any(move != 0)
         decrease = jnp.dot(grad, move)
         armijo_holds = trial_value <= value + armijo * decrease
@@ -104,9 +113,21 @@ def projected_backtracking(
         # A step so short that x did not move ends the search: shorter ones cannot move.
         count = jnp.where(finite & ~moved, max_steps, count + 1)
         next_step = _next_step(step, slope, value, jnp.where(finite, trial_value, jnp.inf))
-        return (next_step, x_trial, trial_value, trial_grad, aux, count, accepted, ~finite)
+        flat = finite & (~moved | _within_rounding(value, trial_value))
+        any_nonfinite = any_nonfinite | ~finite
+        return (
+            next_step,
+            x_trial,
+            trial_value,
+            trial_grad,
+            aux,
+            count,
+            accepted,
+            any_nonfinite,
+            flat,
+        )
 
-    _, x_new, value_new, grad_new, aux, _, accepted, nonfinite = loop(
+    _, x_new, value_new, grad_new, aux, _, accepted, nonfinite, flat = loop(
         keep_going, trial, init, max_steps if problem.unroll else None
     )
-    return LineSearchResult(x_new, value_new, grad_new, aux, accepted, nonfinite)
+    return LineSearchResult(x_new, value_new, grad_new, aux, accepted, nonfinite, flat)

@@ -28,22 +28,28 @@ import jax.numpy as jnp
 
 from fixedopt._control import loop
 from fixedopt._problem import Problem
-from fixedopt._solution import RUNNING, Status
+from fixedopt._solution import RUNNING, Reason, Status
 
 
 class Step(NamedTuple):
     """One iteration's outcome, as a solver reports it to the driver.
 
     On failure (``outcome`` not ``RUNNING``) the solver returns the previous ``x``,
-    ``value`` and ``grad``, so the row keeps its last finite iterate.
+    ``value`` and ``grad``, so the row keeps its last finite iterate. ``predicted``
+    and ``relative_step`` describe the step of the solver's model from the previous
+    ``x`` (the full quasi-Newton or damped Gauss–Newton step, before any line
+    search), ``inf`` where the solver has no model yet: the driver's ``ftol`` and
+    ``xtol`` tests read them.
     """
 
     x: jax.Array
     value: jax.Array
     grad: jax.Array
     state: Any
-    outcome: jax.Array  # RUNNING, Status.NONFINITE or Status.LINESEARCH_FAILED
-    moved: jax.Array  # False for a rejected trust-region step: no stall test then
+    outcome: jax.Array  # RUNNING, Status.NONFINITE, LINESEARCH_FAILED or STALLED
+    moved: jax.Array  # the step was accepted (False for a rejected trust-region step)
+    predicted: jax.Array  # the model's predicted reduction of the objective, >= 0
+    relative_step: jax.Array  # |model step| / |x| over free entries, in the model's norm
 
 
 class StepContext(NamedTuple):
@@ -66,22 +72,83 @@ class Solver(abc.ABC):
     def step(self, problem: Problem, x, value, grad, state, context: StepContext) -> Step:
         """One iteration from ``x`` (see :class:`StepContext`)."""
 
+    def gradient_measure(self, problem: Problem, x, value, grad, state) -> jax.Array | None:
+        """The scale-invariant gradient measure the ``gtol`` test compares, or None.
 
-def failed_or_running(accepted, nonfinite) -> jax.Array:
-    """The outcome code of a step from its line search's verdict."""
-    failure = jnp.where(nonfinite, Status.NONFINITE, Status.LINESEARCH_FAILED)
+        None (the default) lets the driver use :func:`secant_gradient_measure`;
+        least-squares solvers return MINPACK's residual–Jacobian cosine.
+        """
+        return None
+
+
+def secant_gradient_measure(problem: Problem, s, y, value, grad, x) -> jax.Array:
+    """``|g| sqrt(gamma / (2 |f|))`` with ``gamma = s.y / y.y`` from the last step.
+
+    ``g`` is the projected gradient over free entries and ``gamma`` the curvature
+    scale of the last step (the Barzilai–Borwein / L-BFGS initial scaling). Its
+    square is the relative reduction a secant model predicts for a step to its
+    minimum, an estimate of ``(f - f*) / |f|``; for a least-squares objective it is
+    MINPACK's cosine between the residual and the Jacobian, with ``1 / gamma`` in
+    place of the column norms. Unchanged when ``f`` or ``x`` is rescaled. ``inf``
+    without positive curvature on the last step (and at the start), 0 for an
+    exactly zero gradient.
+    """
+    projected = problem.projected_gradient(x, grad)
+    size = jnp.linalg.norm(projected)
+    sy, yy = jnp.dot(s, y), jnp.dot(y, y)
+    gamma = jnp.where(sy > 0, sy / jnp.where(sy > 0, yy, 1.0), jnp.inf)
+    measure = jnp.where(size == 0, 0.0, size * jnp.sqrt(gamma / (2.0 * jnp.abs(value))))
+    return jnp.where(jnp.isnan(measure), jnp.inf, measure)
+
+
+def relative_size(problem: Problem, step, x) -> jax.Array:
+    """``max_i |step_i| / max(|x_i|, sqrt(eps) |x|_inf)`` over free entries.
+
+    Entry by entry, so that a badly scaled problem (entries of very different sizes)
+    cannot hide a large step of a small entry; entries near 0 are measured against
+    ``sqrt(eps)`` times the largest entry. 0 for a zero step, ``inf`` where ``x`` is 0.
+    """
+    step, x = jnp.abs(problem.free_part(step)), jnp.abs(problem.free_part(x))
+    floor = jnp.sqrt(jnp.finfo(x.dtype).eps) * jnp.max(x, initial=0.0)
+    scale = jnp.maximum(x, floor)
+    ratio = jnp.where(step == 0, 0.0, step / jnp.where(scale > 0, scale, 0.0))
+    return jnp.max(ratio, initial=0.0)
+
+
+def quadratic_model(problem: Problem, x, grad, direction, valid):
+    """``(predicted, relative_step)`` of a quasi-Newton step ``direction = -H grad``:
+    its model predicts the reduction ``-grad . direction / 2``. ``inf`` for both
+    where the model is not ``valid`` yet (no curvature information)."""
+    predicted = jnp.maximum(-0.5 * jnp.dot(grad, problem.free_part(direction)), 0.0)
+    relative = relative_size(problem, direction, x)
+    infinite = jnp.asarray(jnp.inf, x.dtype)
+    return jnp.where(valid, predicted, infinite), jnp.where(valid, relative, infinite)
+
+
+def step_outcome(accepted, nonfinite, flat) -> jax.Array:
+    """The outcome code of a step: RUNNING if accepted, else why it failed."""
+    failure = jnp.where(flat, Status.STALLED, Status.LINESEARCH_FAILED)
+    failure = jnp.where(nonfinite, Status.NONFINITE, failure)
     return jnp.where(accepted, RUNNING, failure).astype(jnp.int32)
 
 
 class Stopping(NamedTuple):
-    """The stopping rules, as traced data: changing them does not recompile."""
+    """The stopping rules, as traced data: changing them does not recompile.
+
+    ``gtol``, ``ftol`` and ``xtol`` are relative tolerances (see :class:`Reason`);
+    ``precision`` is ``sqrt(eps)`` of the dtype, the tolerance of the test a row that
+    can no longer progress must pass to count as converged.
+    """
 
     gtol: jax.Array
     ftol: jax.Array
+    xtol: jax.Array
+    abs_gtol: jax.Array
     max_steps: jax.Array
+    precision: jax.Array
 
 
-def step_after_search(search, x, value, grad, state) -> Step:
+def step_after_search(search, x, value, grad, state, predicted, relative_step) -> Step:
     """The :class:`Step` after a line search: its point if accepted, else the old one."""
     keep = lambda new, old: jnp.where(search.accepted, new, old)
     return Step(
@@ -89,8 +156,10 @@ def step_after_search(search, x, value, grad, state) -> Step:
         value=keep(search.value, value),
         grad=keep(search.grad, grad),
         state=state,
-        outcome=failed_or_running(search.accepted, search.nonfinite),
+        outcome=step_outcome(search.accepted, search.nonfinite, search.flat),
         moved=search.accepted,
+        predicted=predicted,
+        relative_step=relative_step,
     )
 
 
@@ -101,14 +170,63 @@ class LoopState(NamedTuple):
     grad_norm: jax.Array
     steps: jax.Array
     status: jax.Array
+    reason: jax.Array
     solver_state: Any
 
 
-def _status(outcome, grad_norm, stalled, steps, stopping: Stopping):
+class Tests(NamedTuple):
+    """The measures a row's convergence tests compare, at its current iterate."""
+
+    grad_norm: jax.Array  # max-norm of the projected gradient (abs_gtol)
+    gradient: jax.Array  # the solver's scale-invariant gradient measure (gtol)
+    reduction: jax.Array  # max(actual, predicted) relative reduction (ftol); inf: none
+    relative_step: jax.Array  # the model step relative to x (xtol); inf: none
+
+
+def _reason(tests: Tests, stopping: Stopping, loose: bool = False) -> jax.Array:
+    """The first test met, as a :class:`Reason` code (NONE if none).
+
+    With ``loose``, each relative tolerance is raised to ``stopping.precision``: the
+    test of a row that can no longer progress (reported as PRECISION)."""
+    relax = (lambda tol: jnp.maximum(tol, stopping.precision)) if loose else (lambda tol: tol)
+    met = [
+        (tests.gradient <= relax(stopping.gtol), Reason.GTOL),
+        (tests.reduction <= relax(stopping.ftol), Reason.FTOL),
+        (tests.relative_step <= relax(stopping.xtol), Reason.XTOL),
+        (tests.grad_norm <= stopping.abs_gtol, Reason.ABS_GTOL),
+    ]
+    reason = jnp.asarray(Reason.NONE, jnp.int32)
+    for holds, code in reversed(met):
+        reason = jnp.where(holds, Reason.PRECISION if loose else code, reason)
+    return reason.astype(jnp.int32)
+
+
+def _verdict(outcome, tests: Tests, steps, stopping: Stopping):
+    """``(status, reason)`` of a row after a step whose outcome is ``outcome``.
+
+    A step that failed (no acceptable point) took no step: only the gradient tests
+    apply as such, and the model's step and predicted reduction decide, with the
+    loose tolerance, whether the row is stationary to working precision."""
+    failed = (outcome == Status.LINESEARCH_FAILED) | (outcome == Status.STALLED)
+    infinite = jnp.where(failed, jnp.inf, 0.0)
+    strict = tests._replace(
+        reduction=tests.reduction + infinite, relative_step=tests.relative_step + infinite
+    )
+    reason = _reason(strict, stopping)
+    reason = jnp.where(failed & (reason == Reason.NONE), _reason(tests, stopping, True), reason)
+    reason = jnp.where(outcome == Status.NONFINITE, Reason.NONE, reason)
     status = jnp.where(steps >= stopping.max_steps, Status.MAX_STEPS, RUNNING)
-    status = jnp.where(stalled, Status.STALLED, status)
-    status = jnp.where(grad_norm <= stopping.gtol, Status.CONVERGED, status)
-    return jnp.where(outcome != RUNNING, outcome, status).astype(jnp.int32)
+    status = jnp.where(outcome != RUNNING, outcome, status)
+    status = jnp.where(reason != Reason.NONE, Status.CONVERGED, status)
+    return status.astype(jnp.int32), reason
+
+
+def _infeasible(problem: Problem) -> jax.Array:
+    """Empty or NaN bounds on a free entry (traced bounds cannot be checked earlier)."""
+    if not problem.has_bounds:
+        return jnp.zeros((), bool)
+    empty = ~(problem.lower <= problem.upper)  # also True where either is NaN
+    return jnp.any(empty & ~problem.fixed)
 
 
 def start(solver: Solver, problem: Problem, x, stopping: Stopping) -> LoopState:
@@ -116,11 +234,28 @@ def start(solver: Solver, problem: Problem, x, stopping: Stopping) -> LoopState:
     x = problem.project(x)
     value, grad = problem.value_and_grad(x)
     grad_norm = problem.grad_norm(x, grad)
+    solver_state = solver.init(problem, x, value, grad)
     finite = jnp.isfinite(value) & jnp.all(jnp.isfinite(grad))
     outcome = jnp.where(finite, RUNNING, Status.NONFINITE)
+    infinite = jnp.asarray(jnp.inf, value.dtype)
+    gradient = solver.gradient_measure(problem, x, value, grad, solver_state)
+    if gradient is None:  # no step yet: no curvature, only an exactly zero gradient
+        gradient = jnp.where(grad_norm == 0, 0.0, infinite)
+    tests = Tests(grad_norm, gradient, infinite, infinite)
     zero = jnp.zeros((), jnp.int32)
-    status = _status(outcome, grad_norm, False, zero, stopping)
-    return LoopState(x, value, grad, grad_norm, zero, status, solver.init(problem, x, value, grad))
+    status, reason = _verdict(outcome, tests, zero, stopping)
+    infeasible = _infeasible(problem)
+    status = jnp.where(infeasible, Status.INFEASIBLE, status).astype(jnp.int32)
+    reason = jnp.where(infeasible, Reason.NONE, reason).astype(jnp.int32)
+    return LoopState(x, value, grad, grad_norm, zero, status, reason, solver_state)
+
+
+def _relative_reduction(old_value, step: Step) -> jax.Array:
+    """MINPACK's ``ftol`` measure: the larger of the actual and the predicted
+    reduction, relative to ``|f|``; ``inf`` unless the step was accepted."""
+    actual = old_value - step.value
+    reduction = jnp.maximum(actual, step.predicted) / jnp.abs(old_value)
+    return jnp.where(step.moved & (actual >= 0), reduction, jnp.inf)
 
 
 def advance(
@@ -134,12 +269,19 @@ def advance(
     context = StepContext(True, state.steps) if context is None else context
     step = solver.step(problem, state.x, state.value, state.grad, state.solver_state, context)
     grad_norm = problem.grad_norm(step.x, step.grad)
-    scale = jnp.maximum(jnp.maximum(jnp.abs(state.value), jnp.abs(step.value)), 1.0)
-    decrease = state.value - step.value
-    stalled = (stopping.ftol > 0) & step.moved & (decrease <= stopping.ftol * scale)
+    gradient = solver.gradient_measure(problem, step.x, step.value, step.grad, step.state)
+    if gradient is None:
+        s, y = problem.free_part(step.x - state.x), step.grad - state.grad
+        gradient = secant_gradient_measure(problem, s, y, step.value, step.grad, step.x)
+    moved_or_failed = step.moved | (step.outcome != RUNNING)
+    relative_step = jnp.where(moved_or_failed, step.relative_step, jnp.inf)
+    reduction = _relative_reduction(state.value, step)
+    failed = step.outcome != RUNNING
+    reduction = jnp.where(failed, step.predicted / jnp.abs(state.value), reduction)
+    tests = Tests(grad_norm, gradient, reduction, relative_step)
     steps = state.steps + 1
-    status = _status(step.outcome, grad_norm, stalled, steps, stopping)
-    return LoopState(step.x, step.value, step.grad, grad_norm, steps, status, step.state)
+    status, reason = _verdict(step.outcome, tests, steps, stopping)
+    return LoopState(step.x, step.value, step.grad, grad_norm, steps, status, reason, step.state)
 
 
 def _running(state: LoopState) -> jax.Array:

@@ -103,6 +103,13 @@ def _mask_leaf(path, mask, leaf, name: str):
     return jnp.asarray(mask)
 
 
+def _list_as_array(value, x: PyTree):
+    """A (nested) list given for a single-array ``x`` is that array's data."""
+    if isinstance(value, list) and hasattr(x, "shape"):
+        return np.asarray(value)
+    return value
+
+
 def normalize_fixed(fixed, x: PyTree, name: str = "fixed") -> Mask:
     """Canonical mask for ``x``: a tree like ``x`` of Python bools or boolean arrays.
 
@@ -124,6 +131,7 @@ def normalize_fixed(fixed, x: PyTree, name: str = "fixed") -> Mask:
     """
     if callable(fixed) and not _is_mask_leaf(fixed):
         fixed = fixed(x)
+    fixed = _list_as_array(fixed, x)
     full = _broadcast_prefix(fixed, x, name, _is_mask_leaf)
     return jax.tree.map_with_path(
         lambda path, mask, leaf: _mask_leaf(path, mask, leaf, name), full, x
@@ -159,7 +167,7 @@ def normalize_values(values: PyTree, x: PyTree, name: str = "fixed_values") -> P
 
     Each leaf is cast to the dtype of, and broadcast to the shape of, its leaf of ``x``.
     """
-    full = _broadcast_prefix(values, x, name, None)
+    full = _broadcast_prefix(_list_as_array(values, x), x, name, None)
     return jax.tree.map_with_path(
         lambda path, value, leaf: _value_leaf(path, value, leaf, name), full, x
     )
@@ -168,16 +176,29 @@ def normalize_values(values: PyTree, x: PyTree, name: str = "fixed_values") -> P
 def normalize_bounds(bounds, x: PyTree, name: str = "bounds"):
     """``(lower, upper)`` trees like ``x``, or ``None`` when there are no bounds.
 
-    Raises ValueError when a concrete ``lower`` exceeds ``upper`` anywhere.
+    Accepts a pair ``(lower, upper)`` (``None`` for no bound on that side, as in
+    scipy) or a ``scipy.optimize.Bounds``. Raises ValueError when a concrete bound is
+    NaN or ``lower`` exceeds ``upper`` anywhere.
     """
     if bounds is None:
         return None
+    if hasattr(bounds, "lb") and hasattr(bounds, "ub"):  # scipy.optimize.Bounds
+        bounds = (bounds.lb, bounds.ub)
     if not (isinstance(bounds, (tuple, list)) and len(bounds) == 2):
         raise TypeError(f"`{name}` must be a pair (lower, upper), got {_describe(bounds)}")
-    lower = normalize_values(bounds[0], x, f"{name}[0] (lower)")
-    upper = normalize_values(bounds[1], x, f"{name}[1] (upper)")
+    lower, upper = (-jnp.inf if bounds[0] is None else bounds[0]), bounds[1]
+    upper = jnp.inf if upper is None else upper
+    lower = normalize_values(lower, x, f"{name}[0] (lower)")
+    upper = normalize_values(upper, x, f"{name}[1] (upper)")
     for path, lo, hi in zip(_paths(x), jax.tree.leaves(lower), jax.tree.leaves(upper)):
         lo_c, hi_c = concrete_or_none(lo), concrete_or_none(hi)
+        for side, bound in (("lower", lo_c), ("upper", hi_c)):
+            if bound is not None and np.any(np.isnan(bound)):
+                index = tuple(int(i) for i in np.argwhere(np.isnan(bound))[0])
+                raise ValueError(
+                    f"`{name}` at {leaf_name(path)}: the {side} bound must not be NaN, got NaN "
+                    f"at index {index}; use -inf/inf (or None) for no bound"
+                )
         if lo_c is not None and hi_c is not None and np.any(lo_c > hi_c):
             index = tuple(int(i) for i in np.argwhere(lo_c > hi_c)[0])
             raise ValueError(

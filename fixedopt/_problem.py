@@ -47,6 +47,11 @@ class Problem(NamedTuple):
             x = jnp.clip(x, self.lower, self.upper)
         return jnp.where(self.fixed, self.fixed_values, x)
 
+    def free_part(self, v: jax.Array) -> jax.Array:
+        """``v`` with fixed entries zeroed: differences and directions use it, so a
+        NaN or infinite fixed value never enters an inner product."""
+        return jnp.where(self.fixed, jnp.zeros_like(v), v)
+
     def projected_gradient(self, x: jax.Array, grad: jax.Array) -> jax.Array:
         """``x - clip(x - grad, lower, upper)`` on free entries, zero on fixed ones."""
         if self.has_bounds:
@@ -85,13 +90,22 @@ def row_problem(fun, least_squares: bool, x0, mask, values, bounds, args):
     flat_values = ravel_pytree(values)[0]
 
     def call(flat_x):
-        return fun(unravel(jnp.where(flat_fixed, flat_values, flat_x)), *args)
+        out = fun(unravel(jnp.where(flat_fixed, flat_values, flat_x)), *args)
+        # Data in a wider dtype than x0 (float64 data, float32 x0) must not widen the
+        # loop's carry: the solve runs in the dtype of x0.
+        return _cast_floating(out, flat_x.dtype)
 
     objective = (_residual_objective if least_squares else _scalar_objective)(call, flat_x0)
     lower, upper = (None, None) if bounds is None else (ravel_pytree(b)[0] for b in bounds)
     problem = Problem(fixed=flat_fixed, fixed_values=flat_values, lower=lower, upper=upper,
                       **objective)  # fmt: skip
     return problem, flat_x0, unravel
+
+
+def _cast_floating(out, dtype):
+    if hasattr(out, "dtype") and jnp.issubdtype(out.dtype, jnp.floating):
+        return out.astype(dtype)
+    return out
 
 
 def differentiable_objective(fun, least_squares: bool, unravel):

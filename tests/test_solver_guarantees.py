@@ -21,7 +21,9 @@ SOLVERS = {
     "levenberg_marquardt": fixedopt.LevenbergMarquardt(),
     "gauss_newton": fixedopt.GaussNewton(),
 }
-LOOSE_GTOL = {"optax_adam": 1e-3}  # a first-order method with a fixed learning rate
+# A first-order method with a fixed learning rate has no model of the objective, so
+# none of the relative tests applies: it stops on the absolute gradient test.
+LOOSE_GTOL = {"optax_adam": {"abs_gtol": 1e-3}}
 
 
 def residuals(x, target, limit):
@@ -46,7 +48,7 @@ def solve(name, x0, fixed, target, limit=None, **options):
     solver = SOLVERS[name]
     limit = np.full(len(x0), np.inf) if limit is None else limit
     call, fun = entry_point(solver, objective, residuals)
-    options.setdefault("gtol", LOOSE_GTOL.get(name, 1e-6))
+    options = {**LOOSE_GTOL.get(name, {}), **options}
     args = (jnp.asarray(target), jnp.asarray(limit))
     return call(
         fun, jnp.asarray(x0), jnp.asarray(fixed), args=args, batched=True, solver=solver, **options
@@ -115,9 +117,11 @@ def assert_rows_agree_to_rounding(solution, reference, rows):
     for field in ("steps", "status", "converged"):
         mine, theirs = np.asarray(getattr(solution, field))[rows], getattr(reference, field)
         np.testing.assert_array_equal(mine, theirs, err_msg=field)
+    # The straggler rows are ill-conditioned: over their hundreds of steps the few-ulp
+    # differences of the other machine code grow by about the condition number.
     for field in ("x", "value"):
         mine, theirs = np.asarray(getattr(solution, field))[rows], getattr(reference, field)
-        np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-14, err_msg=field)
+        np.testing.assert_allclose(mine, theirs, rtol=1e-9, atol=1e-14, err_msg=field)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -198,11 +202,12 @@ def test_all_fixed_row_converges_at_step_zero_and_none_fixed_row_converges(name)
 
 
 @pytest.mark.parametrize("name", ["lbfgs", "levenberg_marquardt"])
-def test_float32_converges_with_a_looser_gtol_and_keeps_fixed_bits(name):
+def test_float32_converges_with_its_default_tolerances_and_keeps_fixed_bits(name):
+    """The tolerances default to the dtype's: no float32-specific setting needed."""
     x0, fixed, target = random_batch(seed=5, batch=8)
     x0_32, target_32 = x0.astype(np.float32), target.astype(np.float32)
     limit = np.full(8, np.inf, np.float32)
-    solution = solve(name, x0_32, fixed, target_32, limit, gtol=1e-3)
+    solution = solve(name, x0_32, fixed, target_32, limit)
     for field in ("x", "value", "grad_norm"):
         assert getattr(solution, field).dtype == jnp.float32, field
     assert np.all(np.asarray(solution.converged))

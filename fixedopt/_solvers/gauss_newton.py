@@ -15,9 +15,9 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._linesearch import projected_backtracking
-from fixedopt._loop import Solver, Step, StepContext, step_after_search
+from fixedopt._loop import Solver, Step, StepContext, step_after_search, step_outcome
 from fixedopt._problem import Problem
-from fixedopt._solution import RUNNING, Status
+from fixedopt._solution import RUNNING
 
 
 def _residual_evaluation(problem: Problem, x):
@@ -25,24 +25,54 @@ def _residual_evaluation(problem: Problem, x):
     return 0.5 * jnp.dot(residual, residual), jacobian.T @ residual, (residual, jacobian)
 
 
-def free_block_step(jacobian, grad, free, damping):
-    """Solve ``(J^T J + damping * diag(J^T J)) step = -grad`` on the free entries.
+def free_block_step(jacobian, grad, free, damping, scale=None):
+    """Solve ``(J^T J + damping * D^2) step = -grad`` on the free entries.
 
-    Marquardt's scaling by ``diag(J^T J)`` makes ``damping`` unit-free. Entries that are
-    not free get an identity row/column and a zero right-hand side: their step is 0.
-    Half-precision inputs are solved in float32 (XLA has no half-precision Cholesky).
+    ``D^2 = scale`` defaults to ``diag(J^T J)`` (Marquardt); Levenberg–Marquardt passes
+    the running maximum of it (Moré 1978), which keeps the damping unit-free and the
+    step bounded where a Jacobian column vanishes. Entries that are not free get an
+    identity row/column and a zero right-hand side: their step is 0. Half-precision
+    inputs are solved in float32 (XLA has no half-precision Cholesky).
     """
     dtype = grad.dtype
     if jnp.finfo(dtype).bits < 32:  # no low-precision Cholesky: solve in float32
         jacobian, grad = jacobian.astype(jnp.float32), grad.astype(jnp.float32)
     normal = jacobian.T @ jacobian
-    diagonal = jnp.diagonal(normal)
-    scale = jnp.maximum(diagonal, jnp.finfo(normal.dtype).eps * jnp.max(diagonal, initial=1.0))
+    diagonal = jnp.diagonal(normal) if scale is None else scale.astype(normal.dtype)
+    floor = jnp.finfo(normal.dtype).eps * jnp.max(jnp.where(free, diagonal, 0.0), initial=0.0)
+    diagonal = jnp.maximum(diagonal, jnp.maximum(floor, jnp.finfo(normal.dtype).tiny))
     both_free = free[:, None] & free[None, :]
-    matrix = jnp.where(both_free, normal + jnp.diag(damping * scale), 0.0)
+    matrix = jnp.where(both_free, normal + jnp.diag(damping * diagonal), 0.0)
     matrix = matrix + jnp.diag(jnp.where(free, 0.0, 1.0))
     factor = jax.scipy.linalg.cho_factor(matrix)
     return jax.scipy.linalg.cho_solve(factor, jnp.where(free, -grad, 0.0)).astype(dtype)
+
+
+def column_norms_squared(problem: Problem, jacobian) -> jax.Array:
+    """``diag(J^T J)``, zero at fixed entries (their columns are exactly zero)."""
+    return problem.free_part(jnp.sum(jacobian**2, axis=0))
+
+
+def residual_cosine(problem: Problem, x, grad, jacobian, residual) -> jax.Array:
+    """MINPACK's ``gtol`` measure: the largest ``|J_j . r| / (|J_j| |r|)`` over free,
+    not bound-active columns (the projected gradient in the numerator); 0 for a zero
+    residual or a zero column."""
+    projected = jnp.abs(problem.projected_gradient(x, grad))
+    column = jnp.sqrt(column_norms_squared(problem, jacobian))
+    denominator = column * jnp.linalg.norm(residual)
+    cosine = jnp.where(projected == 0, 0.0, projected / jnp.where(projected == 0, 1.0, denominator))
+    return jnp.max(cosine, initial=0.0)
+
+
+def gauss_newton_model(problem: Problem, x, grad, jacobian, step, scale):
+    """``(predicted, relative_step)`` of a step of the Gauss–Newton model: the
+    predicted reduction ``-(g.s + |J s|^2 / 2)`` (negative for a projected step that
+    the model says goes uphill) and ``|D s| / |D x|``, ``D^2 = scale``."""
+    predicted = -(jnp.dot(grad, step) + 0.5 * jnp.sum((jacobian @ step) ** 2))
+    d = jnp.sqrt(scale)
+    step_norm = jnp.linalg.norm(d * step)
+    relative = jnp.where(step_norm == 0, 0.0, step_norm / jnp.linalg.norm(problem.free_part(d * x)))
+    return predicted, relative
 
 
 class LevenbergMarquardtState(NamedTuple):
@@ -50,22 +80,27 @@ class LevenbergMarquardtState(NamedTuple):
     jacobian: jax.Array
     damping: jax.Array
     growth: jax.Array  # Nielsen's factor for the next rejection
+    scale: jax.Array  # D^2: running max of diag(J^T J) (Moré's scaling)
 
 
 @dataclasses.dataclass(frozen=True)
 class LevenbergMarquardt(Solver):
-    """Levenberg–Marquardt with Marquardt scaling and Nielsen's damping update.
+    """Levenberg–Marquardt with Moré's scaling and Nielsen's damping update.
 
-    Each iteration evaluates the residual and its Jacobian once, at the trial point.
-    The gain ratio decides: accepted steps shrink the damping by
+    Each iteration evaluates the residual and its Jacobian once, at the trial point,
+    and solves ``(J^T J + damping D^2) s = -g`` on the free block, where ``D^2`` is
+    the running maximum of ``diag(J^T J)`` (Moré 1978): the damping is unit-free
+    and the step stays bounded where a column of ``J`` vanishes (a minimum with a
+    non-zero residual). The gain ratio decides: accepted steps shrink the damping by
     ``max(1/3, 1 - (2 rho - 1)^3)``, rejected ones grow it by a doubling factor
     (Nielsen 1999; Madsen, Nielsen, Tingleff 2004). Bounds: entries at a bound whose
     gradient points out are held for the iteration, trial points are projected.
-    A row whose damping exceeds ``max_damping`` stops with
-    ``Status.LINESEARCH_FAILED`` (no acceptable step).
+    Convergence follows MINPACK's tests (see :class:`fixedopt.Reason`). A row whose
+    damping exceeds ``max_damping`` stops with ``Status.LINESEARCH_FAILED`` (no
+    acceptable step), or as converged if it is stationary to working precision.
 
     Args:
-      initial_damping: the damping relative to ``diag(J^T J)`` at the start.
+      initial_damping: the damping relative to ``D^2`` at the start.
       max_damping: give up beyond this damping.
 
     Example:
@@ -93,17 +128,30 @@ class LevenbergMarquardt(Solver):
     def init(self, problem: Problem, x, value, grad) -> LevenbergMarquardtState:
         residual, jacobian = problem.residual_and_jacobian(x)
         damping = jnp.asarray(self.initial_damping, x.dtype)
-        return LevenbergMarquardtState(residual, jacobian, damping, jnp.asarray(2.0, x.dtype))
+        scale = column_norms_squared(problem, jacobian)
+        return LevenbergMarquardtState(
+            residual, jacobian, damping, jnp.asarray(2.0, x.dtype), scale
+        )
+
+    def gradient_measure(self, problem: Problem, x, value, grad, state) -> jax.Array:
+        return residual_cosine(problem, x, grad, state.jacobian, state.residual)
 
     def step(
         self, problem: Problem, x, value, grad, state: LevenbergMarquardtState, context: StepContext
     ) -> Step:
         free = ~problem.fixed & ~problem.at_bound(x, grad, 0.0)
-        step = free_block_step(state.jacobian, grad, free, state.damping)
+        step = free_block_step(state.jacobian, grad, free, state.damping, state.scale)
         x_trial = problem.project(x + step)
-        step = x_trial - x
+        step = problem.free_part(x_trial - x)
         trial_value, trial_grad, (residual, jacobian) = _residual_evaluation(problem, x_trial)
-        predicted = -(jnp.dot(grad, step) + 0.5 * jnp.sum((state.jacobian @ step) ** 2))
+        predicted, _ = gauss_newton_model(problem, x, grad, state.jacobian, step, state.scale)
+        # The xtol test measures the undamped (Gauss–Newton) step: a step that is only
+        # short because the damping grew (at a NaN wall, say) says nothing of the
+        # distance to the solution.
+        gauss_newton = free_block_step(state.jacobian, grad, free, _UNDAMPED, state.scale)
+        _, relative_step = gauss_newton_model(
+            problem, x, grad, state.jacobian, gauss_newton, state.scale
+        )
         gain = (value - trial_value) / jnp.where(predicted > 0, predicted, 1.0)
         finite = jnp.isfinite(trial_value) & jnp.all(jnp.isfinite(jacobian))
         accepted = finite & (predicted > 0) & (gain > 1e-4)
@@ -111,23 +159,40 @@ class LevenbergMarquardt(Solver):
         damping = jnp.where(accepted, state.damping * shrink, state.damping * state.growth)
         growth = jnp.where(accepted, 2.0, 2.0 * state.growth)
         keep = lambda new, old: jnp.where(accepted, new, old)
+        scale = jnp.maximum(state.scale, column_norms_squared(problem, jacobian))
         new_state = LevenbergMarquardtState(
-            keep(residual, state.residual), keep(jacobian, state.jacobian), damping, growth
+            keep(residual, state.residual),
+            keep(jacobian, state.jacobian),
+            damping,
+            growth,
+            keep(scale, state.scale),
         )
-        gave_up = ~accepted & (damping > self.max_damping)
-        failure = jnp.where(finite, Status.LINESEARCH_FAILED, Status.NONFINITE)
+        rounding = _EPS_FACTOR * _eps(value) * value
+        no_progress = ~jnp.any(step != 0) | ((predicted >= 0) & (predicted <= rounding))
+        gave_up = ~accepted & ((damping > self.max_damping) | (finite & no_progress))
         return Step(
             x=keep(x_trial, x),
             value=keep(trial_value, value),
             grad=keep(trial_grad, grad),
             state=new_state,
-            outcome=jnp.where(gave_up, failure, RUNNING).astype(jnp.int32),
+            outcome=jnp.where(gave_up, step_outcome(False, ~finite, no_progress), RUNNING),
             moved=accepted,
+            predicted=jnp.maximum(predicted, 0.0),
+            relative_step=relative_step,
         )
+
+
+_EPS_FACTOR = 10  # a predicted reduction below this many eps of f is rounding noise
+_UNDAMPED = 1e-10  # relative ridge of the Gauss–Newton step the xtol test measures
+
+
+def _eps(value):
+    return jnp.finfo(value.dtype).eps
 
 
 class GaussNewtonState(NamedTuple):
     jacobian: jax.Array
+    residual: jax.Array
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,7 +202,8 @@ class GaussNewton(Solver):
     The step solves the normal equations on the free block with a tiny relative
     regularization (``regularization * diag(J^T J)``), so a rank-deficient free
     block still gives a descent direction; the line search makes it globally
-    convergent on problems with small residuals.
+    convergent on problems with small residuals. Convergence follows MINPACK's tests
+    (see :class:`fixedopt.Reason`).
 
     Args:
       regularization: relative ridge added to ``diag(J^T J)``.
@@ -152,9 +218,17 @@ class GaussNewton(Solver):
     def __post_init__(self):
         if not self.regularization > 0:
             raise ValueError(f"`regularization` must be positive, got {self.regularization!r}")
+        if not (isinstance(self.max_linesearch_steps, int) and self.max_linesearch_steps >= 1):
+            raise ValueError(
+                f"`max_linesearch_steps` must be an int >= 1, got {self.max_linesearch_steps!r}"
+            )
 
     def init(self, problem: Problem, x, value, grad) -> GaussNewtonState:
-        return GaussNewtonState(problem.residual_and_jacobian(x)[1])
+        residual, jacobian = problem.residual_and_jacobian(x)
+        return GaussNewtonState(jacobian, residual)
+
+    def gradient_measure(self, problem: Problem, x, value, grad, state) -> jax.Array:
+        return residual_cosine(problem, x, grad, state.jacobian, state.residual)
 
     def step(
         self, problem: Problem, x, value, grad, state: GaussNewtonState, context: StepContext
@@ -165,5 +239,13 @@ class GaussNewton(Solver):
             problem, lambda x_trial: _residual_evaluation(problem, x_trial), x, value, grad,
             direction, 1.0, context.active, max_steps=self.max_linesearch_steps,
         )  # fmt: skip
-        jacobian = jnp.where(search.accepted, search.aux[1], state.jacobian)
-        return step_after_search(search, x, value, grad, GaussNewtonState(jacobian))
+        keep = lambda new, old: jnp.where(search.accepted, new, old)
+        new_state = GaussNewtonState(
+            keep(search.aux[1], state.jacobian), keep(search.aux[0], state.residual)
+        )
+        predicted, relative_step = gauss_newton_model(
+            problem, x, grad, state.jacobian, direction,
+            column_norms_squared(problem, state.jacobian),
+        )  # fmt: skip
+        model = (jnp.maximum(predicted, 0.0), relative_step)
+        return step_after_search(search, x, value, grad, new_state, *model)

@@ -9,12 +9,14 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._linesearch import projected_backtracking
-from fixedopt._loop import Solver, Step, StepContext, step_after_search
+from fixedopt._loop import Solver, Step, StepContext, quadratic_model, step_after_search
 from fixedopt._problem import Problem
+from fixedopt._solvers.lbfgs import first_step
 
 
 class GradientDescentState(NamedTuple):
     trial_step: jax.Array  # the first step the next line search tries
+    curvature_known: jax.Array  # trial_step is a Barzilai-Borwein step (a model)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,8 +50,8 @@ class GradientDescent(Solver):
             )
 
     def init(self, problem: Problem, x, value, grad) -> GradientDescentState:
-        grad_size = jnp.linalg.norm(jnp.where(problem.fixed, 0.0, grad))
-        return GradientDescentState(jnp.minimum(1.0, 1.0 / grad_size).astype(x.dtype))
+        trial_step = first_step(problem, value, grad).astype(x.dtype)
+        return GradientDescentState(trial_step, jnp.zeros((), bool))
 
     def step(
         self, problem: Problem, x, value, grad, state: GradientDescentState, context: StepContext
@@ -63,9 +65,14 @@ class GradientDescent(Solver):
             problem, evaluate, x, value, grad, direction, state.trial_step, context.active,
             max_steps=self.max_linesearch_steps,
         )  # fmt: skip
-        s, y = search.x - x, search.grad - grad
+        s, y = problem.free_part(search.x - x), search.grad - grad
         sy = jnp.dot(s, y)
         barzilai_borwein = jnp.dot(s, s) / jnp.where(sy > 0, sy, 1.0)
         trial_step = jnp.where(sy > 0, barzilai_borwein, 2.0 * state.trial_step)
         trial_step = jnp.where(search.accepted, trial_step, state.trial_step).astype(x.dtype)
-        return step_after_search(search, x, value, grad, GradientDescentState(trial_step))
+        known = jnp.where(search.accepted, sy > 0, state.curvature_known)
+        model = quadratic_model(
+            problem, x, grad, state.trial_step * direction, state.curvature_known
+        )
+        new_state = GradientDescentState(trial_step, known)
+        return step_after_search(search, x, value, grad, new_state, *model)

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._linesearch import projected_backtracking
-from fixedopt._loop import Solver, Step, StepContext, step_after_search
+from fixedopt._loop import Solver, Step, StepContext, quadratic_model, step_after_search
 from fixedopt._problem import Problem
 
 
@@ -19,6 +19,7 @@ class LBFGSState(NamedTuple):
     rho: jax.Array  # (memory_size,): 1 / (s.y) per pair, 0 for an empty or skipped slot
     gamma: jax.Array  # scale of the initial inverse Hessian, s.y / y.y of the last pair
     pairs: jax.Array  # how many pairs have been stored (saturates at memory_size)
+    direction: jax.Array  # (n,): the model's step -H grad at the current point
 
 
 def two_loop(grad, s_history, y_history, rho, newest, gamma):
@@ -77,6 +78,15 @@ def _two_loop_by_chunks(axis_size, in_batched, *args):
     return jax.lax.map(lambda row: two_loop(*row), args, batch_size=rows_per_chunk), True
 
 
+def first_step(problem: Problem, value, grad) -> jax.Array:
+    """The first trial step along ``-grad``, before any curvature is known:
+    ``|f| / |g|^2``, the step on which the linear model predicts a reduction of
+    ``|f|`` (unchanged when ``f`` or ``x`` is rescaled); ``1 / |g|`` where ``f = 0``."""
+    squared = jnp.sum(problem.free_part(grad) ** 2)
+    safe = jnp.where(squared > 0, squared, 1.0)
+    return jnp.where(value != 0, jnp.abs(value) / safe, 1.0 / jnp.sqrt(safe))
+
+
 def _inverse_or_zero(value, positive):
     return jnp.where(positive, 1.0 / jnp.where(positive, value, 1.0), 0.0)
 
@@ -124,15 +134,32 @@ class LBFGS(Solver):
     def init(self, problem: Problem, x, value, grad) -> LBFGSState:
         history = jnp.zeros((self.memory_size, x.shape[0]), x.dtype)
         rho = jnp.zeros((self.memory_size,), x.dtype)
-        return LBFGSState(history, history, rho, jnp.ones((), x.dtype), jnp.zeros((), jnp.int32))
+        gamma, pairs = jnp.ones((), x.dtype), jnp.zeros((), jnp.int32)
+        state = LBFGSState(history, history, rho, gamma, pairs, jnp.zeros_like(x))
+        return state._replace(direction=self._direction(problem, x, grad, state, 0))
 
-    def step(
-        self, problem: Problem, x, value, grad, state: LBFGSState, context: StepContext
-    ) -> Step:
+    def gradient_measure(self, problem: Problem, x, value, grad, state: LBFGSState):
+        """``sqrt(-g.d / (2|f|))`` with ``d = -H g`` the model's step: the square root
+        of the relative reduction the L-BFGS model predicts (its Newton decrement),
+        ``inf`` until the model has a curvature pair."""
+        predicted, _ = self._model(problem, x, grad, state)
+        measure = jnp.sqrt(predicted / jnp.abs(value))
+        return jnp.where(problem.grad_norm(x, grad) == 0, 0.0, measure)
+
+    def _model(self, problem: Problem, x, grad, state: LBFGSState):
+        return quadratic_model(problem, x, grad, state.direction, state.pairs > 0)
+
+    def _direction(self, problem: Problem, x, grad, state: LBFGSState, newest) -> jax.Array:
+        """The search direction ``-H grad`` at ``x``, in the free subspace.
+
+        ``newest`` is the ring slot of the newest pair. Entries at a bound that the
+        gradient pushes against take a scaled gradient step instead (two-metric
+        projection), and a direction that is not a descent direction falls back to
+        the scaled steepest descent.
+        """
         margin = jnp.minimum(problem.grad_norm(x, grad), 1e-3)
         at_bound = problem.at_bound(x, grad, margin)
         s_history, y_history, rho = state.s_history, state.y_history, state.rho
-        newest = (context.iteration - 1) % self.memory_size
         if problem.has_bounds:  # restrict the pairs to this iteration's free subspace
             free = (~problem.fixed & ~at_bound)[None, :]
             s_history = jnp.where(free, s_history, 0.0)
@@ -147,9 +174,13 @@ class LBFGS(Solver):
         direction = jnp.where(at_bound, -state.gamma * grad, quasi_newton)
         direction = jnp.where(problem.fixed, 0.0, direction)
         steepest = jnp.where(problem.fixed, 0.0, -state.gamma * grad)
-        direction = jnp.where(jnp.dot(grad, direction) < 0, direction, steepest)
-        grad_size = jnp.linalg.norm(jnp.where(problem.fixed, 0.0, grad))
-        initial_step = jnp.where(state.pairs == 0, jnp.minimum(1.0, 1.0 / grad_size), 1.0)
+        return jnp.where(jnp.dot(grad, direction) < 0, direction, steepest)
+
+    def step(
+        self, problem: Problem, x, value, grad, state: LBFGSState, context: StepContext
+    ) -> Step:
+        direction = state.direction
+        initial_step = jnp.where(state.pairs == 0, first_step(problem, value, grad), 1.0)
 
         def evaluate(x_trial):
             return (*problem.value_and_grad(x_trial), None)
@@ -159,8 +190,15 @@ class LBFGS(Solver):
             max_steps=self.max_linesearch_steps,
         )  # fmt: skip
         slot = context.iteration % self.memory_size
-        new_state = self._remember(state, search.x - x, search.grad - grad, search.accepted, slot)
-        return step_after_search(search, x, value, grad, new_state)
+        s = problem.free_part(search.x - x)
+        new_state = self._remember(state, s, search.grad - grad, search.accepted, slot)
+        x_new = jnp.where(search.accepted, search.x, x)
+        grad_new = jnp.where(search.accepted, search.grad, grad)
+        new_state = new_state._replace(
+            direction=self._direction(problem, x_new, grad_new, new_state, slot)
+        )
+        model = self._model(problem, x_new, grad_new, new_state)
+        return step_after_search(search, x, value, grad, new_state, *model)
 
     def _remember(self, state: LBFGSState, s, y, accepted, slot) -> LBFGSState:
         """Store the pair ``(s, y)`` in ``slot``; a pair without positive curvature
@@ -176,4 +214,5 @@ class LBFGS(Solver):
             rho=state.rho.at[slot].set(_inverse_or_zero(sy, good)),
             gamma=jnp.where(good, sy / jnp.where(good, yy, 1.0), state.gamma),
             pairs=jnp.minimum(state.pairs + good, self.memory_size).astype(jnp.int32),
+            direction=state.direction,
         )

@@ -68,5 +68,7 @@ class Optax(Solver):
             grad=keep(grad_new, grad),
             state=new_state,
             outcome=jnp.where(finite, RUNNING, Status.NONFINITE).astype(jnp.int32),
-            moved=jnp.zeros((), bool),  # first-order steps may stall; no ftol test
+            moved=jnp.zeros((), bool),  # no model of the objective: no ftol/xtol test
+            predicted=jnp.asarray(jnp.inf, value.dtype),
+            relative_step=jnp.asarray(jnp.inf, value.dtype),
         )
