@@ -119,3 +119,22 @@ def test_bad_progress_names_the_argument():
     x0, fixed, args = batch(8)
     with pytest.raises(ValueError, match=r'`progress` must be a bool, an int >= 1 or "bar", got'):
         fixedopt.minimize(quadratic, x0, fixed, args=args, batched=True, progress="bars")
+
+
+@pytest.mark.parametrize(
+    ("options", "size", "bar_sizes"),
+    [({"chunk_size": 12}, 24, [12, 12]), ({"compact": True}, 64, [64])],
+    ids=["chunks", "compact"],
+)
+def test_bar_with_chunks_and_compaction(bars, options, size, bar_sizes):
+    """One bar per chunk (each chunk is its own loop); compaction keeps one bar over
+    the whole batch (the gathered rows are all the running ones)."""
+    x0, fixed, args = batch(size, seed=2)
+    solution = fixedopt.minimize(
+        quadratic, x0, fixed, args=args, batched=True, gtol=GTOL, progress="bar", **options
+    )
+    jax.block_until_ready(solution)
+    jax.effects_barrier()
+    assert [bar.total for bar in bars] == bar_sizes
+    for bar in bars:
+        check_bar(bar, bar.total, solution)
