@@ -1,22 +1,26 @@
-# The two commands of the README: `make demo` and `make test`. Each creates or
+# The commands of the README: `make demo`, `make test` and `make docs`. Each creates or
 # refreshes the virtual environment .venv (with python3 -m venv) and installs what it
 # needs; a change to pyproject.toml triggers a reinstall.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench docs clean
 
 demo: $(VENV)/.installed-core
 	$(PY) -m fixedopt demo
 
 test: $(VENV)/.installed-test
-	$(PY) -m ruff check fixedopt tests benchmarks
+	$(PY) -m ruff check fixedopt tests benchmarks docs
 	$(PY) -m pytest
 
 lint: $(VENV)/.installed-test
-	$(PY) -m ruff check fixedopt tests benchmarks
-	$(PY) -m ruff format --check fixedopt tests benchmarks
+	$(PY) -m ruff check fixedopt tests benchmarks docs
+	$(PY) -m ruff format --check fixedopt tests benchmarks docs
+
+# The documentation site, into site/ (open site/index.html); strict: any warning fails.
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
 
 bench: $(VENV)/.installed-bench
 	$(PY) -m benchmarks.run --suite cpu
@@ -30,7 +34,11 @@ $(VENV)/.installed-core: pyproject.toml | $(PY)
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[test,docs]"
+	touch $@
+
+$(VENV)/.installed-docs: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e ".[docs]"
 	touch $@
 
 $(VENV)/.installed-bench: pyproject.toml | $(PY)
@@ -38,4 +46,4 @@ $(VENV)/.installed-bench: pyproject.toml | $(PY)
 	touch $@
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) site *.egg-info .pytest_cache .ruff_cache .hypothesis

@@ -13,6 +13,7 @@ from jax.flatten_util import ravel_pytree
 from fixedopt._implicit import implicit_solution, with_derivative
 from fixedopt._loop import iterate, iterate_batch
 from fixedopt._problem import differentiable_objective, row_problem
+from fixedopt._progress import Progress
 from fixedopt._reparam import split
 from fixedopt._solution import Solution, Status
 
@@ -25,7 +26,7 @@ class Plan(NamedTuple):
     compact: bool = False
     unroll_length: int | None = None  # None: implicit differentiation
     chunk_size: int | None = None
-    progress_every: int | None = None
+    progress: Progress | None = None  # None: no progress callback
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))
@@ -62,9 +63,7 @@ def run(fun, solver, plan: Plan, x0, mask, values, bounds, args, index, stopping
                 lambda row, x: iterate(solver, setup_row(row)[0], x, stopping, plan.unroll_length)
             )(rows, start)
         problem_of = lambda row: setup_row(row)[0]
-        return iterate_batch(
-            solver, problem_of, rows, start, stopping, plan.compact, plan.progress_every
-        )
+        return iterate_batch(solver, problem_of, rows, start, stopping, plan.compact, plan.progress)
 
     rows = (x0, mask, values, bounds, index, per_row)
     final = in_chunks(solve_rows, rows, plan.chunk_size)

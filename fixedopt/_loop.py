@@ -28,6 +28,7 @@ import jax.numpy as jnp
 
 from fixedopt._control import loop
 from fixedopt._problem import Problem
+from fixedopt._progress import Progress
 from fixedopt._solution import RUNNING, Reason, Status
 
 
@@ -314,27 +315,17 @@ def compaction_sizes(batch: int, factor: int = 8, smallest: int = 8) -> tuple[in
     return tuple(sizes)
 
 
-def _report_progress(step, running, total, worst):
-    if int(running) == 0:
-        print(f"fixedopt: all {total} rows stopped", flush=True)
-        return
-    print(
-        f"fixedopt: step {int(step)}: {total - int(running)}/{total} rows stopped, "
-        f"max |projected grad| of running rows {float(worst):.2e}",
-        flush=True,
-    )
-
-
-def _progress(state: LoopState, total: int, every: int) -> None:
-    """Every ``every`` steps, a host callback prints rows stopped and the worst gradient."""
+def _progress(state: LoopState, total: int, progress: Progress) -> None:
+    """Every ``progress.every`` steps, a host callback reports rows stopped and the worst
+    gradient (:mod:`fixedopt._progress`)."""
     running = _running(state)
     step = jnp.max(jnp.where(running, state.steps, 0))
     worst = jnp.max(jnp.where(running, state.grad_norm, 0.0))
 
     def report():
-        jax.debug.callback(_report_progress, step, jnp.sum(running), total, worst)
+        jax.debug.callback(progress.report, step, jnp.sum(running), total, worst)
 
-    jax.lax.cond(step % every == 0, report, lambda: None)
+    jax.lax.cond(step % progress.every == 0, report, lambda: None)
 
 
 def iterate_batch(
@@ -344,7 +335,7 @@ def iterate_batch(
     x,
     stopping: Stopping,
     compact: bool = False,
-    progress_every: int | None = None,
+    progress: Progress | None = None,
 ) -> LoopState:
     """Run every row of a batch until each stops; rows stop on their own.
 
@@ -364,8 +355,8 @@ def iterate_batch(
       x: the starting points, ``(B, n)``.
       stopping: the stopping rules, shared by all rows.
       compact: gather the running rows into smaller batches as others finish.
-      progress_every: print progress every this many steps (a host callback); None
-        adds nothing to the program.
+      progress: report progress on the host (text or a bar, see
+        :mod:`fixedopt._progress`); None adds nothing to the program.
     """
     total = x.shape[0]
 
@@ -383,8 +374,8 @@ def iterate_batch(
     def body(rows, carry):
         iteration, state = carry
         state = jax.vmap(advance_row, in_axes=(0, 0, None))(rows, state, iteration)
-        if progress_every is not None:
-            _progress(state, total, progress_every)
+        if progress is not None:
+            _progress(state, total, progress)
         return iteration + 1, state
 
     def run(rows, state, until, iteration):

@@ -13,6 +13,7 @@ from fixedopt import _mask, _options
 from fixedopt._engine import Plan
 from fixedopt._engine import run as _run
 from fixedopt._loop import Solver
+from fixedopt._progress import progress_option
 from fixedopt._reparam import free_indices
 from fixedopt._solution import Solution
 from fixedopt._solvers.gauss_newton import LevenbergMarquardt
@@ -42,7 +43,7 @@ def minimize(
     compact: bool = False,
     differentiate: str = "implicit",
     chunk_size: int | None = None,
-    progress: bool | int = False,
+    progress: bool | int | str = False,
 ) -> Solution:
     """Minimize ``fun`` over ``x`` with fixed entries pinned and the rest in bounds.
 
@@ -115,8 +116,11 @@ def minimize(
         per row, results equal to rounding (vectorized code for another batch size).
       progress: with ``batched=True``, print every 10 steps (or every ``progress``
         steps, for an int) how many rows have stopped and the largest projected
-        gradient among the rest; a host callback that works under ``jit``. Off (the
-        default), it adds nothing to the program.
+        gradient among the rest; ``"bar"`` shows the same as a tqdm bar of rows
+        stopped (``tqdm.auto``: a widget in a notebook; needs tqdm, e.g.
+        ``pip install "fixedopt[progress]"``; with ``chunk_size``, one bar per chunk).
+        A host callback that works under ``jit``. Off (the default), it adds nothing
+        to the program.
 
     Returns:
       A :class:`fixedopt.Solution`; fixed entries of ``x`` are bit-identical to their
@@ -166,7 +170,7 @@ def least_squares(
     compact: bool = False,
     differentiate: str = "implicit",
     chunk_size: int | None = None,
-    progress: bool | int = False,
+    progress: bool | int | str = False,
 ) -> Solution:
     """Minimize ``0.5 * sum(residual_fun(x, *args) ** 2)`` with fixed entries pinned.
 
@@ -261,19 +265,9 @@ def _solve(fun, x0, fixed, fixed_values, bounds, solver, args, batched, args_axe
         compact=bool(compact),
         unroll_length=max_steps if differentiate == "unroll" else None,
         chunk_size=chunk_size,
-        progress_every=_progress_every(progress),
+        progress=progress_option(progress),
     )
     return _run(fun, solver, plan, x0, mask, values, bounds, args, index, stopping)
-
-
-def _progress_every(progress) -> int | None:
-    if progress is False or progress is None:
-        return None
-    if progress is True:
-        return 10
-    if isinstance(progress, int) and progress >= 1:
-        return progress
-    raise ValueError(f"`progress` must be a bool or an int >= 1, got {progress!r}")
 
 
 def _is_none(value) -> bool:

@@ -71,7 +71,7 @@ def test_bad_scale_options():
     x0, fixed, args = batch(size=8)
     with pytest.raises(ValueError, match="`chunk_size` must be None or an int >= 1"):
         fixedopt.minimize(quadratic, x0, fixed, args=args, batched=True, chunk_size=0)
-    with pytest.raises(ValueError, match="`progress` must be a bool or an int >= 1"):
+    with pytest.raises(ValueError, match='`progress` must be a bool, an int >= 1 or "bar"'):
         fixedopt.minimize(quadratic, x0, fixed, args=args, batched=True, progress=-1)
 
 

@@ -1,0 +1,103 @@
+"""Progress of a batched solve, reported on the host: text lines or a tqdm bar.
+
+The solver loop calls one of these reporters through ``jax.debug.callback`` every
+``every`` steps (see ``fixedopt._loop``); with progress off the loop adds no callback.
+A reporter receives the step, the number of rows still running, the batch size and
+the largest projected gradient among the running rows, and runs on the host, so it
+works under ``jax.jit``. The compiled program holds the reporter function, not a bar:
+the bar lives here, on the host, opened by the first report of a solve and closed by
+its last (the one with no row running).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import NamedTuple
+
+DEFAULT_EVERY = 10
+
+
+class Progress(NamedTuple):
+    """How a batched solve reports progress: every ``every`` steps, via ``report``."""
+
+    every: int
+    report: Callable  # (step, running, total, worst) -> None, on the host
+
+
+def report_text(step, running, total, worst) -> None:
+    """Print one line: rows stopped and the worst projected gradient of the rest."""
+    total = int(total)
+    if int(running) == 0:
+        print(f"fixedopt: all {total} rows stopped", flush=True)
+        return
+    print(
+        f"fixedopt: step {int(step)}: {total - int(running)}/{total} rows stopped, "
+        f"max |projected grad| of running rows {float(worst):.2e}",
+        flush=True,
+    )
+
+
+def _tqdm():
+    """The tqdm class used for bars (``tqdm.auto``: a widget in a notebook)."""
+    return importlib.import_module("tqdm.auto").tqdm
+
+
+class _Bars:
+    """The one bar of the solve in progress, between its first and last report."""
+
+    bar = None
+
+
+def report_bar(step, running, total, worst) -> None:
+    """Advance a tqdm bar of rows stopped, with the worst projected gradient as postfix.
+
+    A report that does not continue the open bar (another batch size, or fewer rows
+    stopped than it shows: a new solve after one that was interrupted) opens a new
+    bar. The report with no row running completes and closes the bar.
+    """
+    step, running, total, worst = int(step), int(running), int(total), float(worst)
+    done = total - running
+    bar = _Bars.bar
+    if bar is None or bar.total != total or done < bar.n:
+        if bar is not None:
+            bar.close()
+        bar = _Bars.bar = _tqdm()(total=total, desc="fixedopt", unit="row")
+    if running > 0:
+        bar.set_postfix_str(f"step {step}, max |projected grad| {worst:.2e}")
+    bar.update(done - bar.n)
+    if running == 0:
+        bar.close()
+        _Bars.bar = None
+
+
+def progress_option(progress) -> Progress | None:
+    """The :class:`Progress` of the ``progress`` argument of ``minimize``/``least_squares``.
+
+    ``False``/``None``: off. ``True``: text every 10 steps; an int ``k >= 1``: text every
+    ``k`` steps. ``"bar"``: a tqdm bar updated every 10 steps (needs tqdm installed).
+
+    Example:
+      >>> progress_option(5).every
+      5
+      >>> progress_option("bar").report.__name__
+      'report_bar'
+      >>> progress_option(False) is None
+      True
+    """
+    if progress is False or progress is None:
+        return None
+    if progress is True:
+        return Progress(DEFAULT_EVERY, report_text)
+    if isinstance(progress, int) and progress >= 1:
+        return Progress(progress, report_text)
+    if progress == "bar":
+        try:
+            _tqdm()
+        except ImportError as error:
+            raise ValueError(
+                '`progress="bar"` needs tqdm: install it (pip install tqdm, or '
+                f'"fixedopt[progress]") or use progress=True for text ({error})'
+            ) from None
+        return Progress(DEFAULT_EVERY, report_bar)
+    raise ValueError(f'`progress` must be a bool, an int >= 1 or "bar", got {progress!r}')

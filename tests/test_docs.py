@@ -1,0 +1,139 @@
+"""The documentation site builds in strict mode, offline, and the strictness is real.
+
+Each build runs ``mkdocs build --strict`` in a subprocess whose sockets refuse to
+connect (and report any attempt), so the site is proven to build without network.
+"""
+
+import collections
+import importlib.util
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import types
+
+import pytest
+
+import fixedopt
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DOCS_EXTRA = (
+    "mkdocs",
+    "mkdocstrings",
+    "mkdocstrings_handlers.python",
+    "material",
+    "mkdocs_jupyter",
+)
+MISSING = [name for name in DOCS_EXTRA if importlib.util.find_spec(name.split(".")[0]) is None]
+pytestmark = pytest.mark.skipif(
+    bool(MISSING),
+    reason=f"the docs extra is not installed (missing {MISSING}): pip install -e '.[docs]'",
+)
+
+OFFLINE_BUILD = """
+import socket, sys
+def refuse(*args, **kwargs):
+    print("NETWORK ACCESS ATTEMPTED", args, file=sys.stderr)
+    raise OSError("no network during the docs build")
+socket.socket.connect = socket.socket.connect_ex = refuse
+socket.create_connection = socket.getaddrinfo = refuse
+exec(sys.argv.pop(1))  # the test's prelude
+from mkdocs.__main__ import cli
+sys.argv[0] = "mkdocs"
+cli()
+"""
+
+
+def build(config: pathlib.Path, site: pathlib.Path, prelude: str = ""):
+    command = [sys.executable, "-c", OFFLINE_BUILD, prelude, "build", "--strict"]
+    command += ["--config-file", str(config), "--site-dir", str(site)]
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    result = subprocess.run(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120, env=env
+    )
+    assert "NETWORK ACCESS ATTEMPTED" not in result.stdout, result.stdout
+    return result.returncode, result.stdout
+
+
+def test_site_builds_strict_and_offline(tmp_path):
+    site = tmp_path / "site"
+    returncode, output = build(ROOT / "mkdocs.yml", site)
+    assert returncode == 0, output[-4000:]
+
+    api = (site / "api.html").read_text()
+    for name in fixedopt.__all__:
+        assert f'id="fixedopt.{name}"' in api, f"{name} is not in the API reference"
+    assert 'href="#fixedopt.LBFGS"' in api, "a :class: role in minimize's docstring is a link"
+    index = (site / "index.html").read_text()
+    assert "Batched optimization in JAX where" in index, "the README is the home page"
+    assert 'href="benchmarks/index.html"' in index, "README links to folders point at pages"
+    for notebook in (ROOT / "notebooks").glob("*.ipynb"):
+        page = site / "notebooks" / f"{notebook.stem}.html"
+        assert page.exists() and "<img" in page.read_text(), f"{notebook.name} not rendered"
+    for result_file in (ROOT / "benchmarks" / "results").glob("*.md"):
+        assert (site / "benchmarks" / "results" / f"{result_file.stem}.html").exists()
+    for plot in (ROOT / "benchmarks" / "results").glob("*.png"):
+        copied = site / "benchmarks" / "results" / plot.name
+        assert copied.read_bytes() == plot.read_bytes(), f"{plot.name} not on the site"
+
+
+def test_strict_build_fails_on_broken_reference_and_missing_docstring(tmp_path):
+    """A copy of the docs whose README links a name that does not exist, built in a
+    process where ``fixedopt.project`` lost its docstring: both are warnings, and the
+    strict build aborts on exactly those two."""
+    copy = tmp_path / "repo"
+    copy.mkdir()
+    shutil.copy(ROOT / "mkdocs.yml", copy)
+    shutil.copytree(ROOT / "docs", copy / "docs", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("fixedopt", "notebooks", "benchmarks"):
+        (copy / name).symlink_to(ROOT / name)
+    readme = (ROOT / "README.md").read_text()
+    (copy / "README.md").write_text(readme + "\nSee [`minimise`][fixedopt.minimise].\n")
+
+    prelude = "import fixedopt; fixedopt.project.__doc__ = None"
+    returncode, output = build(copy / "mkdocs.yml", tmp_path / "site", prelude)
+    assert returncode != 0
+    assert "Could not find cross-reference target 'fixedopt.minimise'" in output
+    assert "missing docstring: fixedopt.project" in output
+    assert "Aborted with 2 warnings in strict mode" in output, output[-4000:]
+
+
+def load_hooks():
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_missing_docstrings_are_found():
+    missing_docstrings = load_hooks().missing_docstrings
+    assert missing_docstrings(fixedopt) == []
+
+    class Documented:
+        """A class."""
+
+        def method(self):
+            """A method."""
+
+    class Override(Documented):
+        """Overrides a documented method: the base's docstring is its contract."""
+
+        def method(self):
+            pass
+
+        def extra(self):
+            pass
+
+    def undocumented():
+        pass
+
+    module = types.SimpleNamespace(
+        __name__="m",
+        __all__=["Documented", "Override", "undocumented", "Point"],
+        Documented=Documented,
+        Override=Override,
+        undocumented=undocumented,
+        Point=collections.namedtuple("Point", "x y"),  # only the generated docstring
+    )
+    assert missing_docstrings(module) == ["m.Override.extra", "m.undocumented", "m.Point"]

@@ -1,0 +1,140 @@
+"""The tqdm progress bar of a batched solve (``progress="bar"``), under ``jit`` too."""
+
+import io
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import tqdm.std
+
+import fixedopt
+from fixedopt import _progress
+
+GTOL = 1e-6
+
+
+def quadratic(x, curvature, center):
+    return 0.5 * jnp.sum(curvature * (x - center) ** 2) + 0.5 * jnp.sum(jnp.diff(x) ** 2)
+
+
+def residuals(x, curvature, center):
+    return jnp.concatenate([jnp.sqrt(curvature) * (x - center), jnp.diff(x) ** 2])
+
+
+def batch(size, n=6, seed=0):
+    rng = np.random.default_rng(seed)
+    args = (jnp.asarray(rng.uniform(1, 1e3, (size, n))), jnp.asarray(rng.normal(size=(size, n))))
+    return jnp.zeros((size, n)), jnp.asarray(rng.random((size, n)) < 0.3), args
+
+
+@pytest.fixture
+def bars(monkeypatch):
+    """Every bar the solves open: real tqdm bars writing to a StringIO, with each
+    update's count and postfix recorded."""
+    opened = []
+
+    class Recorded(tqdm.std.tqdm):
+        def __init__(self, *args, **kwargs):
+            self.counts, self.postfixes, self.text = [], [], io.StringIO()
+            super().__init__(*args, file=self.text, mininterval=0, **kwargs)
+            opened.append(self)
+
+        def update(self, n=1):
+            super().update(n)
+            self.counts.append(self.n)
+            self.postfixes.append(self.postfix)
+
+    monkeypatch.setattr(_progress, "_tqdm", lambda: Recorded)
+    monkeypatch.setattr(_progress._Bars, "bar", None)
+    return opened
+
+
+def check_bar(bar, size, solution):
+    """One complete bar: it ends at ``size`` rows, closed, after counts that never
+    decrease, and each postfix's worst gradient is a running row's (above ``gtol``)."""
+    assert bar.total == size and bar.counts[-1] == size and bar.disable  # closed
+    assert np.all(np.diff(bar.counts) >= 0) and bar.counts[0] < size
+    worst = [float(postfix.rsplit(" ", 1)[1]) for postfix in bar.postfixes[:-1]]
+    assert worst and min(worst) > GTOL
+    steps = [int(postfix.split(",")[0].removeprefix("step ")) for postfix in bar.postfixes[:-1]]
+    assert steps == sorted(steps) and max(steps) <= int(np.max(solution.steps))
+    assert f"{size}/{size}" in bar.text.getvalue()
+
+
+def test_bar_counts_every_row_of_a_jitted_solve(bars):
+    size = 40
+    x0, fixed, args = batch(size)
+
+    @jax.jit
+    def solve(x0, fixed, args):
+        return fixedopt.minimize(
+            quadratic, x0, fixed, args=args, batched=True, gtol=GTOL, progress="bar"
+        )
+
+    first = jax.block_until_ready(solve(x0, fixed, args))
+    second = jax.block_until_ready(solve(x0, ~fixed, args))  # same program, new mask
+    jax.effects_barrier()
+    assert solve._cache_size() == 1
+    assert len(bars) == 2, "one bar per solve"
+    for bar, solution in zip(bars, (first, second)):
+        assert bool(jnp.all(solution.converged))
+        check_bar(bar, size, solution)
+
+
+def test_bar_of_least_squares(bars):
+    size = 24
+    x0, fixed, args = batch(size, seed=1)
+    solution = fixedopt.least_squares(
+        residuals, x0, fixed, args=args, batched=True, gtol=GTOL, progress="bar"
+    )
+    jax.block_until_ready(solution)
+    jax.effects_barrier()
+    assert len(bars) == 1
+    check_bar(bars[0], size, solution)
+
+
+def jaxpr_text(progress) -> str:
+    x0, fixed, args = batch(8)
+    solve = lambda x0: (
+        fixedopt.minimize(quadratic, x0, fixed, args=args, batched=True, progress=progress).x
+    )
+    return str(jax.make_jaxpr(solve)(x0))
+
+
+def test_no_callback_when_progress_is_off():
+    assert "callback" not in jaxpr_text(False)
+    assert "callback" in jaxpr_text("bar")
+
+
+def test_bar_without_tqdm_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # import tqdm.auto fails
+    x0, fixed, args = batch(8)
+    with pytest.raises(ValueError, match=r'`progress="bar"` needs tqdm: install it'):
+        fixedopt.minimize(quadratic, x0, fixed, args=args, batched=True, progress="bar")
+
+
+def test_bad_progress_names_the_argument():
+    x0, fixed, args = batch(8)
+    with pytest.raises(ValueError, match=r'`progress` must be a bool, an int >= 1 or "bar", got'):
+        fixedopt.minimize(quadratic, x0, fixed, args=args, batched=True, progress="bars")
+
+
+@pytest.mark.parametrize(
+    ("options", "size", "bar_sizes"),
+    [({"chunk_size": 12}, 24, [12, 12]), ({"compact": True}, 64, [64])],
+    ids=["chunks", "compact"],
+)
+def test_bar_with_chunks_and_compaction(bars, options, size, bar_sizes):
+    """One bar per chunk (each chunk is its own loop); compaction keeps one bar over
+    the whole batch (the gathered rows are all the running ones)."""
+    x0, fixed, args = batch(size, seed=2)
+    solution = fixedopt.minimize(
+        quadratic, x0, fixed, args=args, batched=True, gtol=GTOL, progress="bar", **options
+    )
+    jax.block_until_ready(solution)
+    jax.effects_barrier()
+    assert [bar.total for bar in bars] == bar_sizes
+    for bar in bars:
+        check_bar(bar, bar.total, solution)
