@@ -3,6 +3,7 @@
 The public surface; every name is defined in a private module and re-exported here.
 """
 
+from fixedopt._flax import mask_from as mask_from
 from fixedopt._loop import Solver as Solver
 from fixedopt._mask import fix as fix
 from fixedopt._mask import project as project
@@ -35,6 +36,7 @@ __all__ = [
     "fix",
     "keep_fixed",
     "least_squares",
+    "mask_from",
     "minimize",
     "project",
 ]

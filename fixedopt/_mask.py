@@ -35,7 +35,11 @@ def _is_bool_scalar(value) -> bool:
 
 
 def _is_mask_leaf(value) -> bool:
-    return _is_bool_scalar(value) or hasattr(value, "dtype") or value is None
+    if _is_bool_scalar(value) or value is None:
+        return True
+    # Only a true pytree leaf: a node that forwards `dtype` to the array it wraps (a Flax
+    # `nnx.Param`) is traversed, so a mask may mirror a tree of such nodes.
+    return hasattr(value, "dtype") and jax.tree_util.treedef_is_leaf(jax.tree.structure(value))
 
 
 def _describe(value) -> str:
