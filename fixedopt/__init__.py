@@ -3,6 +3,8 @@
 The public surface; every name is defined in a private module and re-exported here.
 """
 
+from fixedopt._covariance import Covariance as Covariance
+from fixedopt._covariance import covariance as covariance
 from fixedopt._loop import Solver as Solver
 from fixedopt._mask import fix as fix
 from fixedopt._mask import project as project
@@ -22,6 +24,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "LBFGS",
+    "Covariance",
     "GaussNewton",
     "GradientDescent",
     "KeepFixedState",
@@ -30,6 +33,7 @@ __all__ = [
     "Solution",
     "Solver",
     "Status",
+    "covariance",
     "fix",
     "keep_fixed",
     "least_squares",
