@@ -12,6 +12,10 @@ from fixedopt._minimize import least_squares as least_squares
 from fixedopt._minimize import minimize as minimize
 from fixedopt._optax import KeepFixedState as KeepFixedState
 from fixedopt._optax import keep_fixed as keep_fixed
+from fixedopt._records import to_dataframe as to_dataframe
+from fixedopt._records import to_records as to_records
+from fixedopt._report import Report as Report
+from fixedopt._report import report as report
 from fixedopt._solution import Solution as Solution
 from fixedopt._solution import Status as Status
 from fixedopt._solvers.gauss_newton import GaussNewton as GaussNewton
@@ -30,6 +34,7 @@ __all__ = [
     "KeepFixedState",
     "LevenbergMarquardt",
     "Optax",
+    "Report",
     "Solution",
     "Solver",
     "Status",
@@ -39,4 +44,7 @@ __all__ = [
     "least_squares",
     "minimize",
     "project",
+    "report",
+    "to_dataframe",
+    "to_records",
 ]
