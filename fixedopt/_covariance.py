@@ -126,14 +126,25 @@ def covariance(
     bounds = _mask.normalize_bounds(bounds, x)
     if not isinstance(absolute_sigma, bool):
         raise TypeError(f"`absolute_sigma` must be a bool, got {type(absolute_sigma).__name__}")
-    axes = _args_axes(args, _batch_size(x, "sol.x")) if batched else None
+    batch = _batch_size(x, "sol.x") if batched else None
+    axes = _args_axes(args, batch) if batched else None
     if sigma is not None:
-        sigma = jnp.asarray(sigma)
-        if not jnp.issubdtype(sigma.dtype, jnp.floating):
-            raise TypeError(f"`sigma` must be a floating-point array, got {sigma.dtype}")
+        sigma = _check_sigma(sigma, batch)
     result = _compiled(residual_fun, batched, absolute_sigma, axes, x, mask, bounds, sigma, args)
     row = jax.tree.map(lambda leaf: leaf[0], x) if batched else x
     return result._replace(index=_flat_index(row))
+
+
+def _check_sigma(sigma, batch: int | None):
+    sigma = jnp.asarray(sigma)
+    if not jnp.issubdtype(sigma.dtype, jnp.floating):
+        raise TypeError(f"`sigma` must be a floating-point array, got {sigma.dtype}")
+    if batch is not None and (sigma.ndim == 0 or sigma.shape[0] != batch):
+        raise ValueError(
+            f"`sigma` must have the leading batch axis of size {batch} (batched=True), "
+            f"got shape {tuple(sigma.shape)}"
+        )
+    return sigma
 
 
 def _flat_index(row):

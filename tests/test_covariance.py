@@ -230,6 +230,8 @@ def test_bad_arguments_are_named():
         fixedopt.covariance(x, line, False, args=(x,), batched=True, absolute_sigma=1)
     with pytest.raises(TypeError, match="sigma"):
         fixedopt.covariance(x, line, False, args=(x,), batched=True, sigma=jnp.ones(3, int))
+    with pytest.raises(ValueError, match="`sigma` must have the leading batch axis of size 2"):
+        fixedopt.covariance(x, line, False, args=(x,), batched=True, sigma=jnp.ones(3))
     with pytest.raises(ValueError, match="args"):
         fixedopt.covariance(x, line, False, args=(jnp.zeros(3),), batched=True)
     with pytest.raises(ValueError, match="fixed"):

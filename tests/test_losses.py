@@ -138,3 +138,22 @@ def test_bad_loss_and_f_scale_are_named():
     for bad in (0.0, -1.0, True, "1"):
         with pytest.raises(ValueError, match="`f_scale` must be a positive number"):
             fit(data, fixed, start, f_scale=bad)
+
+
+def test_implicit_derivative_of_a_robust_fit_matches_finite_differences():
+    """``jax.jacfwd`` of the solution with respect to the data differentiates the
+    robust optimality condition (not the plain least-squares one)."""
+    data, fixed, start = outlier_rows()
+    b, h = 1, 1e-4
+
+    def solve(y):
+        return fixedopt.least_squares(
+            residual, jnp.asarray(start[b]), jnp.asarray(fixed[b]), args=(y,), loss="cauchy",
+            f_scale=F_SCALE, gtol=1e-12, max_steps=300,
+        ).x  # fmt: skip
+
+    y = jnp.asarray(data[b])
+    implicit = np.asarray(jax.jacfwd(solve)(y))[:, ::7]
+    central = [(solve(y.at[i].add(h)) - solve(y.at[i].add(-h))) / (2 * h) for i in range(0, 40, 7)]
+    np.testing.assert_allclose(implicit, np.stack(central, axis=1), atol=1e-5)
+    assert np.all(implicit[fixed[b]] == 0.0)
