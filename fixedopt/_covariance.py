@@ -8,11 +8,12 @@ At a least-squares solution ``x`` with residuals ``r`` (``m`` of them) and Jacob
 as ``scipy.optimize.curve_fit`` and lmfit compute it (``s^2 = 1`` with
 ``absolute_sigma=True``). Fixed parameters, and free ones sitting exactly on a bound
 (bound-active: the data do not determine them, the bound does), get exactly 0
-variance and 0 covariance: they do not vary within the model. The inverse is the
-pseudo-inverse of ``J_F`` from its SVD with scipy's cut-off,
-``eps * max(m, n) * s_max``; when fewer singular values than free parameters pass it
-the row is flagged ``rank_deficient`` and its free block is NaN (never a finite
-number the data do not support).
+variance and 0 covariance: they do not vary within the model. The inverse comes
+from a QR factorization of ``J`` (differentiable; see ``_inverse_normal_matrix``).
+The rank is counted as ``curve_fit`` does, singular values of ``J_F`` above
+``eps * max(m, n) * s_max``; when fewer than the free parameters pass, the row is
+flagged ``rank_deficient`` and its free block is NaN (never a finite number the
+data do not support).
 """
 
 from __future__ import annotations
@@ -186,15 +187,11 @@ def _row(residual_fun, absolute_sigma, x, mask, bounds, sigma, args) -> Covarian
 
     residual = weighted(flat_x)
     jacobian = jax.jacfwd(weighted)(flat_x)
-    m, n = jacobian.shape
+    m = jacobian.shape[0]
     n_free = jnp.sum(~frozen)
     dof = m - n_free
-    _, singular, vt = jnp.linalg.svd(jacobian, full_matrices=False)
-    cutoff = jnp.finfo(jacobian.dtype).eps * max(m, n) * singular[0]
-    kept = singular > cutoff
-    inverse_squares = jnp.where(kept, 1.0 / jnp.where(kept, singular, 1.0) ** 2, 0.0)
-    unscaled = (vt.T * inverse_squares[None, :]) @ vt
-    rank_deficient = jnp.sum(kept) < n_free
+    rank_deficient = _rank(jax.lax.stop_gradient(jacobian)) < n_free
+    unscaled = _inverse_normal_matrix(jacobian, frozen)
     if absolute_sigma:
         variance = jnp.ones((), jacobian.dtype)
     else:
@@ -215,6 +212,26 @@ def _row(residual_fun, absolute_sigma, x, mask, bounds, sigma, args) -> Covarian
         at_bound=_unravel_bool(at_bound, mask),
         index=None,
     )
+
+
+def _rank(jacobian):
+    """Numerical rank with scipy's (``curve_fit``'s) cut-off ``eps * max(m, n) * s_max``."""
+    singular = jnp.linalg.svd(jacobian, compute_uv=False)
+    cutoff = jnp.finfo(jacobian.dtype).eps * max(jacobian.shape) * singular[0]
+    return jnp.sum(singular > cutoff)
+
+
+def _inverse_normal_matrix(jacobian, frozen):
+    """``(J_F^T J_F)^{-1}`` on the free block (identity elsewhere), from the QR
+    factorization of ``J`` with identity rows appended for the frozen columns (which
+    are zero in ``J``): accurate to ``eps * cond(J)``, not ``cond(J)**2`` as from
+    ``J^T J``, and differentiable (an SVD's derivative is not, at the repeated zero
+    singular values of the frozen columns)."""
+    augmented = jnp.concatenate([jacobian, jnp.diag(frozen.astype(jacobian.dtype))])
+    r = jnp.linalg.qr(augmented, mode="r")
+    identity = jnp.eye(r.shape[0], dtype=r.dtype)
+    r_inverse = jax.scipy.linalg.solve_triangular(r, identity, lower=False)
+    return r_inverse @ r_inverse.T
 
 
 def _unravel_bool(flat, like):

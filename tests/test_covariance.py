@@ -236,3 +236,28 @@ def test_bad_arguments_are_named():
         fixedopt.covariance(x, line, False, args=(jnp.zeros(3),), batched=True)
     with pytest.raises(ValueError, match="fixed"):
         fixedopt.covariance(x, line, jnp.zeros(3, bool), args=(x,), batched=True)
+
+
+def test_standard_errors_are_differentiable():
+    """``jax.grad`` of the standard errors with respect to the point (fixed value
+    included) and the data agrees with central differences (the zero columns of
+    fixed entries would make an SVD's derivative NaN; the QR route is not)."""
+    _, data, sigma, fixed, start = make_rows(2, seed=7)
+    fixed[1] = [False, True, False, False]
+    solution = fit(data, sigma, fixed, start)
+    x, y, s = solution.x[1], jnp.asarray(data[1]), jnp.asarray(sigma[1])
+
+    def total(x, y):
+        return jnp.sum(fixedopt.covariance(x, residual, jnp.asarray(fixed[1]), args=(y, s)).stderr)
+
+    grad_x, grad_y = jax.grad(total, argnums=(0, 1))(x, y)
+    h = 1e-6
+    for k in range(4):
+        step = h * jnp.eye(4)[k]
+        central = (total(x + step, y) - total(x - step, y)) / (2 * h)
+        np.testing.assert_allclose(grad_x[k], central, rtol=1e-5, atol=1e-9)
+    for i in (0, 13, 39):
+        step = h * jnp.eye(T.size)[i]
+        central = (total(x, y + step) - total(x, y - step)) / (2 * h)
+        np.testing.assert_allclose(grad_y[i], central, rtol=1e-5, atol=1e-9)
+    # k = 1 is fixed: the free block's errors still depend on its value (checked above).
