@@ -3,6 +3,8 @@
 The public surface; every name is defined in a private module and re-exported here.
 """
 
+from fixedopt._covariance import Covariance as Covariance
+from fixedopt._covariance import covariance as covariance
 from fixedopt._flax import mask_from as mask_from
 from fixedopt._loop import Solver as Solver
 from fixedopt._mask import fix as fix
@@ -11,6 +13,10 @@ from fixedopt._minimize import least_squares as least_squares
 from fixedopt._minimize import minimize as minimize
 from fixedopt._optax import KeepFixedState as KeepFixedState
 from fixedopt._optax import keep_fixed as keep_fixed
+from fixedopt._records import to_dataframe as to_dataframe
+from fixedopt._records import to_records as to_records
+from fixedopt._report import Report as Report
+from fixedopt._report import report as report
 from fixedopt._solution import Reason as Reason
 from fixedopt._solution import Solution as Solution
 from fixedopt._solution import Status as Status
@@ -24,19 +30,25 @@ __version__ = "0.1.0"
 
 __all__ = [
     "LBFGS",
+    "Covariance",
     "GaussNewton",
     "GradientDescent",
     "KeepFixedState",
     "LevenbergMarquardt",
     "Optax",
     "Reason",
+    "Report",
     "Solution",
     "Solver",
     "Status",
+    "covariance",
     "fix",
     "keep_fixed",
     "least_squares",
     "mask_from",
     "minimize",
     "project",
+    "report",
+    "to_dataframe",
+    "to_records",
 ]

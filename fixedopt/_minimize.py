@@ -13,6 +13,7 @@ from fixedopt import _mask, _options
 from fixedopt._engine import Plan
 from fixedopt._engine import run as _run
 from fixedopt._loop import Solver
+from fixedopt._losses import robust_loss
 from fixedopt._progress import progress_option
 from fixedopt._reparam import free_indices
 from fixedopt._solution import Solution
@@ -171,6 +172,8 @@ def least_squares(
     differentiate: str = "implicit",
     chunk_size: int | None = None,
     progress: bool | int | str = False,
+    loss: str | Callable = "linear",
+    f_scale: float = 1.0,
 ) -> Solution:
     """Minimize ``0.5 * sum(residual_fun(x, *args) ** 2)`` with fixed entries pinned.
 
@@ -179,6 +182,13 @@ def least_squares(
     :class:`fixedopt.LevenbergMarquardt`; :class:`fixedopt.GaussNewton` and every
     ``minimize`` solver work too. ``Solution.value`` follows scipy's convention,
     ``0.5 * sum(residuals**2)``.
+
+    ``loss`` (``"linear"``, ``"soft_l1"``, ``"huber"``, ``"cauchy"``, ``"arctan"``, or
+    a callable ``rho(z)`` differentiated by JAX) and ``f_scale`` make the fit robust to
+    outliers, as in ``scipy.optimize.least_squares``: the cost is
+    ``0.5 * sum(f_scale**2 * rho((residuals / f_scale)**2))`` (that is
+    ``Solution.value``), minimized by the same solvers on scipy's rescaled residuals
+    and Jacobian (see ``fixedopt._losses``).
 
     Example:
       >>> import jax.numpy as jnp
@@ -199,7 +209,7 @@ def least_squares(
         residual_fun, x0, fixed, fixed_values, bounds, solver, args, batched, args_axes,
         strategy, (gtol, ftol, xtol, abs_gtol), max_steps, compact, differentiate, chunk_size,
         progress,
-        least_squares=True,
+        least_squares=robust_loss(loss, f_scale) or True,  # a robust Loss is truthy
     )  # fmt: skip
 
 

@@ -14,6 +14,8 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
+from fixedopt._losses import Loss
+
 
 class Problem(NamedTuple):
     """One problem, flat: ``x`` is a vector of ``n`` entries.
@@ -27,6 +29,9 @@ class Problem(NamedTuple):
         columns at fixed entries), else ``None``.
       unroll: loops run as fixed-length scans, so that a solve can be differentiated
         by unrolling (static).
+      robust: ``residual_and_jacobian`` gives scipy's rescaled residuals and Jacobian
+        of a robust loss (see ``fixedopt._losses``), whose half sum of squares is not
+        the objective (static).
     """
 
     value_and_grad: Callable
@@ -36,10 +41,17 @@ class Problem(NamedTuple):
     upper: jax.Array | None = None
     residual_and_jacobian: Callable | None = None
     unroll: bool = False
+    robust: bool = False
 
     @property
     def has_bounds(self) -> bool:
         return self.lower is not None
+
+    def residual_value(self, x: jax.Array, residual: jax.Array) -> jax.Array:
+        """The objective at ``x``, given ``residual_and_jacobian(x)[0]``."""
+        if self.robust:
+            return self.value_and_grad(x)[0]
+        return 0.5 * jnp.dot(residual, residual)
 
     def project(self, x: jax.Array) -> jax.Array:
         """``where(fixed, fixed_values, clip(x, lower, upper))``: fixed bit-identical."""
@@ -95,7 +107,10 @@ def row_problem(fun, least_squares: bool, x0, mask, values, bounds, args):
         # loop's carry: the solve runs in the dtype of x0.
         return _cast_floating(out, flat_x.dtype)
 
-    objective = (_residual_objective if least_squares else _scalar_objective)(call, flat_x0)
+    if least_squares:  # True, or the robust Loss of least_squares(loss=...)
+        objective = _residual_objective(call, flat_x0, _loss(least_squares))
+    else:
+        objective = _scalar_objective(call, flat_x0)
     lower, upper = (None, None) if bounds is None else (ravel_pytree(b)[0] for b in bounds)
     problem = Problem(fixed=flat_fixed, fixed_values=flat_values, lower=lower, upper=upper,
                       **objective)  # fmt: skip
@@ -115,9 +130,16 @@ def differentiable_objective(fun, least_squares: bool, unravel):
 
     def objective(x, fixed, values, args):
         out = fun(unravel(jnp.where(fixed, values, x)), *args)
-        return 0.5 * jnp.sum(jnp.ravel(out) ** 2) if least_squares else out
+        if not least_squares:
+            return out
+        loss = _loss(least_squares)
+        return 0.5 * jnp.sum(jnp.ravel(out) ** 2) if loss is None else loss.cost(out)
 
     return objective
+
+
+def _loss(least_squares) -> Loss | None:
+    return least_squares if isinstance(least_squares, Loss) else None
 
 
 def _scalar_objective(call, flat_x0) -> dict:
@@ -130,7 +152,7 @@ def _scalar_objective(call, flat_x0) -> dict:
     return {"value_and_grad": jax.value_and_grad(call)}
 
 
-def _residual_objective(call, flat_x0) -> dict:
+def _residual_objective(call, flat_x0, loss: Loss | None) -> dict:
     out = jax.eval_shape(call, flat_x0)
     if not (hasattr(out, "dtype") and jnp.issubdtype(out.dtype, jnp.floating)):
         raise ValueError(
@@ -145,6 +167,9 @@ def _residual_objective(call, flat_x0) -> dict:
 
     def value_and_grad(flat_x):
         r, pullback = jax.vjp(residual, flat_x)
+        if loss is not None:
+            values, slopes, _ = loss.terms(r)
+            return 0.5 * jnp.sum(values), pullback(slopes * r)[0]
         return 0.5 * jnp.dot(r, r), pullback(r)[0]
 
     def residual_and_jacobian(flat_x):
@@ -153,9 +178,12 @@ def _residual_objective(call, flat_x0) -> dict:
             return r, r
 
         jacobian, r = jacobian_of(with_aux, has_aux=True)(flat_x)
+        if loss is not None:
+            return loss.rescale(r, jacobian)[1:]
         return r, jacobian
 
     return {
         "value_and_grad": value_and_grad,
         "residual_and_jacobian": residual_and_jacobian,
+        "robust": loss is not None,
     }

@@ -77,6 +77,7 @@ def split(problem: Problem, index: jax.Array):
         fixed=index == n,
         fixed_values=jnp.zeros(index.shape, problem.fixed_values.dtype),
         residual_and_jacobian=residual_and_jacobian,
+        robust=problem.robust,
         **bounds,
     )
     return packed, pack, expand

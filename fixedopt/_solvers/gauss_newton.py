@@ -22,7 +22,8 @@ from fixedopt._solution import RUNNING
 
 def _residual_evaluation(problem: Problem, x):
     residual, jacobian = problem.residual_and_jacobian(x)
-    return 0.5 * jnp.dot(residual, residual), jacobian.T @ residual, (residual, jacobian)
+    value = problem.residual_value(x, residual)  # robust losses: not 0.5 |residual|^2
+    return value, jacobian.T @ residual, (residual, jacobian)
 
 
 def free_block_step(jacobian, grad, free, damping, scale=None):

@@ -1,0 +1,251 @@
+"""Uncertainties of a least-squares fit on its free block, per row.
+
+At a least-squares solution ``x`` with residuals ``r`` (``m`` of them) and Jacobian
+``J``, the covariance of the free parameters ``F`` is
+
+    cov_FF = s^2 (J_F^T J_F)^{-1},      s^2 = sum(r^2) / (m - n_F),
+
+as ``scipy.optimize.curve_fit`` and lmfit compute it (``s^2 = 1`` with
+``absolute_sigma=True``). Fixed parameters, and free ones sitting exactly on a bound
+(bound-active: the data do not determine them, the bound does), get exactly 0
+variance and 0 covariance: they do not vary within the model. The inverse comes
+from a QR factorization of ``J`` (differentiable; see ``_inverse_normal_matrix``).
+The rank is counted as ``curve_fit`` does, singular values of ``J_F`` above
+``eps * max(m, n) * s_max``; when fewer than the free parameters pass, the row is
+flagged ``rank_deficient`` and its free block is NaN (never a finite number the
+data do not support).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
+
+from fixedopt import _mask
+from fixedopt._minimize import _batch_size
+from fixedopt._options import args_tuple, batched_args
+from fixedopt._solution import Solution
+
+
+class Covariance(NamedTuple):
+    """What :func:`fixedopt.covariance` returns; a pytree (works under ``jit``).
+
+    With ``batched=True`` every field but ``index`` has the leading batch axis.
+
+    Attributes:
+      covariance: ``(n, n)``, over the flat parameter vector ``ravel_pytree(x)``
+        (leaves in ``jax.tree.leaves`` order, each raveled in C order): entry
+        ``[index[a], index[b]]`` couples parameters ``a`` and ``b``. Rows and columns
+        of fixed and bound-active parameters are exactly 0.
+      stderr: the standard errors, a tree like ``x``; 0 at fixed and bound-active
+        entries, NaN on the free block of a rank-deficient row.
+      rank_deficient: ``J_F`` has numerical rank below the number of free
+        parameters (its covariance does not exist): the row's free block is NaN.
+      dof: degrees of freedom ``m - n_free`` (``n_free`` counts neither fixed nor
+        bound-active entries). With ``dof <= 0`` and ``absolute_sigma=False`` the
+        free block is ``inf``, as in ``curve_fit``.
+      residual_variance: ``s^2``, the factor applied to ``(J_F^T J_F)^{-1}`` (1 with
+        ``absolute_sigma=True``).
+      fixed: the fixed mask, a tree of booleans like ``x``.
+      at_bound: free entries exactly on a bound (treated as not varying).
+      index: a tree like one row of ``x`` (no batch axis) of ``int32`` positions in
+        the flat vector.
+    """
+
+    covariance: jax.Array
+    stderr: Any
+    rank_deficient: jax.Array
+    dof: jax.Array
+    residual_variance: jax.Array
+    fixed: Any
+    at_bound: Any
+    index: Any
+
+    def correlation(self) -> jax.Array:
+        """``covariance / outer(stderr, stderr)``; 0 where a standard error is 0."""
+        flat = jax.vmap(lambda t: ravel_pytree(t)[0]) if self.covariance.ndim == 3 else None
+        sd = flat(self.stderr) if flat else ravel_pytree(self.stderr)[0]
+        outer = sd[..., :, None] * sd[..., None, :]
+        return jnp.where(outer == 0, 0.0, self.covariance / jnp.where(outer == 0, 1.0, outer))
+
+
+def covariance(
+    sol: Solution | Any,
+    residual_fun: Callable,
+    fixed: Any,
+    *,
+    args: tuple = (),
+    batched: bool = False,
+    bounds: Any = None,
+    sigma: Any = None,
+    absolute_sigma: bool = False,
+) -> Covariance:
+    """Covariance and standard errors of the free parameters of a least-squares fit.
+
+    Per row: ``s^2 (J_F^T J_F)^{-1}`` on the free block ``F`` (not fixed, not on a
+    bound), ``s^2 = sum(r^2) / (m - n_F)``, where ``r = residual_fun(x, *args) /
+    sigma``; the convention of ``scipy.optimize.curve_fit`` (``pcov``) and of lmfit
+    (``vary=False`` parameters excluded). Fixed and bound-active parameters get 0
+    variance and 0 covariance.
+
+    Args:
+      sol: a :class:`fixedopt.Solution` of :func:`fixedopt.least_squares` (or its
+        ``x``). With a robust ``loss``, this is still the plain least-squares
+        covariance at ``sol.x``.
+      residual_fun: the residual function of the fit, ``residual_fun(x, *args)``.
+      fixed: the fixed mask of the fit (any form ``least_squares`` accepts).
+      args: the fit's ``args`` (with ``batched=True``, arrays have the batch axis).
+      batched: ``sol`` holds one fit per row; each row gets its own free set.
+      bounds: the fit's bounds; free entries exactly on a bound count as fixed.
+      sigma: the standard deviations of the residuals, an array broadcastable to
+        ``residual_fun``'s output (with ``batched=True``, with the batch axis), as
+        ``curve_fit``'s 1-D ``sigma``; fit the same weighted residuals.
+      absolute_sigma: ``sigma`` is absolute: no rescaling by ``s^2``.
+
+    Returns:
+      A :class:`fixedopt.Covariance`.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> import fixedopt
+      >>> t = jnp.linspace(0.0, 1.0, 5)
+      >>> y = jnp.array([1.0, 1.6, 1.9, 2.6, 3.0])
+      >>> line = lambda p: p[0] * t + p[1] + p[2] - y   # p[2] is known: 0
+      >>> fixed = jnp.array([False, False, True])
+      >>> sol = fixedopt.least_squares(line, jnp.zeros(3), fixed)
+      >>> print(fixedopt.covariance(sol, line, fixed).stderr.round(4))
+      [0.1222 0.0748 0.    ]
+    """
+    x = sol.x if isinstance(sol, Solution) else sol
+    _mask.check_params(x, "sol.x")
+    mask = _mask.normalize_fixed(fixed, x, "fixed")
+    mask = jax.tree.map(lambda m, leaf: jnp.broadcast_to(m, leaf.shape), mask, x)
+    bounds = _mask.normalize_bounds(bounds, x)
+    if not isinstance(absolute_sigma, bool):
+        raise TypeError(f"`absolute_sigma` must be a bool, got {type(absolute_sigma).__name__}")
+    batch = _batch_size(x, "sol.x") if batched else None
+    args = args_tuple(args)
+    axes = _args_in_axes(args, batch) if batched else None
+    if sigma is not None:
+        sigma = _check_sigma(sigma, batch)
+    result = _compiled(residual_fun, batched, absolute_sigma, axes, x, mask, bounds, sigma, args)
+    row = jax.tree.map(lambda leaf: leaf[0], x) if batched else x
+    return result._replace(index=_flat_index(row))
+
+
+def _args_in_axes(args: tuple, batch: int):
+    """``vmap`` axes for ``args``: 0 for per-row arrays (checked), None for the rest."""
+    flags = iter(batched_args(args, None, batch))
+    return jax.tree.map(lambda _: 0 if next(flags) else None, args)
+
+
+def _check_sigma(sigma, batch: int | None):
+    sigma = jnp.asarray(sigma)
+    if not jnp.issubdtype(sigma.dtype, jnp.floating):
+        raise TypeError(f"`sigma` must be a floating-point array, got {sigma.dtype}")
+    if batch is not None and (sigma.ndim == 0 or sigma.shape[0] != batch):
+        raise ValueError(
+            f"`sigma` must have the leading batch axis of size {batch} (batched=True), "
+            f"got shape {tuple(sigma.shape)}"
+        )
+    return sigma
+
+
+def _flat_index(row):
+    """A tree like ``row`` of each entry's position in ``ravel_pytree(row)``."""
+    leaves, treedef = jax.tree.flatten(row)
+    offsets = [0]
+    for leaf in leaves:
+        offsets.append(offsets[-1] + leaf.size)
+    index = [
+        jnp.arange(start, start + leaf.size, dtype=jnp.int32).reshape(leaf.shape)
+        for start, leaf in zip(offsets, leaves)
+    ]
+    return treedef.unflatten(index)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
+def _compiled(residual_fun, batched, absolute_sigma, axes, x, mask, bounds, sigma, args):
+    def one(x, mask, bounds, sigma, args):
+        return _row(residual_fun, absolute_sigma, x, mask, bounds, sigma, args)
+
+    if not batched:
+        return one(x, mask, bounds, sigma, args)
+    sigma_axis = None if sigma is None else 0
+    return jax.vmap(one, in_axes=(0, 0, 0, sigma_axis, axes))(x, mask, bounds, sigma, args)
+
+
+def _row(residual_fun, absolute_sigma, x, mask, bounds, sigma, args) -> Covariance:
+    flat_x, unravel = ravel_pytree(x)
+    fixed = ravel_pytree(mask)[0]
+    at_bound = jnp.zeros_like(fixed)
+    if bounds is not None:
+        lower, upper = (ravel_pytree(b)[0] for b in bounds)
+        at_bound = ((flat_x == lower) | (flat_x == upper)) & ~fixed
+    frozen = fixed | at_bound
+
+    def weighted(flat):  # frozen entries read a constant: exact zero Jacobian columns
+        r = residual_fun(unravel(jnp.where(frozen, flat_x, flat)), *args)
+        return jnp.ravel(r if sigma is None else r / sigma)
+
+    residual = weighted(flat_x)
+    jacobian = jax.jacfwd(weighted)(flat_x)
+    m = jacobian.shape[0]
+    n_free = jnp.sum(~frozen)
+    dof = m - n_free
+    rank_deficient = _rank(jax.lax.stop_gradient(jacobian)) < n_free
+    unscaled = _inverse_normal_matrix(jacobian, frozen)
+    if absolute_sigma:
+        variance = jnp.ones((), jacobian.dtype)
+    else:
+        rss = jnp.dot(residual, residual)
+        variance = jnp.where(dof > 0, rss / jnp.maximum(dof, 1), jnp.inf)
+    both_free = ~frozen[:, None] & ~frozen[None, :]
+    block = jnp.where(jnp.isinf(variance), jnp.inf, variance * unscaled)
+    block = jnp.where(rank_deficient, jnp.nan, block)
+    cov = jnp.where(both_free, block, 0.0)
+    stderr = jnp.sqrt(jnp.diagonal(cov))
+    return Covariance(
+        covariance=cov,
+        stderr=unravel(stderr),
+        rank_deficient=rank_deficient,
+        dof=dof.astype(jnp.int32),
+        residual_variance=variance,
+        fixed=mask,
+        at_bound=_unravel_bool(at_bound, mask),
+        index=None,
+    )
+
+
+def _rank(jacobian):
+    """Numerical rank with scipy's (``curve_fit``'s) cut-off ``eps * max(m, n) * s_max``."""
+    singular = jnp.linalg.svd(jacobian, compute_uv=False)
+    cutoff = jnp.finfo(jacobian.dtype).eps * max(jacobian.shape) * singular[0]
+    return jnp.sum(singular > cutoff)
+
+
+def _inverse_normal_matrix(jacobian, frozen):
+    """``(J_F^T J_F)^{-1}`` on the free block (identity elsewhere), from the QR
+    factorization of ``J`` with identity rows appended for the frozen columns (which
+    are zero in ``J``): accurate to ``eps * cond(J)``, not ``cond(J)**2`` as from
+    ``J^T J``, and differentiable (an SVD's derivative is not, at the repeated zero
+    singular values of the frozen columns)."""
+    augmented = jnp.concatenate([jacobian, jnp.diag(frozen.astype(jacobian.dtype))])
+    r = jnp.linalg.qr(augmented, mode="r")
+    identity = jnp.eye(r.shape[0], dtype=r.dtype)
+    r_inverse = jax.scipy.linalg.solve_triangular(r, identity, lower=False)
+    return r_inverse @ r_inverse.T
+
+
+def _unravel_bool(flat, like):
+    leaves, treedef = jax.tree.flatten(like)
+    sizes = [leaf.size for leaf in leaves]
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    return treedef.unflatten(
+        [flat[s : s + leaf.size].reshape(leaf.shape) for s, leaf in zip(starts, leaves)]
+    )

@@ -1,0 +1,103 @@
+"""A ``Solution`` as scipy users handle results: one ``OptimizeResult``-like dict per
+row, or a pandas ``DataFrame`` (pandas is optional)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+
+from fixedopt._solution import Solution, Status
+
+
+def rows_of(sol: Solution) -> int | None:
+    """The batch size of ``sol``, or None for a single (unbatched) solve."""
+    value = np.asarray(sol.value)
+    return None if value.ndim == 0 else value.shape[0]
+
+
+def flat_names(x: Any, batched: bool) -> list[str]:
+    """One name per entry of a row of ``x``: ``leaf path`` + ``[index]``."""
+    names = []
+    for path, leaf in jax.tree_util.tree_leaves_with_path(x):
+        shape = np.shape(leaf)[1:] if batched else np.shape(leaf)
+        prefix = jax.tree_util.keystr(path) or "x"
+        if shape == ():
+            names.append(prefix)
+            continue
+        for index in np.ndindex(*shape):
+            names.append(prefix + "[" + ", ".join(map(str, index)) + "]")
+    return names
+
+
+def flat_rows(x: Any, batched: bool) -> np.ndarray:
+    """``x`` as a ``(rows, n)`` NumPy array in ``ravel_pytree`` order."""
+    leaves = [np.asarray(leaf) for leaf in jax.tree.leaves(x)]
+    if not batched:
+        leaves = [leaf[None] for leaf in leaves]
+    return np.concatenate([leaf.reshape(leaf.shape[0], -1) for leaf in leaves], axis=1)
+
+
+def _status_name(code: int) -> str:
+    try:
+        return Status(code).name
+    except ValueError:
+        return str(code)
+
+
+def to_records(sol: Solution) -> list[dict]:
+    """One ``scipy.optimize.OptimizeResult``-like dict per row of ``sol``.
+
+    Keys: ``x`` (the row's parameters, same tree as ``sol.x``, NumPy leaves), ``fun``
+    (the objective value; the cost for least squares), ``success``, ``status`` (the
+    :class:`fixedopt.Status` code), ``message`` (its name), ``nit`` (steps) and
+    ``grad_norm``, plus ``reason`` when the solution has one.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> import fixedopt
+      >>> sol = fixedopt.minimize(lambda x: jnp.sum((x - 1.0) ** 2), jnp.zeros((2, 2)),
+      ...                         jnp.array([[False, True], [False, False]]), batched=True)
+      >>> record = fixedopt.to_records(sol)[0]
+      >>> record["message"], record["x"].round(6).tolist(), record["success"]
+      ('CONVERGED', [1.0, 0.0], True)
+    """
+    batch = rows_of(sol)
+    fields = {name: np.asarray(value) for name, value in sol._asdict().items() if name != "x"}
+    records = []
+    for row in range(1 if batch is None else batch):
+        pick = (lambda a: a) if batch is None else (lambda a, row=row: a[row])
+        record = {
+            "x": jax.tree.map(lambda leaf, pick=pick: np.asarray(pick(leaf)), sol.x),
+            "fun": pick(fields["value"]).item(),
+            "success": bool(pick(fields["converged"])),
+            "status": int(pick(fields["status"])),
+            "message": _status_name(int(pick(fields["status"]))),
+            "nit": int(pick(fields["steps"])),
+            "grad_norm": pick(fields["grad_norm"]).item(),
+        }
+        if "reason" in fields:
+            record["reason"] = int(pick(fields["reason"]))
+        records.append(record)
+    return records
+
+
+def to_dataframe(sol: Solution, names: list[str] | None = None):
+    """A pandas ``DataFrame``, one row per fit: the fields of :func:`to_records`
+    (``x`` spread into one column per parameter, named ``names`` or after the
+    parameter tree). Needs pandas (``pip install pandas``)."""
+    try:
+        import pandas
+    except ImportError as error:  # an optional dependency
+        raise ImportError("fixedopt.to_dataframe needs pandas: pip install pandas") from error
+    batched = rows_of(sol) is not None
+    columns = flat_names(sol.x, batched) if names is None else list(names)
+    values = flat_rows(sol.x, batched)
+    if len(columns) != values.shape[1]:
+        raise ValueError(
+            f"`names` must name each of the {values.shape[1]} parameters, got {len(columns)}"
+        )
+    records = [{k: v for k, v in record.items() if k != "x"} for record in to_records(sol)]
+    frame = pandas.DataFrame.from_records(records)
+    return pandas.concat([pandas.DataFrame(values, columns=columns), frame], axis=1)

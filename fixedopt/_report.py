@@ -1,0 +1,199 @@
+"""``fixedopt.report``: a batch at a glance, or one fit lmfit-style; text and HTML."""
+
+from __future__ import annotations
+
+import html
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+
+from fixedopt import _mask, _solution
+from fixedopt._records import flat_names, flat_rows, rows_of
+from fixedopt._solution import Solution, Status
+
+
+class Report(NamedTuple):
+    """A fit report: plain text with ``str()``, a table in a notebook.
+
+    Attributes:
+      title: the first line.
+      facts: ``(label, text)`` pairs.
+      header: the column names of ``table``.
+      table: rows of cells (strings).
+    """
+
+    title: str
+    facts: list
+    header: tuple
+    table: list
+
+    def __str__(self) -> str:
+        lines = [self.title]
+        width = max((len(label) for label, _ in self.facts), default=0)
+        lines += [f"  {label:<{width}}  {text}" for label, text in self.facts]
+        if self.table:
+            cells = [self.header, *self.table]
+            widths = [max(len(row[k]) for row in cells) for k in range(len(self.header))]
+            for row in cells:
+                lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        escape = html.escape
+        parts = [f"<b>{escape(self.title)}</b>", "<table>"]
+        parts += [f"<tr><th>{escape(a)}</th><td>{escape(b)}</td></tr>" for a, b in self.facts]
+        parts.append("</table>")
+        if self.table:
+            head = "".join(f"<th>{escape(h)}</th>" for h in self.header)
+            parts.append(f"<table><tr>{head}</tr>")
+            for row in self.table:
+                parts.append("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>")
+            parts.append("</table>")
+        return "\n".join(parts)
+
+
+def report(
+    sol: Solution,
+    row: int | None = None,
+    *,
+    covariance: Any = None,
+    fixed: Any = None,
+    bounds: Any = None,
+    names: list[str] | None = None,
+) -> Report:
+    """A report of a solve: the whole batch, or one fit with its parameters.
+
+    Without ``row`` (and for a batched ``sol``): the rows by status (and by
+    ``reason`` when the solution has one), steps (median and max), the largest
+    projected gradient and its row, and the distribution of the objective value
+    (the cost, for least squares). With ``row`` (or for an unbatched ``sol``): each
+    parameter with its value, standard error and "fixed" or "at bound".
+
+    Args:
+      sol: a :class:`fixedopt.Solution`.
+      row: the row to report on, for a batched ``sol``.
+      covariance: a :class:`fixedopt.Covariance` of ``sol``: standard errors, fixed
+        and at-bound flags come from it.
+      fixed: the fixed mask (without ``covariance``), to mark fixed parameters.
+      bounds: ``(lower, upper)`` broadcastable to one row's flat parameters (without
+        ``covariance``), to mark parameters exactly on a bound.
+      names: one name per parameter (default: from the parameter tree).
+
+    Returns:
+      A :class:`Report`; ``print`` it, or let a notebook render it.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> import fixedopt
+      >>> t = jnp.linspace(0.0, 1.0, 6)
+      >>> y = jnp.array([[1.0, 1.5, 1.9, 2.6, 3.0, 3.4], [0.1, 0.3, 0.4, 0.7, 0.8, 1.1]])
+      >>> line = lambda p, y: p[0] * t + p[1] - y
+      >>> fixed = jnp.array([[False, False], [False, True]])
+      >>> sol = fixedopt.least_squares(line, jnp.zeros((2, 2)), fixed, args=(y,), batched=True)
+
+    Step counts and gradients depend on the tolerances, hence the ``...``:
+
+      >>> print(fixedopt.report(sol))  # doctest: +NORMALIZE_WHITESPACE +ELLIPSIS
+      fixedopt report: 2 rows
+        CONVERGED  2 rows...
+        steps      median ..., max ...
+        grad_norm  largest ... (row ...)
+        value      min 0.0126, median 0.0131, max 0.0135
+      >>> cov = fixedopt.covariance(sol, line, fixed, args=(y,), batched=True)
+      >>> print(fixedopt.report(sol, 1, covariance=cov, names=["slope", "intercept"]))
+      ... # doctest: +NORMALIZE_WHITESPACE +ELLIPSIS
+      fixedopt report: row 1, CONVERGED after ... steps
+        value      0.0126
+        grad_norm  ...
+        parameter  value   stderr  note
+        slope      1.0818  0.0479
+        intercept  0       0       fixed
+    """
+    batch = rows_of(sol)
+    if batch is not None and row is None:
+        return _batch_report(sol, batch)
+    if batch is not None and not (isinstance(row, (int, np.integer)) and -batch <= row < batch):
+        raise ValueError(f"`row` must be an int in [-{batch}, {batch}), got {row!r}")
+    return _row_report(sol, row, batch is not None, covariance, fixed, bounds, names)
+
+
+def _g(value) -> str:
+    return f"{float(value):.3g}"
+
+
+def _code_name(enum, code: int) -> str:
+    try:
+        return enum(code).name
+    except ValueError:
+        return str(code)
+
+
+def _batch_report(sol: Solution, batch: int) -> Report:
+    status = np.asarray(sol.status)
+    reason_enum = getattr(_solution, "Reason", None)
+    reason = np.asarray(sol.reason) if hasattr(sol, "reason") else None
+    facts = []
+    for code in np.unique(status):
+        label, chosen = _code_name(Status, int(code)), status == code
+        facts.append((label, f"{int(chosen.sum())} rows"))
+        if reason is not None and reason_enum is not None:
+            for why in np.unique(reason[chosen]):
+                count = int(np.sum(chosen & (reason == why)))
+                facts.append((f"  {_code_name(reason_enum, int(why))}", f"{count} rows"))
+    steps, grad_norm, value = (np.asarray(a) for a in (sol.steps, sol.grad_norm, sol.value))
+    worst = int(np.nanargmax(np.where(np.isnan(grad_norm), np.inf, grad_norm)))
+    low, median, high = np.nanpercentile(value, [0, 50, 100]) if batch else (np.nan,) * 3
+    facts += [
+        ("steps", f"median {np.median(steps):.3g}, max {int(steps.max())}"),
+        ("grad_norm", f"largest {_g(grad_norm[worst])} (row {worst})"),
+        ("value", f"min {_g(low)}, median {_g(median)}, max {_g(high)}"),
+    ]
+    if np.any(~np.isfinite(value)):
+        facts.append(("non-finite values", f"{int(np.sum(~np.isfinite(value)))} rows"))
+    return Report(f"fixedopt report: {batch} rows", facts, (), [])
+
+
+def _row_report(sol, row, batched, covariance, fixed, bounds, names) -> Report:
+    pick = (lambda a: np.asarray(a)[row]) if batched else np.asarray
+    x = flat_rows(sol.x, batched)[row if batched else 0]
+    names = flat_names(sol.x, batched) if names is None else list(names)
+    if len(names) != x.size:
+        raise ValueError(f"`names` must name each of the {x.size} parameters, got {len(names)}")
+    stderr, is_fixed, at_bound = _flags(covariance, fixed, bounds, sol.x, x, row, batched)
+    table = []
+    for k, name in enumerate(names):
+        note = "fixed" if is_fixed[k] else ("at bound" if at_bound[k] else "")
+        error = "" if stderr is None else f"{stderr[k]:.3g}"
+        table.append((name, f"{x[k]:.5g}", error, note))
+    header = ("parameter", "value", "stderr", "note")
+    status = _code_name(Status, int(pick(sol.status)))
+    where = f"row {row}, " if batched else ""
+    title = f"fixedopt report: {where}{status} after {int(pick(sol.steps))} steps"
+    facts = [("value", _g(pick(sol.value))), ("grad_norm", _g(pick(sol.grad_norm)))]
+    return Report(title, facts, header, table)
+
+
+def _flags(covariance, fixed, bounds, tree, x, row, batched):
+    index = row if batched else 0
+    if covariance is not None:
+        stderr = flat_rows(covariance.stderr, batched)[index]
+        is_fixed = flat_rows(covariance.fixed, batched)[index].astype(bool)
+        at_bound = flat_rows(covariance.at_bound, batched)[index].astype(bool)
+        return stderr, is_fixed, at_bound
+    is_fixed = np.zeros(x.size, bool)
+    if fixed is not None:
+        mask = _mask.normalize_fixed(fixed, tree)
+        is_fixed = flat_rows(_broadcast(mask, tree), batched)[index].astype(bool)
+    at_bound = np.zeros(x.size, bool)
+    if bounds is not None:
+        lower, upper = (np.broadcast_to(np.asarray(b, x.dtype), x.shape) for b in bounds)
+        at_bound = ((x == lower) | (x == upper)) & ~is_fixed
+    return None, is_fixed, at_bound
+
+
+def _broadcast(mask, tree):
+    return jax.tree.map(lambda m, leaf: np.broadcast_to(np.asarray(m), np.shape(leaf)), mask, tree)

@@ -1,0 +1,146 @@
+"""``fixedopt.report``, ``to_records`` and ``to_dataframe`` against the solution's
+own arrays (counted and formatted independently with NumPy)."""
+
+import enum
+import sys
+from typing import Any, NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.optimize
+
+import fixedopt
+from fixedopt import _solution
+
+T = jnp.linspace(0.0, 1.0, 8)
+
+
+def line(p, y):
+    return p[0] * T + p[1] - y
+
+
+def batch():
+    """Six line fits: rows 0-1 start at their exact solution (0 steps), the rest
+    cannot converge in one step; row 5 has its slope fixed, rows 3-4 hit a bound."""
+    slopes = np.array([1.0, 2.0, 0.5, 3.0, 3.5, 1.5])
+    y = slopes[:, None] * np.asarray(T) + 0.2
+    y[2:] += 0.01 * np.random.default_rng(0).normal(size=(4, T.size))
+    x0 = np.where(np.arange(6)[:, None] < 2, np.stack([slopes, np.full(6, 0.2)], 1), 0.0)
+    fixed = np.zeros((6, 2), bool)
+    fixed[5, 0] = True
+    x0[5, 0] = 1.5
+    bounds = (np.array([-5.0, -5.0]), np.array([2.5, 5.0]))
+    sol = fixedopt.least_squares(
+        line, jnp.asarray(x0), jnp.asarray(fixed), args=(jnp.asarray(y),), batched=True,
+        bounds=bounds, max_steps=1,
+    )  # fmt: skip
+    return sol, y, fixed, bounds
+
+
+def test_batch_report_counts_and_summaries():
+    sol, *_ = batch()
+    report = fixedopt.report(sol)
+    text, facts = str(report), dict(report.facts)
+    status = np.asarray(sol.status)
+    for code in np.unique(status):
+        assert facts[fixedopt.Status(int(code)).name] == f"{np.sum(status == code)} rows"
+    assert np.sum(status == fixedopt.Status.MAX_STEPS) >= 1
+    steps, grad_norm, value = (np.asarray(a) for a in (sol.steps, sol.grad_norm, sol.value))
+    assert f"median {np.median(steps):.3g}, max {steps.max()}" in text
+    worst = int(np.argmax(grad_norm))
+    assert f"largest {grad_norm[worst]:.3g} (row {worst})" in text
+    low, mid, high = np.percentile(value, [0, 50, 100])
+    assert f"min {low:.3g}, median {mid:.3g}, max {high:.3g}" in text
+
+
+def test_row_report_marks_fixed_at_bound_and_standard_errors():
+    sol, y, fixed, bounds = batch()
+    for row in (3, 4):
+        assert float(sol.x[row, 0]) == 2.5  # the slope's upper bound
+    plain = fixedopt.report(sol, 3, fixed=fixed, bounds=bounds, names=["slope", "offset"])
+    table = {cells[0]: cells for cells in plain.table}
+    assert table["slope"][3] == "at bound" and table["offset"][3] == ""
+    assert table["slope"][2] == ""  # no covariance: no standard errors
+    cov = fixedopt.covariance(sol, line, fixed, args=(jnp.asarray(y),), batched=True,
+                              bounds=bounds)  # fmt: skip
+    for row in (2, 5):
+        rows = fixedopt.report(sol, row, covariance=cov).table
+        for k, cells in enumerate(rows):
+            assert cells[0] == f"x[{k}]"
+            assert cells[1] == f"{float(sol.x[row, k]):.5g}"
+            assert cells[2] == f"{float(cov.stderr[row, k]):.3g}"
+            assert cells[3] == ("fixed" if fixed[row, k] else "")
+    text = str(fixedopt.report(sol, 5, covariance=cov))
+    assert "row 5" in text and "fixed" in text and fixedopt.Status(int(sol.status[5])).name in text
+
+
+def test_html_has_the_same_cells_escaped():
+    sol, _, fixed, _ = batch()
+    report = fixedopt.report(sol, 5, fixed=fixed, names=["<slope>", "offset"])
+    page = report._repr_html_()
+    assert "&lt;slope&gt;" in page and "<slope>" not in page
+    assert page.count("<tr>") == len(report.facts) + len(report.table) + 1
+    for cells in report.table:
+        assert all(f"<td>{cell}</td>" in page for cell in cells if "<" not in cell)
+
+
+def test_reason_counts_when_the_solution_has_a_reason(monkeypatch):
+    class Reason(enum.IntEnum):
+        NONE = 0
+        GTOL = 1
+
+    class WithReason(NamedTuple):
+        x: Any
+        value: Any
+        grad_norm: Any
+        steps: Any
+        converged: Any
+        status: Any
+        reason: Any
+
+    monkeypatch.setattr(_solution, "Reason", Reason, raising=False)
+    sol = batch()[0]
+    converged = np.asarray(sol.converged)
+    reason = np.where(converged, Reason.GTOL, Reason.NONE)
+    facts = fixedopt.report(WithReason(*sol[:6], reason=jnp.asarray(reason))).facts
+    assert ("  GTOL", f"{converged.sum()} rows") in facts
+
+
+def test_records_are_optimize_results():
+    sol, *_ = batch()
+    records = fixedopt.to_records(sol)
+    assert len(records) == 6
+    for row, record in enumerate(records):
+        result = scipy.optimize.OptimizeResult(record)
+        np.testing.assert_array_equal(result.x, np.asarray(sol.x[row]))
+        assert result.fun == float(sol.value[row]) and result.nit == int(sol.steps[row])
+        assert result.success == bool(sol.converged[row]) and result.status == int(sol.status[row])
+        assert result.message == fixedopt.Status(result.status).name
+    tree = fixedopt.minimize(lambda p: jnp.sum((p["a"] - 1.0) ** 2) + p["b"] ** 2,
+                             {"a": jnp.zeros(2), "b": jnp.asarray(1.0)}, False)  # fmt: skip
+    (one,) = fixedopt.to_records(tree)
+    assert set(one["x"]) == {"a", "b"} and one["x"]["a"].shape == (2,)
+
+
+def test_dataframe_columns_or_a_named_import_error(monkeypatch):
+    sol, *_ = batch()
+    try:
+        import pandas  # noqa: F401  (optional: the frame is checked where installed)
+    except ImportError:
+        pass
+    else:
+        frame = fixedopt.to_dataframe(sol, names=["slope", "offset"])
+        np.testing.assert_array_equal(frame["slope"], np.asarray(sol.x[:, 0]))
+        np.testing.assert_array_equal(frame["nit"], np.asarray(sol.steps))
+    monkeypatch.setitem(sys.modules, "pandas", None)  # as if pandas were not installed
+    with pytest.raises(ImportError, match="pip install pandas"):
+        fixedopt.to_dataframe(sol)
+
+
+def test_bad_row_and_names_are_named():
+    sol = batch()[0]
+    with pytest.raises(ValueError, match="`row` must be an int"):
+        fixedopt.report(sol, 6)
+    with pytest.raises(ValueError, match="`names` must name each of the 2"):
+        fixedopt.report(sol, 0, names=["a"])
