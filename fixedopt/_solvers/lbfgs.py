@@ -59,7 +59,9 @@ def two_loop_in_cache(grad, s_history, y_history, rho, newest, gamma):
     (``lax.map``), a row's pairs are read from cache after the first pass: the
     recursion alone ran 1.7x faster at B=256, n=512. For short rows (n below
     ``CHUNKED_FROM``) the loop over chunks cost more than it saved in whole solves,
-    so they keep plain ``vmap``. (No reverse-mode derivative: unrolled
+    so they keep plain ``vmap``. Only a program lowered for the CPU runs by chunks
+    (``lax.platform_dependent``): for GPU and TPU it is the plain batched recursion,
+    which those stream at full bandwidth. (No reverse-mode derivative: unrolled
     differentiation uses :func:`two_loop` itself.)
     """
     return two_loop(grad, s_history, y_history, rho, newest, gamma)
@@ -67,14 +69,22 @@ def two_loop_in_cache(grad, s_history, y_history, rho, newest, gamma):
 
 @two_loop_in_cache.def_vmap
 def _two_loop_by_chunks(axis_size, in_batched, *args):
+    in_axes = [0 if batched else None for batched in in_batched]
+    plain = lambda *args: jax.vmap(two_loop, in_axes=in_axes)(*args)
     if args[0].shape[-1] < CHUNKED_FROM:
-        return jax.vmap(two_loop, in_axes=[0 if b else None for b in in_batched])(*args), True
-    args = tuple(
-        arg if batched else jnp.broadcast_to(arg, (axis_size, *jnp.shape(arg)))
-        for arg, batched in zip(args, in_batched)
-    )
-    rows_per_chunk = min(ROWS_PER_CHUNK, axis_size)
-    return jax.lax.map(lambda row: two_loop(*row), args, batch_size=rows_per_chunk), True
+        return plain(*args), True
+
+    def by_chunks(*args):
+        args = tuple(
+            arg if batched else jnp.broadcast_to(arg, (axis_size, *jnp.shape(arg)))
+            for arg, batched in zip(args, in_batched)
+        )
+        rows_per_chunk = min(ROWS_PER_CHUNK, axis_size)
+        return jax.lax.map(lambda row: two_loop(*row), args, batch_size=rows_per_chunk)
+
+    # A CPU trick only: on a GPU/TPU the loop over chunks would serialize the batch.
+    # The choice is made when lowering, so a program exported for CUDA is plain vmap.
+    return jax.lax.platform_dependent(*args, cpu=by_chunks, default=plain), True
 
 
 def _inverse_or_zero(value, positive):
