@@ -11,6 +11,9 @@ import jax.numpy as jnp
 from fixedopt._linesearch import projected_backtracking
 from fixedopt._loop import Solver, Step, StepContext, step_after_search
 from fixedopt._problem import Problem
+from fixedopt._wolfe import hager_zhang
+
+LINESEARCHES = {"backtracking": projected_backtracking, "hager-zhang": hager_zhang}
 
 
 class LBFGSState(NamedTuple):
@@ -106,6 +109,10 @@ class LBFGS(Solver):
 
     Args:
       memory_size: number of curvature pairs kept.
+      linesearch: ``"backtracking"`` (projected backtracking to sufficient decrease,
+        :func:`~fixedopt._linesearch.projected_backtracking`) or ``"hager-zhang"``
+        (Wolfe conditions, :func:`~fixedopt._wolfe.hager_zhang`; with bounds it
+        backtracks too).
       max_linesearch_steps: trials per line search before the row stops with
         ``Status.LINESEARCH_FAILED``.
 
@@ -122,6 +129,7 @@ class LBFGS(Solver):
 
     memory_size: int = 10
     max_linesearch_steps: int = 30
+    linesearch: str = "backtracking"
 
     def __post_init__(self):
         if not (isinstance(self.memory_size, int) and self.memory_size >= 1):
@@ -129,6 +137,10 @@ class LBFGS(Solver):
         if not (isinstance(self.max_linesearch_steps, int) and self.max_linesearch_steps >= 1):
             raise ValueError(
                 f"`max_linesearch_steps` must be an int >= 1, got {self.max_linesearch_steps!r}"
+            )
+        if self.linesearch not in LINESEARCHES:
+            raise ValueError(
+                f"`linesearch` must be one of {sorted(LINESEARCHES)}, got {self.linesearch!r}"
             )
 
     def init(self, problem: Problem, x, value, grad) -> LBFGSState:
@@ -164,7 +176,7 @@ class LBFGS(Solver):
         def evaluate(x_trial):
             return (*problem.value_and_grad(x_trial), None)
 
-        search = projected_backtracking(
+        search = LINESEARCHES[self.linesearch](
             problem, evaluate, x, value, grad, direction, initial_step, context.active,
             max_steps=self.max_linesearch_steps,
         )  # fmt: skip
