@@ -11,6 +11,7 @@ import jax.numpy as jnp
 from fixedopt._linesearch import projected_backtracking
 from fixedopt._loop import Solver, Step, StepContext, step_after_search
 from fixedopt._problem import Problem
+from fixedopt._ring import read_slot, write_slot
 from fixedopt._wolfe import hager_zhang
 
 LINESEARCHES = {"backtracking": projected_backtracking, "hager-zhang": hager_zhang}
@@ -24,7 +25,15 @@ class LBFGSState(NamedTuple):
     pairs: jax.Array  # how many pairs have been stored (saturates at memory_size)
 
 
-def two_loop(grad, s_history, y_history, rho, newest, gamma):
+def _read(history, slot):
+    return jax.lax.dynamic_index_in_dim(history, slot, keepdims=False)
+
+
+def _write(history, slot, value):
+    return jax.lax.dynamic_update_index_in_dim(history, value, slot, axis=0)
+
+
+def two_loop(grad, s_history, y_history, rho, newest, gamma, read=_read):
     """``H @ grad`` for the L-BFGS inverse Hessian ``H`` (Nocedal 1980).
 
     The pairs sit in a ring buffer whose newest entry is at slot ``newest``; empty
@@ -32,11 +41,16 @@ def two_loop(grad, s_history, y_history, rho, newest, gamma):
     subspace) have ``rho = 0`` and drop out, branch-free. The loops are unrolled, and
     in a batch ``newest`` is one unbatched scalar (every running row stores its pair
     at the same slot), so the history is read with plain slices, not per-row
-    gathers: under ``vmap`` this streams it at memory bandwidth.
+    gathers: under ``vmap`` this streams it at memory bandwidth. ``read(history,
+    slot)`` reads one slot: :func:`~fixedopt._ring.read_slot` keeps that a slice under
+    ``vmap`` (the default, a ``dynamic_slice``, becomes a gather there but can be
+    differentiated in reverse mode).
     """
     memory = s_history.shape[0]
-    newest_first = [(newest - j) % memory for j in range(memory)]
-    pairs = [(s_history[i], y_history[i], rho[i]) for i in newest_first]
+    newest = jnp.asarray(newest)
+    period = jnp.asarray(memory, newest.dtype)
+    newest_first = [jax.lax.rem(newest + (memory - j), period) for j in range(memory)]
+    pairs = [(read(s_history, i), read(y_history, i), read(rho, i)) for i in newest_first]
     q, alphas = grad, []
     for s, y, rho_i in pairs:
         alpha = rho_i * jnp.dot(s, q)
@@ -67,13 +81,17 @@ def two_loop_in_cache(grad, s_history, y_history, rho, newest, gamma):
     which those stream at full bandwidth. (No reverse-mode derivative: unrolled
     differentiation uses :func:`two_loop` itself.)
     """
-    return two_loop(grad, s_history, y_history, rho, newest, gamma)
+    return two_loop(grad, s_history, y_history, rho, newest, gamma, read_slot)
+
+
+def _two_loop_by_slots(*args):
+    return two_loop(*args, read=read_slot)
 
 
 @two_loop_in_cache.def_vmap
 def _two_loop_by_chunks(axis_size, in_batched, *args):
     in_axes = [0 if batched else None for batched in in_batched]
-    plain = lambda *args: jax.vmap(two_loop, in_axes=in_axes)(*args)
+    plain = lambda *args: jax.vmap(_two_loop_by_slots, in_axes=in_axes)(*args)
     if args[0].shape[-1] < CHUNKED_FROM:
         return plain(*args), True
 
@@ -83,7 +101,7 @@ def _two_loop_by_chunks(axis_size, in_batched, *args):
             for arg, batched in zip(args, in_batched)
         )
         rows_per_chunk = min(ROWS_PER_CHUNK, axis_size)
-        return jax.lax.map(lambda row: two_loop(*row), args, batch_size=rows_per_chunk)
+        return jax.lax.map(lambda row: _two_loop_by_slots(*row), args, batch_size=rows_per_chunk)
 
     # A CPU trick only: on a GPU/TPU the loop over chunks would serialize the batch.
     # The choice is made when lowering, so a program exported for CUDA is plain vmap.
@@ -181,10 +199,12 @@ class LBFGS(Solver):
             max_steps=self.max_linesearch_steps,
         )  # fmt: skip
         slot = context.iteration % self.memory_size
-        new_state = self._remember(state, search.x - x, search.grad - grad, search.accepted, slot)
+        write = _write if problem.unroll else write_slot
+        new_state = self._remember(state, search.x - x, search.grad - grad, search.accepted,
+                                   slot, write)  # fmt: skip
         return step_after_search(search, x, value, grad, new_state)
 
-    def _remember(self, state: LBFGSState, s, y, accepted, slot) -> LBFGSState:
+    def _remember(self, state: LBFGSState, s, y, accepted, slot, write=_write) -> LBFGSState:
         """Store the pair ``(s, y)`` in ``slot``; a pair without positive curvature
         is stored empty (``rho = 0``), so it drops out of the two-loop recursion.
 
@@ -193,9 +213,9 @@ class LBFGS(Solver):
         sy, yy = jnp.dot(s, y), jnp.dot(y, y)
         good = accepted & (sy > jnp.finfo(s.dtype).eps * yy)
         return LBFGSState(
-            s_history=state.s_history.at[slot].set(jnp.where(good, s, 0.0)),
-            y_history=state.y_history.at[slot].set(jnp.where(good, y, 0.0)),
-            rho=state.rho.at[slot].set(_inverse_or_zero(sy, good)),
+            s_history=write(state.s_history, slot, jnp.where(good, s, 0.0)),
+            y_history=write(state.y_history, slot, jnp.where(good, y, 0.0)),
+            rho=write(state.rho, slot, _inverse_or_zero(sy, good)),
             gamma=jnp.where(good, sy / jnp.where(good, yy, 1.0), state.gamma),
             pairs=jnp.minimum(state.pairs + good, self.memory_size).astype(jnp.int32),
         )
