@@ -45,8 +45,10 @@ def fixedopt_runner(problem, linesearch: str):
 
     @jax.jit
     def solve(x0, fixed, *args):
-        sol = fixedopt.minimize(problem.jax_fun, x0, fixed, args=args, batched=True,
-                                solver=solver, gtol=GTOL[problem.dtype], max_steps=MAX_STEPS)  # fmt: skip
+        sol = fixedopt.minimize(
+            problem.jax_fun, x0, fixed, args=args, batched=True, solver=solver,
+            gtol=GTOL[problem.dtype], max_steps=MAX_STEPS,
+        )  # fmt: skip
         return sol.value, sol.steps, sol.converged
 
     return solve
@@ -131,8 +133,8 @@ def main(argv=None) -> None:
     jax.config.update("jax_enable_x64", True)
     results = [measure(p, options.repeats, not options.no_tfp) for p in cases(options.batch)]
     env = environment()
-    save_results(f"{env['backend']}-linesearch-{env['date']}",
-                 {"environment": env, "gtol": GTOL, "results": results}, markdown(results))  # fmt: skip
+    result = {"environment": env, "gtol": GTOL, "results": results}
+    save_results(f"{env['backend']}-linesearch-{env['date']}", result, markdown(results))
 
 
 if __name__ == "__main__":
