@@ -130,7 +130,11 @@ class LBFGS(Solver):
       linesearch: ``"backtracking"`` (projected backtracking to sufficient decrease,
         :func:`~fixedopt._linesearch.projected_backtracking`) or ``"hager-zhang"``
         (Wolfe conditions, :func:`~fixedopt._wolfe.hager_zhang`; with bounds it
-        backtracks too).
+        backtracks too). Hager–Zhang's near-exact steps cut the slowest row's step
+        count (on CPU: 3x fewer and 2.2x faster at n=8, 2x fewer and ~1.2x faster on
+        Rosenbrock in float64), but cost more evaluations per step where rounding
+        hides the slope (float32 rows that cannot converge), and tie on
+        well-conditioned quadratics; see ``benchmarks/linesearch.py``.
       max_linesearch_steps: trials per line search before the row stops with
         ``Status.LINESEARCH_FAILED``.
 
