@@ -6,10 +6,10 @@ import functools
 from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import optax
 
 from fixedopt import _mask
+from fixedopt._bitselect import select_constant
 
 
 class KeepFixedState(NamedTuple):
@@ -21,7 +21,11 @@ class KeepFixedState(NamedTuple):
 def _freeze_updates(mask, updates):
     # -0.0 rather than 0.0: x + (-0.0) == x bit for bit for every x, including -0.0,
     # whereas (-0.0) + 0.0 == +0.0 would flip the sign bit of a fixed negative zero.
-    return jax.tree.map(lambda m, u: _mask.select(m, jnp.array(-0.0, u.dtype), u), mask, updates)
+    return jax.tree.map(lambda m, u: select_constant(m, -0.0, u), mask, updates)
+
+
+def _zero_fixed(mask, tree):
+    return jax.tree.map(lambda m, t: select_constant(m, 0.0, t), mask, tree)
 
 
 def _fixed_value_fn(value_fn, mask, params):
@@ -91,9 +95,9 @@ def keep_fixed(
 
     def update(updates, state, params=None, **extra_args):
         mask = mask_for(updates, params)
-        updates = _mask.zero_fixed(mask, updates)
+        updates = _zero_fixed(mask, updates)
         if "grad" in extra_args:
-            extra_args["grad"] = _mask.zero_fixed(mask, extra_args["grad"])
+            extra_args["grad"] = _zero_fixed(mask, extra_args["grad"])
         if "value_fn" in extra_args and params is not None:
             extra_args["value_fn"] = _fixed_value_fn(extra_args["value_fn"], mask, params)
         updates, inner_state = inner.update(updates, state.inner_state, params, **extra_args)
