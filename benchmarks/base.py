@@ -43,6 +43,17 @@ class Settings:
     def for_dtype(cls, dtype: str, **overrides) -> Settings:
         return cls(**({"gtol": GTOL[dtype]} | overrides))
 
+    @property
+    def fixedopt_tolerances(self) -> dict:
+        """fixedopt's keywords for this rule: the absolute test alone."""
+        return absolute_gradient_test(self.gtol)
+
+
+def absolute_gradient_test(gtol: float) -> dict:
+    """``minimize``/``least_squares`` keywords that stop on max |projected gradient| <=
+    ``gtol`` alone (the relative tests off), the rule every compared method uses."""
+    return {"abs_gtol": gtol, "gtol": 0.0, "ftol": 0.0, "xtol": 0.0}
+
 
 class RowResults(NamedTuple):
     """Per-row outcome of one batched solve, as NumPy arrays.

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import fixedopt
+from benchmarks.base import absolute_gradient_test
 from benchmarks.timing import save_results
 
 
@@ -45,7 +46,7 @@ def make_problem(batch: int, n: int, seed: int = 0):
 def gradient_function(x0, fixed, diagonal, differentiate: str, max_steps: int):
     def loss(b):
         sol = fixedopt.minimize(
-            objective, x0, fixed, args=(diagonal, b), batched=True, gtol=1e-10,
+            objective, x0, fixed, args=(diagonal, b), batched=True, **absolute_gradient_test(1e-10),
             max_steps=max_steps, differentiate=differentiate,
         )  # fmt: skip
         return jnp.sum(jnp.sin(sol.x)), sol.steps

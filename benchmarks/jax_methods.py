@@ -90,7 +90,7 @@ def _fixedopt_call(problem: Problem, settings: Settings, residuals=False, **opti
             args=args,
             bounds=bounds,
             batched=True,
-            gtol=settings.gtol,
+            **settings.fixedopt_tolerances,
             max_steps=settings.max_steps,
             **options,
         )

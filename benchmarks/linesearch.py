@@ -21,6 +21,7 @@ import numpy as np
 
 import fixedopt
 from benchmarks import problems
+from benchmarks.base import absolute_gradient_test
 from benchmarks.timing import environment, first_call, interleaved, save_results, summary
 
 GTOL = {"float64": 1e-6, "float32": 1e-3}  # float32: what its rounding lets a row reach
@@ -47,7 +48,7 @@ def fixedopt_runner(problem, linesearch: str):
     def solve(x0, fixed, *args):
         sol = fixedopt.minimize(
             problem.jax_fun, x0, fixed, args=args, batched=True, solver=solver,
-            gtol=GTOL[problem.dtype], max_steps=MAX_STEPS,
+            **absolute_gradient_test(GTOL[problem.dtype]), max_steps=MAX_STEPS,
         )  # fmt: skip
         return sol.value, sol.steps, sol.converged
 

@@ -52,7 +52,7 @@ def _solve(problem, strategy: str, settings: Settings):
                 args=args,
                 batched=True,
                 strategy=strategy,
-                gtol=settings.gtol,
+                **settings.fixedopt_tolerances,
                 max_steps=settings.max_steps,
             )
         )

@@ -12,6 +12,7 @@ from fixedopt._mask import project as project
 from fixedopt._minimize import least_squares as least_squares
 from fixedopt._minimize import minimize as minimize
 from fixedopt._optax import KeepFixedState as KeepFixedState
+from fixedopt._optax import apply_updates as apply_updates
 from fixedopt._optax import keep_fixed as keep_fixed
 from fixedopt._records import to_dataframe as to_dataframe
 from fixedopt._records import to_records as to_records
@@ -41,6 +42,7 @@ __all__ = [
     "Solution",
     "Solver",
     "Status",
+    "apply_updates",
     "covariance",
     "fix",
     "keep_fixed",

@@ -64,6 +64,10 @@ class Solver(abc.ABC):
     """Base of every solver: immutable configuration, ``init`` and ``step``."""
 
     needs_residuals: ClassVar[bool] = False
+    # True when gradient_measure is exact (the residual–Jacobian cosine); otherwise
+    # the driver also requires the secant measure, so that neither a poor quasi-Newton
+    # model nor a poor scalar curvature alone can declare convergence.
+    exact_gradient_measure: ClassVar[bool] = False
 
     @abc.abstractmethod
     def init(self, problem: Problem, x, value, grad) -> Any:
@@ -76,13 +80,23 @@ class Solver(abc.ABC):
     def gradient_measure(self, problem: Problem, x, value, grad, state) -> jax.Array | None:
         """The scale-invariant gradient measure the ``gtol`` test compares, or None.
 
-        None (the default) lets the driver use :func:`secant_gradient_measure`;
-        least-squares solvers return MINPACK's residual–Jacobian cosine.
+        None (the default) lets the driver use :func:`secant_gradient_measure` alone;
+        a model's measure (L-BFGS's Newton decrement) must hold together with it;
+        least-squares solvers return MINPACK's residual–Jacobian cosine, which is exact
+        (``exact_gradient_measure``) and used alone.
         """
         return None
 
 
-def secant_gradient_measure(problem: Problem, s, y, value, grad, x) -> jax.Array:
+def secant_curvature(s, y, moved, gamma) -> jax.Array:
+    """``s.y / y.y`` of the last step that moved with positive curvature, else
+    ``gamma`` (the one before; ``inf`` before any)."""
+    sy, yy = jnp.dot(s, y), jnp.dot(y, y)
+    positive = moved & (sy > 0)
+    return jnp.where(positive, sy / jnp.where(positive, yy, 1.0), gamma)
+
+
+def secant_gradient_measure(problem: Problem, gamma, value, grad, x) -> jax.Array:
     """``|g| sqrt(gamma / (2 |f|))`` with ``gamma = s.y / y.y`` from the last step.
 
     ``g`` is the projected gradient over free entries and ``gamma`` the curvature
@@ -96,8 +110,6 @@ def secant_gradient_measure(problem: Problem, s, y, value, grad, x) -> jax.Array
     """
     projected = problem.projected_gradient(x, grad)
     size = jnp.linalg.norm(projected)
-    sy, yy = jnp.dot(s, y), jnp.dot(y, y)
-    gamma = jnp.where(sy > 0, sy / jnp.where(sy > 0, yy, 1.0), jnp.inf)
     measure = jnp.where(size == 0, 0.0, size * jnp.sqrt(gamma / (2.0 * jnp.abs(value))))
     return jnp.where(jnp.isnan(measure), jnp.inf, measure)
 
@@ -172,6 +184,8 @@ class LoopState(NamedTuple):
     steps: jax.Array
     status: jax.Array
     reason: jax.Array
+    gamma: jax.Array  # the secant curvature scale of the last good step (inf: none)
+    initial_value: jax.Array  # f(x0), the scale of the last-resort PRECISION test
     solver_state: Any
 
 
@@ -182,6 +196,7 @@ class Tests(NamedTuple):
     gradient: jax.Array  # the solver's scale-invariant gradient measure (gtol)
     reduction: jax.Array  # max(actual, predicted) relative reduction (ftol); inf: none
     relative_step: jax.Array  # the model step relative to x (xtol); inf: none
+    value_drop: jax.Array  # |f| / |f(x0)|: where f fell to rounding of its start
 
 
 def _reason(tests: Tests, stopping: Stopping, loose: bool = False) -> jax.Array:
@@ -190,12 +205,19 @@ def _reason(tests: Tests, stopping: Stopping, loose: bool = False) -> jax.Array:
     With ``loose``, each relative tolerance is raised to ``stopping.precision``: the
     test of a row that can no longer progress (reported as PRECISION)."""
     relax = (lambda tol: jnp.maximum(tol, stopping.precision)) if loose else (lambda tol: tol)
+
+    def within(measure, tol):  # a tolerance of 0 turns a relative test off
+        tol = relax(tol)
+        return (tol > 0) & (measure <= tol)
+
     met = [
-        (tests.gradient <= relax(stopping.gtol), Reason.GTOL),
-        (tests.reduction <= relax(stopping.ftol), Reason.FTOL),
-        (tests.relative_step <= relax(stopping.xtol), Reason.XTOL),
+        (within(tests.gradient, stopping.gtol), Reason.GTOL),
+        (within(tests.reduction, stopping.ftol), Reason.FTOL),
+        (within(tests.relative_step, stopping.xtol), Reason.XTOL),
         (tests.grad_norm <= stopping.abs_gtol, Reason.ABS_GTOL),
     ]
+    if loose:  # an objective whose minimum is 0 at x = 0 leaves no relative scale:
+        met.append((tests.value_drop <= jnp.finfo(tests.value_drop.dtype).eps, Reason.FTOL))
     reason = jnp.asarray(Reason.NONE, jnp.int32)
     for holds, code in reversed(met):
         reason = jnp.where(holds, Reason.PRECISION if loose else code, reason)
@@ -240,15 +262,15 @@ def start(solver: Solver, problem: Problem, x, stopping: Stopping) -> LoopState:
     outcome = jnp.where(finite, RUNNING, Status.NONFINITE)
     infinite = jnp.asarray(jnp.inf, value.dtype)
     gradient = solver.gradient_measure(problem, x, value, grad, solver_state)
-    if gradient is None:  # no step yet: no curvature, only an exactly zero gradient
+    if not solver.exact_gradient_measure:  # no step yet: only an exactly zero gradient
         gradient = jnp.where(grad_norm == 0, 0.0, infinite)
-    tests = Tests(grad_norm, gradient, infinite, infinite)
+    tests = Tests(grad_norm, gradient, infinite, infinite, infinite)
     zero = jnp.zeros((), jnp.int32)
     status, reason = _verdict(outcome, tests, zero, stopping)
     infeasible = _infeasible(problem)
     status = jnp.where(infeasible, Status.INFEASIBLE, status).astype(jnp.int32)
     reason = jnp.where(infeasible, Reason.NONE, reason).astype(jnp.int32)
-    return LoopState(x, value, grad, grad_norm, zero, status, reason, solver_state)
+    return LoopState(x, value, grad, grad_norm, zero, status, reason, infinite, value, solver_state)
 
 
 def _relative_reduction(old_value, step: Step) -> jax.Array:
@@ -271,18 +293,24 @@ def advance(
     step = solver.step(problem, state.x, state.value, state.grad, state.solver_state, context)
     grad_norm = problem.grad_norm(step.x, step.grad)
     gradient = solver.gradient_measure(problem, step.x, step.value, step.grad, step.state)
-    if gradient is None:
-        s, y = problem.free_part(step.x - state.x), step.grad - state.grad
-        gradient = secant_gradient_measure(problem, s, y, step.value, step.grad, step.x)
+    s, y = problem.free_part(step.x - state.x), step.grad - state.grad
+    gamma = secant_curvature(s, y, step.moved, state.gamma)
+    if not solver.exact_gradient_measure:
+        secant = secant_gradient_measure(problem, gamma, step.value, step.grad, step.x)
+        gradient = secant if gradient is None else jnp.maximum(gradient, secant)
     moved_or_failed = step.moved | (step.outcome != RUNNING)
     relative_step = jnp.where(moved_or_failed, step.relative_step, jnp.inf)
     reduction = _relative_reduction(state.value, step)
     failed = step.outcome != RUNNING
     reduction = jnp.where(failed, step.predicted / jnp.abs(state.value), reduction)
-    tests = Tests(grad_norm, gradient, reduction, relative_step)
+    value_drop = jnp.abs(step.value) / jnp.abs(state.initial_value)
+    tests = Tests(grad_norm, gradient, reduction, relative_step, value_drop)
     steps = state.steps + 1
     status, reason = _verdict(step.outcome, tests, steps, stopping)
-    return LoopState(step.x, step.value, step.grad, grad_norm, steps, status, reason, step.state)
+    return LoopState(
+        step.x, step.value, step.grad, grad_norm, steps, status, reason, gamma,
+        state.initial_value, step.state,
+    )  # fmt: skip
 
 
 def _running(state: LoopState) -> jax.Array:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,7 @@ from fixedopt._solvers.lbfgs import LBFGS
 
 STRATEGIES = ("mask", "split")
 DIFFERENTIATE = ("implicit", "unroll")
+COMPACT_FROM = 4096  # compact=None: gather still-running rows from this batch size on
 
 
 def minimize(
@@ -41,7 +43,7 @@ def minimize(
     xtol: float | None = None,
     abs_gtol: float = 0.0,
     max_steps: int = 1000,
-    compact: bool = False,
+    compact: bool | None = None,
     differentiate: str = "implicit",
     chunk_size: int | None = None,
     progress: bool | int | str = False,
@@ -100,9 +102,12 @@ def minimize(
         different machine code, so a row's iterates may differ in the last bits (a
         few ulp) from an uncompacted run — enough, over thousands of steps or right
         at the tolerance, to change its step count by a few — and which rows get
-        compacted, and when, depends on the other rows. Off by default: without it,
-        a row's iterations never depend on the other rows' progress. Compiling takes
-        longer (one program per batch size).
+        compacted, and when, depends on the other rows. ``None`` (the default): on for
+        batches of at least 4096 rows (``COMPACT_FROM``), where a few slow rows would
+        otherwise cost the batch most of its time, off below (a small batch compiles
+        fast and its rows' iterations never depend on the other rows). ``False``:
+        strict row independence at any size. Compiling takes longer (one program per
+        batch size).
       differentiate: how ``jax.grad``/``jax.jvp`` of ``Solution.x`` with respect to
         ``fixed_values`` and ``args`` is computed. ``"implicit"`` (the default): by
         the implicit function theorem at the solution, solving one linear system on
@@ -168,7 +173,7 @@ def least_squares(
     xtol: float | None = None,
     abs_gtol: float = 0.0,
     max_steps: int = 1000,
-    compact: bool = False,
+    compact: bool | None = None,
     differentiate: str = "implicit",
     chunk_size: int | None = None,
     progress: bool | int | str = False,
@@ -262,9 +267,10 @@ def _solve(fun, x0, fixed, fixed_values, bounds, solver, args, batched, args_axe
     values = x0 if fixed_values is None else _mask.normalize_values(fixed_values, x0)
     bounds = _mask.normalize_bounds(bounds, x0)
     _mask.check_values_in_bounds(mask, values, bounds)
-    batched_args = None
+    batched_args, batch = None, 0
     if batched:
-        batched_args = _options.batched_args(args, args_axes, _batch_size(x0))
+        batch = _batch_size(x0)
+        batched_args = _options.batched_args(args, args_axes, batch)
     elif args_axes is not None:
         raise ValueError("`args_axes` applies only with batched=True, got batched=False")
     index = _split_indices(mask, batched) if strategy == "split" else None
@@ -272,16 +278,14 @@ def _solve(fun, x0, fixed, fixed_values, bounds, solver, args, batched, args_axe
     plan = Plan(
         least_squares=least_squares,
         batched_args=batched_args,
-        compact=bool(compact),
+        compact=(batch >= COMPACT_FROM and differentiate == "implicit")
+        if compact is None
+        else bool(compact),
         unroll_length=max_steps if differentiate == "unroll" else None,
         chunk_size=chunk_size,
         progress=progress_option(progress),
     )
     return _run(fun, solver, plan, x0, mask, values, bounds, args, index, stopping)
-
-
-def _is_none(value) -> bool:
-    return value is None
 
 
 def _split_indices(mask, batched: bool):
@@ -292,6 +296,10 @@ def _split_indices(mask, batched: bool):
             '`fixed` must be concrete for strategy="split" (the packed width is chosen '
             'from it), got a traced mask; call outside jit or use strategy="mask"'
         )
-    rows = [leaf.reshape(leaf.shape[0] if batched else 1, -1) for leaf in leaves]
+    # An explicit row width: ``reshape(0, -1)`` is ambiguous for an empty batch.
+    rows = [
+        leaf.reshape((leaf.shape[0], math.prod(leaf.shape[1:])) if batched else (1, leaf.size))
+        for leaf in leaves
+    ]
     index = free_indices(np.concatenate(rows, axis=1))
     return jnp.asarray(index if batched else index[0])

@@ -56,7 +56,18 @@ def keep_fixed(
       (``optax.apply_updates`` then leaves them bit-identical);
     * the extra arguments ``grad`` (masked) and ``value_fn`` (with fixed entries pinned
       to the current parameters) are forwarded, so ``optax.lbfgs`` and its zoom line
-      search work.
+      search work;
+    * the wrapped optimizer sees fixed parameters as zeros, so parameter norms (lamb,
+      lars, prodigy) range over free entries only and a NaN fixed value cannot turn
+      free entries NaN.
+
+    What holds precisely: with ``optax.apply_updates``, every fixed entry is
+    ``x + (-0.0)``, bit-identical to ``x`` except that XLA on the CPU flushes a
+    subnormal ``x`` to ``±0``; :func:`fixedopt.apply_updates` selects instead and is
+    exact for every value. Optimizers whose deployable parameters come from their
+    state (``optax.contrib.schedule_free_eval_params``, parameter averaging) keep
+    their own copy, which weight decay moves on fixed entries; pin it with
+    ``fixedopt.project(eval_params, fixed, params)``.
 
     Args:
       optimizer: any ``optax.GradientTransformation``.
@@ -100,7 +111,41 @@ def keep_fixed(
             extra_args["grad"] = _zero_fixed(mask, extra_args["grad"])
         if "value_fn" in extra_args and params is not None:
             extra_args["value_fn"] = _fixed_value_fn(extra_args["value_fn"], mask, params)
-        updates, inner_state = inner.update(updates, state.inner_state, params, **extra_args)
+        # The inner optimizer sees fixed parameters as zeros too: norms (lamb, lars,
+        # prodigy) and differences then range over free entries only, and a NaN or
+        # infinite fixed value cannot reach a free one.
+        free_params = None if params is None else _zero_fixed(mask, params)
+        updates, inner_state = inner.update(updates, state.inner_state, free_params, **extra_args)
         return _freeze_updates(mask, updates), KeepFixedState(inner_state=inner_state)
 
     return optax.GradientTransformationExtraArgs(init, update)
+
+
+def apply_updates(params, updates, fixed):
+    """``optax.apply_updates`` that leaves fixed entries untouched: no arithmetic on them.
+
+    ``keep_fixed`` makes the update of a fixed entry ``-0.0``, and ``x + (-0.0)`` is
+    ``x`` bit for bit in IEEE arithmetic; but XLA on the CPU flushes subnormal numbers
+    to zero, so a subnormal fixed value would become ``±0``. This selects instead
+    (``where(fixed, params, params + updates)``), so fixed entries keep their exact
+    bits whatever the backend does with subnormals.
+
+    Args:
+      params: the parameters, an array or a pytree of arrays.
+      updates: updates with the structure of ``params``.
+      fixed: the fixed mask (see :func:`fixedopt.keep_fixed`).
+
+    Returns:
+      The new parameters, with the structure and dtypes of ``params``.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> import fixedopt
+      >>> params = jnp.array([1.0, 2.0])
+      >>> new = fixedopt.apply_updates(params, jnp.array([0.3, 0.5]), jnp.array([True, False]))
+      >>> print(new)
+      [1.  2.5]
+    """
+    mask = _mask.normalize_fixed(fixed, params, name="fixed")
+    moved = optax.apply_updates(params, updates)
+    return jax.tree.map(lambda m, p, q: _mask.select(m, p, q), mask, params, moved)

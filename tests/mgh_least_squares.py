@@ -36,9 +36,7 @@ def freudenstein_roth(x):
 
 
 def powell_badly_scaled(x):
-    return jnp.stack(
-        [1e4 * x[0] * x[1] - 1.0, jnp.exp(-x[0]) + jnp.exp(-x[1]) - 1.0001]
-    )
+    return jnp.stack([1e4 * x[0] * x[1] - 1.0, jnp.exp(-x[0]) + jnp.exp(-x[1]) - 1.0001])
 
 
 def brown_badly_scaled(x):
@@ -103,11 +101,7 @@ def meyer(x):
 
 def box_3d(x):
     t = 0.1 * jnp.arange(1.0, 11.0)
-    return (
-        jnp.exp(-t * x[0])
-        - jnp.exp(-t * x[1])
-        - x[2] * (jnp.exp(-t) - jnp.exp(-10.0 * t))
-    )
+    return jnp.exp(-t * x[0]) - jnp.exp(-t * x[1]) - x[2] * (jnp.exp(-t) - jnp.exp(-10.0 * t))
 
 
 KOWALIK_Y = jnp.array(
@@ -135,20 +129,13 @@ def osborne_1(x):
 
 def brown_dennis(x):
     t = jnp.arange(1.0, 21.0) / 5.0
-    return (x[0] + t * x[1] - jnp.exp(t)) ** 2 + (
-        x[2] + x[3] * jnp.sin(t) - jnp.cos(t)
-    ) ** 2
+    return (x[0] + t * x[1] - jnp.exp(t)) ** 2 + (x[2] + x[3] * jnp.sin(t) - jnp.cos(t)) ** 2
 
 
 def biggs_exp6(x):
     t = 0.1 * jnp.arange(1.0, 14.0)
     y = jnp.exp(-t) - 5.0 * jnp.exp(-10.0 * t) + 3.0 * jnp.exp(-4.0 * t)
-    return (
-        x[2] * jnp.exp(-t * x[0])
-        - x[3] * jnp.exp(-t * x[1])
-        + x[5] * jnp.exp(-t * x[4])
-        - y
-    )
+    return x[2] * jnp.exp(-t * x[0]) - x[3] * jnp.exp(-t * x[1]) + x[5] * jnp.exp(-t * x[4]) - y
 
 
 # Minimizers: exact where MGH gives them; else the published sum of squares and a

@@ -5,9 +5,12 @@ never inside the solve) whose message names the offending argument and, for shap
 the expected and the actual shape.
 """
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 import pytest
+import scipy.optimize
 
 import fixedopt
 
@@ -135,6 +138,40 @@ CASES = {
         ValueError,
         r"`x0`.*batch axis",
     ),
+    # The inputs of issue 10 that used to crash or silently mislead:
+    "unbatched_args_an_array": (
+        lambda: fixedopt.minimize(objective, jnp.zeros(3), False, args=jnp.array([3.0])),
+        TypeError,
+        r"`args` must be a tuple.*args=\(value,\)",
+    ),
+    "args_size_names_how_to_share": (
+        lambda: minimize(args=(jnp.ones((B + 1, N)),)),
+        ValueError,
+        r"`args`.*batch axis of size 4.*args_axes",
+    ),
+    "args_axes_not_0_or_none": (
+        lambda: minimize(args_axes=(1,)),
+        ValueError,
+        r"`args_axes`.*0.*None",
+    ),
+    "args_axes_unbatched": (
+        lambda: fixedopt.minimize(
+            objective, jnp.zeros(3), False, args=(TARGET[0],), args_axes=(None,)
+        ),
+        ValueError,
+        r"`args_axes`.*batched=True",
+    ),
+    "nan_bound": (
+        lambda: minimize(bounds=(jnp.array([0.0, jnp.nan, 0.0]), 1.0)),
+        ValueError,
+        r"`bounds`.*lower bound must not be NaN",
+    ),
+    "max_steps_too_large": (lambda: minimize(max_steps=2**40), ValueError, r"`max_steps`.*2147"),
+    "max_steps_a_float": (lambda: minimize(max_steps=10.0), TypeError, r"`max_steps`"),
+    "gtol_a_string": (lambda: minimize(gtol="1e-6"), TypeError, r"`gtol`"),
+    "abs_gtol_negative": (lambda: minimize(abs_gtol=-1.0), ValueError, r"`abs_gtol`"),
+    "xtol_nan": (lambda: minimize(xtol=float("nan")), ValueError, r"`xtol`"),
+    "fun_not_callable": (lambda: minimize(fun=3.0), TypeError, r"`fun` must be callable"),
 }
 
 
@@ -148,3 +185,107 @@ def test_bad_input_raises_a_clear_error_naming_the_argument(case):
 def test_unbatched_non_scalar_fun_is_named():
     with pytest.raises(ValueError, match=r"`fun`.*\(3,\)"):
         fixedopt.minimize(lambda x: x**2, jnp.zeros(3), False)
+
+
+# ------------------------------------------- inputs a scientist naturally passes: accepted
+
+
+class UnhashableObjective:
+    """A callable whose class defines ``__eq__``: unhashable, so ``jit`` could not
+    cache on it; it is accepted and compiled once per object."""
+
+    def __eq__(self, other):
+        return self is other
+
+    __hash__ = None
+
+    def __call__(self, x, target):
+        return objective(x, target)
+
+
+def reference_solution(**options):
+    return minimize(**options)
+
+
+ACCEPTED = {
+    "float32_x0_float64_data": lambda: minimize(
+        x0=X0.astype(jnp.float32), args=(TARGET.astype(jnp.float64),)
+    ),
+    "mask_as_a_list": lambda: minimize(fixed=[[False, True, False]] * B),
+    "bounds_as_lists_and_none": lambda: minimize(bounds=([-5.0] * N, None)),
+    "bounds_none_lower": lambda: minimize(bounds=(None, 5.0)),
+    "scipy_bounds": lambda: minimize(bounds=scipy.optimize.Bounds(-5.0, 5.0)),
+    "numpy_and_jax_scalar_tolerances": lambda: minimize(
+        gtol=np.float64(1e-9), ftol=jnp.asarray(1e-15), max_steps=np.int64(200)
+    ),
+    "unhashable_callable": lambda: minimize(fun=UnhashableObjective()),
+    "args_as_a_list": lambda: minimize(args=[TARGET]),
+}
+
+
+@pytest.mark.parametrize("case", list(ACCEPTED))
+def test_natural_inputs_are_accepted_and_solve(case):
+    sol = ACCEPTED[case]()
+    assert np.all(np.asarray(sol.converged)), np.asarray(sol.status)
+    fixed_entries = case == "mask_as_a_list"
+    expected = np.where([[False, True, False]] * B, 0.0, 1.0) if fixed_entries else np.ones((B, N))
+    np.testing.assert_allclose(np.asarray(sol.x, float), expected, atol=1e-3)
+    if case == "float32_x0_float64_data":
+        assert sol.x.dtype == jnp.float32 and sol.value.dtype == jnp.float32
+
+
+def test_shared_data_of_batch_length_is_shared_with_args_axes():
+    """Data whose length happens to equal the batch size: by default it is split one
+    value per row (an array is per-row data); ``args_axes`` marks it shared."""
+    weights = jnp.arange(1.0, N + 1)  # length N == 3, and B == 4: take B == N here
+    x0, fixed = jnp.zeros((N, N)), jnp.zeros((N, N), bool)
+
+    def weighted(x, target, weights):
+        return jnp.sum(weights * (x - target) ** 2)
+
+    targets = jnp.ones((N, N))
+    shared = fixedopt.minimize(weighted, x0, fixed, args=(targets, weights), batched=True,
+                               args_axes=(0, None))  # fmt: skip
+    assert np.all(np.asarray(shared.converged))
+    np.testing.assert_allclose(np.asarray(shared.x), 1.0, atol=1e-6)
+    values = jax.vmap(weighted, in_axes=(0, 0, None))(shared.x, targets, weights)
+    np.testing.assert_allclose(np.asarray(shared.value), np.asarray(values), rtol=1e-12)
+
+
+def test_empty_batch_with_either_strategy():
+    for strategy in ("mask", "split"):
+        sol = fixedopt.minimize(
+            objective,
+            jnp.zeros((0, N)),
+            jnp.zeros((0, N), bool),
+            args=(jnp.zeros((0, N)),),
+            batched=True,
+            strategy=strategy,
+        )
+        assert sol.x.shape == (0, N) and sol.status.shape == (0,)
+
+
+@pytest.mark.parametrize(
+    "solver",
+    [
+        fixedopt.LBFGS(),
+        fixedopt.GradientDescent(),
+        fixedopt.LevenbergMarquardt(),
+        fixedopt.GaussNewton(),
+        fixedopt.Optax(optax.lbfgs()),
+    ],
+    ids=["lbfgs", "gradient_descent", "levenberg_marquardt", "gauss_newton", "optax_lbfgs"],
+)
+def test_a_nonfinite_fixed_value_the_objective_ignores_never_enters_a_product(solver):
+    """A NaN/inf fixed value that the objective does not read: the row converges, the
+    fixed entry keeps its value (fixed entries must not enter inner products)."""
+    residual = lambda x: x[1:] - jnp.array([2.0, -1.0])
+    x0, fixed = jnp.array([jnp.nan, 0.0, 0.0]), jnp.array([True, False, False])
+    if solver.needs_residuals:
+        sol = fixedopt.least_squares(residual, x0, fixed, solver=solver)
+    else:
+        sol = fixedopt.minimize(lambda x: 0.5 * jnp.sum(residual(x) ** 2), x0, fixed,
+                                solver=solver, abs_gtol=1e-8)  # fmt: skip
+    assert bool(sol.converged), fixedopt.Status(int(sol.status)).name
+    assert np.isnan(float(sol.x[0]))
+    np.testing.assert_allclose(np.asarray(sol.x[1:]), [2.0, -1.0], atol=1e-6)

@@ -227,3 +227,43 @@ def test_bad_mask_is_named_at_init():
         fixedopt.keep_fixed(optax.sgd(0.1), jnp.array([True, False])).init(jnp.zeros(3))
     with pytest.raises(TypeError, match=r"`fixed`.*boolean"):
         fixedopt.keep_fixed(optax.sgd(0.1), jnp.zeros(3)).init(jnp.zeros(3))
+
+
+# --------------------------------------------- what keep_fixed promises, precisely (issue 10)
+
+
+def test_apply_updates_keeps_subnormal_fixed_values_bit_for_bit():
+    """A subnormal fixed value: ``fixedopt.apply_updates`` never does arithmetic on it,
+    so its bits survive whatever the backend does with subnormals (XLA on the CPU
+    flushes ``x + (-0.0)`` to zero)."""
+    tiny = np.float64(np.finfo(np.float64).smallest_subnormal * 3)
+    params = jnp.array([tiny, -tiny, 1.0])
+    fixed = jnp.array([True, True, False])
+    tx = fixedopt.keep_fixed(optax.adamw(0.1, weight_decay=0.3), fixed)
+    state = tx.init(params)
+    for _ in range(3):
+        updates, state = tx.update(jnp.ones(3), state, params)
+        params = jax.jit(fixedopt.apply_updates)(params, updates, fixed)
+    assert bits(params)[0] == bits(jnp.array(tiny)) and bits(params)[1] == bits(jnp.array(-tiny))
+    assert float(params[2]) != 1.0
+
+
+@pytest.mark.parametrize("name", ["lamb", "lars"])
+def test_a_nan_fixed_value_never_reaches_free_entries_of_norm_based_optimizers(name):
+    """lamb and lars scale by parameter norms: the wrapped optimizer sees fixed
+    parameters as zeros, so a NaN fixed value leaves the free entries finite and equal
+    to those of the same optimizer on the free entries alone."""
+    make = {"lamb": lambda: optax.lamb(0.05), "lars": lambda: optax.lars(0.05)}[name]
+    free_start = jnp.array([1.0, -2.0, 0.5])
+    params = jnp.concatenate([jnp.array([jnp.nan]), free_start])
+    fixed = jnp.array([True, False, False, False])
+    grad_of = jax.grad(lambda p: jnp.sum((p - 3.0) ** 2))
+    tx, reference = fixedopt.keep_fixed(make(), fixed), make()
+    state, reference_state, free = tx.init(params), reference.init(free_start), free_start
+    for _ in range(5):
+        updates, state = tx.update(jnp.where(fixed, 0.0, grad_of(params)), state, params)
+        params = fixedopt.apply_updates(params, updates, fixed)
+        reference_updates, reference_state = reference.update(grad_of(free), reference_state, free)
+        free = optax.apply_updates(free, reference_updates)
+    assert np.isnan(float(params[0]))
+    np.testing.assert_allclose(np.asarray(params[1:]), np.asarray(free), rtol=1e-12)

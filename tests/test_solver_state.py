@@ -6,7 +6,6 @@ solver, float64 and float32, with and without bounds, on a hand-built
 :class:`fixedopt._problem.Problem` (shared by no code with ``minimize``).
 """
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np

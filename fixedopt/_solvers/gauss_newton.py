@@ -118,6 +118,7 @@ class LevenbergMarquardt(Solver):
     initial_damping: float = 1e-3
     max_damping: float = 1e16
     needs_residuals = True
+    exact_gradient_measure = True
 
     def __post_init__(self):
         if not (0 < self.initial_damping < self.max_damping):
@@ -215,6 +216,7 @@ class GaussNewton(Solver):
     regularization: float = 1e-10
     max_linesearch_steps: int = 30
     needs_residuals = True
+    exact_gradient_measure = True
 
     def __post_init__(self):
         if not self.regularization > 0:

@@ -138,8 +138,8 @@ class LBFGS(Solver):
     Args:
       memory_size: number of curvature pairs kept.
       linesearch: ``"backtracking"`` (projected backtracking to sufficient decrease,
-        :func:`~fixedopt._linesearch.projected_backtracking`) or ``"hager-zhang"``
-        (Wolfe conditions, :func:`~fixedopt._wolfe.hager_zhang`; with bounds it
+        ``fixedopt._linesearch.projected_backtracking``) or ``"hager-zhang"``
+        (Wolfe conditions, ``fixedopt._wolfe.hager_zhang``; with bounds it
         backtracks too). Hager–Zhang's near-exact steps cut the slowest row's step
         count (on CPU: 3x fewer and 2.2x faster at n=8, 2x fewer and ~1.2x faster on
         Rosenbrock in float64), but cost more evaluations per step where rounding
@@ -191,7 +191,12 @@ class LBFGS(Solver):
         return jnp.where(problem.grad_norm(x, grad) == 0, 0.0, measure)
 
     def _model(self, problem: Problem, x, grad, state: LBFGSState):
-        return quadratic_model(problem, x, grad, state.direction, state.pairs > 0)
+        """The model's predicted reduction and relative step, for the step as the
+        bounds let it be taken (entries pressed against a bound do not move)."""
+        step = state.direction
+        if problem.has_bounds:
+            step = problem.free_part(problem.project(x + step) - x)
+        return quadratic_model(problem, x, grad, step, state.pairs > 0)
 
     def _direction(self, problem: Problem, x, grad, state: LBFGSState, newest) -> jax.Array:
         """The search direction ``-H grad`` at ``x``, in the free subspace.

@@ -23,6 +23,13 @@ class Optax(Solver):
     bounds. A step that produces a non-finite objective stops the row with
     ``Status.NONFINITE`` at its last finite iterate.
 
+    Create it once and reuse it: optax optimizers are pairs of closures, so two calls
+    of ``optax.adam(0.1)`` give unequal objects, and a solve with a new
+    ``fixedopt.Optax(optax.adam(0.1))`` compiles anew (the solver is part of the
+    compiled program's key). Without a model of the objective, only the gradient
+    tests apply (``gtol`` with the secant curvature, ``abs_gtol``); a row whose ``x``
+    or ``f`` stops changing ends as STALLED, or CONVERGED if stationary to precision.
+
     Args:
       optimizer: an ``optax.GradientTransformation``.
 
@@ -61,14 +68,21 @@ class Optax(Solver):
         x_new = problem.project(optax.apply_updates(x, updates))
         value_new, grad_new = problem.value_and_grad(x_new)
         finite = jnp.isfinite(value_new) & jnp.all(jnp.isfinite(grad_new))
+        moved = jnp.any(problem.free_part(x_new - x) != 0)
+        # No progress at working precision: x or f no longer changes (a float32 row
+        # near its minimum); the driver then decides whether it is stationary.
+        rounding = 10 * jnp.finfo(value.dtype).eps * jnp.abs(value)
+        flat = ~moved | (jnp.abs(value_new - value) <= rounding)
+        outcome = jnp.where(flat, Status.STALLED, RUNNING)
         keep = lambda new, old: jnp.where(finite, new, old)
+        no_model = jnp.asarray(jnp.inf, value.dtype)  # no ftol/xtol test without a model
         return Step(
             x=keep(x_new, x),
             value=keep(value_new, value),
             grad=keep(grad_new, grad),
             state=new_state,
-            outcome=jnp.where(finite, RUNNING, Status.NONFINITE).astype(jnp.int32),
-            moved=jnp.zeros((), bool),  # no model of the objective: no ftol/xtol test
-            predicted=jnp.asarray(jnp.inf, value.dtype),
-            relative_step=jnp.asarray(jnp.inf, value.dtype),
+            outcome=jnp.where(finite, outcome, Status.NONFINITE).astype(jnp.int32),
+            moved=finite & moved,
+            predicted=no_model,
+            relative_step=no_model,
         )
