@@ -8,7 +8,8 @@ Usage::
    without ONE row that needs about ten times the median number of L-BFGS steps;
    wall time of the batched solve with the straggler divided by the time without it,
    for ``compact=False`` (plain vmap: every row pays the slowest row's steps) and the
-   default ``compact=None`` (compaction from 4096 rows). Interleaved, median of repeats, compile time apart.
+   default ``compact=None`` (compaction from 4096 rows). Interleaved, median of
+   repeats, compile time apart.
 2. Peak memory: XLA's temporary memory for B = 1e5, 3e5, 1e6 small problems (n=8)
    with and without ``chunk_size`` (from the compiled program's memory analysis),
    and the measured time of the B=1e5 solves.
@@ -175,6 +176,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--stragglers-only", action="store_true", help="skip peak memory")
     args = parser.parse_args(argv)
     jax.config.update("jax_enable_x64", True)
     sizes = (20_000,) if args.quick else (100_000, 300_000, 1_000_000)
@@ -184,9 +186,11 @@ def main(argv=None) -> None:
         "jax": jax.__version__,
         "repeats": args.repeats,
         "stragglers": stragglers(args.repeats, batch=256 if args.quick else 4096),
-        "memory": peak_memory(sizes, chunk_size=16_384 if not args.quick else 4096),
+        "memory": []
+        if args.stragglers_only
+        else peak_memory(sizes, chunk_size=16_384 if not args.quick else 4096),
     }
-    quick = "-quick" if args.quick else ""
+    quick = ("-quick" if args.quick else "") + ("-stragglers" if args.stragglers_only else "")
     stem = f"{result['backend']}-scale{quick}-{result['date']}"
     save_results(stem, result, markdown(result))
 

@@ -35,41 +35,17 @@ import fixedopt
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from mgh_least_squares import PROBLEMS, relative_error  # noqa: E402
+from mgh_least_squares import (  # noqa: E402
+    PROBLEMS,
+    decay,
+    decay_batch,
+    hyperbola,
+    hyperbola_batch,
+    reference_fits,
+    relative_error,
+)
 
 jax.config.update("jax_enable_x64", True)
-T = np.linspace(0.0, 3.0, 25)
-
-
-def decay(p, y):
-    return p[0] * jnp.exp(-p[1] * T) + p[2] - y
-
-
-def decay_batch():
-    rng = np.random.default_rng(0)
-    truth = np.array([[2.0, 1.3, 0.5], [1.0, 0.7, -0.2], [3.0, 2.1, 0.1], [0.5, 0.4, 1.0]])
-    y = truth[:, :1] * np.exp(-truth[:, 1:2] * T) + truth[:, 2:] + 0.01 * rng.normal(size=(4, 25))
-    fixed = np.array([[False] * 3, [False, False, True], [True, False, False], [False] * 3])
-    return np.where(fixed, truth, [[1.0, 1.0, 0.0]]), fixed, y
-
-
-def minpack(x0, fixed, y, model):
-    fits = []
-    for b in range(len(x0)):
-        free = ~fixed[b]
-
-        def reduced(z, b=b, free=free):
-            p = x0[b].copy()
-            p[free] = z
-            return np.asarray(model(jnp.asarray(p), jnp.asarray(y[b])))
-
-        z = scipy.optimize.least_squares(
-            reduced, x0[b][free], method="lm", xtol=1e-15, ftol=1e-15, gtol=1e-15
-        ).x
-        p = x0[b].copy()
-        p[free] = z
-        fits.append(p)
-    return np.array(fits)
 
 
 def status_names(sol) -> list[str]:
@@ -78,20 +54,6 @@ def status_names(sol) -> list[str]:
         reasons = [fixedopt.Reason(int(r)).name for r in np.atleast_1d(sol.reason)]
         names = [n if r == "NONE" else f"{n} ({r})" for n, r in zip(names, reasons)]
     return names
-
-
-def hyperbola(p, y):
-    """Homogeneous of degree 1 in ``p``: every parameter has the data's units."""
-    return jnp.sqrt(p[0] ** 2 + (p[1] * T) ** 2) + p[2] * T - y
-
-
-def hyperbola_batch():
-    rng = np.random.default_rng(1)
-    truth = np.array([[1.0, 2.0, -0.5], [0.5, 1.0, 0.3], [2.0, 0.7, 0.1], [1.5, 3.0, -1.0]])
-    y = np.sqrt(truth[:, :1] ** 2 + (truth[:, 1:2] * T) ** 2) + truth[:, 2:] * T
-    fixed = np.array([[False] * 3, [False, False, True], [True, False, False], [False] * 3])
-    y = y + 0.01 * rng.normal(size=y.shape)
-    return np.where(fixed, truth, [[0.8, 1.5, 0.0]]), fixed, y
 
 
 # (label, function, model, data, units of each parameter: 1 = the data's, 0 = none)
@@ -106,7 +68,7 @@ def units_table() -> list[dict]:
     rows = []
     for label, call, model, batch, units in CASES:
         x0, fixed, y = batch()
-        reference = minpack(x0, fixed, y, model)
+        reference = reference_fits(x0, fixed, y, model)
         fun = model if call is fixedopt.least_squares else _objective(model)
         for dtype in (np.float32, np.float64):
             for scale in (1e-6, 1.0, 1e6):

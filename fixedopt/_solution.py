@@ -92,3 +92,20 @@ class Solution(NamedTuple):
     converged: jax.Array
     status: jax.Array
     reason: jax.Array
+
+    def summary(self, row: int | None = None, **options):
+        """This solve at a glance: :func:`fixedopt.report` of it (``row``, ``covariance``,
+        ``fixed``, ``bounds`` and ``names`` as there); prints as text, renders as a
+        table in a notebook.
+
+        Example:
+          >>> import jax.numpy as jnp
+          >>> import fixedopt
+          >>> sol = fixedopt.minimize(lambda x: jnp.sum((x - 2.0) ** 2), jnp.zeros(2), False)
+          >>> "CONVERGED" in str(sol.summary())
+          True
+        """
+        from fixedopt._report import report  # the report builds on Solution
+
+        return report(self, row, **options)
+

@@ -1,5 +1,7 @@
 """Least-squares test problems of Moré, Garbow and Hillstrom (1981), with their
-standard starting points and their known minimizers.
+standard starting points and their known minimizers; and two small batched fits for
+the units tests (shared by ``tests/test_statuses.py`` and
+``benchmarks/status_truth.py``).
 
 Each problem is ``residuals(x) -> r`` (jax.numpy), a standard start, and the known
 local minimizers ``x*`` (computed from the published minima: where the paper lists
@@ -14,6 +16,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
+import scipy.optimize
 
 
 class LeastSquaresProblem(NamedTuple):
@@ -193,3 +196,55 @@ def relative_error(x, x_star) -> float:
     x, x_star = np.asarray(x, float), np.asarray(x_star, float)
     floor = 1e-3 * np.max(np.abs(x_star))
     return float(np.max(np.abs(x - x_star) / np.maximum(np.abs(x_star), floor)))
+
+
+# ------------------------------------------------------------ fits for the units tests
+
+T = np.linspace(0.0, 3.0, 25)
+ROW_FIXED = np.array([[False] * 3, [False, False, True], [True, False, False], [False] * 3])
+
+
+def decay(p, y):
+    """An amplitude, a rate and an offset: amplitude, offset and data share units."""
+    return p[0] * jnp.exp(-p[1] * T) + p[2] - y
+
+
+def decay_batch():
+    """Four noisy curves, each with its own fixed parameter (or none)."""
+    rng = np.random.default_rng(0)
+    truth = np.array([[2.0, 1.3, 0.5], [1.0, 0.7, -0.2], [3.0, 2.1, 0.1], [0.5, 0.4, 1.0]])
+    y = truth[:, :1] * np.exp(-truth[:, 1:2] * T) + truth[:, 2:]
+    y = y + 0.01 * rng.normal(size=y.shape)
+    return np.where(ROW_FIXED, truth, [[1.0, 1.0, 0.0]]), ROW_FIXED.copy(), y
+
+
+def hyperbola(p, y):
+    """Homogeneous of degree 1 in ``p``: every parameter has the data's units."""
+    return jnp.sqrt(p[0] ** 2 + (p[1] * T) ** 2) + p[2] * T - y
+
+
+def hyperbola_batch():
+    rng = np.random.default_rng(1)
+    truth = np.array([[1.0, 2.0, -0.5], [0.5, 1.0, 0.3], [2.0, 0.7, 0.1], [1.5, 3.0, -1.0]])
+    y = np.sqrt(truth[:, :1] ** 2 + (truth[:, 1:2] * T) ** 2) + truth[:, 2:] * T
+    y = y + 0.01 * rng.normal(size=y.shape)
+    return np.where(ROW_FIXED, truth, [[0.8, 1.5, 0.0]]), ROW_FIXED.copy(), y
+
+
+def reference_fits(x0, fixed, y, model):
+    """MINPACK on each row's reduced problem (fixed parameters removed), tolerances
+    1e-15."""
+    fits = []
+    for b in range(len(x0)):
+        free = ~fixed[b]
+
+        def reduced(z, b=b, free=free):
+            p = x0[b].copy()
+            p[free] = z
+            return np.asarray(model(jnp.asarray(p), jnp.asarray(y[b])))
+
+        tight = dict(xtol=1e-15, ftol=1e-15, gtol=1e-15)
+        p = x0[b].copy()
+        p[free] = scipy.optimize.least_squares(reduced, x0[b][free], method="lm", **tight).x
+        fits.append(p)
+    return np.array(fits)

@@ -151,8 +151,16 @@ def test_implicit_derivative_of_a_robust_fit_matches_finite_differences():
 
     def solve(y):
         return fixedopt.least_squares(
-            residual, jnp.asarray(start[b]), jnp.asarray(fixed[b]), args=(y,), loss="cauchy",
-            f_scale=F_SCALE, gtol=1e-12, ftol=0.0, xtol=0.0, max_steps=300,
+            residual,
+            jnp.asarray(start[b]),
+            jnp.asarray(fixed[b]),
+            args=(y,),
+            loss="cauchy",
+            f_scale=F_SCALE,
+            gtol=1e-12,
+            ftol=0.0,
+            xtol=0.0,
+            max_steps=300,
         ).x  # fmt: skip  (tight: central differences of solves need far more digits)
 
     y = jnp.asarray(data[b])

@@ -16,69 +16,26 @@ import scipy.optimize
 
 import fixedopt
 from fixedopt import Reason, Status
-from tests.mgh_least_squares import PROBLEMS, relative_error
+from tests.mgh_least_squares import (
+    PROBLEMS,
+    decay,
+    decay_batch,
+    hyperbola,
+    hyperbola_batch,
+    reference_fits,
+    relative_error,
+)
 
-T = np.linspace(0.0, 3.0, 25)
 SCALES = (1e-6, 1.0, 1e6)
 DTYPES = (np.float32, np.float64)
-
-
-def decay(p, y):
-    """An amplitude, a rate and an offset: amplitude, offset and data share units."""
-    return p[0] * jnp.exp(-p[1] * T) + p[2] - y
 
 
 def decay_objective(p, y):
     return 0.5 * jnp.sum(decay(p, y) ** 2)
 
 
-def decay_batch():
-    """Four noisy curves, each with its own fixed parameter (or none)."""
-    rng = np.random.default_rng(0)
-    truth = np.array([[2.0, 1.3, 0.5], [1.0, 0.7, -0.2], [3.0, 2.1, 0.1], [0.5, 0.4, 1.0]])
-    y = truth[:, :1] * np.exp(-truth[:, 1:2] * T) + truth[:, 2:]
-    y = y + 0.01 * rng.normal(size=y.shape)
-    fixed = np.array([[False] * 3, [False, False, True], [True, False, False], [False] * 3])
-    x0 = np.where(fixed, truth, [[1.0, 1.0, 0.0]])
-    return x0, fixed, y
-
-
-def reference_fits(x0, fixed, y, model=decay):
-    """MINPACK on the reduced problem (fixed parameters removed), tolerances 1e-15."""
-    fits = []
-    for b in range(len(x0)):
-        free = ~fixed[b]
-
-        def reduced(z, b=b, free=free):
-            p = x0[b].copy()
-            p[free] = z
-            return np.asarray(model(jnp.asarray(p), jnp.asarray(y[b])))
-
-        tight = dict(xtol=1e-15, ftol=1e-15, gtol=1e-15)
-        z = scipy.optimize.least_squares(reduced, x0[b][free], method="lm", **tight).x
-        p = x0[b].copy()
-        p[free] = z
-        fits.append(p)
-    return np.array(fits)
-
-
-def hyperbola(p, y):
-    """Homogeneous of degree 1 in ``p``: every parameter has the data's units."""
-    return jnp.sqrt(p[0] ** 2 + (p[1] * T) ** 2) + p[2] * T - y
-
-
 def hyperbola_objective(p, y):
     return 0.5 * jnp.sum(hyperbola(p, y) ** 2)
-
-
-def hyperbola_batch():
-    rng = np.random.default_rng(1)
-    truth = np.array([[1.0, 2.0, -0.5], [0.5, 1.0, 0.3], [2.0, 0.7, 0.1], [1.5, 3.0, -1.0]])
-    y = np.sqrt(truth[:, :1] ** 2 + (truth[:, 1:2] * T) ** 2) + truth[:, 2:] * T
-    y = y + 0.01 * rng.normal(size=y.shape)
-    fixed = np.array([[False] * 3, [False, False, True], [True, False, False], [False] * 3])
-    x0 = np.where(fixed, truth, [[0.8, 1.5, 0.0]])
-    return x0, fixed, y
 
 
 # Least-squares solvers scale each parameter by its Jacobian column (Moré): the decay
@@ -211,7 +168,7 @@ def test_a_start_at_the_solution_converges_at_once():
     """Started at MINPACK's solution (as scientists restart fits), LM reports
     CONVERGED with zero steps or after steps that cannot improve it."""
     x0, fixed, y = decay_batch()
-    reference = reference_fits(x0, fixed, y)
+    reference = reference_fits(x0, fixed, y, decay)
     sol = fixedopt.least_squares(
         decay, jnp.asarray(reference), jnp.asarray(fixed), args=(jnp.asarray(y),), batched=True
     )
