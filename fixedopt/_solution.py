@@ -108,4 +108,3 @@ class Solution(NamedTuple):
         from fixedopt._report import report  # the report builds on Solution
 
         return report(self, row, **options)
-
