@@ -146,3 +146,49 @@ def test_least_squares_gradients_match_finite_differences():
 def test_differentiate_option_is_checked():
     with pytest.raises(ValueError, match="`differentiate` must be one of"):
         fixedopt.minimize(quadratic, X0, FIXED, args=(B,), differentiate="backprop")
+
+
+# ------------------------------------- derivatives of value and with respect to bounds
+
+
+def bounded_fun(x, t, a):
+    return jnp.sum((x - t) ** 2) + a * jnp.sum(jnp.diff(x) ** 2) + 0.1 * jnp.sum(x**4)
+
+
+BOUNDED_X0 = jnp.zeros(4)
+BOUNDED_FIXED = jnp.array([True, False, False, False])
+BOUNDED_T = jnp.array([1.0, 2.0, 3.0, -1.0])
+TIGHT = {"gtol": 1e-13, "ftol": 0.0, "xtol": 0.0}  # central differences of solves
+
+
+def bounded_solve(a, lower, upper):
+    return fixedopt.minimize(
+        bounded_fun, BOUNDED_X0, BOUNDED_FIXED, args=(BOUNDED_T, a), bounds=(lower, upper),
+        **TIGHT,
+    )  # fmt: skip
+
+
+def test_value_has_the_envelope_derivative_and_x_follows_active_bounds():
+    """``jax.grad`` of ``Solution.value`` is the envelope-theorem derivative (not 0);
+    ``d x / d upper`` is 1 on the entries held at the upper bound and the free block
+    responds to them; all against central differences."""
+    a, lower, upper, h = 0.7, -0.5, 1.0, 1e-5
+    solution = bounded_solve(a, lower, upper)
+    assert np.any(np.asarray(solution.x) == upper)  # an active upper bound
+    value_of = lambda a, lower, upper: bounded_solve(a, lower, upper).value
+    grads = jax.grad(value_of, argnums=(0, 1, 2))(a, lower, upper)
+    point = (a, lower, upper)
+
+    def central(f, i):
+        shifted = lambda sign: [v + sign * h * (j == i) for j, v in enumerate(point)]
+        return (f(*shifted(1)) - f(*shifted(-1))) / (2 * h)
+
+    for i in range(3):
+        np.testing.assert_allclose(float(grads[i]), float(central(value_of, i)), atol=1e-6)
+    assert float(grads[0]) != 0.0 and float(grads[2]) != 0.0
+    x_of = lambda upper: bounded_solve(a, lower, upper).x
+    d_x = np.asarray(jax.jacfwd(x_of)(upper))
+    np.testing.assert_allclose(d_x, np.asarray(central(lambda a, low, up: x_of(up), 2)), atol=1e-6)
+    held = np.asarray(solution.x) == upper
+    np.testing.assert_array_equal(d_x[held], 1.0)
+    assert np.any(d_x[~held & ~np.asarray(BOUNDED_FIXED)] != 0.0)
