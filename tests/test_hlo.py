@@ -1,4 +1,5 @@
-"""The compiled batched solve never copies a shared constant once per row."""
+"""The compiled programs: no per-row copy of a shared constant; no two LAPACK
+factorizations that could run (and deadlock) side by side."""
 
 import re
 
@@ -42,3 +43,23 @@ def test_no_per_row_copy_of_a_shared_matrix(solver):
     assert per_row_copies == [], f"found {len(per_row_copies)} arrays of shape (B, n, n)"
     # The matrix itself is in the program, once, as an (n, n) array.
     assert re.search(rf"\[{N},{N}\]", hlo)
+
+
+def test_levenberg_marquardt_factors_its_two_systems_in_one_lapack_call():
+    """The damped step and the undamped step of the xtol test are factored in ONE
+    batched Cholesky: two independent LAPACK calls in one loop body can deadlock
+    jaxlib's CPU thread pool (each blocks in ParallelBatchMap waiting for pool threads
+    the other holds; it hung a 2-core machine). One factorization, then its two
+    dependent triangular solves."""
+    t = jnp.linspace(0.0, 1.0, 20)
+
+    def residuals(p, y):
+        return p[0] * jnp.exp(-p[1] * t) + p[2] - y
+
+    def solve(x0, y):
+        return fixedopt.least_squares(residuals, x0, jnp.zeros((8, 3), bool), args=(y,),
+                                      batched=True)  # fmt: skip
+
+    hlo = jax.jit(solve).lower(jnp.ones((8, 3)), jnp.ones((8, 20))).compile().as_text()
+    targets = re.findall(r'custom_call_target="([^"]+)"', hlo)
+    assert sum("potrf" in target for target in targets) == 1, targets

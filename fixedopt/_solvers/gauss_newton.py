@@ -142,15 +142,19 @@ class LevenbergMarquardt(Solver):
         self, problem: Problem, x, value, grad, state: LevenbergMarquardtState, context: StepContext
     ) -> Step:
         free = ~problem.fixed & ~problem.at_bound(x, grad, 0.0)
-        step = free_block_step(state.jacobian, grad, free, state.damping, state.scale)
+        # The damped step, and the undamped (Gauss–Newton) step the xtol test measures
+        # (a step that is short only because the damping grew, at a NaN wall say, says
+        # nothing of the distance to the solution). Both systems are factored in ONE
+        # batched call: two independent LAPACK calls can deadlock jaxlib's CPU thread
+        # pool (each waits for pool threads the other holds; seen on 2 cores).
+        dampings = jnp.stack([state.damping, jnp.asarray(_UNDAMPED, state.damping.dtype)])
+        step, gauss_newton = jax.vmap(
+            lambda damping: free_block_step(state.jacobian, grad, free, damping, state.scale)
+        )(dampings)
         x_trial = problem.project(x + step)
         step = problem.free_part(x_trial - x)
         trial_value, trial_grad, (residual, jacobian) = _residual_evaluation(problem, x_trial)
         predicted, _ = gauss_newton_model(problem, x, grad, state.jacobian, step, state.scale)
-        # The xtol test measures the undamped (Gauss–Newton) step: a step that is only
-        # short because the damping grew (at a NaN wall, say) says nothing of the
-        # distance to the solution.
-        gauss_newton = free_block_step(state.jacobian, grad, free, _UNDAMPED, state.scale)
         _, relative_step = gauss_newton_model(
             problem, x, grad, state.jacobian, gauss_newton, state.scale
         )
