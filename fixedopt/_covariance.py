@@ -199,6 +199,9 @@ def _row(residual_fun, absolute_sigma, x, mask, bounds, sigma, args) -> Covarian
     n_free = jnp.sum(~frozen)
     dof = m - n_free
     rank_deficient = _rank(jax.lax.stop_gradient(jacobian)) < n_free
+    # The QR must wait for the SVD: two independent LAPACK calls can deadlock jaxlib's
+    # CPU thread pool (see tests/test_hlo.py); the barrier orders them.
+    rank_deficient, jacobian = jax.lax.optimization_barrier((rank_deficient, jacobian))
     unscaled = _inverse_normal_matrix(jacobian, frozen)
     if absolute_sigma:
         variance = jnp.ones((), jacobian.dtype)
