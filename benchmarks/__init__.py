@@ -1,4 +1,4 @@
-"""fixedopt benchmarks: a program, not a test suite (see /work/shared/BENCHMARKS.md).
+"""fixedopt benchmarks: a program, not a test suite (the protocol: shared/BENCHMARKS.md).
 
 Run ``python -m benchmarks.run --suite {solvers,cpu,gpu,micro,auto} [--quick]``; results
 (JSON, markdown, PNG) go to ``benchmarks/results/<backend>-<suite>[-quick]-<date>.*``.

@@ -14,7 +14,6 @@ import fixedopt
 
 PEAKS = 3
 GRID = np.linspace(0.0, 1.0, 200)
-NAMES = ("amplitude", "center", "width")
 
 
 def spectrum(params, grid=GRID):
