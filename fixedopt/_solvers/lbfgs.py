@@ -179,8 +179,10 @@ class LBFGS(Solver):
         history = jnp.zeros((self.memory_size, x.shape[0]), x.dtype)
         rho = jnp.zeros((self.memory_size,), x.dtype)
         gamma, pairs = jnp.ones((), x.dtype), jnp.zeros((), jnp.int32)
-        state = LBFGSState(history, history, rho, gamma, pairs, jnp.zeros_like(x))
-        return state._replace(direction=self._direction(problem, x, grad, state, 0))
+        # No pairs yet: the direction is the steepest descent (the recursion would
+        # return -gamma * grad, gamma = 1), without a recursion in the program.
+        direction = jnp.where(problem.fixed, 0.0, -grad)
+        return LBFGSState(history, history, rho, gamma, pairs, direction)
 
     def gradient_measure(self, problem: Problem, x, value, grad, state: LBFGSState):
         """``sqrt(-g.d / (2|f|))`` with ``d = -H g`` the model's step: the square root
