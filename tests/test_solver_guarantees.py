@@ -118,10 +118,11 @@ def assert_rows_agree_to_rounding(solution, reference, rows):
         mine, theirs = np.asarray(getattr(solution, field))[rows], getattr(reference, field)
         np.testing.assert_array_equal(mine, theirs, err_msg=field)
     # The straggler rows are ill-conditioned: over their hundreds of steps the few-ulp
-    # differences of the other machine code grow by about the condition number.
+    # differences of the other machine code grow by about the condition number, relative
+    # to the row's largest entry (~60 here: atol 1e-9 for its small entries).
     for field in ("x", "value"):
         mine, theirs = np.asarray(getattr(solution, field))[rows], getattr(reference, field)
-        np.testing.assert_allclose(mine, theirs, rtol=1e-9, atol=1e-14, err_msg=field)
+        np.testing.assert_allclose(mine, theirs, rtol=1e-9, atol=1e-9, err_msg=field)
 
 
 @pytest.mark.parametrize("seed", range(4))
