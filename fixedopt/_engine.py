@@ -119,15 +119,18 @@ def _setup_row(fun, least_squares, unroll_length, row, args):
         if unrolled:
             return unravel(flat_x), final.value, final.grad_norm
         objective = differentiable_objective(fun, least_squares, unravel)
+        # The loop's last gradient is in the solver's variables: the full vector for
+        # strategy="mask", the packed one for "split" (evaluated anew there).
+        grad = final.grad if index is None else None
         x, value, grad_norm = _differentiable_result(
-            objective, full, flat_x, final, ravel_pytree(values)[0], bounds, args
+            objective, full, flat_x, grad, final, ravel_pytree(values)[0], bounds, args
         )
         return unravel(x), value, grad_norm
 
     return problem, start, finish
 
 
-def _differentiable_result(objective, problem, flat_x, final, flat_values, bounds, args):
+def _differentiable_result(objective, problem, flat_x, grad, final, flat_values, bounds, args):
     """``(x, value, grad_norm)`` with their true derivatives, computed only when
     differentiated.
 
@@ -140,7 +143,7 @@ def _differentiable_result(objective, problem, flat_x, final, flat_values, bound
     active_lower = active_upper = jnp.zeros_like(problem.fixed)
     lower = upper = flat_values
     if problem.has_bounds:
-        grad = problem.value_and_grad(flat_x)[1]
+        grad = problem.value_and_grad(flat_x)[1] if grad is None else grad
         active = problem.at_bound(flat_x, grad, 0.0)
         active_lower = active & (flat_x <= problem.lower)
         active_upper = active & (flat_x >= problem.upper)

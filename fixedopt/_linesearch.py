@@ -28,7 +28,7 @@ def _all_finite(value, grad) -> jax.Array:
     return jnp.isfinite(value) & jnp.all(jnp.isfinite(grad))
 
 
-def _within_rounding(value, trial_value) -> jax.Array:
+def within_rounding(value, trial_value) -> jax.Array:
     """``|f(trial) - f| <= 10 eps |f|``: the two values differ only by rounding."""
     return jnp.abs(trial_value - value) <= 10 * jnp.finfo(value.dtype).eps * jnp.abs(value)
 
@@ -41,6 +41,15 @@ def _approximately_wolfe(value, trial_value, slope, trial_slope):
     from ``slope < 0`` to within ``[0.9 slope, -0.8 slope]``."""
     flat = trial_value <= value + 10 * jnp.finfo(value.dtype).eps * jnp.abs(value)
     return flat & (slope < 0) & (trial_slope >= 0.9 * slope) & (trial_slope <= -0.8 * slope)
+
+
+def first_step(problem: Problem, value, grad) -> jax.Array:
+    """The first trial step along ``-grad``, before any curvature is known:
+    ``|f| / |g|^2``, the step on which the linear model predicts a reduction of
+    ``|f|`` (unchanged when ``f`` or ``x`` is rescaled); ``1 / |g|`` where ``f = 0``."""
+    squared = jnp.sum(problem.free_part(grad) ** 2)
+    safe = jnp.where(squared > 0, squared, 1.0)
+    return jnp.where(value != 0, jnp.abs(value) / safe, 1.0 / jnp.sqrt(safe))
 
 
 def _next_step(step, slope, value, trial_value):
@@ -113,7 +122,7 @@ def projected_backtracking(
         # A step so short that x did not move ends the search: shorter ones cannot move.
         count = jnp.where(finite & ~moved, max_steps, count + 1)
         next_step = _next_step(step, slope, value, jnp.where(finite, trial_value, jnp.inf))
-        flat = finite & (~moved | _within_rounding(value, trial_value))
+        flat = finite & (~moved | within_rounding(value, trial_value))
         any_nonfinite = any_nonfinite | ~finite
         return (
             next_step,

@@ -37,10 +37,10 @@ class Step(NamedTuple):
 
     On failure (``outcome`` not ``RUNNING``) the solver returns the previous ``x``,
     ``value`` and ``grad``, so the row keeps its last finite iterate. ``predicted``
-    and ``relative_step`` describe the step of the solver's model from the previous
-    ``x`` (the full quasi-Newton or damped Gauss–Newton step, before any line
-    search), ``inf`` where the solver has no model yet: the driver's ``ftol`` and
-    ``xtol`` tests read them.
+    and ``relative_step`` describe the step of the solver's latest model (L-BFGS:
+    its full quasi-Newton step at the new point; least squares: the Gauss–Newton
+    model of the step just tried), ``inf`` where the solver has no model: the
+    driver's ``ftol`` and ``xtol`` tests read them.
     """
 
     x: jax.Array
@@ -97,7 +97,7 @@ def secant_curvature(s, y, moved, gamma) -> jax.Array:
 
 
 def secant_gradient_measure(problem: Problem, gamma, value, grad, x) -> jax.Array:
-    """``|g| sqrt(gamma / (2 |f|))`` with ``gamma = s.y / y.y`` from the last step.
+    """``|g| sqrt(gamma / (2 |f|))``, ``gamma`` from :func:`secant_curvature`.
 
     ``g`` is the projected gradient over free entries and ``gamma`` the curvature
     scale of the last step (the Barzilai–Borwein / L-BFGS initial scaling). Its
@@ -231,9 +231,9 @@ def _verdict(outcome, tests: Tests, steps, stopping: Stopping):
     apply as such, and the model's step and predicted reduction decide, with the
     loose tolerance, whether the row is stationary to working precision."""
     failed = (outcome == Status.LINESEARCH_FAILED) | (outcome == Status.STALLED)
-    infinite = jnp.where(failed, jnp.inf, 0.0)
     strict = tests._replace(
-        reduction=tests.reduction + infinite, relative_step=tests.relative_step + infinite
+        reduction=jnp.where(failed, jnp.inf, tests.reduction),
+        relative_step=jnp.where(failed, jnp.inf, tests.relative_step),
     )
     reason = _reason(strict, stopping)
     reason = jnp.where(failed & (reason == Reason.NONE), _reason(tests, stopping, True), reason)

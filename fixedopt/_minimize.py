@@ -108,10 +108,12 @@ def minimize(
         fast and its rows' iterations never depend on the other rows). ``False``:
         strict row independence at any size. Compiling takes longer (one program per
         batch size).
-      differentiate: how ``jax.grad``/``jax.jvp`` of ``Solution.x`` with respect to
-        ``fixed_values`` and ``args`` is computed. ``"implicit"`` (the default): by
-        the implicit function theorem at the solution, solving one linear system on
-        the free block (bound-active entries count as fixed) — exact at a converged
+      differentiate: how ``jax.grad``/``jax.jvp`` of ``Solution.x`` (and of ``value``
+        and ``grad_norm``) with respect to ``fixed_values``, ``args`` and ``bounds``
+        is computed. ``"implicit"`` (the default): by the implicit function theorem
+        at the solution, solving one linear system on the free block (bound-active
+        entries are held at their bound, so ``dx/dbound`` is 1 there; ``value`` gets
+        the envelope-theorem derivative) — exact at a converged
         solution, and no iteration is differentiated. ``"unroll"``: through every
         iteration (loops become fixed-length scans of ``max_steps``: slower, memory
         grows with ``max_steps``; for comparison and for non-converged solves;

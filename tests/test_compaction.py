@@ -1,5 +1,6 @@
 """Compaction of still-running rows: the same per-row results and step counts."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -51,3 +52,26 @@ def test_compaction_matches_solving_each_row_alone():
         alone = fixedopt.minimize(quadratic, x0[row], fixed[row], args=tuple(a[row] for a in args))
         assert int(alone.steps) == int(compacted.steps[row])
         np.testing.assert_allclose(alone.x, compacted.x[row], rtol=1e-10, atol=1e-12)
+
+
+def while_loops(batch: int, **options) -> int:
+    """The ``while`` loops in the program of a batched solve (traced, not compiled)."""
+    x0, fixed = jnp.zeros((batch, 4)), jnp.zeros((batch, 4), bool)
+    center = jnp.ones((batch, 4))
+
+    def solve(x0):
+        return fixedopt.minimize(quadratic, x0, fixed, args=(1.0, center), batched=True,
+                                 **options).x  # fmt: skip
+
+    return str(jax.make_jaxpr(solve)(x0)).count("while[")
+
+
+def test_compaction_is_the_default_from_4096_rows_and_off_below():
+    """``compact=None`` compacts from ``COMPACT_FROM`` rows (one more batch-wide loop
+    per smaller batch), never below it; ``compact=False`` keeps the plain loop."""
+    from fixedopt._minimize import COMPACT_FROM
+
+    plain = while_loops(COMPACT_FROM, compact=False)
+    assert while_loops(COMPACT_FROM) > plain  # default: compacted
+    assert while_loops(COMPACT_FROM, compact=True) == while_loops(COMPACT_FROM)
+    assert while_loops(COMPACT_FROM - 1) == while_loops(COMPACT_FROM - 1, compact=False)

@@ -8,10 +8,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from fixedopt._linesearch import projected_backtracking
+from fixedopt._linesearch import first_step, projected_backtracking
 from fixedopt._loop import Solver, Step, StepContext, step_after_search
 from fixedopt._problem import Problem
-from fixedopt._solvers.lbfgs import first_step
 
 
 class GradientDescentState(NamedTuple):

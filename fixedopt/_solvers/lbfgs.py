@@ -8,7 +8,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from fixedopt._linesearch import projected_backtracking
+from fixedopt._linesearch import first_step, projected_backtracking
 from fixedopt._loop import Solver, Step, StepContext, quadratic_model, step_after_search
 from fixedopt._problem import Problem
 from fixedopt._ring import read_slot, write_slot
@@ -107,15 +107,6 @@ def _two_loop_by_chunks(axis_size, in_batched, *args):
     # A CPU trick only: on a GPU/TPU the loop over chunks would serialize the batch.
     # The choice is made when lowering, so a program exported for CUDA is plain vmap.
     return jax.lax.platform_dependent(*args, cpu=by_chunks, default=plain), True
-
-
-def first_step(problem: Problem, value, grad) -> jax.Array:
-    """The first trial step along ``-grad``, before any curvature is known:
-    ``|f| / |g|^2``, the step on which the linear model predicts a reduction of
-    ``|f|`` (unchanged when ``f`` or ``x`` is rescaled); ``1 / |g|`` where ``f = 0``."""
-    squared = jnp.sum(problem.free_part(grad) ** 2)
-    safe = jnp.where(squared > 0, squared, 1.0)
-    return jnp.where(value != 0, jnp.abs(value) / safe, 1.0 / jnp.sqrt(safe))
 
 
 def _inverse_or_zero(value, positive):

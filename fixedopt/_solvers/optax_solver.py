@@ -7,6 +7,7 @@ import dataclasses
 import jax.numpy as jnp
 import optax
 
+from fixedopt._linesearch import within_rounding
 from fixedopt._loop import Solver, Step, StepContext
 from fixedopt._optax import keep_fixed
 from fixedopt._problem import Problem
@@ -71,8 +72,7 @@ class Optax(Solver):
         moved = jnp.any(problem.free_part(x_new - x) != 0)
         # No progress at working precision: x or f no longer changes (a float32 row
         # near its minimum); the driver then decides whether it is stationary.
-        rounding = 10 * jnp.finfo(value.dtype).eps * jnp.abs(value)
-        flat = ~moved | (jnp.abs(value_new - value) <= rounding)
+        flat = ~moved | within_rounding(value, value_new)
         outcome = jnp.where(flat, Status.STALLED, RUNNING)
         keep = lambda new, old: jnp.where(finite, new, old)
         no_model = jnp.asarray(jnp.inf, value.dtype)  # no ftol/xtol test without a model
