@@ -13,6 +13,7 @@ import pytest
 
 import fixedopt
 from fixedopt import Status
+from fixedopt.testing import compiled_solves
 
 SOLVERS = {
     "lbfgs": fixedopt.LBFGS(),
@@ -299,7 +300,6 @@ def recompile_probe(x, target):
 
 
 def test_new_masks_fixed_values_and_tolerances_reuse_the_compiled_solve():
-    run = fixedopt._minimize._run
     x0, _, target = random_batch(seed=8, batch=4)
     rng = np.random.default_rng(8)
     settings = [
@@ -320,7 +320,7 @@ def test_new_masks_fixed_values_and_tolerances_reuse_the_compiled_solve():
             gtol=setting["gtol"],
             solver=fixedopt.LBFGS(),  # a new, equal solver object each time
         )
-        sizes.append(run._cache_size())
+        sizes.append(compiled_solves())
         pinned = x0 if values is None else values
         np.testing.assert_array_equal(
             bits(solution.x)[setting["fixed"]], bits(pinned)[setting["fixed"]]

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import fixedopt
-from fixedopt import _minimize
 from fixedopt._reparam import free_indices, packed_width
+from fixedopt.testing import compiled_solves
 
 
 def coupled_quadratic(x, curvature, center):
@@ -88,11 +88,11 @@ def test_split_compiles_once_per_packed_width():
     n = x0.shape[1]
     pattern = lambda free: jnp.broadcast_to(jnp.arange(n) >= free, x0.shape)
     solve(pattern(5))  # 5 free -> width 8
-    before = _minimize._run._cache_size()
+    before = compiled_solves()
     solve(pattern(7))  # 7 free -> still width 8: no new compile
-    assert _minimize._run._cache_size() == before
+    assert compiled_solves() == before
     solve(pattern(9))  # 9 free -> width 12 (capped at n): one new compile
-    assert _minimize._run._cache_size() == before + 1
+    assert compiled_solves() == before + 1
 
 
 def test_split_needs_a_concrete_mask():
