@@ -6,7 +6,6 @@ The public surface; every name is defined in a private module and re-exported he
 from fixedopt._covariance import Covariance as Covariance
 from fixedopt._covariance import covariance as covariance
 from fixedopt._flax import mask_from as mask_from
-from fixedopt._loop import Solver as Solver
 from fixedopt._mask import fix as fix
 from fixedopt._mask import project as project
 from fixedopt._minimize import least_squares as least_squares
@@ -21,6 +20,10 @@ from fixedopt._report import report as report
 from fixedopt._solution import Reason as Reason
 from fixedopt._solution import Solution as Solution
 from fixedopt._solution import Status as Status
+from fixedopt._solver import Problem as Problem
+from fixedopt._solver import Solver as Solver
+from fixedopt._solver import Step as Step
+from fixedopt._solver import StepContext as StepContext
 from fixedopt._solvers.gauss_newton import GaussNewton as GaussNewton
 from fixedopt._solvers.gauss_newton import LevenbergMarquardt as LevenbergMarquardt
 from fixedopt._solvers.gradient_descent import GradientDescent as GradientDescent
@@ -37,11 +40,14 @@ __all__ = [
     "KeepFixedState",
     "LevenbergMarquardt",
     "Optax",
+    "Problem",
     "Reason",
     "Report",
     "Solution",
     "Solver",
     "Status",
+    "Step",
+    "StepContext",
     "apply_updates",
     "covariance",
     "fix",

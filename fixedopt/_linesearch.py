@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._control import loop
-from fixedopt._problem import Problem
+from fixedopt._solver import Problem, Step
 
 
 class LineSearchResult(NamedTuple):
@@ -140,3 +140,22 @@ def projected_backtracking(
         keep_going, trial, init, max_steps if problem.unroll else None
     )
     return LineSearchResult(x_new, value_new, grad_new, aux, accepted, nonfinite, flat)
+
+
+def step_from_search(
+    search: LineSearchResult, state: object, predicted: jax.Array, relative_step: jax.Array
+) -> Step:
+    """The :class:`~fixedopt._solver.Step` of a line-search solver: the search's
+    point, accepted if the search accepted it; an unaccepted search fails the step."""
+    return Step(
+        x=search.x,
+        value=search.value,
+        grad=search.grad,
+        state=state,
+        accepted=search.accepted,
+        failed=~search.accepted,
+        nonfinite=search.nonfinite,
+        flat=search.flat,
+        predicted=predicted,
+        relative_step=relative_step,
+    )

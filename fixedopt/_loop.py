@@ -1,91 +1,25 @@
-"""The one loop driver every solver runs in, and the solver interface.
+"""The one loop driver every solver runs in (the contract is :mod:`fixedopt._solver`).
 
-A solver is a small immutable object with two methods:
-
-* ``init(problem, x, value, grad) -> state`` — its own state (history, damping...);
-* ``step(problem, x, value, grad, state, context) -> Step`` — one iteration.
-  ``context.active`` is False for a row of a batch that has already stopped: its
-  results are discarded, and the solver should do no inner iterations for it (a line
-  search makes no trials), so that it cannot lengthen the batch's loop.
-  ``context.iteration`` is the number of steps every running row has taken; in a
-  batch it is one unbatched scalar, which solvers may use to index their memory
-  without a per-row gather.
-
-The driver owns everything else: the initial evaluation, the stopping rules, the
-status codes and the step count. One row runs in one ``lax.while_loop``
-(:func:`iterate`); a batch runs in one ``lax.while_loop`` over the ``vmap`` of one
-row's iteration (:func:`iterate_batch`): each row stops on its own (a stopped row
-keeps what it reports), and one row's NaN cannot reach another row.
+The driver owns everything but the solver's own iteration: the initial evaluation,
+the failure policy (a row keeps its last accepted iterate; a failed step stops it
+with a status saying why), the stopping rules, the status codes and the step count.
+One row runs in one ``lax.while_loop`` (:func:`iterate`); a batch runs in one
+``lax.while_loop`` over the ``vmap`` of one row's iteration (:func:`iterate_batch`):
+each row stops on its own (a stopped row keeps what it reports), and one row's NaN
+cannot reach another row.
 """
 
 from __future__ import annotations
 
-import abc
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from fixedopt._control import loop
-from fixedopt._problem import Problem
 from fixedopt._progress import Progress
 from fixedopt._solution import RUNNING, Reason, Status
-
-
-class Step(NamedTuple):
-    """One iteration's outcome, as a solver reports it to the driver.
-
-    On failure (``outcome`` not ``RUNNING``) the solver returns the previous ``x``,
-    ``value`` and ``grad``, so the row keeps its last finite iterate. ``predicted``
-    and ``relative_step`` describe the step of the solver's latest model (L-BFGS:
-    its full quasi-Newton step at the new point; least squares: the Gauss–Newton
-    model of the step just tried), ``inf`` where the solver has no model: the
-    driver's ``ftol`` and ``xtol`` tests read them.
-    """
-
-    x: jax.Array
-    value: jax.Array
-    grad: jax.Array
-    state: Any
-    outcome: jax.Array  # RUNNING, Status.NONFINITE, LINESEARCH_FAILED or STALLED
-    moved: jax.Array  # the step was accepted (False for a rejected trust-region step)
-    predicted: jax.Array  # the model's predicted reduction of the objective, >= 0
-    relative_step: jax.Array  # |model step| / |x| over free entries, in the model's norm
-
-
-class StepContext(NamedTuple):
-    """What the driver tells a solver's ``step`` besides the row's own data."""
-
-    active: jax.Array | bool  # False for a stopped row of a batch
-    iteration: jax.Array  # steps taken by every running row (unbatched in a batch)
-
-
-class Solver(abc.ABC):
-    """Base of every solver: immutable configuration, ``init`` and ``step``."""
-
-    needs_residuals: ClassVar[bool] = False
-    # True when gradient_measure is exact (the residual–Jacobian cosine); otherwise
-    # the driver also requires the secant measure, so that neither a poor quasi-Newton
-    # model nor a poor scalar curvature alone can declare convergence.
-    exact_gradient_measure: ClassVar[bool] = False
-
-    @abc.abstractmethod
-    def init(self, problem: Problem, x, value, grad) -> Any:
-        """The solver's own state at the starting point."""
-
-    @abc.abstractmethod
-    def step(self, problem: Problem, x, value, grad, state, context: StepContext) -> Step:
-        """One iteration from ``x`` (see :class:`StepContext`)."""
-
-    def gradient_measure(self, problem: Problem, x, value, grad, state) -> jax.Array | None:
-        """The scale-invariant gradient measure the ``gtol`` test compares, or None.
-
-        None (the default) lets the driver use :func:`secant_gradient_measure` alone;
-        a model's measure (L-BFGS's Newton decrement) must hold together with it;
-        least-squares solvers return MINPACK's residual–Jacobian cosine, which is exact
-        (``exact_gradient_measure``) and used alone.
-        """
-        return None
+from fixedopt._solver import Problem, Solver, Step, StepContext
 
 
 def secant_curvature(s, y, moved, gamma) -> jax.Array:
@@ -114,37 +48,6 @@ def secant_gradient_measure(problem: Problem, gamma, value, grad, x) -> jax.Arra
     return jnp.where(jnp.isnan(measure), jnp.inf, measure)
 
 
-def relative_size(problem: Problem, step, x) -> jax.Array:
-    """``max_i |step_i| / max(|x_i|, sqrt(eps) |x|_inf)`` over free entries.
-
-    Entry by entry, so that a badly scaled problem (entries of very different sizes)
-    cannot hide a large step of a small entry; entries near 0 are measured against
-    ``sqrt(eps)`` times the largest entry. 0 for a zero step, ``inf`` where ``x`` is 0.
-    """
-    step, x = jnp.abs(problem.free_part(step)), jnp.abs(problem.free_part(x))
-    floor = jnp.sqrt(jnp.finfo(x.dtype).eps) * jnp.max(x, initial=0.0)
-    scale = jnp.maximum(x, floor)
-    ratio = jnp.where(step == 0, 0.0, step / jnp.where(scale > 0, scale, 0.0))
-    return jnp.max(ratio, initial=0.0)
-
-
-def quadratic_model(problem: Problem, x, grad, direction, valid):
-    """``(predicted, relative_step)`` of a quasi-Newton step ``direction = -H grad``:
-    its model predicts the reduction ``-grad . direction / 2``. ``inf`` for both
-    where the model is not ``valid`` yet (no curvature information)."""
-    predicted = jnp.maximum(-0.5 * jnp.dot(grad, problem.free_part(direction)), 0.0)
-    relative = relative_size(problem, direction, x)
-    infinite = jnp.asarray(jnp.inf, x.dtype)
-    return jnp.where(valid, predicted, infinite), jnp.where(valid, relative, infinite)
-
-
-def step_outcome(accepted, nonfinite, flat) -> jax.Array:
-    """The outcome code of a step: RUNNING if accepted, else why it failed."""
-    failure = jnp.where(flat, Status.STALLED, Status.LINESEARCH_FAILED)
-    failure = jnp.where(nonfinite, Status.NONFINITE, failure)
-    return jnp.where(accepted, RUNNING, failure).astype(jnp.int32)
-
-
 class Stopping(NamedTuple):
     """The stopping rules, as traced data: changing them does not recompile.
 
@@ -159,21 +62,6 @@ class Stopping(NamedTuple):
     abs_gtol: jax.Array
     max_steps: jax.Array
     precision: jax.Array
-
-
-def step_after_search(search, x, value, grad, state, predicted, relative_step) -> Step:
-    """The :class:`Step` after a line search: its point if accepted, else the old one."""
-    keep = lambda new, old: jnp.where(search.accepted, new, old)
-    return Step(
-        x=keep(search.x, x),
-        value=keep(search.value, value),
-        grad=keep(search.grad, grad),
-        state=state,
-        outcome=step_outcome(search.accepted, search.nonfinite, search.flat),
-        moved=search.accepted,
-        predicted=predicted,
-        relative_step=relative_step,
-    )
 
 
 class LoopState(NamedTuple):
@@ -273,12 +161,30 @@ def start(solver: Solver, problem: Problem, x, stopping: Stopping) -> LoopState:
     return LoopState(x, value, grad, grad_norm, zero, status, reason, infinite, value, solver_state)
 
 
-def _relative_reduction(old_value, step: Step) -> jax.Array:
+def _outcome(step: Step) -> jax.Array:
+    """The failure policy's status code of a step: RUNNING unless it ``failed``."""
+    failure = jnp.where(step.flat, Status.STALLED, Status.LINESEARCH_FAILED)
+    failure = jnp.where(step.nonfinite, Status.NONFINITE, failure)
+    return jnp.where(step.failed, failure, RUNNING).astype(jnp.int32)
+
+
+def _relative_reduction(old_value: jax.Array, new_value: jax.Array, step: Step) -> jax.Array:
     """MINPACK's ``ftol`` measure: the larger of the actual and the predicted
-    reduction, relative to ``|f|``; ``inf`` unless the step was accepted."""
-    actual = old_value - step.value
+    reduction, relative to ``|f|``; ``inf`` unless the step was accepted. After a
+    failed step, the model's predicted reduction alone."""
+    actual = old_value - new_value
     reduction = jnp.maximum(actual, step.predicted) / jnp.abs(old_value)
-    return jnp.where(step.moved & (actual >= 0), reduction, jnp.inf)
+    reduction = jnp.where(step.accepted & (actual >= 0), reduction, jnp.inf)
+    return jnp.where(step.failed, step.predicted / jnp.abs(old_value), reduction)
+
+
+def _gradient_test(solver: Solver, problem: Problem, kept: LoopState, gamma, state) -> jax.Array:
+    """The measure ``gtol`` compares at the kept iterate (see :class:`Solver`)."""
+    gradient = solver.gradient_measure(problem, kept.x, kept.value, kept.grad, state)
+    if solver.exact_gradient_measure and gradient is not None:
+        return gradient
+    secant = secant_gradient_measure(problem, gamma, kept.value, kept.grad, kept.x)
+    return secant if gradient is None else jnp.maximum(gradient, secant)
 
 
 def advance(
@@ -288,29 +194,35 @@ def advance(
     stopping: Stopping,
     context: StepContext | None = None,
 ) -> LoopState:
-    """One iteration of one row, with its new status."""
+    """One iteration of one row: the solver's step, the failure policy, the new status.
+
+    The row moves to the step's point only if the step was ``accepted``, so it always
+    holds its last finite iterate; a ``failed`` step stops it (:func:`_outcome`).
+    """
     context = StepContext(True, state.steps) if context is None else context
     step = solver.step(problem, state.x, state.value, state.grad, state.solver_state, context)
-    grad_norm = problem.grad_norm(step.x, step.grad)
-    gradient = solver.gradient_measure(problem, step.x, step.value, step.grad, step.state)
-    s, y = problem.free_part(step.x - state.x), step.grad - state.grad
-    gamma = secant_curvature(s, y, step.moved, state.gamma)
-    if not solver.exact_gradient_measure:
-        secant = secant_gradient_measure(problem, gamma, step.value, step.grad, step.x)
-        gradient = secant if gradient is None else jnp.maximum(gradient, secant)
-    moved_or_failed = step.moved | (step.outcome != RUNNING)
-    relative_step = jnp.where(moved_or_failed, step.relative_step, jnp.inf)
-    reduction = _relative_reduction(state.value, step)
-    failed = step.outcome != RUNNING
-    reduction = jnp.where(failed, step.predicted / jnp.abs(state.value), reduction)
-    value_drop = jnp.abs(step.value) / jnp.abs(state.initial_value)
-    tests = Tests(grad_norm, gradient, reduction, relative_step, value_drop)
+    keep = lambda new, old: jnp.where(step.accepted, new, old)
+    x, value, grad = (
+        keep(step.x, state.x),
+        keep(step.value, state.value),
+        keep(step.grad, state.grad),
+    )
+    grad_norm = problem.grad_norm(x, grad)
+    s, y = problem.free_part(x - state.x), grad - state.grad
+    gamma = secant_curvature(s, y, step.accepted, state.gamma)
+    kept = state._replace(x=x, value=value, grad=grad)
+    tests = Tests(
+        grad_norm=grad_norm,
+        gradient=_gradient_test(solver, problem, kept, gamma, step.state),
+        reduction=_relative_reduction(state.value, value, step),
+        relative_step=jnp.where(step.accepted | step.failed, step.relative_step, jnp.inf),
+        value_drop=jnp.abs(value) / jnp.abs(state.initial_value),
+    )
     steps = state.steps + 1
-    status, reason = _verdict(step.outcome, tests, steps, stopping)
+    status, reason = _verdict(_outcome(step), tests, steps, stopping)
     return LoopState(
-        step.x, step.value, step.grad, grad_norm, steps, status, reason, gamma,
-        state.initial_value, step.state,
-    )  # fmt: skip
+        x, value, grad, grad_norm, steps, status, reason, gamma, state.initial_value, step.state
+    )
 
 
 def _running(state: LoopState) -> jax.Array:

@@ -13,11 +13,11 @@ import numpy as np
 from fixedopt import _mask, _options
 from fixedopt._engine import Plan
 from fixedopt._engine import run as _run
-from fixedopt._loop import Solver
 from fixedopt._losses import robust_loss
 from fixedopt._progress import progress_option
 from fixedopt._reparam import free_indices
 from fixedopt._solution import Solution
+from fixedopt._solver import Solver
 from fixedopt._solvers.gauss_newton import LevenbergMarquardt
 from fixedopt._solvers.lbfgs import LBFGS
 

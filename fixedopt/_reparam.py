@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fixedopt._problem import Problem
+from fixedopt._solver import Problem
 
 
 def packed_width(free_counts: np.ndarray, n: int) -> int:

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 
 from fixedopt._control import loop
 from fixedopt._linesearch import LineSearchResult, projected_backtracking
-from fixedopt._problem import Problem
+from fixedopt._solver import Problem
 
 EXPAND, SECANT, SECANT_AGAIN, BISECT = 0, 1, 2, 3  # what the pending trial step is
 
@@ -117,7 +117,7 @@ def hager_zhang(
 
     Example:
       >>> import jax, jax.numpy as jnp
-      >>> from fixedopt._problem import Problem
+      >>> from fixedopt._solver import Problem
       >>> fun = lambda x: jnp.sum(jnp.array([1.0, 100.0]) * x**2)
       >>> problem = Problem(jax.value_and_grad(fun), jnp.zeros(2, bool), jnp.zeros(2))
       >>> x = jnp.array([1.0, 1.0]); value, grad = problem.value_and_grad(x)

@@ -13,8 +13,7 @@ import optax
 import pytest
 
 import fixedopt
-from fixedopt._loop import StepContext
-from fixedopt._problem import Problem
+from fixedopt._solver import Problem, StepContext
 
 SOLVERS = {
     "lbfgs": fixedopt.LBFGS(memory_size=4),
@@ -94,4 +93,6 @@ def test_step_returns_the_state_init_made(name, dtype, bounded):
     for field in ("x", "value", "grad"):
         assert getattr(stepped, field).dtype == dtype, field
     assert stepped.x.shape == x.shape and stepped.value.shape == ()
-    assert stepped.outcome.dtype == jnp.int32 and stepped.outcome.shape == ()
+    for flag in ("accepted", "failed", "nonfinite", "flat"):
+        assert getattr(stepped, flag).dtype == jnp.bool_, flag
+        assert getattr(stepped, flag).shape == (), flag

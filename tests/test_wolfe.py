@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import fixedopt
-from fixedopt._problem import Problem
+from fixedopt._solver import Problem
 from fixedopt._wolfe import hager_zhang
 from tests.test_minimize_reference import MGH, heterogeneous_masks, scipy_lbfgsb
 

@@ -14,10 +14,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from fixedopt._linesearch import projected_backtracking
-from fixedopt._loop import Solver, Step, StepContext, step_after_search, step_outcome
-from fixedopt._problem import Problem
-from fixedopt._solution import RUNNING
+from fixedopt._linesearch import projected_backtracking, step_from_search
+from fixedopt._solver import Problem, Solver, Step, StepContext
+from fixedopt._validate import positive_int
 
 
 def _residual_evaluation(problem: Problem, x):
@@ -85,7 +84,7 @@ class LevenbergMarquardtState(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class LevenbergMarquardt(Solver):
+class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
     """Levenberg–Marquardt with Moré's scaling and Nielsen's damping update.
 
     Each iteration evaluates the residual and its Jacobian once, at the trial point,
@@ -175,14 +174,15 @@ class LevenbergMarquardt(Solver):
         )
         rounding = _EPS_FACTOR * _eps(value) * value
         no_progress = ~jnp.any(step != 0) | ((predicted >= 0) & (predicted <= rounding))
-        gave_up = ~accepted & ((damping > self.max_damping) | (finite & no_progress))
         return Step(
-            x=keep(x_trial, x),
-            value=keep(trial_value, value),
-            grad=keep(trial_grad, grad),
+            x=x_trial,
+            value=trial_value,
+            grad=trial_grad,
             state=new_state,
-            outcome=jnp.where(gave_up, step_outcome(False, ~finite, no_progress), RUNNING),
-            moved=accepted,
+            accepted=accepted,
+            failed=~accepted & ((damping > self.max_damping) | (finite & no_progress)),
+            nonfinite=~finite,
+            flat=no_progress,
             predicted=jnp.maximum(predicted, 0.0),
             relative_step=relative_step,
         )
@@ -202,7 +202,7 @@ class GaussNewtonState(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class GaussNewton(Solver):
+class GaussNewton(Solver[GaussNewtonState]):
     """Gauss–Newton with a projected backtracking line search.
 
     The step solves the normal equations on the free block with a tiny relative
@@ -225,10 +225,7 @@ class GaussNewton(Solver):
     def __post_init__(self):
         if not self.regularization > 0:
             raise ValueError(f"`regularization` must be positive, got {self.regularization!r}")
-        if not (isinstance(self.max_linesearch_steps, int) and self.max_linesearch_steps >= 1):
-            raise ValueError(
-                f"`max_linesearch_steps` must be an int >= 1, got {self.max_linesearch_steps!r}"
-            )
+        positive_int("max_linesearch_steps", self.max_linesearch_steps)
 
     def init(self, problem: Problem, x, value, grad) -> GaussNewtonState:
         residual, jacobian = problem.residual_and_jacobian(x)
@@ -255,4 +252,4 @@ class GaussNewton(Solver):
             column_norms_squared(problem, state.jacobian),
         )  # fmt: skip
         model = (jnp.maximum(predicted, 0.0), relative_step)
-        return step_after_search(search, x, value, grad, new_state, *model)
+        return step_from_search(search, new_state, *model)

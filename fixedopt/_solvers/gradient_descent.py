@@ -8,9 +8,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from fixedopt._linesearch import first_step, projected_backtracking
-from fixedopt._loop import Solver, Step, StepContext, step_after_search
-from fixedopt._problem import Problem
+from fixedopt._linesearch import first_step, projected_backtracking, step_from_search
+from fixedopt._solver import Problem, Solver, Step, StepContext
+from fixedopt._validate import positive_int
 
 
 class GradientDescentState(NamedTuple):
@@ -18,7 +18,7 @@ class GradientDescentState(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class GradientDescent(Solver):
+class GradientDescent(Solver[GradientDescentState]):
     """Projected steepest descent in the free subspace.
 
     The first trial step of each line search is the Barzilai–Borwein step
@@ -42,10 +42,7 @@ class GradientDescent(Solver):
     max_linesearch_steps: int = 30
 
     def __post_init__(self):
-        if not (isinstance(self.max_linesearch_steps, int) and self.max_linesearch_steps >= 1):
-            raise ValueError(
-                f"`max_linesearch_steps` must be an int >= 1, got {self.max_linesearch_steps!r}"
-            )
+        positive_int("max_linesearch_steps", self.max_linesearch_steps)
 
     def init(self, problem: Problem, x, value, grad) -> GradientDescentState:
         trial_step = first_step(problem, value, grad).astype(x.dtype)
@@ -73,4 +70,4 @@ class GradientDescent(Solver):
         # gradient test (with the secant curvature) and abs_gtol decide.
         no_model = jnp.asarray(jnp.inf, value.dtype)
         new_state = GradientDescentState(trial_step)
-        return step_after_search(search, x, value, grad, new_state, no_model, no_model)
+        return step_from_search(search, new_state, no_model, no_model)

@@ -8,10 +8,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from fixedopt._linesearch import first_step, projected_backtracking
-from fixedopt._loop import Solver, Step, StepContext, quadratic_model, step_after_search
-from fixedopt._problem import Problem
+from fixedopt._linesearch import first_step, projected_backtracking, step_from_search
 from fixedopt._ring import read_slot, write_slot
+from fixedopt._solver import Problem, Solver, Step, StepContext, quadratic_model
+from fixedopt._validate import positive_int
 from fixedopt._wolfe import hager_zhang
 
 LINESEARCHES = {"backtracking": projected_backtracking, "hager-zhang": hager_zhang}
@@ -114,7 +114,7 @@ def _inverse_or_zero(value, positive):
 
 
 @dataclasses.dataclass(frozen=True)
-class LBFGS(Solver):
+class LBFGS(Solver[LBFGSState]):
     """Limited-memory BFGS with fixed entries and box bounds (L-BFGS-B quality).
 
     Every row solves in its own free subspace: the search direction, the curvature
@@ -155,12 +155,8 @@ class LBFGS(Solver):
     linesearch: str = "backtracking"
 
     def __post_init__(self):
-        if not (isinstance(self.memory_size, int) and self.memory_size >= 1):
-            raise ValueError(f"`memory_size` must be an int >= 1, got {self.memory_size!r}")
-        if not (isinstance(self.max_linesearch_steps, int) and self.max_linesearch_steps >= 1):
-            raise ValueError(
-                f"`max_linesearch_steps` must be an int >= 1, got {self.max_linesearch_steps!r}"
-            )
+        positive_int("memory_size", self.memory_size)
+        positive_int("max_linesearch_steps", self.max_linesearch_steps)
         if self.linesearch not in LINESEARCHES:
             raise ValueError(
                 f"`linesearch` must be one of {sorted(LINESEARCHES)}, got {self.linesearch!r}"
@@ -241,7 +237,7 @@ class LBFGS(Solver):
             direction=self._direction(problem, x_new, grad_new, new_state, slot)
         )
         model = self._model(problem, x_new, grad_new, new_state)
-        return step_after_search(search, x, value, grad, new_state, *model)
+        return step_from_search(search, new_state, *model)
 
     def _remember(self, state: LBFGSState, s, y, accepted, slot, write=_write) -> LBFGSState:
         """Store the pair ``(s, y)`` in ``slot``; a pair without positive curvature

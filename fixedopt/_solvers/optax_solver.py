@@ -8,14 +8,12 @@ import jax.numpy as jnp
 import optax
 
 from fixedopt._linesearch import within_rounding
-from fixedopt._loop import Solver, Step, StepContext
 from fixedopt._optax import keep_fixed
-from fixedopt._problem import Problem
-from fixedopt._solution import RUNNING, Status
+from fixedopt._solver import Problem, Solver, Step, StepContext
 
 
 @dataclasses.dataclass(frozen=True)
-class Optax(Solver):
+class Optax(Solver[optax.OptState]):
     """Run any optax optimizer to a tolerance or a step count, fixed entries frozen.
 
     The optimizer is wrapped in :func:`fixedopt.keep_fixed`, receives the masked
@@ -73,16 +71,16 @@ class Optax(Solver):
         # No progress at working precision: x or f no longer changes (a float32 row
         # near its minimum); the driver then decides whether it is stationary.
         flat = ~moved | within_rounding(value, value_new)
-        outcome = jnp.where(flat, Status.STALLED, RUNNING)
-        keep = lambda new, old: jnp.where(finite, new, old)
         no_model = jnp.asarray(jnp.inf, value.dtype)  # no ftol/xtol test without a model
         return Step(
-            x=keep(x_new, x),
-            value=keep(value_new, value),
-            grad=keep(grad_new, grad),
+            x=x_new,
+            value=value_new,
+            grad=grad_new,
             state=new_state,
-            outcome=jnp.where(finite, outcome, Status.NONFINITE).astype(jnp.int32),
-            moved=finite & moved,
+            accepted=finite,
+            failed=~finite | flat,
+            nonfinite=~finite,
+            flat=flat,
             predicted=no_model,
             relative_step=no_model,
         )

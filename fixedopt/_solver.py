@@ -1,0 +1,247 @@
+"""The solver contract: what a solver receives (:class:`Problem`, :class:`StepContext`)
+and what it returns (:class:`Step`), and its base class :class:`Solver`.
+
+A solver is a small immutable object with ``init`` and ``step``; the one driver
+(:mod:`fixedopt._loop`) runs every solver, so batching, stopping rules, statuses and the
+failure policy live in one place. Everything here is public (``fixedopt.Solver``,
+``fixedopt.Step``, ``fixedopt.StepContext``, ``fixedopt.Problem``): a user can write a
+solver of their own and pass it to ``minimize`` or ``least_squares``.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from typing import ClassVar, Generic, NamedTuple, TypeVar
+
+import jax
+import jax.numpy as jnp
+
+State = TypeVar("State")
+ValueAndGrad = Callable[[jax.Array], tuple[jax.Array, jax.Array]]
+ResidualAndJacobian = Callable[[jax.Array], tuple[jax.Array, jax.Array]]
+
+
+class Problem(NamedTuple):
+    """One row's problem, flat, as a solver sees it: ``x`` is a vector of ``n`` entries.
+
+    fixedopt builds it (users never do): the objective is already masked, so the
+    gradient and the Jacobian are exactly zero at fixed entries, and solvers never see
+    pytrees, batch axes or unmasked gradients.
+
+    Attributes:
+      value_and_grad: ``x -> (value, grad)``, ``x`` and ``grad`` of shape ``(n,)``.
+      fixed: ``(n,)`` boolean, ``True`` = fixed.
+      fixed_values: ``(n,)``, the values of the fixed entries (the rest is ignored).
+      lower, upper: ``(n,)`` bounds, or ``None`` when there are none (static).
+      residual_and_jacobian: ``x -> (r, J)``, ``r`` of shape ``(m,)`` and ``J`` of
+        shape ``(m, n)`` with exact zero columns at fixed entries, for least squares;
+        else ``None``.
+      unroll: loops run as fixed-length scans, so that a solve can be differentiated
+        by unrolling (static).
+      robust: ``residual_and_jacobian`` gives scipy's rescaled residuals and Jacobian
+        of a robust loss (see ``fixedopt._losses``), whose half sum of squares is not
+        the objective (static).
+    """
+
+    value_and_grad: ValueAndGrad
+    fixed: jax.Array
+    fixed_values: jax.Array
+    lower: jax.Array | None = None
+    upper: jax.Array | None = None
+    residual_and_jacobian: ResidualAndJacobian | None = None
+    unroll: bool = False
+    robust: bool = False
+
+    @property
+    def has_bounds(self) -> bool:
+        return self.lower is not None
+
+    def residual_value(self, x: jax.Array, residual: jax.Array) -> jax.Array:
+        """The objective at ``x``, given ``residual_and_jacobian(x)[0]``."""
+        if self.robust:
+            return self.value_and_grad(x)[0]
+        return 0.5 * jnp.dot(residual, residual)
+
+    def project(self, x: jax.Array) -> jax.Array:
+        """``where(fixed, fixed_values, clip(x, lower, upper))``: fixed bit-identical."""
+        if self.lower is not None:
+            x = jnp.clip(x, self.lower, self.upper)
+        return jnp.where(self.fixed, self.fixed_values, x)
+
+    def free_part(self, v: jax.Array) -> jax.Array:
+        """``v`` with fixed entries zeroed: differences and directions use it, so a
+        NaN or infinite fixed value never enters an inner product."""
+        return jnp.where(self.fixed, jnp.zeros_like(v), v)
+
+    def projected_gradient(self, x: jax.Array, grad: jax.Array) -> jax.Array:
+        """``x - clip(x - grad, lower, upper)`` on free entries, zero on fixed ones."""
+        if self.lower is not None:
+            grad = x - jnp.clip(x - grad, self.lower, self.upper)
+        return jnp.where(self.fixed, jnp.zeros_like(grad), grad)
+
+    def grad_norm(self, x: jax.Array, grad: jax.Array) -> jax.Array:
+        """Max-norm of the projected gradient over free entries (0 when all fixed)."""
+        return jnp.max(jnp.abs(self.projected_gradient(x, grad)), initial=0.0)
+
+    def at_bound(self, x: jax.Array, grad: jax.Array, margin: jax.typing.ArrayLike) -> jax.Array:
+        """Free entries within ``margin`` of a bound that the gradient pushes toward.
+
+        Solvers treat these with a scaled gradient-projection step (Bertsekas'
+        two-metric projection) and keep them out of their curvature model, so the
+        "active set" is just one more mask on top of ``fixed``.
+        """
+        if self.lower is None or self.upper is None:
+            return jnp.zeros_like(self.fixed)
+        near_lower = (x <= self.lower + margin) & (grad > 0)
+        near_upper = (x >= self.upper - margin) & (grad < 0)
+        return (near_lower | near_upper) & ~self.fixed
+
+
+class StepContext(NamedTuple):
+    """What the driver tells a solver's ``step`` besides the row's own data.
+
+    ``active`` is False for a row of a batch that has already stopped: its results are
+    discarded, and the solver should do no inner iterations for it (a line search makes
+    no trials), so that it cannot lengthen the batch's loop. ``iteration`` is the
+    number of steps every running row has taken; in a batch it is one unbatched scalar,
+    which a solver may use to index its memory without a per-row gather.
+    """
+
+    active: jax.Array | bool
+    iteration: jax.Array
+
+
+class Step(NamedTuple):
+    """One iteration, as a solver reports it; the driver decides what the row keeps.
+
+    The driver moves the row to ``x`` (with ``value`` and ``grad``) if ``accepted``,
+    else keeps its last iterate. If ``failed`` (no acceptable step can be found from
+    here) the row stops: ``NONFINITE`` if ``nonfinite``, ``STALLED`` if ``flat``,
+    else ``LINESEARCH_FAILED`` — or ``CONVERGED`` (reason ``PRECISION``) when it is
+    stationary to working precision. ``predicted`` and ``relative_step`` describe
+    the step of the solver's model, ``inf`` where it has none: the driver's ``ftol``
+    and ``xtol`` tests read them (see :class:`fixedopt.Reason`).
+
+    Attributes:
+      x: ``(n,)``, the point the step proposes, fixed entries pinned (``problem.project``).
+      value: the objective at ``x``.
+      grad: ``(n,)``, its masked gradient.
+      state: the solver's new state.
+      accepted: move the row to ``x``.
+      failed: the row cannot go on; it stops with its last kept iterate.
+      nonfinite: an evaluation of this step was NaN or infinite.
+      flat: no progress at working precision: ``x`` or ``f`` no longer changes.
+      predicted: the model's predicted reduction of the objective, ``>= 0``.
+      relative_step: ``|model step| / |x|`` over free entries (see :func:`relative_size`).
+    """
+
+    x: jax.Array
+    value: jax.Array
+    grad: jax.Array
+    state: object
+    accepted: jax.Array
+    failed: jax.Array
+    nonfinite: jax.Array
+    flat: jax.Array
+    predicted: jax.Array
+    relative_step: jax.Array
+
+
+class Solver(abc.ABC, Generic[State]):
+    """Base of every solver: immutable configuration, ``init`` and ``step``.
+
+    Subclass it as a frozen dataclass whose fields are the solver's options (they
+    must be hashable: the solver is part of the compiled program's key). ``State``
+    is the solver's own loop state: a pytree of arrays whose shapes and dtypes do not
+    change from step to step (a ``NamedTuple``, say).
+
+    Example:
+      Projected gradient descent with a fixed step size, in a few lines:
+
+      >>> import dataclasses
+      >>> import jax.numpy as jnp
+      >>> import fixedopt
+      >>> @dataclasses.dataclass(frozen=True)
+      ... class FixedStep(fixedopt.Solver[None]):
+      ...     learning_rate: float = 0.1
+      ...
+      ...     def init(self, problem, x, value, grad):
+      ...         return None
+      ...
+      ...     def step(self, problem, x, value, grad, state, context):
+      ...         x_new = problem.project(x - self.learning_rate * grad)
+      ...         value_new, grad_new = problem.value_and_grad(x_new)
+      ...         finite = jnp.isfinite(value_new)
+      ...         no_model = jnp.asarray(jnp.inf, x.dtype)  # no ftol/xtol tests
+      ...         return fixedopt.Step(x_new, value_new, grad_new, state,
+      ...                              accepted=finite, failed=~finite, nonfinite=~finite,
+      ...                              flat=jnp.zeros((), bool), predicted=no_model,
+      ...                              relative_step=no_model)
+      >>> fun = lambda x: jnp.sum((x - 3.0) ** 2)
+      >>> sol = fixedopt.minimize(fun, jnp.zeros(3), jnp.array([True, False, False]),
+      ...                         solver=FixedStep(0.25))
+      >>> print(sol.x.round(6), fixedopt.Status(int(sol.status)).name)
+      [0. 3. 3.] CONVERGED
+    """
+
+    # True for least-squares solvers: they need ``problem.residual_and_jacobian``.
+    needs_residuals: ClassVar[bool] = False
+    # True when gradient_measure is exact (the residual–Jacobian cosine); otherwise
+    # the driver also requires the secant measure, so that neither a poor quasi-Newton
+    # model nor a poor scalar curvature alone can declare convergence.
+    exact_gradient_measure: ClassVar[bool] = False
+
+    @abc.abstractmethod
+    def init(self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array) -> State:
+        """The solver's own state at the starting point ``x`` (projected, evaluated)."""
+
+    @abc.abstractmethod
+    def step(
+        self,
+        problem: Problem,
+        x: jax.Array,
+        value: jax.Array,
+        grad: jax.Array,
+        state: State,
+        context: StepContext,
+    ) -> Step:
+        """One iteration from ``x`` (see :class:`Step` and :class:`StepContext`)."""
+
+    def gradient_measure(
+        self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array, state: State
+    ) -> jax.Array | None:
+        """The scale-invariant gradient measure the ``gtol`` test compares, or None.
+
+        None (the default) lets the driver use its secant measure alone; a model's
+        measure (L-BFGS's Newton decrement) must hold together with it; least-squares
+        solvers return MINPACK's residual–Jacobian cosine, which is exact
+        (``exact_gradient_measure``) and used alone.
+        """
+        return None
+
+
+def relative_size(problem: Problem, step: jax.Array, x: jax.Array) -> jax.Array:
+    """``max_i |step_i| / max(|x_i|, sqrt(eps) |x|_inf)`` over free entries.
+
+    Entry by entry, so that a badly scaled problem (entries of very different sizes)
+    cannot hide a large step of a small entry; entries near 0 are measured against
+    ``sqrt(eps)`` times the largest entry. 0 for a zero step, ``inf`` where ``x`` is 0.
+    """
+    step, x = jnp.abs(problem.free_part(step)), jnp.abs(problem.free_part(x))
+    floor = jnp.sqrt(jnp.finfo(x.dtype).eps) * jnp.max(x, initial=0.0)
+    scale = jnp.maximum(x, floor)
+    ratio = jnp.where(step == 0, 0.0, step / jnp.where(scale > 0, scale, 0.0))
+    return jnp.max(ratio, initial=0.0)
+
+
+def quadratic_model(
+    problem: Problem, x: jax.Array, grad: jax.Array, direction: jax.Array, valid: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """``(predicted, relative_step)`` of a quasi-Newton step ``direction = -H grad``:
+    its model predicts the reduction ``-grad . direction / 2``. ``inf`` for both
+    where the model is not ``valid`` yet (no curvature information)."""
+    predicted = jnp.maximum(-0.5 * jnp.dot(grad, problem.free_part(direction)), 0.0)
+    relative = relative_size(problem, direction, x)
+    infinite = jnp.asarray(jnp.inf, x.dtype)
+    return jnp.where(valid, predicted, infinite), jnp.where(valid, relative, infinite)
