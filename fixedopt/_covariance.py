@@ -26,10 +26,9 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from fixedopt import _mask
-from fixedopt._minimize import _batch_size
-from fixedopt._options import args_tuple, batched_args
+from fixedopt import _validate
 from fixedopt._solution import Solution
+from fixedopt._validate import args_tuple, batch_size, batched_args
 
 
 class Covariance(NamedTuple):
@@ -122,13 +121,13 @@ def covariance(
       [0.1222 0.0748 0.    ]
     """
     x = sol.x if isinstance(sol, Solution) else sol
-    _mask.check_params(x, "sol.x")
-    mask = _mask.normalize_fixed(fixed, x, "fixed")
+    _validate.check_params(x, "sol.x")
+    mask = _validate.normalize_fixed(fixed, x, "fixed")
     mask = jax.tree.map(lambda m, leaf: jnp.broadcast_to(m, leaf.shape), mask, x)
-    bounds = _mask.normalize_bounds(bounds, x)
+    bounds = _validate.normalize_bounds(bounds, x)
     if not isinstance(absolute_sigma, bool):
         raise TypeError(f"`absolute_sigma` must be a bool, got {type(absolute_sigma).__name__}")
-    batch = _batch_size(x, "sol.x") if batched else None
+    batch = batch_size(x, "sol.x") if batched else None
     args = args_tuple(args)
     axes = _args_in_axes(args, batch) if batched else None
     if sigma is not None:

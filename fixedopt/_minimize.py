@@ -2,28 +2,32 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from fixedopt import _mask, _options
-from fixedopt._engine import Plan
-from fixedopt._engine import run as _run
+from fixedopt._engine import run
 from fixedopt._losses import robust_loss
-from fixedopt._progress import progress_option
-from fixedopt._reparam import free_indices
+from fixedopt._options import Options, solve_options
+from fixedopt._reparam import split_indices
 from fixedopt._solution import Solution
 from fixedopt._solver import Solver
 from fixedopt._solvers.gauss_newton import LevenbergMarquardt
 from fixedopt._solvers.lbfgs import LBFGS
-
-STRATEGIES = ("mask", "split")
-DIFFERENTIATE = ("implicit", "unroll")
-COMPACT_FROM = 4096  # compact=None: gather still-running rows from this batch size on
+from fixedopt._validate import (
+    args_tuple,
+    batch_size,
+    batched_args,
+    check_params,
+    check_solver,
+    check_values_in_bounds,
+    hashable_function,
+    normalize_bounds,
+    normalize_fixed,
+    normalize_values,
+)
 
 
 def minimize(
@@ -150,12 +154,13 @@ def minimize(
       [ True  True]
     """
     solver = LBFGS() if solver is None else solver
-    _check_solver(solver, needs_residuals=False, caller="minimize")
-    return _solve(
-        fun, x0, fixed, fixed_values, bounds, solver, args, batched, args_axes, strategy,
-        (gtol, ftol, xtol, abs_gtol), max_steps, compact, differentiate, chunk_size, progress,
-        least_squares=False,
+    check_solver(solver, needs_residuals=False, caller="minimize")
+    options = solve_options(
+        least_squares=False, batched=batched, args_axes=args_axes, strategy=strategy,
+        differentiate=differentiate, gtol=gtol, ftol=ftol, xtol=xtol, abs_gtol=abs_gtol,
+        max_steps=max_steps, compact=compact, chunk_size=chunk_size, progress=progress,
     )  # fmt: skip
+    return _solve(fun, x0, fixed, fixed_values, bounds, solver, args, options)
 
 
 def least_squares(
@@ -211,97 +216,28 @@ def least_squares(
        [-1.  4.]]
     """
     solver = LevenbergMarquardt() if solver is None else solver
-    _check_solver(solver, needs_residuals=True, caller="least_squares")
-    return _solve(
-        residual_fun, x0, fixed, fixed_values, bounds, solver, args, batched, args_axes,
-        strategy, (gtol, ftol, xtol, abs_gtol), max_steps, compact, differentiate, chunk_size,
-        progress,
+    check_solver(solver, needs_residuals=True, caller="least_squares")
+    options = solve_options(
         least_squares=robust_loss(loss, f_scale) or True,  # a robust Loss is truthy
+        batched=batched, args_axes=args_axes, strategy=strategy, differentiate=differentiate,
+        gtol=gtol, ftol=ftol, xtol=xtol, abs_gtol=abs_gtol, max_steps=max_steps,
+        compact=compact, chunk_size=chunk_size, progress=progress,
     )  # fmt: skip
+    return _solve(residual_fun, x0, fixed, fixed_values, bounds, solver, args, options)
 
 
-def _check_solver(solver, *, needs_residuals: bool, caller: str) -> None:
-    if not isinstance(solver, Solver):
-        raise TypeError(
-            f"`solver` must be a fixedopt solver such as fixedopt.LBFGS(), got "
-            f"{type(solver).__name__}; wrap an optax optimizer as fixedopt.Optax(...)"
-        )
-    if solver.needs_residuals and not needs_residuals:
-        raise TypeError(
-            f"`solver` {type(solver).__name__} needs residuals: use "
-            f"fixedopt.least_squares instead of fixedopt.{caller}"
-        )
-
-
-def _check_choices(strategy, differentiate) -> None:
-    if strategy not in STRATEGIES:
-        raise ValueError(f"`strategy` must be one of {STRATEGIES}, got {strategy!r}")
-    if differentiate not in DIFFERENTIATE:
-        raise ValueError(f"`differentiate` must be one of {DIFFERENTIATE}, got {differentiate!r}")
-
-
-def _batch_size(x0, name: str = "x0") -> int:
-    sizes = {}
-    for path, leaf in jax.tree_util.tree_leaves_with_path(x0):
-        if leaf.ndim == 0:
-            raise ValueError(
-                f"`{name}` leaf {_mask.leaf_name(path)} has no batch axis "
-                "(batched=True needs a leading batch axis on every leaf), got shape ()"
-            )
-        sizes[_mask.leaf_name(path)] = leaf.shape[0]
-    if len(set(sizes.values())) > 1:
-        raise ValueError(f"`{name}` leaves disagree on the batch size: {sizes}")
-    return next(iter(sizes.values()))
-
-
-def _solve(fun, x0, fixed, fixed_values, bounds, solver, args, batched, args_axes, strategy,
-           tolerances, max_steps, compact, differentiate, chunk_size, progress,
-           *, least_squares):  # fmt: skip
-    _check_choices(strategy, differentiate)
-    max_steps = _options.max_steps(max_steps)
-    if chunk_size is not None and not (isinstance(chunk_size, int) and chunk_size >= 1):
-        raise ValueError(f"`chunk_size` must be None or an int >= 1, got {chunk_size!r}")
-    fun = _options.hashable_function(fun, "residual_fun" if least_squares else "fun")
-    args = _options.args_tuple(args)
-    _mask.check_params(x0, "x0")
-    mask = _mask.normalize_fixed(fixed, x0, "fixed")
+def _solve(fun, x0, fixed, fixed_values, bounds, solver, args, options: Options) -> Solution:
+    """Validate the problem's data, then run the compiled solve."""
+    fun = hashable_function(fun, "residual_fun" if options.least_squares else "fun")
+    args = args_tuple(args)
+    check_params(x0, "x0")
+    mask = normalize_fixed(fixed, x0, "fixed")
     mask = jax.tree.map(lambda m, leaf: jnp.broadcast_to(m, leaf.shape), mask, x0)
-    values = x0 if fixed_values is None else _mask.normalize_values(fixed_values, x0)
-    bounds = _mask.normalize_bounds(bounds, x0)
-    _mask.check_values_in_bounds(mask, values, bounds)
-    batched_args, batch = None, 0
-    if batched:
-        batch = _batch_size(x0)
-        batched_args = _options.batched_args(args, args_axes, batch)
-    elif args_axes is not None:
-        raise ValueError("`args_axes` applies only with batched=True, got batched=False")
-    index = _split_indices(mask, batched) if strategy == "split" else None
-    stopping = _options.stopping(tolerances, max_steps, x0, least_squares)
-    plan = Plan(
-        least_squares=least_squares,
-        batched_args=batched_args,
-        compact=(batch >= COMPACT_FROM and differentiate == "implicit")
-        if compact is None
-        else bool(compact),
-        unroll_length=max_steps if differentiate == "unroll" else None,
-        chunk_size=chunk_size,
-        progress=progress_option(progress),
-    )
-    return _run(fun, solver, plan, x0, mask, values, bounds, args, index, stopping)
-
-
-def _split_indices(mask, batched: bool):
-    """Per row, the free positions of the flat vector, padded (``strategy="split"``)."""
-    leaves = [_mask.concrete_or_none(leaf) for leaf in jax.tree.leaves(mask)]
-    if any(leaf is None for leaf in leaves):
-        raise ValueError(
-            '`fixed` must be concrete for strategy="split" (the packed width is chosen '
-            'from it), got a traced mask; call outside jit or use strategy="mask"'
-        )
-    # An explicit row width: ``reshape(0, -1)`` is ambiguous for an empty batch.
-    rows = [
-        leaf.reshape((leaf.shape[0], math.prod(leaf.shape[1:])) if batched else (1, leaf.size))
-        for leaf in leaves
-    ]
-    index = free_indices(np.concatenate(rows, axis=1))
-    return jnp.asarray(index if batched else index[0])
+    values = x0 if fixed_values is None else normalize_values(fixed_values, x0)
+    bounds = normalize_bounds(bounds, x0)
+    check_values_in_bounds(mask, values, bounds)
+    batch = batch_size(x0) if options.batched else 0
+    batched = batched_args(args, options.args_axes, batch) if options.batched else None
+    index = split_indices(mask, options.batched) if options.strategy == "split" else None
+    plan = options.plan(batch, batched)
+    return run(fun, solver, plan, x0, mask, values, bounds, args, index, options.stopping(x0))

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import jax
 import optax
 
-from fixedopt import _mask
+from fixedopt import _mask, _validate
 from fixedopt._bitselect import select_constant
 
 
@@ -93,14 +93,14 @@ def keep_fixed(
     inner = optax.with_extra_args_support(optimizer)
 
     def mask_for(updates, params):
-        if callable(fixed) and not _mask._is_mask_leaf(fixed):
+        if _validate.is_mask_function(fixed):
             if params is None:
                 raise ValueError("`fixed` is a callable of the parameters: pass `params`")
-            return _mask.normalize_fixed(fixed(params), updates, name="fixed")
-        return _mask.normalize_fixed(fixed, updates, name="fixed")
+            return _validate.normalize_fixed(fixed(params), updates, name="fixed")
+        return _validate.normalize_fixed(fixed, updates, name="fixed")
 
     def init(params):
-        _mask.check_params(params, "params")
+        _validate.check_params(params, "params")
         mask_for(params, params)
         return KeepFixedState(inner_state=inner.init(params))
 
@@ -146,6 +146,6 @@ def apply_updates(params, updates, fixed):
       >>> print(new)
       [1.  2.5]
     """
-    mask = _mask.normalize_fixed(fixed, params, name="fixed")
+    mask = _validate.normalize_fixed(fixed, params, name="fixed")
     moved = optax.apply_updates(params, updates)
     return jax.tree.map(lambda m, p, q: _mask.select(m, p, q), mask, params, moved)

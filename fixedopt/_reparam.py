@@ -10,11 +10,14 @@ compiled program unless they cross a power of two.
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from fixedopt._solver import Problem
+from fixedopt._validate import concrete_or_none
 
 
 def packed_width(free_counts: np.ndarray, n: int) -> int:
@@ -33,6 +36,27 @@ def free_indices(fixed: np.ndarray) -> np.ndarray:
     order = np.argsort(fixed, axis=-1, kind="stable")[..., :width]  # free first
     is_free = np.take_along_axis(~fixed, order, axis=-1)
     return np.where(is_free, order, n).astype(np.int32)
+
+
+def split_indices(mask, batched: bool) -> jax.Array:
+    """Per row, the free positions of the flat vector, padded (``strategy="split"``).
+
+    ``mask`` is the normalized mask tree; it must be concrete (the packed width is
+    chosen from it).
+    """
+    leaves = [concrete_or_none(leaf) for leaf in jax.tree.leaves(mask)]
+    if any(leaf is None for leaf in leaves):
+        raise ValueError(
+            '`fixed` must be concrete for strategy="split" (the packed width is chosen '
+            'from it), got a traced mask; call outside jit or use strategy="mask"'
+        )
+    # An explicit row width: ``reshape(0, -1)`` is ambiguous for an empty batch.
+    rows = [
+        leaf.reshape((leaf.shape[0], math.prod(leaf.shape[1:])) if batched else (1, leaf.size))
+        for leaf in leaves
+    ]
+    index = free_indices(np.concatenate(rows, axis=1))
+    return jnp.asarray(index if batched else index[0])
 
 
 def _with_padding(vector, fill):

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from fixedopt import _mask, _solution
+from fixedopt import _solution, _validate
 from fixedopt._records import flat_names, flat_rows, rows_of
 from fixedopt._solution import Solution, Status
 
@@ -186,7 +186,7 @@ def _flags(covariance, fixed, bounds, tree, x, row, batched):
         return stderr, is_fixed, at_bound
     is_fixed = np.zeros(x.size, bool)
     if fixed is not None:
-        mask = _mask.normalize_fixed(fixed, tree)
+        mask = _validate.normalize_fixed(fixed, tree)
         is_fixed = flat_rows(_broadcast(mask, tree), batched)[index].astype(bool)
     at_bound = np.zeros(x.size, bool)
     if bounds is not None:

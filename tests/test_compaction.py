@@ -69,7 +69,7 @@ def while_loops(batch: int, **options) -> int:
 def test_compaction_is_the_default_from_4096_rows_and_off_below():
     """``compact=None`` compacts from ``COMPACT_FROM`` rows (one more batch-wide loop
     per smaller batch), never below it; ``compact=False`` keeps the plain loop."""
-    from fixedopt._minimize import COMPACT_FROM
+    from fixedopt._options import COMPACT_FROM
 
     plain = while_loops(COMPACT_FROM, compact=False)
     assert while_loops(COMPACT_FROM) > plain  # default: compacted

@@ -154,6 +154,28 @@ CASES = {
         ValueError,
         r"`args_axes`.*0.*None",
     ),
+    "compact_unbatched": (
+        lambda: fixedopt.minimize(objective, jnp.zeros(3), False, args=(TARGET[0],), compact=True),
+        ValueError,
+        r"`compact` has no effect without batched=True",
+    ),
+    "chunk_size_and_progress_unbatched": (
+        lambda: fixedopt.minimize(
+            objective, jnp.zeros(3), False, args=(TARGET[0],), chunk_size=2, progress=True
+        ),
+        ValueError,
+        r"`chunk_size`, `progress` have no effect without batched=True",
+    ),
+    "compact_unrolled": (
+        lambda: minimize(compact=True, differentiate="unroll"),
+        ValueError,
+        r"`compact` has no effect with differentiate=\"unroll\"",
+    ),
+    "progress_unrolled": (
+        lambda: minimize(progress="bar", differentiate="unroll"),
+        ValueError,
+        r"`progress` has no effect with differentiate=\"unroll\"",
+    ),
     "args_axes_unbatched": (
         lambda: fixedopt.minimize(
             objective, jnp.zeros(3), False, args=(TARGET[0],), args_axes=(None,)
