@@ -8,13 +8,13 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.flatten_util import ravel_pytree
 
 from fixedopt._implicit import implicit_solution, with_derivative
 from fixedopt._loop import iterate, iterate_batch
-from fixedopt._problem import differentiable_objective, row_problem
+from fixedopt._problem import Objective, RowData, differentiable_objective, flatten_row
+from fixedopt._problem import objective as make_objective
 from fixedopt._progress import Progress
-from fixedopt._reparam import split
+from fixedopt._reparam import expand
 from fixedopt._solution import Solution, Status
 
 
@@ -35,39 +35,44 @@ def run(fun, solver, plan: Plan, x0, mask, values, bounds, args, index, stopping
 
     ``plan.batched_args`` is None for one problem, else one flag per leaf of ``args``:
     True for a per-row array, False for a value shared by all rows. ``index`` is None
-    for ``strategy="mask"``, else each row's packed free positions.
+    for ``strategy="mask"``, else each row's packed free positions. Each row is set up
+    once: its flat :class:`~fixedopt._problem.RowData`, and one
+    :class:`~fixedopt._problem.Objective` (``fun``'s output checked once) that makes
+    each row's Problem from that data wherever the loop needs it.
     """
-
-    def setup(row, args):
-        return _setup_row(fun, plan.least_squares, plan.unroll_length, row, args)
-
-    if plan.batched_args is None:
-        problem, start, finish = setup((x0, mask, values, bounds, index), args)
-        final = iterate(solver, problem, start, stopping, plan.unroll_length)
-        return _solution(final, finish(final))
-
     leaves, treedef = jax.tree.flatten(args)
-    per_row = [leaf for leaf, row in zip(leaves, plan.batched_args) if row]
-    shared = [leaf for leaf, row in zip(leaves, plan.batched_args) if not row]
+    per_row = plan.batched_args or (False,) * len(leaves)
+    row_leaves = [leaf for leaf, row in zip(leaves, per_row) if row]
+    shared = [leaf for leaf, row in zip(leaves, per_row) if not row]
+    data = (x0, mask, values, bounds, index, row_leaves)
+    batched = plan.batched_args is not None
+    rows = jax.vmap(flatten_row)(*data) if batched else flatten_row(*data)
 
-    def setup_row(row):
-        *row, row_leaves = row
-        row_leaves, shared_leaves = iter(row_leaves), iter(shared)
-        merged = [next(row_leaves if row else shared_leaves) for row in plan.batched_args]
-        return setup(row, treedef.unflatten(merged))
+    def args_of(row_args):
+        row_args, shared_leaves = iter(row_args), iter(shared)
+        return treedef.unflatten([next(row_args if row else shared_leaves) for row in per_row])
 
-    def solve_rows(rows):
-        start = jax.vmap(lambda row: setup_row(row)[1])(rows)
-        if plan.unroll_length is not None:
-            return jax.vmap(
-                lambda row, x: iterate(solver, setup_row(row)[0], x, stopping, plan.unroll_length)
-            )(rows, start)
-        problem_of = lambda row: setup_row(row)[0]
-        return iterate_batch(solver, problem_of, rows, start, stopping, plan.compact, plan.progress)
+    one_row = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[batched:], a.dtype), rows)
+    x0_row = jax.tree.map(lambda a: a[0], x0) if batched else x0
+    unroll = plan.unroll_length is not None
+    objective = make_objective(fun, plan.least_squares, x0_row, args_of, unroll, one_row)
+    finish = functools.partial(_finish, objective)
+    if not batched:
+        final = iterate(solver, objective.problem(rows), objective.start(rows), stopping,
+                        plan.unroll_length)  # fmt: skip
+        return _solution(final, finish(rows, final))
 
-    rows = (x0, mask, values, bounds, index, per_row)
+    def solve_rows(rows: RowData):
+        start = jax.vmap(objective.start)(rows)
+        if unroll:
+            one = lambda row, x: iterate(solver, objective.problem(row), x, stopping,
+                                         plan.unroll_length)  # fmt: skip
+            return jax.vmap(one)(rows, start)
+        return iterate_batch(solver, objective.problem, rows, start, stopping, plan.compact,
+                             plan.progress)  # fmt: skip
+
     final = in_chunks(solve_rows, rows, plan.chunk_size)
-    return _solution(final, jax.vmap(lambda row, final: setup_row(row)[2](final))(rows, final))
+    return _solution(final, jax.vmap(finish)(rows, final))
 
 
 def in_chunks(solve_rows, rows, chunk_size: int | None):
@@ -91,46 +96,26 @@ def in_chunks(solve_rows, rows, chunk_size: int | None):
     return jax.tree.map(lambda a: a.reshape(chunks * chunk_size, *a.shape[2:])[:batch], results)
 
 
-def _setup_row(fun, least_squares, unroll_length, row, args):
-    """One row: its Problem, its start in solver variables, and ``finish``.
+def _finish(objective: Objective, data: RowData, final):
+    """``(x, value, grad_norm)`` of a row's final loop state, in the user's pytree.
 
-    ``finish(final) -> (x, value, grad_norm)`` maps the final loop state back to the
-    user's pytree. Implicit differentiation (``unroll_length`` None): the solver runs
-    on stopped inputs and ``finish`` attaches the true derivatives (see
-    :func:`_differentiable_result`). Unrolled: nothing is stopped and the loops are
-    scans, so the loop's own outputs carry their derivatives.
+    Implicit differentiation: the solver ran on stopped inputs, and the true
+    derivatives are attached here (see :func:`_differentiable_result`), from the
+    loop's last gradient. Unrolled: nothing was stopped and the loops were scans, so
+    the loop's own outputs carry their derivatives.
     """
-    x0, mask, values, bounds, index = row
-    unrolled = unroll_length is not None
-    inputs = (
-        (x0, values, bounds, args)
-        if unrolled
-        else jax.lax.stop_gradient((x0, values, bounds, args))
-    )
-    full, flat_x0, unravel = row_problem(fun, least_squares, inputs[0], mask, *inputs[1:])
-    full = full._replace(unroll=unrolled)
-    problem, start, to_x = full, flat_x0, lambda z: z
-    if index is not None:
-        problem, pack, to_x = split(full, index)
-        start = pack(flat_x0)
-
-    def finish(final):
-        flat_x = to_x(final.x)
-        if unrolled:
-            return unravel(flat_x), final.value, final.grad_norm
-        objective = differentiable_objective(fun, least_squares, unravel)
-        # The loop's last gradient is in the solver's variables: the full vector for
-        # strategy="mask", the packed one for "split" (evaluated anew there).
-        grad = final.grad if index is None else None
-        x, value, grad_norm = _differentiable_result(
-            objective, full, flat_x, grad, final, ravel_pytree(values)[0], bounds, args
-        )
-        return unravel(x), value, grad_norm
-
-    return problem, start, finish
+    flat_x, grad = final.x, final.grad
+    if data.index is not None:  # packed variables: back to the full vector
+        values = jax.lax.stop_gradient(data.fixed_values)
+        flat_x = expand(flat_x, values, data.index)
+        grad = expand(grad, jnp.zeros_like(values), data.index)
+    if objective.unroll:
+        return objective.unravel(flat_x), final.value, final.grad_norm
+    x, value, grad_norm = _differentiable_result(objective, data, flat_x, grad, final)
+    return objective.unravel(x), value, grad_norm
 
 
-def _differentiable_result(objective, problem, flat_x, grad, final, flat_values, bounds, args):
+def _differentiable_result(objective: Objective, data: RowData, flat_x, grad, final):
     """``(x, value, grad_norm)`` with their true derivatives, computed only when
     differentiated.
 
@@ -140,26 +125,24 @@ def _differentiable_result(objective, problem, flat_x, grad, final, flat_values,
     and ``grad_norm`` are differentiated as the objective and the projected
     gradient's max-norm at that ``x`` (the envelope theorem, for ``value``).
     """
-    active_lower = active_upper = jnp.zeros_like(problem.fixed)
-    lower = upper = flat_values
-    if problem.has_bounds:
-        grad = problem.value_and_grad(flat_x)[1] if grad is None else grad
-        active = problem.at_bound(flat_x, grad, 0.0)
-        active_lower = active & (flat_x <= problem.lower)
-        active_upper = active & (flat_x >= problem.upper)
-        lower, upper = (ravel_pytree(b)[0] for b in bounds)
-    held = problem.fixed | active_lower | active_upper
-    held_values = jnp.where(
-        problem.fixed,
-        flat_values,
-        jnp.where(active_lower, lower, jnp.where(active_upper, upper, 0.0)),
-    )
-    x = implicit_solution(objective, flat_x, held, held, held_values, args)
-    value = with_derivative(objective, final.value, x, held, held_values, args)
-
-    grad_norm_of = functools.partial(_projected_grad_norm, objective, problem.has_bounds)
+    fixed, values = data.fixed, data.fixed_values
+    has_bounds = data.lower is not None
+    active_lower = active_upper = jnp.zeros_like(fixed)
+    lower, upper = (data.lower, data.upper) if has_bounds else (values, values)
+    if has_bounds:
+        active = objective.full_problem(data).at_bound(flat_x, grad, 0.0)
+        active_lower = active & (flat_x <= jax.lax.stop_gradient(lower))
+        active_upper = active & (flat_x >= jax.lax.stop_gradient(upper))
+    held = fixed | active_lower | active_upper
+    at_bound = jnp.where(active_lower, lower, jnp.where(active_upper, upper, 0.0))
+    held_values = jnp.where(fixed, values, at_bound)
+    function = differentiable_objective(objective.fun, objective.least_squares, objective.unravel)
+    args = objective.args_of(data.row_args)
+    x = implicit_solution(function, flat_x, held, held, held_values, args)
+    value = with_derivative(function, final.value, x, held, held_values, args)
+    grad_norm_of = functools.partial(_projected_grad_norm, function, has_bounds)
     grad_norm = with_derivative(
-        grad_norm_of, final.grad_norm, x, held, held_values, args, problem.fixed, lower, upper
+        grad_norm_of, final.grad_norm, x, held, held_values, args, fixed, lower, upper
     )
     return x, value, grad_norm
 

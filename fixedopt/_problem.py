@@ -1,56 +1,140 @@
-"""One row's problem in flat form: what every solver sees.
+"""Each row set up once: its flat data (:class:`RowData`) and the objective that turns
+that data into the :class:`~fixedopt._solver.Problem` a solver sees.
 
-The public functions ravel each row's pytree into one vector, mask the objective with
-the fixed entries (in-function ``stop_gradient``) and hand the solvers a
-:class:`Problem`. Solvers never see pytrees, batch axes or unmasked gradients.
+The public functions ravel each row's pytree into one vector and mask the objective
+with the fixed entries (in-function ``where``): gradients and Jacobian columns of fixed
+entries are exactly zero, and ``fun`` never sees a drifted fixed value. Solvers never
+see pytrees, batch axes or unmasked gradients.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
 from fixedopt._losses import Loss
+from fixedopt._reparam import pack, split
 from fixedopt._solver import Problem
+from fixedopt._validate import PyTree
 
 
-def row_problem(fun, least_squares: bool, x0, mask, values, bounds, args):
-    """One row's :class:`Problem`, its flat starting point and the ``unravel`` back.
+class RowData(NamedTuple):
+    """One row's data, flat; in a batch, every row's, with a leading batch axis."""
 
-    ``fun`` sees ``unravel(where(fixed, values, x))``: gradients and Jacobian
-    columns of fixed entries are exactly zero, and ``fun`` never sees a drifted fixed
-    value. (``values`` is a separate variable from ``x``, so it needs no
-    ``stop_gradient`` here; keeping its gradient path lets an unrolled solve be
-    differentiated with respect to the fixed values.)
+    x0: jax.Array  # (n,) the starting point
+    fixed: jax.Array  # (n,) bool
+    fixed_values: jax.Array  # (n,)
+    lower: jax.Array | None  # (n,), or None without bounds
+    upper: jax.Array | None
+    index: jax.Array | None  # (width,) strategy="split": the packed free positions
+    row_args: tuple[Any, ...]  # the leaves of ``args`` that are per row
+
+
+def flatten_row(x0: PyTree, mask: PyTree, values: PyTree, bounds, index, row_args) -> RowData:
+    """One row's :class:`RowData` from its trees (``vmap`` it for a batch)."""
+    flat = lambda tree: ravel_pytree(tree)[0]
+    lower, upper = (None, None) if bounds is None else (flat(bound) for bound in bounds)
+    return RowData(flat(x0), flat(mask), flat(values), lower, upper, index, tuple(row_args))
+
+
+class Objective(NamedTuple):
+    """The user's ``fun`` for one row, flat and masked; builds each row's Problem.
+
+    ``args_of(row_args)`` merges a row's per-row leaves of ``args`` with the shared
+    ones. Built once per solve by :func:`objective`, which checks ``fun``'s output.
     """
-    flat_x0, unravel = ravel_pytree(x0)
-    flat_fixed = ravel_pytree(mask)[0]
-    flat_values = ravel_pytree(values)[0]
 
-    def call(flat_x):
-        out = fun(unravel(jnp.where(flat_fixed, flat_values, flat_x)), *args)
-        # Data in a wider dtype than x0 (float64 data, float32 x0) must not widen the
-        # loop's carry: the solve runs in the dtype of x0.
-        return _cast_floating(out, flat_x.dtype)
+    fun: Callable[..., Any]
+    least_squares: bool | Loss  # False for minimize; True or a robust Loss otherwise
+    unravel: Callable[[jax.Array], PyTree]
+    args_of: Callable[[tuple[Any, ...]], tuple[Any, ...]]
+    unroll: bool  # loops are differentiable scans; nothing is stopped
+    jacobian: Callable[..., Any] | None  # jax.jacfwd or jax.jacrev (least squares)
 
-    if least_squares:  # True, or the robust Loss of least_squares(loss=...)
-        objective = _residual_objective(call, flat_x0, _loss(least_squares))
-    else:
-        objective = _scalar_objective(call, flat_x0)
-    lower, upper = (None, None) if bounds is None else (ravel_pytree(b)[0] for b in bounds)
-    problem = Problem(fixed=flat_fixed, fixed_values=flat_values, lower=lower, upper=upper,
-                      **objective)  # fmt: skip
-    return problem, flat_x0, unravel
+    def full_problem(self, data: RowData) -> Problem:
+        """The row's problem in the full flat vector (inputs stopped unless unrolled)."""
+        args = self.args_of(data.row_args)
+        if not self.unroll:
+            data, args = jax.lax.stop_gradient((data, args))
+
+        def call(flat_x: jax.Array) -> Any:
+            out = self.fun(self.unravel(jnp.where(data.fixed, data.fixed_values, flat_x)), *args)
+            # Data in a wider dtype than x0 (float64 data, float32 x0) must not widen
+            # the loop's carry: the solve runs in the dtype of x0.
+            return _cast_floating(out, flat_x.dtype)
+
+        functions = _residual_functions(call, self) if self.least_squares else {}
+        value_and_grad = functions.pop("value_and_grad", jax.value_and_grad(call))
+        return Problem(
+            value_and_grad, data.fixed, data.fixed_values, data.lower, data.upper,
+            unroll=self.unroll, **functions,
+        )  # fmt: skip
+
+    def problem(self, data: RowData) -> Problem:
+        """The problem the solver runs on: the full one, or packed for ``split``."""
+        full = self.full_problem(data)
+        return full if data.index is None else split(full, data.index)
+
+    def start(self, data: RowData) -> jax.Array:
+        """The starting point in the solver's variables (packed for ``split``)."""
+        x0 = data.x0 if self.unroll else jax.lax.stop_gradient(data.x0)
+        return x0 if data.index is None else pack(x0, data.index)
 
 
-def _cast_floating(out, dtype):
+def objective(fun, least_squares, x0_row: PyTree, args_of, unroll: bool, one_row: RowData):
+    """The :class:`Objective` of ``fun``, after checking its output once.
+
+    ``x0_row`` gives the row's tree structure (shapes only); ``one_row`` is the shape
+    of one row's :class:`RowData` (``jax.ShapeDtypeStruct`` leaves are enough).
+    """
+    unravel = ravel_pytree(x0_row)[1]
+    partial = Objective(fun, least_squares, unravel, args_of, unroll, None)
+
+    def output(data: RowData) -> Any:
+        args = args_of(data.row_args)
+        return fun(unravel(jnp.where(data.fixed, data.fixed_values, data.x0)), *args)
+
+    out = jax.eval_shape(output, one_row)
+    n = one_row.x0.shape[-1]
+    if not least_squares:
+        _check_scalar(out)
+        return partial
+    _check_residuals(out)
+    # Forward mode when there are at least as many residuals as unknowns.
+    return partial._replace(jacobian=jax.jacfwd if out.size >= n else jax.jacrev)
+
+
+def _check_scalar(out: Any) -> None:
+    if not (hasattr(out, "shape") and out.shape == () and jnp.issubdtype(out.dtype, jnp.floating)):
+        raise ValueError(
+            "`fun` must return a floating-point scalar for one problem, got "
+            f"{getattr(out, 'dtype', type(out).__name__)} of shape {getattr(out, 'shape', '?')}"
+        )
+
+
+def _check_residuals(out: Any) -> None:
+    if not (hasattr(out, "dtype") and jnp.issubdtype(out.dtype, jnp.floating)):
+        raise ValueError(
+            "`residual_fun` must return a floating-point array of residuals, got "
+            f"{getattr(out, 'dtype', type(out).__name__)}"
+        )
+
+
+def _cast_floating(out: Any, dtype: Any) -> Any:
     if hasattr(out, "dtype") and jnp.issubdtype(out.dtype, jnp.floating):
         return out.astype(dtype)
     return out
 
 
-def differentiable_objective(fun, least_squares: bool, unravel):
+def _loss(least_squares: bool | Loss) -> Loss | None:
+    return least_squares if isinstance(least_squares, Loss) else None
+
+
+def differentiable_objective(fun, least_squares: bool | Loss, unravel):
     """``(x, fixed, values, args) -> f``: one row's objective with fixed entries read
     from ``values``, not stopped, for implicit differentiation. It closes over no
     traced value (``unravel`` holds only shapes), as ``custom_jvp`` requires."""
@@ -65,42 +149,24 @@ def differentiable_objective(fun, least_squares: bool, unravel):
     return objective
 
 
-def _loss(least_squares) -> Loss | None:
-    return least_squares if isinstance(least_squares, Loss) else None
+def _residual_functions(call: Callable[[jax.Array], Any], objective: Objective) -> dict[str, Any]:
+    """``value_and_grad`` and ``residual_and_jacobian`` of a least-squares row
+    (scipy's rescaled residuals and Jacobian for a robust loss)."""
+    loss = _loss(objective.least_squares)
+    jacobian_of = objective.jacobian
 
-
-def _scalar_objective(call, flat_x0) -> dict:
-    out = jax.eval_shape(call, flat_x0)
-    if not (hasattr(out, "shape") and out.shape == () and jnp.issubdtype(out.dtype, jnp.floating)):
-        raise ValueError(
-            "`fun` must return a floating-point scalar for one problem, got "
-            f"{getattr(out, 'dtype', type(out).__name__)} of shape {getattr(out, 'shape', '?')}"
-        )
-    return {"value_and_grad": jax.value_and_grad(call)}
-
-
-def _residual_objective(call, flat_x0, loss: Loss | None) -> dict:
-    out = jax.eval_shape(call, flat_x0)
-    if not (hasattr(out, "dtype") and jnp.issubdtype(out.dtype, jnp.floating)):
-        raise ValueError(
-            "`residual_fun` must return a floating-point array of residuals, got "
-            f"{getattr(out, 'dtype', type(out).__name__)}"
-        )
-    # Forward mode when there are at least as many residuals as unknowns.
-    jacobian_of = jax.jacfwd if out.size >= flat_x0.size else jax.jacrev
-
-    def residual(flat_x):
+    def residual(flat_x: jax.Array) -> jax.Array:
         return jnp.ravel(call(flat_x))
 
-    def value_and_grad(flat_x):
+    def value_and_grad(flat_x: jax.Array) -> tuple[jax.Array, jax.Array]:
         r, pullback = jax.vjp(residual, flat_x)
         if loss is not None:
             values, slopes, _ = loss.terms(r)
             return 0.5 * jnp.sum(values), pullback(slopes * r)[0]
         return 0.5 * jnp.dot(r, r), pullback(r)[0]
 
-    def residual_and_jacobian(flat_x):
-        def with_aux(x):
+    def residual_and_jacobian(flat_x: jax.Array) -> tuple[jax.Array, jax.Array]:
+        def with_aux(x: jax.Array) -> tuple[jax.Array, jax.Array]:
             r = residual(x)
             return r, r
 

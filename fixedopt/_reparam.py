@@ -63,45 +63,51 @@ def _with_padding(vector, fill):
     return jnp.concatenate([vector, jnp.full((1,), fill, vector.dtype)])
 
 
-def split(problem: Problem, index: jax.Array):
-    """The problem in the packed variables ``z``, and ``expand: z -> x``.
+def pack(vector: jax.Array, index: jax.Array) -> jax.Array:
+    """The entries of ``vector`` at ``index``; padding slots (``index == n``) read 0."""
+    return _with_padding(vector, 0)[index]
 
-    Padding slots (``index == n``) are fixed at 0 in the packed problem. ``expand``
-    writes ``z`` over the fixed values, so fixed entries of ``expand(z)`` are the
-    fixed values bit for bit.
+
+def expand(z: jax.Array, base: jax.Array, index: jax.Array) -> jax.Array:
+    """``base`` with the packed ``z`` written at ``index`` (padding slots dropped):
+    entries not in ``index`` are ``base``'s, bit for bit."""
+    return _with_padding(base, 0).at[index].set(z)[: base.shape[0]]
+
+
+def split(problem: Problem, index: jax.Array) -> Problem:
+    """The problem in the packed variables ``z`` (``x = expand(z, fixed_values, index)``).
+
+    Padding slots (``index == n``) are fixed at 0 in the packed problem. Fixed entries
+    of the expanded ``x`` are the fixed values bit for bit.
     """
     n = problem.fixed.shape[0]
 
-    def expand(z):
-        return _with_padding(problem.fixed_values, 0).at[index].set(z)[:n]
-
-    def pack(vector):
-        return _with_padding(vector, 0)[index]
-
     def value_and_grad(z):
-        value, grad = problem.value_and_grad(expand(z))
-        return value, pack(grad)
+        value, grad = problem.value_and_grad(expand(z, problem.fixed_values, index))
+        return value, pack(grad, index)
 
     residual_and_jacobian = None
     if problem.residual_and_jacobian is not None:
 
         def residual_and_jacobian(z):
-            residual, jacobian = problem.residual_and_jacobian(expand(z))
+            residual, jacobian = problem.residual_and_jacobian(
+                expand(z, problem.fixed_values, index)
+            )
             padded = jnp.concatenate([jacobian, jnp.zeros_like(jacobian[:, :1])], axis=1)
             return residual, padded[:, index]
 
     bounds = {}
-    if problem.has_bounds:
+    if problem.lower is not None and problem.upper is not None:
         bounds = {
             "lower": _with_padding(problem.lower, -jnp.inf)[index],
             "upper": _with_padding(problem.upper, jnp.inf)[index],
         }
-    packed = Problem(
+    return Problem(
         value_and_grad=value_and_grad,
         fixed=index == n,
         fixed_values=jnp.zeros(index.shape, problem.fixed_values.dtype),
         residual_and_jacobian=residual_and_jacobian,
+        unroll=problem.unroll,
         robust=problem.robust,
         **bounds,
     )
-    return packed, pack, expand
