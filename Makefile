@@ -10,13 +10,16 @@ PY := $(VENV)/bin/python
 demo: $(VENV)/.installed-core
 	$(PY) -m fixedopt demo
 
+# mypy reads its settings from pyproject.toml ([tool.mypy]: strict, on fixedopt/).
 test: $(VENV)/.installed-test
 	$(PY) -m ruff check fixedopt tests benchmarks docs
+	$(PY) -m mypy
 	$(PY) -m pytest
 
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check fixedopt tests benchmarks docs
 	$(PY) -m ruff format --check fixedopt tests benchmarks docs
+	$(PY) -m mypy
 
 # The documentation site, into site/ (open site/index.html); strict: any warning fails.
 docs: $(VENV)/.installed-docs
@@ -46,4 +49,4 @@ $(VENV)/.installed-bench: pyproject.toml | $(PY)
 	touch $@
 
 clean:
-	rm -rf $(VENV) site *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) site *.egg-info .pytest_cache .ruff_cache .mypy_cache .hypothesis

@@ -25,10 +25,14 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
+from jax.typing import ArrayLike
 
 from fixedopt import _validate
 from fixedopt._solution import Solution
-from fixedopt._validate import args_tuple, batch_size, batched_args
+from fixedopt._validate import Mask, PyTree, args_tuple, batch_size, batched_args
+
+Bounds = tuple[PyTree, PyTree]  # (lower, upper), trees like x
+ResidualFun = Callable[..., jax.Array]  # residual_fun(x, *args) -> (m,) residuals
 
 
 class Covariance(NamedTuple):
@@ -57,13 +61,13 @@ class Covariance(NamedTuple):
     """
 
     covariance: jax.Array
-    stderr: Any
+    stderr: PyTree
     rank_deficient: jax.Array
     dof: jax.Array
     residual_variance: jax.Array
-    fixed: Any
-    at_bound: Any
-    index: Any
+    fixed: Mask
+    at_bound: PyTree
+    index: PyTree
 
     def correlation(self) -> jax.Array:
         """``covariance / outer(stderr, stderr)``; 0 where a standard error is 0."""
@@ -74,14 +78,14 @@ class Covariance(NamedTuple):
 
 
 def covariance(
-    sol: Solution | Any,
-    residual_fun: Callable,
-    fixed: Any,
+    sol: Solution | PyTree,
+    residual_fun: ResidualFun,
+    fixed: Mask,
     *,
-    args: tuple = (),
+    args: tuple[Any, ...] = (),
     batched: bool = False,
-    bounds: Any = None,
-    sigma: Any = None,
+    bounds: Bounds | None = None,
+    sigma: ArrayLike | None = None,
     absolute_sigma: bool = False,
 ) -> Covariance:
     """Covariance and standard errors of the free parameters of a least-squares fit.
@@ -129,22 +133,24 @@ def covariance(
         raise TypeError(f"`absolute_sigma` must be a bool, got {type(absolute_sigma).__name__}")
     batch = batch_size(x, "sol.x") if batched else None
     args = args_tuple(args)
-    axes = _args_in_axes(args, batch) if batched else None
+    axes = _args_in_axes(args, batch) if batch is not None else None
     if sigma is not None:
         sigma = _check_sigma(sigma, batch)
-    result = _compiled(residual_fun, batched, absolute_sigma, axes, x, mask, bounds, sigma, args)
+    result: Covariance = _compiled(
+        residual_fun, batched, absolute_sigma, axes, x, mask, bounds, sigma, args
+    )
     row = jax.tree.map(lambda leaf: leaf[0], x) if batched else x
     return result._replace(index=_flat_index(row))
 
 
-def _args_in_axes(args: tuple, batch: int):
+def _args_in_axes(args: tuple[Any, ...], batch: int) -> PyTree:
     """``vmap`` axes for ``args``: 0 for per-row arrays (checked), None for the rest."""
     flags = iter(batched_args(args, None, batch))
     return jax.tree.map(lambda _: 0 if next(flags) else None, args)
 
 
-def _check_sigma(sigma, batch: int | None):
-    sigma = jnp.asarray(sigma)
+def _check_sigma(value: ArrayLike, batch: int | None) -> jax.Array:
+    sigma = jnp.asarray(value)
     if not jnp.issubdtype(sigma.dtype, jnp.floating):
         raise TypeError(f"`sigma` must be a floating-point array, got {sigma.dtype}")
     if batch is not None and (sigma.ndim == 0 or sigma.shape[0] != batch):
@@ -155,7 +161,7 @@ def _check_sigma(sigma, batch: int | None):
     return sigma
 
 
-def _flat_index(row):
+def _flat_index(row: PyTree) -> PyTree:
     """A tree like ``row`` of each entry's position in ``ravel_pytree(row)``."""
     leaves, treedef = jax.tree.flatten(row)
     offsets = [0]
@@ -165,12 +171,27 @@ def _flat_index(row):
         jnp.arange(start, start + leaf.size, dtype=jnp.int32).reshape(leaf.shape)
         for start, leaf in zip(offsets, leaves)
     ]
-    return treedef.unflatten(index)
+    return jax.tree.unflatten(treedef, index)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
-def _compiled(residual_fun, batched, absolute_sigma, axes, x, mask, bounds, sigma, args):
-    def one(x, mask, bounds, sigma, args):
+def _compiled(
+    residual_fun: ResidualFun,
+    batched: bool,
+    absolute_sigma: bool,
+    axes: PyTree,
+    x: PyTree,
+    mask: PyTree,
+    bounds: Bounds | None,
+    sigma: jax.Array | None,
+    args: tuple[Any, ...],
+) -> Covariance:
+    """The covariance of one row (of each row, ``batched``), ``index`` left None;
+    ``mask`` is broadcast to ``x``'s leaves, ``axes`` are the ``vmap`` axes of ``args``."""
+
+    def one(
+        x: PyTree, mask: PyTree, bounds: Bounds | None, sigma: jax.Array | None, args: PyTree
+    ) -> Covariance:
         return _row(residual_fun, absolute_sigma, x, mask, bounds, sigma, args)
 
     if not batched:
@@ -179,7 +200,15 @@ def _compiled(residual_fun, batched, absolute_sigma, axes, x, mask, bounds, sigm
     return jax.vmap(one, in_axes=(0, 0, 0, sigma_axis, axes))(x, mask, bounds, sigma, args)
 
 
-def _row(residual_fun, absolute_sigma, x, mask, bounds, sigma, args) -> Covariance:
+def _row(
+    residual_fun: ResidualFun,
+    absolute_sigma: bool,
+    x: PyTree,
+    mask: PyTree,
+    bounds: Bounds | None,
+    sigma: jax.Array | None,
+    args: PyTree,
+) -> Covariance:
     flat_x, unravel = ravel_pytree(x)
     fixed = ravel_pytree(mask)[0]
     at_bound = jnp.zeros_like(fixed)
@@ -188,7 +217,8 @@ def _row(residual_fun, absolute_sigma, x, mask, bounds, sigma, args) -> Covarian
         at_bound = ((flat_x == lower) | (flat_x == upper)) & ~fixed
     frozen = fixed | at_bound
 
-    def weighted(flat):  # frozen entries read a constant: exact zero Jacobian columns
+    # Frozen entries read a constant: exact zero Jacobian columns.
+    def weighted(flat: jax.Array) -> jax.Array:
         r = residual_fun(unravel(jnp.where(frozen, flat_x, flat)), *args)
         return jnp.ravel(r if sigma is None else r / sigma)
 
@@ -224,14 +254,14 @@ def _row(residual_fun, absolute_sigma, x, mask, bounds, sigma, args) -> Covarian
     )
 
 
-def _rank(jacobian):
+def _rank(jacobian: jax.Array) -> jax.Array:
     """Numerical rank with scipy's (``curve_fit``'s) cut-off ``eps * max(m, n) * s_max``."""
     singular = jnp.linalg.svd(jacobian, compute_uv=False)
     cutoff = jnp.finfo(jacobian.dtype).eps * max(jacobian.shape) * singular[0]
     return jnp.sum(singular > cutoff)
 
 
-def _inverse_normal_matrix(jacobian, frozen):
+def _inverse_normal_matrix(jacobian: jax.Array, frozen: jax.Array) -> jax.Array:
     """``(J_F^T J_F)^{-1}`` on the free block (identity elsewhere), from the QR
     factorization of ``J`` with identity rows appended for the frozen columns (which
     are zero in ``J``): accurate to ``eps * cond(J)``, not ``cond(J)**2`` as from
@@ -244,10 +274,11 @@ def _inverse_normal_matrix(jacobian, frozen):
     return r_inverse @ r_inverse.T
 
 
-def _unravel_bool(flat, like):
+def _unravel_bool(flat: jax.Array, like: PyTree) -> PyTree:
+    """``flat``, ``(n,)``, as a tree like ``like`` (leaves of its shapes)."""
     leaves, treedef = jax.tree.flatten(like)
     sizes = [leaf.size for leaf in leaves]
     starts = [sum(sizes[:i]) for i in range(len(sizes))]
-    return treedef.unflatten(
-        [flat[s : s + leaf.size].reshape(leaf.shape) for s, leaf in zip(starts, leaves)]
+    return jax.tree.unflatten(
+        treedef, [flat[s : s + leaf.size].reshape(leaf.shape) for s, leaf in zip(starts, leaves)]
     )

@@ -6,14 +6,23 @@ an optional dependency (the ``notebooks`` and ``test`` extras).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fixedopt._validate import Mask, PyTree
 
-def mask_from(params: Any, filter: Any, elements: Any = True) -> Any:
+if TYPE_CHECKING:  # flax is optional: only type checkers import it here
+    from flax.nnx.filterlib import Filter
+    from flax.typing import PathParts  # a parameter's path as Flax filters see it
+
+Elements = bool | jax.Array | np.ndarray  # True, or a boolean array
+
+
+def mask_from(params: PyTree, filter: Filter, elements: Elements = True) -> Mask:
     """A fixed mask for Flax parameters: the entries a Flax filter selects.
 
     Every leaf of the result is a boolean array of its parameter's shape (``True`` =
@@ -56,9 +65,9 @@ def mask_from(params: Any, filter: Any, elements: Any = True) -> Any:
         raise ImportError("fixedopt.mask_from needs Flax: pip install flax") from error
     selected = nnx.filterlib.to_predicate(filter)
     elements = _check_elements(elements)
-    chosen = []
+    chosen: list[PathParts] = []
 
-    def leaf_mask(path, value):
+    def leaf_mask(path: PathParts, value: Any) -> jax.Array:
         if not selected(path, value):
             return jnp.zeros(np.shape(value), bool)
         chosen.append(path)
@@ -75,7 +84,7 @@ def mask_from(params: Any, filter: Any, elements: Any = True) -> Any:
     return mask
 
 
-def _check_elements(elements):
+def _check_elements(elements: Elements) -> Elements:
     if isinstance(elements, (bool, np.bool_)):
         return bool(elements)
     if not (hasattr(elements, "dtype") and elements.dtype == np.bool_):
@@ -84,7 +93,7 @@ def _check_elements(elements):
     return elements
 
 
-def _broadcast_elements(elements, shape, path):
+def _broadcast_elements(elements: Elements, shape: Sequence[int], path: PathParts) -> jax.Array:
     if isinstance(elements, bool):
         return jnp.full(shape, elements)
     try:
@@ -98,7 +107,7 @@ def _broadcast_elements(elements, shape, path):
     return jnp.broadcast_to(jnp.asarray(elements), shape)
 
 
-def _flax_path(keys) -> tuple:
+def _flax_path(keys: tuple[Any, ...]) -> PathParts:
     """A JAX key path as the tuple of keys Flax filters see: ``("params", "kernel")``."""
     names = []
     for key in keys:

@@ -17,35 +17,54 @@ transposes it. No iteration of the solver is differentiated.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fixedopt._validate import PyTree
+
 DENSE_UP_TO = 256  # free-block systems up to this size are solved densely
 
+# ``(x, fixed, values, args) -> f``: flat ``(n,)`` x, mask and values, a ``()`` result.
+RowObjective = Callable[[jax.Array, jax.Array, jax.Array, PyTree], jax.Array]
+Matvec = Callable[[jax.Array], jax.Array]
 
-def _dense_solve(matvec, rhs):
+
+def _dense_solve(matvec: Matvec, rhs: jax.Array) -> jax.Array:
     matrix = jax.jacfwd(matvec)(jnp.zeros_like(rhs))
-    return jnp.linalg.solve(matrix, rhs)
+    solution: jax.Array = jnp.linalg.solve(matrix, rhs)
+    return solution
 
 
-def _cg_solve(matvec, rhs):
-    return jax.scipy.sparse.linalg.cg(matvec, rhs, tol=1e-12, maxiter=10 * rhs.shape[0])[0]
+def _cg_solve(matvec: Matvec, rhs: jax.Array) -> jax.Array:
+    solution: jax.Array = jax.scipy.sparse.linalg.cg(
+        matvec, rhs, tol=1e-12, maxiter=10 * rhs.shape[0]
+    )[0]
+    return solution
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def implicit_solution(objective, x_star, fixed, frozen, values, args):
+def implicit_solution(
+    objective: RowObjective,
+    x_star: jax.Array,
+    fixed: jax.Array,
+    frozen: jax.Array,
+    values: jax.Array,
+    args: PyTree,
+) -> jax.Array:
     """``x_star``, with the implicit derivative with respect to ``values`` and ``args``.
 
     Args:
       objective: ``(x, fixed, values, args) -> scalar``, the row objective with its
         fixed entries read from ``values`` (not stopped: this is where their gradient
         flows). It must close over no traced value.
-      x_star: the solution (flat), not differentiated.
-      fixed: the fixed mask (flat).
-      frozen: fixed or bound-active entries at ``x_star``.
-      values: the fixed values (flat).
+      x_star: the solution, ``(n,)``, not differentiated.
+      fixed: the fixed mask, ``(n,)`` bool.
+      frozen: fixed or bound-active entries at ``x_star``, ``(n,)`` bool.
+      values: the fixed values, ``(n,)``.
       args: the objective's extra arguments.
     """
     del objective, fixed, frozen, values, args
@@ -53,19 +72,22 @@ def implicit_solution(objective, x_star, fixed, frozen, values, args):
 
 
 @implicit_solution.defjvp
-def _implicit_solution_jvp(objective, primals, tangents):
+def _implicit_solution_jvp(
+    objective: RowObjective, primals: Sequence[Any], tangents: Sequence[Any]
+) -> tuple[jax.Array, jax.Array]:
     x_star, fixed, frozen, values, args = primals
     _, _, _, d_values, d_args = tangents
 
-    def gradient(x, values, args):
-        return jax.grad(objective)(x, fixed, values, args)
+    def gradient(x: jax.Array, values: jax.Array, args: PyTree) -> jax.Array:
+        grad: jax.Array = jax.grad(objective)(x, fixed, values, args)
+        return grad
 
-    def free_gradient(values, args):
+    def free_gradient(values: jax.Array, args: PyTree) -> jax.Array:
         return jnp.where(frozen, 0.0, gradient(x_star, values, args))
 
     _, d_gradient = jax.jvp(free_gradient, (values, args), (d_values, d_args))
 
-    def matvec(u):  # blockdiag(H_FF, I) u
+    def matvec(u: jax.Array) -> jax.Array:  # blockdiag(H_FF, I) u
         free_u = jnp.where(frozen, 0.0, u)
         hessian_u = jax.jvp(lambda x: gradient(x, values, args), (x_star,), (free_u,))[1]
         return jnp.where(frozen, u, hessian_u)
@@ -77,7 +99,9 @@ def _implicit_solution_jvp(objective, primals, tangents):
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def with_derivative(function, primal, *inputs):
+def with_derivative(
+    function: Callable[..., jax.Array], primal: jax.Array, *inputs: PyTree
+) -> jax.Array:
     """``primal``, differentiated as ``function(*inputs)``.
 
     ``primal`` is what the solver computed (``function(*inputs)`` up to rounding);
@@ -89,7 +113,9 @@ def with_derivative(function, primal, *inputs):
 
 
 @with_derivative.defjvp
-def _with_derivative_jvp(function, primals, tangents):
+def _with_derivative_jvp(
+    function: Callable[..., jax.Array], primals: Sequence[Any], tangents: Sequence[Any]
+) -> tuple[jax.Array, jax.Array]:
     primal, *inputs = primals
     _, *d_inputs = tangents
     d_inputs = [_float0_for_ints(a, d) for a, d in zip(inputs, d_inputs)]
@@ -97,7 +123,7 @@ def _with_derivative_jvp(function, primals, tangents):
     return primal, jnp.asarray(tangent, primal.dtype)
 
 
-def _float0_for_ints(primal, tangent):
+def _float0_for_ints(primal: PyTree, tangent: PyTree) -> PyTree:
     """Boolean and integer inputs take ``float0`` tangents."""
     return jax.tree.map(
         lambda p, t: (

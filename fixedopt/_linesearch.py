@@ -1,9 +1,13 @@
-"""Projected backtracking line search: one objective evaluation per trial."""
+"""Projected backtracking line search: one objective evaluation per trial.
+
+Shapes, for one row of ``n`` flat parameters: ``x``, ``grad`` and ``direction`` are
+``(n,)``; ``value``, steps, slopes and flags are ``()`` arrays.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Generic, NamedTuple, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -11,29 +15,36 @@ import jax.numpy as jnp
 from fixedopt._control import loop
 from fixedopt._solver import Problem, Step
 
+Aux = TypeVar("Aux")  # what ``evaluate`` returns besides value and gradient (a pytree)
 
-class LineSearchResult(NamedTuple):
+# ``x -> (value, grad, aux)``: one evaluation of the objective at a trial point.
+Evaluate = Callable[[jax.Array], tuple[jax.Array, jax.Array, Aux]]
+
+
+class LineSearchResult(NamedTuple, Generic[Aux]):
     """The accepted point (or the last trial when nothing was accepted)."""
 
-    x: jax.Array
-    value: jax.Array
-    grad: jax.Array
-    aux: Any
-    accepted: jax.Array
-    nonfinite: jax.Array  # a trial was NaN/Inf
-    flat: jax.Array  # no progress at working precision: x or f no longer changed
+    x: jax.Array  # (n,)
+    value: jax.Array  # ()
+    grad: jax.Array  # (n,)
+    aux: Aux  # evaluate's third output at x
+    accepted: jax.Array  # () bool
+    nonfinite: jax.Array  # () bool: a trial was NaN/Inf
+    flat: jax.Array  # () bool: no progress at working precision: x or f no longer changed
 
 
-def _all_finite(value, grad) -> jax.Array:
+def _all_finite(value: jax.Array, grad: jax.Array) -> jax.Array:
     return jnp.isfinite(value) & jnp.all(jnp.isfinite(grad))
 
 
-def within_rounding(value, trial_value) -> jax.Array:
+def within_rounding(value: jax.Array, trial_value: jax.Array) -> jax.Array:
     """``|f(trial) - f| <= 10 eps |f|``: the two values differ only by rounding."""
     return jnp.abs(trial_value - value) <= 10 * jnp.finfo(value.dtype).eps * jnp.abs(value)
 
 
-def _approximately_wolfe(value, trial_value, slope, trial_slope):
+def _approximately_wolfe(
+    value: jax.Array, trial_value: jax.Array, slope: jax.Array, trial_slope: jax.Array
+) -> jax.Array:
     """Hager and Zhang's (2005) approximate Wolfe test, for when ``f`` is flat to
     rounding: near a minimizer the decrease the Armijo test asks for falls below the
     rounding error of ``f``, while the directional derivative still shows progress.
@@ -43,7 +54,7 @@ def _approximately_wolfe(value, trial_value, slope, trial_slope):
     return flat & (slope < 0) & (trial_slope >= 0.9 * slope) & (trial_slope <= -0.8 * slope)
 
 
-def first_step(problem: Problem, value, grad) -> jax.Array:
+def first_step(problem: Problem, value: jax.Array, grad: jax.Array) -> jax.Array:
     """The first trial step along ``-grad``, before any curvature is known:
     ``|f| / |g|^2``, the step on which the linear model predicts a reduction of
     ``|f|`` (unchanged when ``f`` or ``x`` is rescaled); ``1 / |g|`` where ``f = 0``."""
@@ -52,7 +63,9 @@ def first_step(problem: Problem, value, grad) -> jax.Array:
     return jnp.where(value != 0, jnp.abs(value) / safe, 1.0 / jnp.sqrt(safe))
 
 
-def _next_step(step, slope, value, trial_value):
+def _next_step(
+    step: jax.Array, slope: jax.Array, value: jax.Array, trial_value: jax.Array
+) -> jax.Array:
     """Safeguarded minimizer of the quadratic through phi(0), phi'(0), phi(step)."""
     curvature = trial_value - value - slope * step
     candidate = -slope * step**2 / (2.0 * curvature)
@@ -60,19 +73,26 @@ def _next_step(step, slope, value, trial_value):
     return jnp.clip(candidate, 0.1 * step, 0.5 * step)
 
 
+# The backtracking loop's carry: step, x, value, grad, aux of the last trial, trial
+# count, accepted, any trial non-finite, flat.
+_Carry = tuple[
+    jax.Array, jax.Array, jax.Array, jax.Array, Aux, jax.Array, jax.Array, jax.Array, jax.Array
+]
+
+
 def projected_backtracking(
     problem: Problem,
-    evaluate: Callable,
+    evaluate: Evaluate[Aux],
     x: jax.Array,
     value: jax.Array,
     grad: jax.Array,
     direction: jax.Array,
-    initial_step,
-    active=True,
+    initial_step: jax.Array | float,
+    active: jax.Array | bool = True,
     *,
     max_steps: int,
     armijo: float = 1e-4,
-) -> LineSearchResult:
+) -> LineSearchResult[Aux]:
     """Backtrack along ``project(x + step * direction)`` until sufficient decrease.
 
     The Armijo test for the projected path (Bertsekas 1976; Byrd et al. 1995):
@@ -92,7 +112,7 @@ def projected_backtracking(
     """
     slope = jnp.dot(grad, problem.free_part(direction))
     trial_value0, trial_grad0, aux0 = jax.eval_shape(evaluate, x)
-    init = (
+    init: _Carry[Aux] = (
         jnp.asarray(initial_step, x.dtype),
         x,
         jnp.zeros(trial_value0.shape, trial_value0.dtype),
@@ -104,11 +124,11 @@ def projected_backtracking(
         jnp.zeros((), bool),
     )
 
-    def keep_going(carry):
+    def keep_going(carry: _Carry[Aux]) -> jax.Array:
         *_, count, accepted, _, _ = carry
         return active & ~accepted & (count < max_steps)
 
-    def trial(carry):
+    def trial(carry: _Carry[Aux]) -> _Carry[Aux]:
         step, _, _, _, _, count, _, any_nonfinite, _ = carry
         x_trial = problem.project(x + step * direction)
         trial_value, trial_grad, aux = evaluate(x_trial)

@@ -38,16 +38,18 @@ import jax.numpy as jnp
 
 LOSSES = ("linear", "soft_l1", "huber", "cauchy", "arctan")
 
+Rho = Callable[[jax.Array], jax.Array]  # z -> rho(z), element-wise
 
-def _huber(z):
+
+def _huber(z: jax.Array) -> jax.Array:
     return jnp.where(z <= 1, z, 2 * jnp.sqrt(jnp.maximum(z, 1)) - 1)
 
 
-def _soft_l1(z):
+def _soft_l1(z: jax.Array) -> jax.Array:
     return 2 * (jnp.sqrt(1 + z) - 1)
 
 
-_RHO = {
+_RHO: dict[str, Rho] = {
     "soft_l1": _soft_l1,
     "huber": _huber,
     "cauchy": jnp.log1p,
@@ -66,14 +68,14 @@ class Loss:
       name: the scipy name, or the callable's name.
     """
 
-    rho: Callable
+    rho: Rho
     f_scale: float
     name: str
 
-    def terms(self, residual):
+    def terms(self, residual: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         """``(rho, rho', rho'')`` at ``z = (residual / f_scale)**2``, element-wise,
         scaled as scipy scales them: ``rho * f_scale**2``, ``rho'``,
-        ``rho'' / f_scale**2``."""
+        ``rho'' / f_scale**2``. ``residual``: ``(m,)``; each result is ``(m,)``."""
         scale2 = jnp.asarray(self.f_scale, residual.dtype) ** 2
         z = residual**2 / scale2
         first = jax.grad(self.rho)
@@ -82,12 +84,18 @@ class Loss:
         curvatures = jax.vmap(jax.grad(first))(z)
         return values * scale2, slopes, curvatures / scale2
 
-    def cost(self, residual):
-        """``0.5 * sum(f_scale**2 * rho((residual / f_scale)**2))``."""
+    def cost(self, residual: jax.Array) -> jax.Array:
+        """``0.5 * sum(f_scale**2 * rho((residual / f_scale)**2))``, a ``()`` array;
+        ``residual`` of any shape."""
         return 0.5 * jnp.sum(self.terms(jnp.ravel(residual))[0])
 
-    def rescale(self, residual, jacobian):
-        """The robust cost and the rescaled ``(residual, jacobian)`` (see the module)."""
+    def rescale(
+        self, residual: jax.Array, jacobian: jax.Array
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """The robust cost and the rescaled ``(residual, jacobian)`` (see the module).
+
+        ``residual``: ``(m,)``; ``jacobian``: ``(m, n)``. Returns the ``()`` cost and
+        the rescaled ``(m,)`` residual and ``(m, n)`` Jacobian."""
         values, slopes, curvatures = self.terms(residual)
         eps = jnp.finfo(residual.dtype).eps
         curvature = jnp.maximum(slopes + 2 * curvatures * residual**2, slopes / 10)
@@ -95,7 +103,7 @@ class Loss:
         return 0.5 * jnp.sum(values), residual * slopes / scale, jacobian * scale[:, None]
 
 
-def robust_loss(loss, f_scale) -> Loss | None:
+def robust_loss(loss: str | Rho, f_scale: float) -> Loss | None:
     """The :class:`Loss` for ``least_squares(loss=..., f_scale=...)``; None for linear.
 
     Args:

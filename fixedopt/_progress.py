@@ -13,65 +13,74 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple, SupportsFloat, SupportsInt
 
 DEFAULT_EVERY = 10
+
+# A reporter's arguments arrive from ``jax.debug.callback`` as NumPy scalars (``()``
+# arrays): step, rows still running, batch size (ints) and the worst gradient (a float).
+Reporter = Callable[[SupportsInt, SupportsInt, SupportsInt, SupportsFloat], None]
 
 
 class Progress(NamedTuple):
     """How a batched solve reports progress: every ``every`` steps, via ``report``."""
 
     every: int
-    report: Callable  # (step, running, total, worst) -> None, on the host
+    report: Reporter  # (step, running, total, worst) -> None, on the host
 
 
-def report_text(step, running, total, worst) -> None:
+def report_text(
+    step: SupportsInt, running: SupportsInt, total: SupportsInt, worst: SupportsFloat
+) -> None:
     """Print one line: rows stopped and the worst projected gradient of the rest."""
-    total = int(total)
+    rows = int(total)
     if int(running) == 0:
-        print(f"fixedopt: all {total} rows stopped", flush=True)
+        print(f"fixedopt: all {rows} rows stopped", flush=True)
         return
     print(
-        f"fixedopt: step {int(step)}: {total - int(running)}/{total} rows stopped, "
+        f"fixedopt: step {int(step)}: {rows - int(running)}/{rows} rows stopped, "
         f"max |projected grad| of running rows {float(worst):.2e}",
         flush=True,
     )
 
 
-def _tqdm():
-    """The tqdm class used for bars (``tqdm.auto``: a widget in a notebook)."""
+def _tqdm() -> Any:
+    """The tqdm class used for bars (``tqdm.auto``: a widget in a notebook); tqdm is
+    optional and untyped, hence ``Any``."""
     return importlib.import_module("tqdm.auto").tqdm
 
 
 class _Bars:
     """The one bar of the solve in progress, between its first and last report."""
 
-    bar = None
+    bar: Any = None  # a tqdm bar
 
 
-def report_bar(step, running, total, worst) -> None:
+def report_bar(
+    step: SupportsInt, running: SupportsInt, total: SupportsInt, worst: SupportsFloat
+) -> None:
     """Advance a tqdm bar of rows stopped, with the worst projected gradient as postfix.
 
     A report that does not continue the open bar (another batch size, or fewer rows
     stopped than it shows: a new solve after one that was interrupted) opens a new
     bar. The report with no row running completes and closes the bar.
     """
-    step, running, total, worst = int(step), int(running), int(total), float(worst)
-    done = total - running
+    steps, left, rows, largest = int(step), int(running), int(total), float(worst)
+    done = rows - left
     bar = _Bars.bar
-    if bar is None or bar.total != total or done < bar.n:
+    if bar is None or bar.total != rows or done < bar.n:
         if bar is not None:
             bar.close()
-        bar = _Bars.bar = _tqdm()(total=total, desc="fixedopt", unit="row")
-    if running > 0:
-        bar.set_postfix_str(f"step {step}, max |projected grad| {worst:.2e}")
+        bar = _Bars.bar = _tqdm()(total=rows, desc="fixedopt", unit="row")
+    if left > 0:
+        bar.set_postfix_str(f"step {steps}, max |projected grad| {largest:.2e}")
     bar.update(done - bar.n)
-    if running == 0:
+    if left == 0:
         bar.close()
         _Bars.bar = None
 
 
-def progress_option(progress) -> Progress | None:
+def progress_option(progress: bool | int | str | None) -> Progress | None:
     """The :class:`Progress` of the ``progress`` argument of ``minimize``/``least_squares``.
 
     ``False``/``None``: off. ``True``: text every 10 steps; an int ``k >= 1``: text every

@@ -9,6 +9,7 @@ import jax
 import numpy as np
 
 from fixedopt._solution import Solution, Status
+from fixedopt._validate import PyTree
 
 
 def rows_of(sol: Solution) -> int | None:
@@ -17,9 +18,9 @@ def rows_of(sol: Solution) -> int | None:
     return None if value.ndim == 0 else value.shape[0]
 
 
-def flat_names(x: Any, batched: bool) -> list[str]:
+def flat_names(x: PyTree, batched: bool) -> list[str]:
     """One name per entry of a row of ``x``: ``leaf path`` + ``[index]``."""
-    names = []
+    names: list[str] = []
     for path, leaf in jax.tree_util.tree_leaves_with_path(x):
         shape = np.shape(leaf)[1:] if batched else np.shape(leaf)
         prefix = jax.tree_util.keystr(path) or "x"
@@ -31,7 +32,7 @@ def flat_names(x: Any, batched: bool) -> list[str]:
     return names
 
 
-def flat_rows(x: Any, batched: bool) -> np.ndarray:
+def flat_rows(x: PyTree, batched: bool) -> np.ndarray:
     """``x`` as a ``(rows, n)`` NumPy array in ``ravel_pytree`` order."""
     leaves = [np.asarray(leaf) for leaf in jax.tree.leaves(x)]
     if not batched:
@@ -46,7 +47,7 @@ def _status_name(code: int) -> str:
         return str(code)
 
 
-def to_records(sol: Solution) -> list[dict]:
+def to_records(sol: Solution) -> list[dict[str, Any]]:
     """One ``scipy.optimize.OptimizeResult``-like dict per row of ``sol``.
 
     Keys: ``x`` (the row's parameters, same tree as ``sol.x``, NumPy leaves), ``fun``
@@ -67,8 +68,12 @@ def to_records(sol: Solution) -> list[dict]:
     fields = {name: np.asarray(value) for name, value in sol._asdict().items() if name != "x"}
     records = []
     for row in range(1 if batch is None else batch):
-        pick = (lambda a: a) if batch is None else (lambda a, row=row: a[row])
-        record = {
+
+        def pick(a: Any, row: int | None = None if batch is None else row) -> Any:
+            """The row of an array (a NumPy field or a JAX leaf); unbatched, the array."""
+            return a if row is None else a[row]
+
+        record: dict[str, Any] = {
             "x": jax.tree.map(lambda leaf, pick=pick: np.asarray(pick(leaf)), sol.x),
             "fun": pick(fields["value"]).item(),
             "success": bool(pick(fields["converged"])),
@@ -83,10 +88,11 @@ def to_records(sol: Solution) -> list[dict]:
     return records
 
 
-def to_dataframe(sol: Solution, names: list[str] | None = None):
+def to_dataframe(sol: Solution, names: list[str] | None = None) -> Any:
     """A pandas ``DataFrame``, one row per fit: the fields of :func:`to_records`
     (``x`` spread into one column per parameter, named ``names`` or after the
-    parameter tree). Needs pandas (``pip install pandas``)."""
+    parameter tree). Needs pandas (``pip install pandas``); typed ``Any`` since pandas
+    is optional."""
     try:
         import pandas
     except ImportError as error:  # an optional dependency

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import enum
 import html
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, SupportsFloat
 
 import jax
 import numpy as np
+from jax.typing import ArrayLike
 
 from fixedopt import _solution, _validate
 from fixedopt._records import flat_names, flat_rows, rows_of
 from fixedopt._solution import Solution, Status
+from fixedopt._validate import Mask, PyTree
+
+if TYPE_CHECKING:
+    from fixedopt._covariance import Covariance
+
+FlatBounds = tuple[ArrayLike, ArrayLike]  # (lower, upper), broadcastable to a row's (n,)
 
 
 class Report(NamedTuple):
@@ -24,9 +32,9 @@ class Report(NamedTuple):
     """
 
     title: str
-    facts: list
-    header: tuple
-    table: list
+    facts: list[tuple[str, str]]
+    header: tuple[str, ...]
+    table: list[tuple[str, ...]]
 
     def __str__(self) -> str:
         lines = [self.title]
@@ -60,9 +68,9 @@ def report(
     sol: Solution,
     row: int | None = None,
     *,
-    covariance: Any = None,
-    fixed: Any = None,
-    bounds: Any = None,
+    covariance: Covariance | None = None,
+    fixed: Mask | None = None,
+    bounds: FlatBounds | None = None,
     names: list[str] | None = None,
 ) -> Report:
     """A report of a solve: the whole batch, or one fit with its parameters.
@@ -121,13 +129,13 @@ def report(
     return _row_report(sol, row, batch is not None, covariance, fixed, bounds, names)
 
 
-def _g(value) -> str:
+def _g(value: SupportsFloat) -> str:
     return f"{float(value):.3g}"
 
 
-def _code_name(enum, code: int) -> str:
+def _code_name(codes: type[enum.IntEnum], code: int) -> str:
     try:
-        return enum(code).name
+        return codes(code).name
     except ValueError:
         return str(code)
 
@@ -157,14 +165,24 @@ def _batch_report(sol: Solution, batch: int) -> Report:
     return Report(f"fixedopt report: {batch} rows", facts, (), [])
 
 
-def _row_report(sol, row, batched, covariance, fixed, bounds, names) -> Report:
-    pick = (lambda a: np.asarray(a)[row]) if batched else np.asarray
+def _row_report(
+    sol: Solution,
+    row: int | None,
+    batched: bool,
+    covariance: Covariance | None,
+    fixed: Mask | None,
+    bounds: FlatBounds | None,
+    names: list[str] | None,
+) -> Report:
+    def pick(field: jax.Array) -> np.ndarray:  # the row's entry of a per-row field
+        return np.asarray(field)[row] if batched else np.asarray(field)
+
     x = flat_rows(sol.x, batched)[row if batched else 0]
     names = flat_names(sol.x, batched) if names is None else list(names)
     if len(names) != x.size:
         raise ValueError(f"`names` must name each of the {x.size} parameters, got {len(names)}")
     stderr, is_fixed, at_bound = _flags(covariance, fixed, bounds, sol.x, x, row, batched)
-    table = []
+    table: list[tuple[str, ...]] = []
     for k, name in enumerate(names):
         note = "fixed" if is_fixed[k] else ("at bound" if at_bound[k] else "")
         error = "" if stderr is None else f"{stderr[k]:.3g}"
@@ -177,7 +195,17 @@ def _row_report(sol, row, batched, covariance, fixed, bounds, names) -> Report:
     return Report(title, facts, header, table)
 
 
-def _flags(covariance, fixed, bounds, tree, x, row, batched):
+def _flags(
+    covariance: Covariance | None,
+    fixed: Mask | None,
+    bounds: FlatBounds | None,
+    tree: PyTree,
+    x: np.ndarray,
+    row: int | None,
+    batched: bool,
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """Standard errors (None without ``covariance``), fixed and at-bound flags of one
+    row's flat ``(n,)`` parameters ``x``."""
     index = row if batched else 0
     if covariance is not None:
         stderr = flat_rows(covariance.stderr, batched)[index]
@@ -195,5 +223,5 @@ def _flags(covariance, fixed, bounds, tree, x, row, batched):
     return None, is_fixed, at_bound
 
 
-def _broadcast(mask, tree):
+def _broadcast(mask: Mask, tree: PyTree) -> PyTree:
     return jax.tree.map(lambda m, leaf: np.broadcast_to(np.asarray(m), np.shape(leaf)), mask, tree)

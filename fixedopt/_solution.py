@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import enum
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
+
+from fixedopt._validate import PyTree
+
+if TYPE_CHECKING:  # a cycle at run time: the report builds on Solution
+    from fixedopt._report import Report
 
 
 class Status(enum.IntEnum):
@@ -85,7 +90,7 @@ class Solution(NamedTuple):
       reason: an ``int32`` :class:`Reason` code: the test that was met.
     """
 
-    x: Any
+    x: PyTree
     value: jax.Array
     grad_norm: jax.Array
     steps: jax.Array
@@ -93,7 +98,7 @@ class Solution(NamedTuple):
     status: jax.Array
     reason: jax.Array
 
-    def summary(self, row: int | None = None, **options):
+    def summary(self, row: int | None = None, **options: Any) -> Report:
         """This solve at a glance: :func:`fixedopt.report` of it (``row``, ``covariance``,
         ``fixed``, ``bounds`` and ``names`` as there); prints as text, renders as a
         table in a notebook.

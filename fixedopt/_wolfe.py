@@ -3,44 +3,44 @@
 Branch-free: every trial is one call of the objective, and the choice of the next
 trial step (expansion, secant, bisection) is a handful of scalar ``jnp.where`` on the
 loop's fixed carry, so under ``vmap`` each row follows its own search while the batch
-runs one ``while_loop``.
+runs one ``while_loop``. Shapes as in ``fixedopt._linesearch``: ``(n,)`` vectors,
+``()`` scalars.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import NamedTuple
+from typing import Generic, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from fixedopt._control import loop
-from fixedopt._linesearch import LineSearchResult, projected_backtracking
+from fixedopt._linesearch import Aux, Evaluate, LineSearchResult, projected_backtracking
 from fixedopt._solver import Problem
 
 EXPAND, SECANT, SECANT_AGAIN, BISECT = 0, 1, 2, 3  # what the pending trial step is
 
 
-class _Point(NamedTuple):
+class _Point(NamedTuple):  # all ()
     step: jax.Array
     value: jax.Array
     slope: jax.Array  # derivative along the direction
 
 
-class _Search(NamedTuple):
+class _Search(NamedTuple, Generic[Aux]):
     step: jax.Array  # the next trial step
     stage: jax.Array  # EXPAND, SECANT, SECANT_AGAIN or BISECT: how ``step`` was chosen
     low: _Point  # slope < 0, value not above the start (beyond rounding)
     high: _Point  # slope >= 0, or value above the start: the far end of the bracket
     bracketed: jax.Array
     width: jax.Array  # the bracket's width when the current secant round began
-    last: LineSearchResult  # the last trial (or the accepted one)
-    fallback: LineSearchResult  # the lowest trial with sufficient decrease
-    count: jax.Array
+    last: LineSearchResult[Aux]  # the last trial (or the accepted one)
+    fallback: LineSearchResult[Aux]  # the lowest trial with sufficient decrease
+    trials: jax.Array  # how many were made (``count`` would shadow ``tuple.count``)
     stopped: jax.Array  # accepted, or the bracket collapsed to rounding
 
 
-def _secant(a: _Point, b: _Point, low, high):
+def _secant(a: _Point, b: _Point, low: jax.Array, high: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Where the secant of the slope through ``a`` and ``b`` vanishes, or the
     bisection of ``[low, high]`` when that is not strictly inside it."""
     step = (a.step * b.slope - b.step * a.slope) / (b.slope - a.slope)
@@ -48,7 +48,9 @@ def _secant(a: _Point, b: _Point, low, high):
     return jnp.where(inside, step, 0.5 * (low + high)), inside
 
 
-def _choose(search: _Search, trial: _Point, good, is_high, expand):
+def _choose(
+    search: _Search[Aux], trial: _Point, good: jax.Array, is_high: jax.Array, expand: float
+) -> tuple[jax.Array, jax.Array, _Point, _Point, jax.Array, jax.Array]:
     """The bracket after ``trial`` and the next trial step (Hager and Zhang 2005, 2006:
     bracket by expansion, then double secant steps with a bisection whenever a round
     does not shrink the bracket to ``2/3``, and bisection after a rise)."""
@@ -79,13 +81,13 @@ def _choose(search: _Search, trial: _Point, good, is_high, expand):
 
 def hager_zhang(
     problem: Problem,
-    evaluate: Callable,
+    evaluate: Evaluate[Aux],
     x: jax.Array,
     value: jax.Array,
     grad: jax.Array,
     direction: jax.Array,
-    initial_step,
-    active=True,
+    initial_step: jax.Array | float,
+    active: jax.Array | bool = True,
     *,
     max_steps: int,
     decrease: float = 0.1,
@@ -93,7 +95,7 @@ def hager_zhang(
     expand: float = 5.0,
     strong: bool = True,
     patience: int = 5,
-) -> LineSearchResult:
+) -> LineSearchResult[Aux]:
     """A step that satisfies the strong (by default) Wolfe or approximate Wolfe conditions.
 
     With ``phi(t) = f(x + t d)``, accepts ``t`` when ``|phi'(t)| <= curvature *
@@ -135,20 +137,20 @@ def hager_zhang(
     rounding = 10 * jnp.finfo(value.dtype).eps * jnp.abs(value)
     start = _Point(jnp.zeros((), x.dtype), value, slope)
     shapes = jax.eval_shape(evaluate, x)
-    zeros = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), shapes)
+    zero_value, zero_grad, zero_aux = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), shapes)
     false = jnp.zeros((), bool)
-    nothing = LineSearchResult(x, *zeros, false, false, false)
+    nothing = LineSearchResult(x, zero_value, zero_grad, zero_aux, false, false, false)
     init = _Search(
         step=jnp.asarray(initial_step, x.dtype), stage=jnp.asarray(EXPAND, jnp.int32),
         low=start, high=start, bracketed=jnp.zeros((), bool), width=jnp.asarray(jnp.inf, x.dtype),
-        last=nothing, fallback=nothing, count=jnp.zeros((), jnp.int32),
+        last=nothing, fallback=nothing, trials=jnp.zeros((), jnp.int32),
         stopped=jnp.zeros((), bool),
     )  # fmt: skip
 
-    def keep_going(search: _Search):
-        return active & ~search.stopped & (search.count < max_steps)
+    def keep_going(search: _Search[Aux]) -> jax.Array:
+        return active & ~search.stopped & (search.trials < max_steps)
 
-    def trial(search: _Search) -> _Search:
+    def trial(search: _Search[Aux]) -> _Search[Aux]:
         x_trial = problem.project(x + search.step * direction)
         trial_value, trial_grad, aux = evaluate(x_trial)
         point = _Point(search.step, trial_value, jnp.dot(trial_grad, direction))
@@ -174,12 +176,14 @@ def hager_zhang(
         # After ``patience`` trials, settle for the best point with enough decrease:
         # where rounding hides the slope (float32 near a minimizer) the curvature test
         # cannot be met, and more trials would only cost evaluations.
-        settle = (search.count + 1 >= patience) & fallback.accepted
+        settle = (search.trials + 1 >= patience) & fallback.accepted
         stopped = accepted | settle | (finite & ~moved) | collapsed
         return _Search(step, stage, low, high, bracketed, width, last, fallback,
-                       search.count + 1, stopped)  # fmt: skip
+                       search.trials + 1, stopped)  # fmt: skip
 
     final = loop(keep_going, trial, init, max_steps if problem.unroll else None)
     use_fallback = ~final.last.accepted & final.fallback.accepted
-    result = jax.tree.map(lambda f, t: jnp.where(use_fallback, f, t), final.fallback, final.last)
+    result: LineSearchResult[Aux] = jax.tree.map(
+        lambda f, t: jnp.where(use_fallback, f, t), final.fallback, final.last
+    )
     return result._replace(nonfinite=result.nonfinite & ~result.accepted)
