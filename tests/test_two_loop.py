@@ -103,7 +103,7 @@ def fixed_pattern(rng, n, pattern):
     return fixed
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     memory=st.integers(1, 6),
     seed=st.integers(0, 2**31 - 1),
@@ -143,7 +143,7 @@ def batch_of_rings(rng, batch, n, memory):
 def test_batched_recursion_is_the_materialized_inverse_hessian_at_every_ring_position(n):
     """A batch of ``ROWS_PER_CHUNK + 3`` rows: a whole chunk and a remainder."""
     rng = np.random.default_rng(n)
-    batch, memory = ROWS_PER_CHUNK + 3, 4
+    batch, memory = ROWS_PER_CHUNK + 3, 3
     fixed, row_pairs, grad = batch_of_rings(rng, batch, n, memory)
     recursion = jax.jit(jax.vmap(two_loop_in_cache, in_axes=(0, 0, 0, 0, None, 0)))
     for count in range(3 * memory + 2):
