@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from fixedopt._linesearch import projected_backtracking
-from fixedopt._problem import Problem
+from fixedopt._solver import Problem
 from fixedopt._wolfe import hager_zhang
 from tests.test_solver_exactness import bits
 from tests.test_wolfe import batch, smooth

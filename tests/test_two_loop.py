@@ -26,8 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fixedopt
-from fixedopt._problem import Problem
 from fixedopt._ring import read_slot
+from fixedopt._solver import Problem
 from fixedopt._solvers.lbfgs import (
     CHUNKED_FROM,
     ROWS_PER_CHUNK,
