@@ -94,9 +94,9 @@ def api_page(names) -> str:
     blocks = [f"::: fixedopt.{name}\n" for name in names]
     intro = (
         "# API reference\n\nEvery public name of `fixedopt` (its `__all__`), generated "
-        "from the docstrings.\n"
+        "from the docstrings, then the test hooks of `fixedopt.testing`.\n"
     )
-    return "\n".join([intro, *blocks])
+    return "\n".join([intro, *blocks, "::: fixedopt.testing\n"])
 
 
 def benchmarks_page(results) -> str:

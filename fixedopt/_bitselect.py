@@ -1,9 +1,9 @@
 """``where(mask, constant, x)`` as integer bit operations, for masks fused into a pass.
 
-XLA's CPU backend compiles ``select`` on a boolean mask into code that runs the whole
-fused loop about half as fast (an Adam step with its gradient and update masked took
-1.9x the plain step at 2^24 float32), while AND/OR on the bit patterns keep it within
-~1.15x. The result is the same bits as ``where``: the constant's pattern where
+XLA's CPU backend compiles ``select`` on a boolean mask into code that slows the
+whole fused loop, while AND/OR on the bit patterns keep it close to the unmasked loop
+(an Adam step at 2^24 float32: ``benchmarks/results/cpu-fusion-2026-11-30.md``). The
+result is the same bits as ``where``: the constant's pattern where
 ``mask`` is True, ``x``'s own bits (NaN, Inf and -0.0 included) elsewhere. The mask
 is widened to an integer inside the fusion only, never stored.
 """

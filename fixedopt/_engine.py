@@ -4,24 +4,37 @@ and the way back to the user's pytree, with the implicit derivative attached."""
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from fixedopt._implicit import implicit_solution, with_derivative
-from fixedopt._loop import iterate, iterate_batch
-from fixedopt._problem import Objective, RowData, differentiable_objective, flatten_row
+from fixedopt._loop import LoopState, Stopping, iterate, iterate_batch
+from fixedopt._losses import Loss
+from fixedopt._problem import (
+    Bounds,
+    DifferentiableObjective,
+    Objective,
+    RowData,
+    differentiable_objective,
+    flatten_row,
+)
 from fixedopt._problem import objective as make_objective
 from fixedopt._progress import Progress
 from fixedopt._reparam import expand
 from fixedopt._solution import Solution, Status
+from fixedopt._solver import Solver
+from fixedopt._validate import PyTree
+
+Result = tuple[PyTree, jax.Array, jax.Array]  # (x, value, grad_norm) of a row
 
 
 class Plan(NamedTuple):
     """The static choices of a solve: each distinct plan is one compiled program."""
 
-    least_squares: bool
+    least_squares: bool | Loss  # False for minimize; True or a robust Loss
     batched_args: tuple[bool, ...] | None  # None: one problem; else per args leaf
     compact: bool = False
     unroll_length: int | None = None  # None: implicit differentiation
@@ -30,52 +43,86 @@ class Plan(NamedTuple):
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def run(fun, solver, plan: Plan, x0, mask, values, bounds, args, index, stopping) -> Solution:
+def run(
+    fun: Callable[..., Any],
+    solver: Solver[Any],
+    plan: Plan,
+    x0: PyTree,
+    mask: PyTree,
+    values: PyTree,
+    bounds: Bounds,
+    args: tuple[Any, ...],
+    split_index: jax.Array | None,
+    stopping: Stopping,
+) -> Solution:
     """Compiled once per (fun, solver, plan, shapes); masks and values are data.
 
     ``plan.batched_args`` is None for one problem, else one flag per leaf of ``args``:
-    True for a per-row array, False for a value shared by all rows. ``index`` is None
-    for ``strategy="mask"``, else each row's packed free positions. Each row is set up
-    once: its flat :class:`~fixedopt._problem.RowData`, and one
-    :class:`~fixedopt._problem.Objective` (``fun``'s output checked once) that makes
-    each row's Problem from that data wherever the loop needs it.
+    True for a per-row array, False for a value shared by all rows. ``split_index`` is
+    None for ``strategy="mask"``, else each row's packed free positions.
     """
-    leaves, treedef = jax.tree.flatten(args)
-    per_row = plan.batched_args or (False,) * len(leaves)
-    row_leaves = [leaf for leaf, row in zip(leaves, per_row) if row]
-    shared = [leaf for leaf, row in zip(leaves, per_row) if not row]
-    data = (x0, mask, values, bounds, index, row_leaves)
-    batched = plan.batched_args is not None
-    rows = jax.vmap(flatten_row)(*data) if batched else flatten_row(*data)
-
-    def args_of(row_args):
-        row_args, shared_leaves = iter(row_args), iter(shared)
-        return treedef.unflatten([next(row_args if row else shared_leaves) for row in per_row])
-
-    one_row = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[batched:], a.dtype), rows)
-    x0_row = jax.tree.map(lambda a: a[0], x0) if batched else x0
-    unroll = plan.unroll_length is not None
-    objective = make_objective(fun, plan.least_squares, x0_row, args_of, unroll, one_row)
+    objective, rows = _set_up(fun, plan, x0, mask, values, bounds, args, split_index)
     finish = functools.partial(_finish, objective)
-    if not batched:
-        final = iterate(solver, objective.problem(rows), objective.start(rows), stopping,
-                        plan.unroll_length)  # fmt: skip
+    if plan.batched_args is None:
+        start = objective.start(rows)
+        final = iterate(solver, objective.problem(rows), start, stopping, plan.unroll_length)
         return _solution(final, finish(rows, final))
 
-    def solve_rows(rows: RowData):
+    def solve_rows(rows: RowData) -> LoopState:
         start = jax.vmap(objective.start)(rows)
-        if unroll:
-            one = lambda row, x: iterate(solver, objective.problem(row), x, stopping,
-                                         plan.unroll_length)  # fmt: skip
-            return jax.vmap(one)(rows, start)
-        return iterate_batch(solver, objective.problem, rows, start, stopping, plan.compact,
-                             plan.progress)  # fmt: skip
+        if plan.unroll_length is None:
+            return iterate_batch(
+                solver, objective.problem, rows, start, stopping, plan.compact, plan.progress
+            )
+
+        def one(row: RowData, x: jax.Array) -> LoopState:
+            return iterate(solver, objective.problem(row), x, stopping, plan.unroll_length)
+
+        final: LoopState = jax.vmap(one)(rows, start)
+        return final
 
     final = in_chunks(solve_rows, rows, plan.chunk_size)
     return _solution(final, jax.vmap(finish)(rows, final))
 
 
-def in_chunks(solve_rows, rows, chunk_size: int | None):
+def _set_up(
+    fun: Callable[..., Any],
+    plan: Plan,
+    x0: PyTree,
+    mask: PyTree,
+    values: PyTree,
+    bounds: Bounds,
+    args: tuple[Any, ...],
+    split_index: jax.Array | None,
+) -> tuple[Objective, RowData]:
+    """Each row set up once: the rows' flat :class:`~fixedopt._problem.RowData` and one
+    :class:`~fixedopt._problem.Objective` (``fun``'s output checked once), which makes
+    a row's Problem from its data wherever the loop needs it. Shared ``args`` leaves
+    stay unbatched: the objective closes over them."""
+    leaves, treedef = jax.tree.flatten(args)
+    batched = plan.batched_args is not None
+    per_row = plan.batched_args or (False,) * len(leaves)
+    row_leaves = [leaf for leaf, row in zip(leaves, per_row) if row]
+    shared = [leaf for leaf, row in zip(leaves, per_row) if not row]
+    data = (x0, mask, values, bounds, split_index, row_leaves)
+    rows: RowData = jax.vmap(flatten_row)(*data) if batched else flatten_row(*data)
+
+    def args_of(row_args: tuple[Any, ...]) -> tuple[Any, ...]:
+        row_leaves, shared_leaves = iter(row_args), iter(shared)
+        merged = [next(row_leaves if row else shared_leaves) for row in per_row]
+        return tuple(jax.tree.unflatten(treedef, merged))
+
+    one_row = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[batched:], a.dtype), rows)
+    # One row's structure, for unravel (shapes only: a batch may have no rows).
+    x0_row = jax.tree.map(lambda a: jnp.zeros(a.shape[1:], a.dtype), x0) if batched else x0
+    unroll = plan.unroll_length is not None
+    objective = make_objective(fun, plan.least_squares, x0_row, args_of, unroll, one_row)
+    return objective, rows
+
+
+def in_chunks(
+    solve_rows: Callable[[RowData], LoopState], rows: RowData, chunk_size: int | None
+) -> LoopState:
     """``solve_rows(rows)``, or the same over chunks of ``chunk_size`` rows in turn.
 
     ``lax.map`` runs one chunk at a time, so the solver's working memory is that of
@@ -88,15 +135,18 @@ def in_chunks(solve_rows, rows, chunk_size: int | None):
     chunks = -(-batch // chunk_size)
     padding = chunks * chunk_size - batch
 
-    def to_chunks(a):
+    def to_chunks(a: jax.Array) -> jax.Array:
         a = jnp.concatenate([a, jnp.repeat(a[:1], padding, axis=0)]) if padding else a
         return a.reshape(chunks, chunk_size, *a.shape[1:])
 
     results = jax.lax.map(solve_rows, jax.tree.map(to_chunks, rows))
-    return jax.tree.map(lambda a: a.reshape(chunks * chunk_size, *a.shape[2:])[:batch], results)
+    final: LoopState = jax.tree.map(
+        lambda a: a.reshape(chunks * chunk_size, *a.shape[2:])[:batch], results
+    )
+    return final
 
 
-def _finish(objective: Objective, data: RowData, final):
+def _finish(objective: Objective, data: RowData, final: LoopState) -> Result:
     """``(x, value, grad_norm)`` of a row's final loop state, in the user's pytree.
 
     Implicit differentiation: the solver ran on stopped inputs, and the true
@@ -105,17 +155,19 @@ def _finish(objective: Objective, data: RowData, final):
     the loop's own outputs carry their derivatives.
     """
     flat_x, grad = final.x, final.grad
-    if data.index is not None:  # packed variables: back to the full vector
+    if data.split_index is not None:  # packed variables: back to the full vector
         values = jax.lax.stop_gradient(data.fixed_values)
-        flat_x = expand(flat_x, values, data.index)
-        grad = expand(grad, jnp.zeros_like(values), data.index)
+        flat_x = expand(flat_x, values, data.split_index)
+        grad = expand(grad, jnp.zeros_like(values), data.split_index)
     if objective.unroll:
         return objective.unravel(flat_x), final.value, final.grad_norm
     x, value, grad_norm = _differentiable_result(objective, data, flat_x, grad, final)
     return objective.unravel(x), value, grad_norm
 
 
-def _differentiable_result(objective: Objective, data: RowData, flat_x, grad, final):
+def _differentiable_result(
+    objective: Objective, data: RowData, flat_x: jax.Array, grad: jax.Array, final: LoopState
+) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``(x, value, grad_norm)`` with their true derivatives, computed only when
     differentiated.
 
@@ -126,10 +178,11 @@ def _differentiable_result(objective: Objective, data: RowData, flat_x, grad, fi
     gradient's max-norm at that ``x`` (the envelope theorem, for ``value``).
     """
     fixed, values = data.fixed, data.fixed_values
-    has_bounds = data.lower is not None
+    has_bounds = data.lower is not None and data.upper is not None
     active_lower = active_upper = jnp.zeros_like(fixed)
-    lower, upper = (data.lower, data.upper) if has_bounds else (values, values)
-    if has_bounds:
+    lower, upper = values, values  # unused without bounds
+    if data.lower is not None and data.upper is not None:
+        lower, upper = data.lower, data.upper
         active = objective.full_problem(data).at_bound(flat_x, grad, 0.0)
         active_lower = active & (flat_x <= jax.lax.stop_gradient(lower))
         active_upper = active & (flat_x >= jax.lax.stop_gradient(upper))
@@ -147,7 +200,17 @@ def _differentiable_result(objective: Objective, data: RowData, flat_x, grad, fi
     return x, value, grad_norm
 
 
-def _projected_grad_norm(objective, has_bounds, x, held, held_values, args, fixed, lower, upper):
+def _projected_grad_norm(
+    objective: DifferentiableObjective,
+    has_bounds: bool,
+    x: jax.Array,
+    held: jax.Array,
+    held_values: jax.Array,
+    args: tuple[Any, ...],
+    fixed: jax.Array,
+    lower: jax.Array,
+    upper: jax.Array,
+) -> jax.Array:
     """The max-norm of the projected gradient over free entries (differentiable)."""
     grad = jax.grad(objective)(x, held, held_values, args)
     if has_bounds:
@@ -155,7 +218,7 @@ def _projected_grad_norm(objective, has_bounds, x, held, held_values, args, fixe
     return jnp.max(jnp.abs(jnp.where(fixed, 0.0, grad)), initial=0.0)
 
 
-def _solution(final, result) -> Solution:
+def _solution(final: LoopState, result: Result) -> Solution:
     x, value, grad_norm = result
     return Solution(
         x=x,

@@ -11,7 +11,9 @@ cannot reach another row.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -21,8 +23,12 @@ from fixedopt._progress import Progress
 from fixedopt._solution import RUNNING, Reason, Status
 from fixedopt._solver import Problem, Solver, Step, StepContext
 
+AnySolver = Solver[Any]  # the driver runs any solver; its state is opaque here
+Rows = TypeVar("Rows")  # a batch's per-row data (a pytree with a leading batch axis)
+Carry = tuple[jax.Array, "LoopState"]  # (iteration, state) of the batch loop
 
-def secant_curvature(s, y, moved, gamma) -> jax.Array:
+
+def secant_curvature(s: jax.Array, y: jax.Array, moved: jax.Array, gamma: jax.Array) -> jax.Array:
     """``s.y / y.y`` of the last step that moved with positive curvature, else
     ``gamma`` (the one before; ``inf`` before any)."""
     sy, yy = jnp.dot(s, y), jnp.dot(y, y)
@@ -30,7 +36,9 @@ def secant_curvature(s, y, moved, gamma) -> jax.Array:
     return jnp.where(positive, sy / jnp.where(positive, yy, 1.0), gamma)
 
 
-def secant_gradient_measure(problem: Problem, gamma, value, grad, x) -> jax.Array:
+def secant_gradient_measure(
+    problem: Problem, gamma: jax.Array, value: jax.Array, grad: jax.Array, x: jax.Array
+) -> jax.Array:
     """``|g| sqrt(gamma / (2 |f|))``, ``gamma`` from :func:`secant_curvature`.
 
     ``g`` is the projected gradient over free entries and ``gamma`` the curvature
@@ -92,10 +100,10 @@ def _reason(tests: Tests, stopping: Stopping, loose: bool = False) -> jax.Array:
 
     With ``loose``, each relative tolerance is raised to ``stopping.precision``: the
     test of a row that can no longer progress (reported as PRECISION)."""
-    relax = (lambda tol: jnp.maximum(tol, stopping.precision)) if loose else (lambda tol: tol)
 
-    def within(measure, tol):  # a tolerance of 0 turns a relative test off
-        tol = relax(tol)
+    def within(measure: jax.Array, tol: jax.Array) -> jax.Array:
+        # A tolerance of 0 turns a relative test off.
+        tol = jnp.maximum(tol, stopping.precision) if loose else tol
         return (tol > 0) & (measure <= tol)
 
     met = [
@@ -112,7 +120,9 @@ def _reason(tests: Tests, stopping: Stopping, loose: bool = False) -> jax.Array:
     return reason.astype(jnp.int32)
 
 
-def _verdict(outcome, tests: Tests, steps, stopping: Stopping):
+def _verdict(
+    outcome: jax.Array, tests: Tests, steps: jax.Array, stopping: Stopping
+) -> tuple[jax.Array, jax.Array]:
     """``(status, reason)`` of a row after a step whose outcome is ``outcome``.
 
     A step that failed (no acceptable point) took no step: only the gradient tests
@@ -134,13 +144,13 @@ def _verdict(outcome, tests: Tests, steps, stopping: Stopping):
 
 def _infeasible(problem: Problem) -> jax.Array:
     """Empty or NaN bounds on a free entry (traced bounds cannot be checked earlier)."""
-    if not problem.has_bounds:
+    if problem.lower is None or problem.upper is None:
         return jnp.zeros((), bool)
     empty = ~(problem.lower <= problem.upper)  # also True where either is NaN
     return jnp.any(empty & ~problem.fixed)
 
 
-def start(solver: Solver, problem: Problem, x, stopping: Stopping) -> LoopState:
+def start(solver: AnySolver, problem: Problem, x: jax.Array, stopping: Stopping) -> LoopState:
     """Project the starting point, evaluate it, and give the row its first status."""
     x = problem.project(x)
     value, grad = problem.value_and_grad(x)
@@ -150,7 +160,8 @@ def start(solver: Solver, problem: Problem, x, stopping: Stopping) -> LoopState:
     outcome = jnp.where(finite, RUNNING, Status.NONFINITE)
     infinite = jnp.asarray(jnp.inf, value.dtype)
     gradient = solver.gradient_measure(problem, x, value, grad, solver_state)
-    if not solver.exact_gradient_measure:  # no step yet: only an exactly zero gradient
+    if gradient is None or not solver.exact_gradient_measure:
+        # No step yet: only an exactly zero gradient passes.
         gradient = jnp.where(grad_norm == 0, 0.0, infinite)
     tests = Tests(grad_norm, gradient, infinite, infinite, infinite)
     zero = jnp.zeros((), jnp.int32)
@@ -178,7 +189,9 @@ def _relative_reduction(old_value: jax.Array, new_value: jax.Array, step: Step) 
     return jnp.where(step.failed, step.predicted / jnp.abs(old_value), reduction)
 
 
-def _gradient_test(solver: Solver, problem: Problem, kept: LoopState, gamma, state) -> jax.Array:
+def _gradient_test(
+    solver: AnySolver, problem: Problem, kept: LoopState, gamma: jax.Array, state: Any
+) -> jax.Array:
     """The measure ``gtol`` compares at the kept iterate (see :class:`Solver`)."""
     gradient = solver.gradient_measure(problem, kept.x, kept.value, kept.grad, state)
     if solver.exact_gradient_measure and gradient is not None:
@@ -188,7 +201,7 @@ def _gradient_test(solver: Solver, problem: Problem, kept: LoopState, gamma, sta
 
 
 def advance(
-    solver: Solver,
+    solver: AnySolver,
     problem: Problem,
     state: LoopState,
     stopping: Stopping,
@@ -201,11 +214,9 @@ def advance(
     """
     context = StepContext(True, state.steps) if context is None else context
     step = solver.step(problem, state.x, state.value, state.grad, state.solver_state, context)
-    keep = lambda new, old: jnp.where(step.accepted, new, old)
     x, value, grad = (
-        keep(step.x, state.x),
-        keep(step.value, state.value),
-        keep(step.grad, state.grad),
+        jnp.where(step.accepted, new, old)
+        for new, old in ((step.x, state.x), (step.value, state.value), (step.grad, state.grad))
     )
     grad_norm = problem.grad_norm(x, grad)
     s, y = problem.free_part(x - state.x), grad - state.grad
@@ -230,7 +241,11 @@ def _running(state: LoopState) -> jax.Array:
 
 
 def iterate(
-    solver: Solver, problem: Problem, x, stopping: Stopping, unroll_length: int | None = None
+    solver: AnySolver,
+    problem: Problem,
+    x: jax.Array,
+    stopping: Stopping,
+    unroll_length: int | None = None,
 ) -> LoopState:
     """Run ``solver`` on one row from ``x`` until its status is no longer RUNNING.
 
@@ -247,7 +262,7 @@ def iterate(
 
 def compaction_sizes(batch: int, factor: int = 8, smallest: int = 8) -> tuple[int, ...]:
     """The shrinking batch sizes the still-running rows are gathered into."""
-    sizes = []
+    sizes: list[int] = []
     size = batch // factor
     while size >= smallest:
         sizes.append(size)
@@ -262,17 +277,17 @@ def _progress(state: LoopState, total: int, progress: Progress) -> None:
     step = jnp.max(jnp.where(running, state.steps, 0))
     worst = jnp.max(jnp.where(running, state.grad_norm, 0.0))
 
-    def report():
+    def report() -> None:
         jax.debug.callback(progress.report, step, jnp.sum(running), total, worst)
 
     jax.lax.cond(step % progress.every == 0, report, lambda: None)
 
 
 def iterate_batch(
-    solver: Solver,
-    problem_of,
-    rows,
-    x,
+    solver: AnySolver,
+    problem_of: Callable[[Rows], Problem],
+    rows: Rows,
+    x: jax.Array,
     stopping: Stopping,
     compact: bool = False,
     progress: Progress | None = None,
@@ -300,37 +315,42 @@ def iterate_batch(
     """
     total = x.shape[0]
 
-    def start_row(row, x):
+    def start_row(row: Rows, x: jax.Array) -> LoopState:
         return start(solver, problem_of(row), x, stopping)
 
-    def advance_row(row, state, iteration):
+    def advance_row(row: Rows, state: LoopState, iteration: jax.Array) -> LoopState:
         running = _running(state)
         new = advance(solver, problem_of(row), state, stopping, StepContext(running, iteration))
         # A stopped row keeps what it reports. Its solver state is never read again,
         # so it is not copied back (that copy would stream the whole L-BFGS history).
-        reported = [jnp.where(running, a, b) for a, b in zip(new[:-1], state[:-1])]
-        return LoopState(*reported, solver_state=new.solver_state)
+        reported: LoopState = jax.tree.map(
+            lambda a, b: jnp.where(running, a, b),
+            new._replace(solver_state=None),
+            state._replace(solver_state=None),
+        )
+        return reported._replace(solver_state=new.solver_state)
 
-    def body(rows, carry):
+    def body(rows: Rows, carry: Carry) -> Carry:
         iteration, state = carry
         state = jax.vmap(advance_row, in_axes=(0, 0, None))(rows, state, iteration)
         if progress is not None:
             _progress(state, total, progress)
         return iteration + 1, state
 
-    def run(rows, state, until, iteration):
-        return jax.lax.while_loop(
+    def run(rows: Rows, state: LoopState, until: int, iteration: jax.Array) -> Carry:
+        carry: Carry = jax.lax.while_loop(
             lambda carry: jnp.sum(_running(carry[1])) > until,
             lambda carry: body(rows, carry),
             (iteration, state),
         )
+        return carry
 
     state = jax.vmap(start_row)(rows, x)
     sizes = compaction_sizes(x.shape[0]) if compact else ()
     iteration, state = run(rows, state, sizes[0] if sizes else 0, jnp.zeros((), jnp.int32))
     for size, until in zip(sizes, (*sizes[1:], 0)):
         _, index = jax.lax.top_k(_running(state).astype(jnp.int32), size)
-        take = lambda tree, index=index: jax.tree.map(lambda a: a[index], tree)
+        take = functools.partial(jax.tree.map, lambda a, index=index: a[index])
         iteration, subset = run(take(rows), take(state), until, iteration)
         state = jax.tree.map(lambda a, b, index=index: a.at[index].set(b), state, subset)
     return state

@@ -17,6 +17,7 @@ from fixedopt._solver import Solver
 from fixedopt._solvers.gauss_newton import LevenbergMarquardt
 from fixedopt._solvers.lbfgs import LBFGS
 from fixedopt._validate import (
+    PyTree,
     args_tuple,
     batch_size,
     batched_args,
@@ -31,14 +32,14 @@ from fixedopt._validate import (
 
 
 def minimize(
-    fun: Callable,
+    fun: Callable[..., Any],
     x0: Any,
     fixed: Any,
     *,
     fixed_values: Any = None,
     bounds: Any = None,
-    solver: Solver | None = None,
-    args: tuple = (),
+    solver: Solver[Any] | None = None,
+    args: tuple[Any, ...] | list[Any] = (),
     batched: bool = False,
     args_axes: Any = None,
     strategy: str = "mask",
@@ -101,7 +102,7 @@ def minimize(
       max_steps: the iteration limit per row (an int below ``2**31``).
       compact: with ``batched=True``, gather the rows still running into smaller
         batches (B/8, B/64, ...) as the others finish, so that a few slow rows do not
-        cost every row their step count (often 2-8x faster with stragglers). Each
+        cost every row their step count (``benchmarks/results``: ``scale`` suite). Each
         row runs the same algorithm, but XLA compiles the smaller batches into
         different machine code, so a row's iterates may differ in the last bits (a
         few ulp) from an uncompacted run — enough, over thousands of steps or right
@@ -164,14 +165,14 @@ def minimize(
 
 
 def least_squares(
-    residual_fun: Callable,
+    residual_fun: Callable[..., Any],
     x0: Any,
     fixed: Any,
     *,
     fixed_values: Any = None,
     bounds: Any = None,
-    solver: Solver | None = None,
-    args: tuple = (),
+    solver: Solver[Any] | None = None,
+    args: tuple[Any, ...] | list[Any] = (),
     batched: bool = False,
     args_axes: Any = None,
     strategy: str = "mask",
@@ -184,7 +185,7 @@ def least_squares(
     differentiate: str = "implicit",
     chunk_size: int | None = None,
     progress: bool | int | str = False,
-    loss: str | Callable = "linear",
+    loss: str | Callable[[jax.Array], jax.Array] = "linear",
     f_scale: float = 1.0,
 ) -> Solution:
     """Minimize ``0.5 * sum(residual_fun(x, *args) ** 2)`` with fixed entries pinned.
@@ -226,7 +227,16 @@ def least_squares(
     return _solve(residual_fun, x0, fixed, fixed_values, bounds, solver, args, options)
 
 
-def _solve(fun, x0, fixed, fixed_values, bounds, solver, args, options: Options) -> Solution:
+def _solve(
+    fun: Callable[..., Any],
+    x0: PyTree,
+    fixed: Any,
+    fixed_values: PyTree,
+    bounds: Any,
+    solver: Solver[Any],
+    args: tuple[Any, ...] | list[Any],
+    options: Options,
+) -> Solution:
     """Validate the problem's data, then run the compiled solve."""
     fun = hashable_function(fun, "residual_fun" if options.least_squares else "fun")
     args = args_tuple(args)
@@ -240,4 +250,6 @@ def _solve(fun, x0, fixed, fixed_values, bounds, solver, args, options: Options)
     batched = batched_args(args, options.args_axes, batch) if options.batched else None
     index = split_indices(mask, options.batched) if options.strategy == "split" else None
     plan = options.plan(batch, batched)
-    return run(fun, solver, plan, x0, mask, values, bounds, args, index, options.stopping(x0))
+    stopping = options.stopping(x0)
+    solution: Solution = run(fun, solver, plan, x0, mask, values, bounds, args, index, stopping)
+    return solution

@@ -76,7 +76,10 @@ class Options(NamedTuple):
         eps = float(jnp.finfo(dtype).eps)
         precision = math.sqrt(eps)
         gtol, ftol, xtol, abs_gtol = self.tolerances
-        as_array = lambda value, default: jnp.asarray(default if value is None else value, dtype)
+
+        def as_array(value: float | jax.Array | None, default: float) -> jax.Array:
+            return jnp.asarray(default if value is None else value, dtype)
+
         return Stopping(
             gtol=as_array(gtol, precision),
             ftol=as_array(ftol, eps),

@@ -30,15 +30,33 @@ class RowData(NamedTuple):
     fixed_values: jax.Array  # (n,)
     lower: jax.Array | None  # (n,), or None without bounds
     upper: jax.Array | None
-    index: jax.Array | None  # (width,) strategy="split": the packed free positions
+    split_index: jax.Array | None  # (width,) strategy="split": packed free positions
     row_args: tuple[Any, ...]  # the leaves of ``args`` that are per row
 
 
-def flatten_row(x0: PyTree, mask: PyTree, values: PyTree, bounds, index, row_args) -> RowData:
+Bounds = tuple[PyTree, PyTree] | None  # normalized (lower, upper) trees like x, or None
+
+
+def _flat(tree: PyTree) -> jax.Array:
+    flat: jax.Array = ravel_pytree(tree)[0]
+    return flat
+
+
+def flatten_row(
+    x0: PyTree,
+    mask: PyTree,
+    values: PyTree,
+    bounds: Bounds,
+    split_index: jax.Array | None,
+    row_args: list[Any],
+) -> RowData:
     """One row's :class:`RowData` from its trees (``vmap`` it for a batch)."""
-    flat = lambda tree: ravel_pytree(tree)[0]
-    lower, upper = (None, None) if bounds is None else (flat(bound) for bound in bounds)
-    return RowData(flat(x0), flat(mask), flat(values), lower, upper, index, tuple(row_args))
+    lower = upper = None
+    if bounds is not None:
+        lower, upper = _flat(bounds[0]), _flat(bounds[1])
+    return RowData(
+        _flat(x0), _flat(mask), _flat(values), lower, upper, split_index, tuple(row_args)
+    )
 
 
 class Objective(NamedTuple):
@@ -77,15 +95,22 @@ class Objective(NamedTuple):
     def problem(self, data: RowData) -> Problem:
         """The problem the solver runs on: the full one, or packed for ``split``."""
         full = self.full_problem(data)
-        return full if data.index is None else split(full, data.index)
+        return full if data.split_index is None else split(full, data.split_index)
 
     def start(self, data: RowData) -> jax.Array:
         """The starting point in the solver's variables (packed for ``split``)."""
         x0 = data.x0 if self.unroll else jax.lax.stop_gradient(data.x0)
-        return x0 if data.index is None else pack(x0, data.index)
+        return x0 if data.split_index is None else pack(x0, data.split_index)
 
 
-def objective(fun, least_squares, x0_row: PyTree, args_of, unroll: bool, one_row: RowData):
+def objective(
+    fun: Callable[..., Any],
+    least_squares: bool | Loss,
+    x0_row: PyTree,
+    args_of: Callable[[tuple[Any, ...]], tuple[Any, ...]],
+    unroll: bool,
+    one_row: RowData,
+) -> Objective:
     """The :class:`Objective` of ``fun``, after checking its output once.
 
     ``x0_row`` gives the row's tree structure (shapes only); ``one_row`` is the shape
@@ -134,13 +159,20 @@ def _loss(least_squares: bool | Loss) -> Loss | None:
     return least_squares if isinstance(least_squares, Loss) else None
 
 
-def differentiable_objective(fun, least_squares: bool | Loss, unravel):
+DifferentiableObjective = Callable[[jax.Array, jax.Array, jax.Array, tuple[Any, ...]], jax.Array]
+
+
+def differentiable_objective(
+    fun: Callable[..., Any], least_squares: bool | Loss, unravel: Callable[[jax.Array], PyTree]
+) -> DifferentiableObjective:
     """``(x, fixed, values, args) -> f``: one row's objective with fixed entries read
     from ``values``, not stopped, for implicit differentiation. It closes over no
     traced value (``unravel`` holds only shapes), as ``custom_jvp`` requires."""
 
-    def objective(x, fixed, values, args):
-        out = fun(unravel(jnp.where(fixed, values, x)), *args)
+    def objective(
+        x: jax.Array, fixed: jax.Array, values: jax.Array, args: tuple[Any, ...]
+    ) -> jax.Array:
+        out: jax.Array = fun(unravel(jnp.where(fixed, values, x)), *args)
         if not least_squares:
             return out
         loss = _loss(least_squares)
@@ -154,6 +186,7 @@ def _residual_functions(call: Callable[[jax.Array], Any], objective: Objective) 
     (scipy's rescaled residuals and Jacobian for a robust loss)."""
     loss = _loss(objective.least_squares)
     jacobian_of = objective.jacobian
+    assert jacobian_of is not None  # set by objective() for least squares
 
     def residual(flat_x: jax.Array) -> jax.Array:
         return jnp.ravel(call(flat_x))

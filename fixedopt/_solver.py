@@ -55,6 +55,7 @@ class Problem(NamedTuple):
 
     @property
     def has_bounds(self) -> bool:
+        """Whether the problem has bounds (static: known when tracing)."""
         return self.lower is not None
 
     def residual_value(self, x: jax.Array, residual: jax.Array) -> jax.Array:
