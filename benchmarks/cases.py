@@ -104,8 +104,15 @@ def run_case(case: Case, settings: Settings, repeats: Repeats) -> list[dict]:
     times, outputs = timing.interleaved({k: r.call for k, r in runners.items()}, counts)
     records = []
     for name, problem in problems.items():
-        base = {"kind": "case", "problem": problem.name, "group": "+".join(case.problems),
-                "B": case.batch, "n": case.n, "dtype": case.dtype, "gtol": settings.gtol}  # fmt: skip
+        base = {
+            "kind": "case",
+            "problem": problem.name,
+            "group": "+".join(case.problems),
+            "B": case.batch,
+            "n": case.n,
+            "dtype": case.dtype,
+            "gtol": settings.gtol,
+        }
         reference = None
         for method in case.methods:
             record = base | {"method": method}

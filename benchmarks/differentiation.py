@@ -23,7 +23,9 @@ from benchmarks.problems import quartic
 def gradient(problem, differentiate: str, max_steps: int):
     """``b -> (d sum(sin(x*)) / d b, steps)``, jitted."""
     settings = Settings(1e-10, max_steps)
-    solve, (x0, fixed, bounds, diag, _) = fixedopt_call(problem, settings, differentiate=differentiate)
+    solve, (x0, fixed, bounds, diag, _) = fixedopt_call(
+        problem, settings, differentiate=differentiate
+    )
 
     def loss(b):
         solution = solve(x0, fixed, bounds, diag, b)
@@ -43,10 +45,17 @@ def run(quick: bool, args) -> list[dict]:
             compiled = gradient(problem, name, max_steps).lower(b).compile()
         grad, steps = jax.block_until_ready(compiled(b))
         calls[name] = lambda compiled=compiled: jax.block_until_ready(compiled(b))
-        records[name] = {"kind": "differentiation", "method": name, "B": batch, "n": n,
-                         "max_steps": max_steps, "compile_s": compiles.seconds,
-                         "temp_bytes": int(compiled.memory_analysis().temp_size_in_bytes),
-                         "max_steps_taken": int(jnp.max(steps)), "gradient": np.asarray(grad)}  # fmt: skip
+        records[name] = {
+            "kind": "differentiation",
+            "method": name,
+            "B": batch,
+            "n": n,
+            "max_steps": max_steps,
+            "compile_s": compiles.seconds,
+            "temp_bytes": int(compiled.memory_analysis().temp_size_in_bytes),
+            "max_steps_taken": int(jnp.max(steps)),
+            "gradient": np.asarray(grad),
+        }
     times, _ = timing.interleaved(calls, repeats)
     implicit, unroll = (records[k].pop("gradient") for k in ("implicit", "unroll"))
     difference = float(np.max(np.abs(implicit - unroll)) / np.max(np.abs(implicit)))

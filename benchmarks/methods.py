@@ -214,8 +214,17 @@ def public_call(fun, settings: Settings, least_squares: bool, options: tuple):
     solve = fixedopt.least_squares if least_squares else fixedopt.minimize
 
     def call(x0, fixed, bounds, *args):
-        return solve(fun, x0, fixed, args=args, bounds=bounds, batched=True,
-                     max_steps=settings.max_steps, **settings.fixedopt_tolerances, **dict(options))  # fmt: skip
+        return solve(
+            fun,
+            x0,
+            fixed,
+            args=args,
+            bounds=bounds,
+            batched=True,
+            max_steps=settings.max_steps,
+            **settings.fixedopt_tolerances,
+            **dict(options),
+        )
 
     return call
 

@@ -20,6 +20,8 @@ LS_ANCHORS = (
     ("lmfit loop", "lmfit-loop"),
 )
 OPTAX_TARGET, COMPILE_TARGET_S = 1.5, 2.0
+ENVIRONMENT = {"kind", "backend", "device", "device_count", "host_cpus", "blas_threads", "versions",
+               "date", "suite", "quick", "suite_wall_s"}  # fmt: skip
 
 
 def mark(ok: bool) -> str:
@@ -87,8 +89,14 @@ def minimize_rows(records) -> list[dict]:
             row[label] = text + (f" {mark(value >= target)}" if marked else "")
         for variant in ("split", "mask-chunk64"):
             row[variant] = ratio(methods.get(f"fixedopt-{variant}"), mine)[0]
-        rows.append(row | {"compile": f"{mine['compile_s']:.1f} {mark(mine['compile_s'] <= COMPILE_TARGET_S)}",
-                           "converged": mine["converged_frac"], "exact": yes(mine["fixed_bit_identical"])})  # fmt: skip
+        rows.append(
+            row
+            | {
+                "compile": f"{mine['compile_s']:.1f} {mark(mine['compile_s'] <= COMPILE_TARGET_S)}",
+                "converged": mine["converged_frac"],
+                "exact": yes(mine["fixed_bit_identical"]),
+            }
+        )
     return rows
 
 
@@ -97,9 +105,15 @@ def least_squares_rows(records) -> list[dict]:
     for (problem, dtype, batch, n, _), methods in by_case(records).items():
         mine = methods.get("fixedopt-lm")
         if mine is not None and "skipped" not in mine:
-            rows.append(mine | {"case": f"{problem} | {dtype} | {batch} | {n}",
-                                "mine": seconds(mine), "exact": yes(mine["fixed_bit_identical"]),
-                                **{label: ratio(methods.get(m), mine)[0] for label, m in LS_ANCHORS}})  # fmt: skip
+            rows.append(
+                mine
+                | {
+                    "case": f"{problem} | {dtype} | {batch} | {n}",
+                    "mine": seconds(mine),
+                    "exact": yes(mine["fixed_bit_identical"]),
+                    **{label: ratio(methods.get(m), mine)[0] for label, m in LS_ANCHORS},
+                }
+            )
     return rows
 
 
@@ -123,11 +137,13 @@ def detail(r: dict) -> str:
         return f"skipped: {r['skipped']} |" + " |" * 10
     memory = "—" if r["memory_bytes"] is None else f"{r['memory_bytes'] / 2**20:.1f}"
     per_step = 1e6 * r["time_median_s"] / max(r["steps_max"], 1)
-    return (f"{seconds(r)} | {r['time_min_s']:.3g}–{r['time_max_s']:.3g} | {r['repeats']} "
-            f"| {r['time_vs_reference']:.2f}x | {r['compile_s']:.1f} "
-            f"| {r['steps_mean']:.1f}/{r['steps_max']} | {per_step:.0f} | {r['converged_frac']:.3f} "
-            f"| {r['gtol_met_frac']:.3f} | {r['max_rel_obj_diff']:.1e} "
-            f"| {yes(r['fixed_bit_identical'])} | {memory}")  # fmt: skip
+    return (
+        f"{seconds(r)} | {r['time_min_s']:.3g}–{r['time_max_s']:.3g} | {r['repeats']} "
+        f"| {r['time_vs_reference']:.2f}x | {r['compile_s']:.1f} "
+        f"| {r['steps_mean']:.1f}/{r['steps_max']} | {per_step:.0f} | {r['converged_frac']:.3f} "
+        f"| {r['gtol_met_frac']:.3f} | {r['max_rel_obj_diff']:.1e} "
+        f"| {yes(r['fixed_bit_identical'])} | {memory}"
+    )
 
 
 CASE = "{problem} | {dtype} | {B} | {n}"
@@ -152,10 +168,12 @@ SECTIONS = {  # kind: (title, text, columns)
                   "ill-conditioned one, interleaved in one case (per-row loops, timed on "
                   "rows without it, are left out). Rows other steps: rows whose step count "
                   "differs from the case's first method.",
-                  [("B", "{B}"), ("n", "{n}"), ("method", "{method}"), ("without (s)", "{without:.4g}"),
-                   ("with straggler (s)", "{time_median_s:.4g}"), ("with / without", "{ratio:.2f}x"),
+                  [("B", "{B}"), ("n", "{n}"), ("method", "{method}"),
+                   ("without (s)", "{without:.4g}"), ("with straggler (s)", "{time_median_s:.4g}"),
+                   ("with / without", "{ratio:.2f}x"),
                    ("steps max (others)", "{steps_max} ({others_max})"),
-                   ("rows other steps", "{rows_other_steps:d}"), ("compile (s)", "{compile_s:.2f}")]),
+                   ("rows other steps", "{rows_other_steps:d}"),
+                   ("compile (s)", "{compile_s:.2f}")]),
     "case": ("All measurements", "`vs first`: time over that of the case's first method; "
              "`max rel Δf` against it too.",
              [(CASE.replace("{", "").replace("}", ""), CASE), ("method", "{method}"),
@@ -173,82 +191,51 @@ SECTIONS = {  # kind: (title, text, columns)
                    ("split (width)", "{split_vs_unmasked:.3f}x ({split_width})")]),
     "keep_fixed": ("keep_fixed(optax.adam(1e-3)) vs optax.adam(1e-3), one step",
                    "Buffers donated. Reference: one elementwise pass reading and writing the "
-                   "same buffers as Adam, the memory-bandwidth floor.",
-                   [("vector", lambda r: f"2^{r['size'].bit_length() - 1} {r['dtype']}"),
-                    ("reference step (ms)", lambda r: f"{1e3 * r['reference_step_s']:.2f}"),
-                    ("reference GB/s", "{reference_GBps:.1f}"), ("adam / ref", "{adam_vs_reference:.2f}x"),
-                    ("keep_fixed / ref", "{keep_fixed_vs_reference:.2f}x"),
-                    ("keep_fixed / adam", "{keep_fixed_vs_adam:.3f}x"),
-                    ("fixed exact", lambda r: yes(r["fixed_bit_identical"]))]),
+                   "same buffers as Adam, the memory-bandwidth floor.", None),
     "strategy": ('strategy="split" vs strategy="mask": whole solves (public calls)',
                  "quad, LBFGS; split's time includes packing the indices from the concrete mask.",
-                 [("B", "{B}"), ("n", "{n}"), ("mask pattern", "{pattern}"),
-                  ("split width", "{split_width:d}"), ("mask (s)", "{mask_s:.3g}"),
-                  ("split (s)", "{split_s:.3g}"), ("split / mask", "{split_vs_mask:.2f}x"),
-                  ("steps mean", "{steps_mean:.1f}"),
-                  ("split rel Δf vs mask", "{split_max_rel_obj_diff_vs_mask:.1e}")]),
+                 None),
     "new_mask": ("Compilations when only the mask changes (must be 0)",
-                 "Programs compiled for fixedopt's solves (`fixedopt.testing.compiled_solves`) "
-                 "and XLA compilations of any kind during the call.",
-                 [("call", "{call} ({problem})"), ("B", "{B}"), ("n", "{n}"),
-                  ("programs compiled", "{cache_growth:d}"), ("XLA compiles", "{backend_compiles:d}"),
-                  ("ok", lambda r: mark(r["ok"]))]),
+                 "`cache_growth`: programs compiled for fixedopt's solves "
+                 "(`fixedopt.testing.compiled_solves`); `backend_compiles`: XLA compilations.",
+                 None),
     "split_compiles": ('Compilations under strategy="split" per free count',
-                       "A new free count compiles only for a new packed width.",
-                       [("B", "{B}"), ("n", "{n}"), ("free", "{free_count:d}"), ("width", "{width:d}"),
-                        ("programs compiled", "{cache_growth:d}"),
-                        ("XLA compiles", "{backend_compiles:d}"), ("expected", "{expected_new:d}"),
-                        ("ok", lambda r: mark(r["ok"]))]),
-    "dispatch": ("Python overhead of the public call", "",
-                 [("problem", "{problem}"), ("B", "{B}"), ("n", "{n}"),
-                  ("public call (ms)", lambda r: f"{1e3 * r['public_s']:.2f}"),
-                  ("under the caller's jit (ms)", lambda r: f"{1e3 * r['jitted_s']:.2f}")]),
+                       "A new free count compiles only for a new packed width.", None),
+    "dispatch": ("Python overhead of the public call", "", None),
     "fusion": ("The fixed mask fused into the plain program's passes",
-               "Median of paired ratios (masked / plain), interleaved; arrays of at least "
-               "`elements` entries the compiled program writes to memory.",
-               [("case", "{case}"), ("elements", "{elements:d}"), ("masked / plain", "{ratio_median:.3f}x"),
-                ("plain (ms)", lambda r: f"{1e3 * r['plain_time_median_s']:.2f}"),
-                ("masked (ms)", lambda r: f"{1e3 * r['masked_time_median_s']:.2f}"),
-                ("written, plain", lambda r: ", ".join(r["plain_materialized"])),
-                ("written, masked", lambda r: ", ".join(r["masked_materialized"]))]),
-    "memory": ("Peak memory: XLA memory of the compiled batched solve", "",
-               [("B", "{B:,}"), ("n", "{n:d}"), ("chunk_size", lambda r: str(r["chunk_size"] or "none")),
-                ("temp memory (MiB)", lambda r: f"{r['temp_bytes'] / 2**20:.1f}"),
-                ("arguments + outputs (MiB)",
-                 lambda r: f"{(r['argument_bytes'] + r['output_bytes']) / 2**20:.1f}"),
-                ("time (s)", lambda r: f"{r['time_s']:.2f}" if "time_s" in r else "—")]),
+               "`ratio_median`: median of paired ratios (masked / plain), interleaved; "
+               "`*_materialized`: arrays of at least `elements` entries the program writes.",
+               None),
+    "memory": ("Peak memory: XLA memory of the compiled batched solve (bytes)", "", None),
     "differentiation": ("Implicit vs unrolled gradient through a batched solve",
-                        "`jax.grad` of `sum(sin(x*))` with respect to the linear term; "
-                        "the unrolled gradient runs all max_steps (a scan).",
-                        [("method", "{method}"), ("B", "{B}"), ("n", "{n}"),
-                         ("median (s)", "{time_median_s:.4f}"),
-                         ("min–max (s)", "{time_min_s:.4f}–{time_max_s:.4f}"),
-                         ("vs implicit", "{vs_implicit:.1f}x"), ("compile (s)", "{compile_s:.2f}"),
-                         ("temp memory (MiB)", lambda r: f"{r['temp_bytes'] / 2**20:.1f}"),
-                         ("memory vs implicit", "{memory_vs_implicit:.1f}x"),
-                         ("steps taken / max", "{max_steps_taken} / {max_steps}"),
-                         ("max rel gradient diff", "{max_relative_gradient_difference:.1e}")]),
+                        "`jax.grad` of `sum(sin(x*))` with respect to the linear term; the "
+                        "unrolled gradient runs all max_steps (a scan); memory: XLA temp bytes.",
+                        None),
     "units": ("The same fit in other units (4 rows: statuses; correct digits vs MINPACK)", "",
-              [("solver", "{solver}"), ("dtype", "{dtype}"), ("scale", "{scale:g}"),
-               ("statuses", lambda r: ", ".join(r["statuses"])),
-               ("digits", lambda r: ", ".join(map(str, r["digits"])))]),
+              None),
     "truth_summary": ("MGH least-squares problems from their standard starts",
                       "Accurate: relative error <= 100 sqrt(eps) in every parameter. "
-                      "Truthful: CONVERGED exactly when accurate.",
-                      [("solver", "{solver}"), ("dtype", "{dtype}"),
-                       ("truthful rows", "{truthful:d}/{rows}"), ("converged", "{converged:d}"),
-                       ("accurate", "{accurate:d}")]),
-    "truth": ("Every MGH row", "",
-              [("problem", "{problem}"), ("solver", "{solver}"), ("dtype", "{dtype}"),
-               ("status", "{status}"), ("steps", "{steps:d}"), ("error", "{error:.1e}"),
-               ("truthful", lambda r: yes(r["truthful"]))]),
+                      "Truthful: CONVERGED exactly when accurate.", None),
+    "truth": ("Every MGH row", "", None),
 }  # fmt: skip
 DERIVED = {"minimize": minimize_rows, "least_squares": least_squares_rows,
            "straggler": straggler_rows}  # fmt: skip
 
 
+def cell(value) -> str:
+    """A measurement as text: floats to 4 digits, booleans yes/NO, lists joined."""
+    if isinstance(value, bool):
+        return yes(value)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
 def section(kind: str, rows: list[dict]) -> list[str]:
+    """A section; without curated columns, one column per measured field (JSON names)."""
     title, text, columns = SECTIONS[kind]
+    fields = [k for k in rows[0] if k not in ENVIRONMENT]
+    columns = columns or [(k, lambda r, k=k: cell(r.get(k, "—"))) for k in fields]
     return ["", f"## {title}", "", *([text, ""] if text else []), *table(rows, columns)]
 
 
@@ -267,15 +254,19 @@ def notes(records) -> list[str]:
     cases = [r for r in records if r.get("kind") == "case"]
     if cases:
         gtols = sorted({(r["dtype"], r["gtol"]) for r in cases})
-        lines.append(f"- Tolerance {', '.join(f'{d}: {g:g}' for d, g in gtols)} (max-norm of the "
-                     "projected gradient on free entries). `converged`: as the method reports it; "
-                     "`gtol met`: re-evaluated in NumPy float64 at the returned x; `*`: the per-row "
-                     "loops (and jaxopt) solved the first rows only, time × B / rows.")  # fmt: skip
+        lines.append(
+            f"- Tolerance {', '.join(f'{d}: {g:g}' for d, g in gtols)} (max-norm of the "
+            "projected gradient on free entries). `converged`: as the method reports it; "
+            "`gtol met`: re-evaluated in NumPy float64 at the returned x; `*`: the per-row "
+            "loops (and jaxopt) solved the first rows only, time × B / rows."
+        )
     for r in cases:
         if "new_mask_compiles" in r:
             c = r["new_mask_compiles"]
-            lines.append(f"- {r['problem']} B={r['B']} n={r['n']}: a new mask compiled "
-                         f"{c['cache_growth']} programs, {c['backend_compiles']} XLA (both must be 0).")  # fmt: skip
+            lines.append(
+                f"- {r['problem']} B={r['B']} n={r['n']}: a new mask compiled "
+                f"{c['cache_growth']} programs, {c['backend_compiles']} XLA (both must be 0)."
+            )
     method_notes: dict[str, set] = {}
     for r in cases:
         found = [n for n in r.get("notes", []) if "extrapolated" not in n]

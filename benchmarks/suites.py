@@ -11,7 +11,8 @@
   and TFP's batched L-BFGS on ill-conditioned quadratics, ``quad`` and ``rosen``;
 * ``small_n`` — the same three on ``quad`` with n=8, B = 256 ... 16384 (per-step cost).
 
-``--quick`` runs each suite's small variant: a smoke run.
+``--quick`` runs each suite's small variant: a smoke run (``cpu``'s leaves the
+micro-benchmarks to ``--suite micro --quick``; ``gpu``'s runs them on the device).
 """
 
 from __future__ import annotations
@@ -20,11 +21,18 @@ import dataclasses
 
 from benchmarks.cases import Case, Repeats, run_case
 from benchmarks.methods import GTOL, Settings
-from benchmarks.micro import Micro, compiles_during, blocked_call
+from benchmarks.micro import Micro, blocked_call, compiles_during
 from benchmarks.micro import run as run_micro
 
-MINIMIZE = ("scipy-lbfgsb-loop", "jaxopt-lbfgsb-vmap", "optax-lbfgs-vmap-mask",
-            "tfp-lbfgs-batch", "fixedopt-mask", "fixedopt-split", "fixedopt-mask-chunk64")  # fmt: skip
+MINIMIZE = (
+    "scipy-lbfgsb-loop",
+    "jaxopt-lbfgsb-vmap",
+    "optax-lbfgs-vmap-mask",
+    "tfp-lbfgs-batch",
+    "fixedopt-mask",
+    "fixedopt-split",
+    "fixedopt-mask-chunk64",
+)
 LARGE = MINIMIZE[:5] + MINIMIZE[6:]  # no split at the largest sizes (saves ~2 min on CPU)
 DEVICE = MINIMIZE[:6]  # chunk64 is a CPU cache trick
 LEAST_SQUARES = ("scipy-least-squares-loop", "lmfit-loop", "fixedopt-lm")
@@ -106,11 +114,11 @@ GPU = Plan(
 )  # fmt: skip
 
 
-def smoke(minimize) -> Plan:
+def smoke(minimize, micro=None) -> Plan:
     """Every method of a full suite once, tiny: a smoke run."""
     cases = (*grid(("quad",), ((16, 8),), minimize), *grid(("spectra",), ((8, 10),), LEAST_SQUARES),
              *grid(("quad", "straggler"), ((16, 8),), STRAGGLER))  # fmt: skip
-    return Plan(cases, loop_rows=4, jaxopt_work=64, micro=MICRO_QUICK)
+    return Plan(cases, loop_rows=4, jaxopt_work=64, micro=micro)
 
 
 LINE_SEARCH_CASES = tuple(
@@ -129,7 +137,7 @@ PLANS = {  # name: (full, quick)
     "solvers": (Plan(SOLVER_CASES, new_mask_check=True),
                 Plan(grid(("quad",), ((16, 8),), SOLVERS), new_mask_check=True)),
     "cpu": (CPU, smoke(MINIMIZE)),
-    "gpu": (GPU, smoke(DEVICE)),
+    "gpu": (GPU, smoke(DEVICE, MICRO_QUICK)),
     "micro": (Plan(micro=MICRO), Plan(micro=MICRO_QUICK)),
     "linesearch": (Plan(LINE_SEARCH_CASES, max_steps=2000),
                    Plan(grid(("illquad",), ((16, 8),), LINESEARCH, condition=1e4))),
