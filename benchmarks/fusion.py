@@ -1,18 +1,14 @@
 """Does the fixed mask cost a pass over memory? ``keep_fixed(adam)`` vs ``adam`` and
-``fix(fun)`` vs ``fun``, timed side by side, with the compiled programs' fusion counts.
+``fix(fun)`` vs ``fun``, timed side by side, with what the compiled programs store.
 
 The masked program should be the plain one with a ``where`` fused into each pass: the
-same number of array-sized fusions, and the mask read as ``pred`` (1 byte), never
-widened. Times are interleaved (A B A B ...), medians of ``--repeats`` calls, each
-call blocked until ready; compilation happens before timing.
-
-Run: ``python -m benchmarks.fusion [--log2-size 24] [--repeats 21]``; writes
-``benchmarks/results/<backend>-fusion-<date>.{json,md}``.
+same array-sized results written to memory, the mask read as ``pred`` (1 byte), never
+widened. The programs' text comes from the public route
+``jax.jit(f).lower(*args).compile().as_text()``.
 """
 
 from __future__ import annotations
 
-import argparse
 import re
 
 import jax
@@ -21,11 +17,13 @@ import numpy as np
 import optax
 
 import fixedopt
-from benchmarks.timing import environment, interleaved, save_results, summary
+from benchmarks.timing import interleaved, summary
 
 
 def adam_steps(size: int):
-    """Plain and masked Adam steps (update + apply), params and state donated."""
+    """Adam steps (update + apply) on ``size`` float32 entries, params and state donated:
+    ``plain``, ``masked`` (``keep_fixed``) and a bandwidth ``reference`` that reads and
+    writes the same buffers (``p, mu, nu <- (p, mu, nu) * a + g``)."""
     adam = optax.adam(1e-3)
 
     def plain(params, state, grad):
@@ -36,16 +34,22 @@ def adam_steps(size: int):
         updates, state = fixedopt.keep_fixed(adam, fixed).update(grad, state, params)
         return optax.apply_updates(params, updates), state
 
+    def reference(params, state, grad):
+        scaled = lambda a: a * jnp.float32(0.999) + grad
+        moments = state[0]._replace(mu=scaled(state[0].mu), nu=scaled(state[0].nu))
+        return scaled(params), (moments, *state[1:])
+
     rng = np.random.default_rng(0)
     params = jnp.asarray(rng.normal(size=size), jnp.float32)
     grad = jnp.asarray(rng.normal(size=size), jnp.float32)
     fixed = jnp.asarray(rng.random(size) < 0.3)
     masked_init = fixedopt.keep_fixed(adam, fixed).init
-    inputs = {
+    programs = {
         "plain": (plain, lambda: (params + 0, adam.init(params), grad)),
         "masked": (masked, lambda: (params + 0, masked_init(params), grad, fixed)),
+        "reference": (reference, lambda: (params + 0, adam.init(params), grad)),
     }
-    return inputs, (0, 1)
+    return programs, (0, 1)
 
 
 def objective_steps(size: int, n: int = 64):
@@ -58,93 +62,64 @@ def objective_steps(size: int, n: int = 64):
     x = jnp.asarray(rng.normal(size=(size // n, n)), jnp.float32)
     fixed = jnp.asarray(rng.random(x.shape) < 0.3)
     values = jnp.asarray(rng.normal(size=x.shape), jnp.float32)
-    plain = jax.value_and_grad(fun)
 
     def masked(x, fixed, values):
         return jax.value_and_grad(fixedopt.fix(fun, fixed, values))(x)
 
-    return {"plain": (plain, lambda: (x,)), "masked": (masked, lambda: (x, fixed, values))}, ()
+    return {"plain": (jax.value_and_grad(fun), lambda: (x,)),
+            "masked": (masked, lambda: (x, fixed, values))}, ()  # fmt: skip
 
 
 def materialized(hlo: str, size: int) -> list[str]:
     """Types of the arrays of ``size`` elements or more that the compiled program writes
-    to memory: results of its entry computation's instructions other than parameters
-    and tuples. Each is one pass over memory; a mask widened to a float and stored, or
-    a second masking pass, would add one."""
-    entry = hlo[hlo.index("\nENTRY") :].splitlines()[1:]
+    to memory: results of its entry computation other than parameters and tuples. Each
+    is one pass over memory; a widened mask or a second masking pass would add one."""
     found = []
-    for line in entry:
+    for line in hlo[hlo.index("\nENTRY") :].splitlines()[1:]:
         match = re.match(r"\s*(?:ROOT )?%\S+ = ([a-z]+[0-9]*)\[([0-9,]*)\]\S* (\S+?)\(", line)
         if not match or match.group(3) in ("parameter", "tuple"):
             continue
-        dims = [int(d) for d in match.group(2).split(",") if d]
-        if int(np.prod(dims)) >= size:
+        if int(np.prod([int(d) for d in match.group(2).split(",") if d])) >= size:
             found.append(f"{match.group(1)}:{match.group(3)}")
     return sorted(found)
 
 
-def measure(name: str, cases, donate, size: int, repeats: int) -> dict:
-    compiled, fresh = {}, {}
-    for key, (fun, make_inputs) in cases.items():
-        args = make_inputs()
-        compiled[key] = jax.jit(fun, donate_argnums=donate).lower(*args).compile()
-        fresh[key] = make_inputs
-    state = {key: fresh[key]() for key in cases}
+def stepper(compiled, make_inputs, donate, steps: int = 1):
+    """A call running ``steps`` steps of ``compiled``, feeding donated outputs back in
+    (as a training loop does), blocked; ``call.inputs`` holds the live inputs."""
+    inputs = list(make_inputs())
 
-    def call(key):
-        def run():
-            out = jax.block_until_ready(compiled[key](*state[key]))
-            if donate:  # feed the donated outputs back in, as a training loop does
-                state[key] = (*out, *state[key][len(donate) :])
-            return out
+    def call():
+        for _ in range(steps):
+            out = compiled(*inputs)
+            if donate:
+                inputs[: len(donate)] = out
+        return jax.block_until_ready(out)
 
-        return run
-
-    times, _ = interleaved({key: call(key) for key in cases}, dict.fromkeys(cases, repeats))
-    ratios = sorted(m / p for m, p in zip(times["masked"], times["plain"]))
-    hlo = {key: c.as_text() for key, c in compiled.items()}
-    return {
-        "case": name,
-        "elements": size,
-        "ratio_median": float(np.median(ratios)),
-        "ratio_of_medians": summary(times["masked"])["time_median_s"]
-        / summary(times["plain"])["time_median_s"],
-        **{f"{key}_{k}": v for key in cases for k, v in summary(times[key]).items()},
-        **{f"{key}_materialized": materialized(hlo[key], size) for key in cases},
-    }
+    call.inputs = inputs
+    return call
 
 
-def markdown(rows: list[dict], env: dict) -> str:
-    lines = [
-        f"Fusion micro-benchmark, {env['backend']} ({env['device']}), {env['date']}.",
-        "",
-        "| case | elements | masked / plain (median of paired ratios) | plain (ms) | "
-        "masked (ms) | arrays written, plain | arrays written, masked |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+def measure(name: str, programs, donate, size: int, repeats: int) -> dict:
+    """Masked vs plain, interleaved; the paired ratios' median and the stored arrays."""
+    compiled = {key: jax.jit(programs[key][0], donate_argnums=donate)
+                .lower(*programs[key][1]()).compile() for key in ("plain", "masked")}  # fmt: skip
+    calls = {key: stepper(c, programs[key][1], donate) for key, c in compiled.items()}
+    times, _ = interleaved(calls, repeats)
+    ratios = [m / p for m, p in zip(times["masked"], times["plain"])]
+    record = {"kind": "fusion", "case": name, "elements": size,
+              "ratio_median": float(np.median(ratios))}  # fmt: skip
+    for key, program in compiled.items():
+        record |= {f"{key}_{k}": v for k, v in summary(times[key]).items()}
+        record[f"{key}_materialized"] = materialized(program.as_text(), size)
+    record["ratio_of_medians"] = record["masked_time_median_s"] / record["plain_time_median_s"]
+    return record
+
+
+def run(quick: bool) -> list[dict]:
+    """The fusion suite: 2^24 entries, 21 repeats (quick: 2^14, 3)."""
+    size, repeats = (1 << 14, 3) if quick else (1 << 24, 21)
+    return [
+        measure("keep_fixed(adam) step, donated", *adam_steps(size), size, repeats),
+        measure("fix(fun) value+grad, (B, 64)", *objective_steps(size), size, repeats),
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['case']} | {r['elements']} | {r['ratio_median']:.3f}x | "
-            f"{1e3 * r['plain_time_median_s']:.2f} | {1e3 * r['masked_time_median_s']:.2f} | "
-            f"{', '.join(r['plain_materialized'])} | {', '.join(r['masked_materialized'])} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--log2-size", type=int, default=24)
-    parser.add_argument("--repeats", type=int, default=21)
-    options = parser.parse_args(argv)
-    size = 1 << options.log2_size
-    rows = [
-        measure("keep_fixed(adam) step, donated", *adam_steps(size), size, options.repeats),
-        measure("fix(fun) value+grad, (B, 64)", *objective_steps(size), size, options.repeats),
-    ]
-    env = environment()
-    save_results(f"{env['backend']}-fusion-{env['date']}", {"environment": env, "rows": rows},
-                 markdown(rows, env))  # fmt: skip
-
-
-if __name__ == "__main__":
-    main()

@@ -1,97 +1,73 @@
-"""Micro-benchmarks: the cost of the mask itself, and of ``keep_fixed`` on a big vector.
+"""Micro-benchmarks: the cost of the mask itself, of ``keep_fixed``, of the public call,
+of ``strategy="split"``, and the compilations a new mask causes.
 
-* ``objective``: one batched objective + gradient, unmasked vs masked with
-  :func:`fixedopt.fix` (target: masked <= 1.05x unmasked) vs index splitting (packed
-  free entries scattered into the full vector inside the objective);
-* ``keep_fixed``: one ``keep_fixed(optax.adam(1e-3))`` step vs one plain
-  ``optax.adam(1e-3)`` step on a 2^24 float32 vector, buffers donated, both against an
-  elementwise pass over the same buffers (same bytes read and written as Adam) in the
-  same run: how close each gets to memory bandwidth;
-* ``dispatch``: the public call vs the same solve under the caller's ``jax.jit``.
-
-Every comparison is timed interleaved (A B C A B C ...), median of rounds.
+* ``objective``: one batched objective + gradient, unmasked vs :func:`fixedopt.fix`
+  (target <= 1.05x) vs pinned to ``x`` vs index splitting;
+* ``keep_fixed``: ``keep_fixed(optax.adam)`` vs ``optax.adam`` steps, buffers donated,
+  both against a bandwidth reference measured in the same run;
+* ``dispatch``: the public call vs the same solve under the caller's ``jit``;
+* ``strategy``: whole solves with ``strategy="mask"`` and ``"split"`` per mask pattern;
+* ``new_mask``, ``split_compiles``: programs compiled when only the mask changes
+  (must be 0), and under ``split`` per new free count (only for a new packed width),
+  counted with the public test hook :func:`fixedopt.testing.compiled_solves`.
 """
 
 from __future__ import annotations
 
-import statistics
-import time
+import dataclasses
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 import fixedopt
-from benchmarks.base import device_inputs
-from benchmarks.cases import PROBLEMS, SEED
-from fixedopt._reparam import free_indices
+from benchmarks import fusion
+from benchmarks.cases import SEED, quality
+from benchmarks.methods import Settings, device_inputs, fixedopt_call, solution_rows
+from benchmarks.problems import PROBLEMS
+from benchmarks.timing import compile_monitor, medians
+from fixedopt.testing import compiled_solves
 
 MASK_TARGET = 1.05
+PATTERNS = {  # name: (fixed fraction, one mask shared by every row)
+    "per-row 30% fixed": (0.3, False),
+    "shared 30% fixed": (0.3, True),
+    "per-row 90% fixed": (0.9, False),
+    "shared 90% fixed": (0.9, True),
+}
 
 
-def interleaved_medians(calls: dict, rounds: int, inner: int) -> dict[str, float]:
-    """Median seconds per call of each ``calls[name]()`` (which blocks), interleaved.
-
-    Each round times ``inner`` back-to-back calls of each name in turn.
-    """
-    samples: dict[str, list[float]] = {name: [] for name in calls}
-    for call in calls.values():
-        call()  # compile / warm up
-    for _ in range(rounds):
-        for name, call in calls.items():
-            start = time.perf_counter()
-            for _ in range(inner):
-                call()
-            samples[name].append((time.perf_counter() - start) / inner)
-    return {name: statistics.median(times) for name, times in samples.items()}
+def packed_width(fixed: np.ndarray) -> int:
+    """``split``'s packed width: the smallest power of two holding every row's free
+    entries, at most ``n`` (as documented for ``strategy="split"``)."""
+    largest = max(int(np.max(np.sum(~fixed, axis=-1), initial=0)), 1)
+    return min(1 << (largest - 1).bit_length(), fixed.shape[-1])
 
 
-# --- masked objective + gradient -----------------------------------------------------------
-
-
-def objective_calls(problem) -> tuple[dict, int]:
-    """Batched ``value_and_grad`` four ways, and the packed width of ``split``.
-
-    ``masked``: :func:`fixedopt.fix` with the fixed values as a separate array (what the
-    solvers evaluate); ``pinned``: ``where(fixed, stop_gradient(x), x)``, the same
-    values and gradients wherever the fixed entries of ``x`` already hold their values
-    (which the solvers' projection guarantees), without reading a values array.
-    """
-    fun, (x0, fixed, args) = problem.jax_fun, device_inputs(problem)
-    index = jnp.asarray(free_indices(problem.fixed))
-    n = problem.size
-
-    def unmasked(x, *args):
-        return jax.value_and_grad(fun)(x, *args)
-
-    def masked(x, fixed, values, *args):
-        return jax.value_and_grad(fixedopt.fix(fun, fixed, values))(x, *args)
-
-    def pinned(x, fixed, *args):
-        return jax.value_and_grad(
-            lambda x: fun(jnp.where(fixed, jax.lax.stop_gradient(x), x), *args)
-        )(x)
+def objective_calls(problem) -> dict:
+    """Batched ``value_and_grad`` four ways: unmasked, ``fix`` with a values array,
+    ``where(fixed, stop_gradient(x), x)`` and the free entries packed (``split``)."""
+    fun, (x0, fixed, *args) = problem.jax_fun, device_inputs(problem)
+    width, n = packed_width(problem.fixed), problem.size
+    order = np.argsort(problem.fixed, axis=-1, kind="stable")[:, :width]  # free first
+    index = jnp.asarray(np.where(np.take_along_axis(~problem.fixed, order, -1), order, n))
+    z = jnp.take_along_axis(jnp.pad(x0, ((0, 0), (0, 1))), index, axis=1)
+    pinned = lambda x, fixed, *a: fun(jnp.where(fixed, jax.lax.stop_gradient(x), x), *a)
 
     def split(z, index, values, *args):
-        def packed(z):
-            padded = jnp.concatenate([values, jnp.zeros(1, values.dtype)])
-            return fun(padded.at[index].set(z)[:n], *args)
+        padded = jnp.concatenate([values, jnp.zeros(1, values.dtype)])
+        return fun(padded.at[index].set(z)[:n], *args)
 
-        return jax.value_and_grad(packed)(z)
-
-    z = jnp.take_along_axis(jnp.pad(x0, ((0, 0), (0, 1))), index, axis=1)
-    compiled = {
-        "unmasked": (jax.jit(jax.vmap(unmasked)), (x0, *args)),
-        "masked": (jax.jit(jax.vmap(masked)), (x0, fixed, x0, *args)),
-        "pinned": (jax.jit(jax.vmap(pinned)), (x0, fixed, *args)),
-        "split": (jax.jit(jax.vmap(split)), (z, index, x0, *args)),
-    }
-    calls = {
-        name: (lambda f=f, inputs=inputs: jax.block_until_ready(f(*inputs)))
-        for name, (f, inputs) in compiled.items()
-    }
-    return calls, int(index.shape[1])
+    programs = {
+        "unmasked": (jax.value_and_grad(fun), (x0, *args)),
+        "masked": (lambda x, f, v, *a: jax.value_and_grad(fixedopt.fix(fun, f, v))(x, *a),
+                   (x0, fixed, x0, *args)),
+        "pinned": (jax.value_and_grad(pinned), (x0, fixed, *args)),
+        "split": (jax.value_and_grad(split), (z, index, x0, *args)),
+    }  # fmt: skip
+    compiled = {name: (jax.jit(jax.vmap(f)), inputs) for name, (f, inputs) in programs.items()}
+    return {name: (lambda f=f, i=i: jax.block_until_ready(f(*i))) for name, (f, i) in
+            compiled.items()}  # fmt: skip
 
 
 def objective_overhead(sizes, rounds: int) -> list[dict]:
@@ -99,144 +75,136 @@ def objective_overhead(sizes, rounds: int) -> list[dict]:
     records = []
     for name, batch, n in sizes:
         problem = PROBLEMS[name](batch, n, SEED)
-        calls, width = objective_calls(problem)
-        seconds = interleaved_medians(calls, rounds, inner=_inner(batch * n))
-        records.append(
-            {
-                "micro": "objective",
-                "problem": name,
-                "B": batch,
-                "n": n,
-                "split_width": width,
-                **{f"{k}_s": v for k, v in seconds.items()},
-                "masked_vs_unmasked": seconds["masked"] / seconds["unmasked"],
-                "pinned_vs_unmasked": seconds["pinned"] / seconds["unmasked"],
-                "split_vs_unmasked": seconds["split"] / seconds["unmasked"],
-                "target": MASK_TARGET,
-            }
-        )
-        print(_line(records[-1]), flush=True)
+        inner = max(3, min(200, 2_000_000 // (batch * n)))
+        seconds = medians(objective_calls(problem), rounds, inner)
+        ratios = {f"{k}_vs_unmasked": seconds[k] / seconds["unmasked"]
+                  for k in ("masked", "pinned", "split")}  # fmt: skip
+        records.append({"kind": "objective", "problem": name, "B": batch, "n": n,
+                        "split_width": packed_width(problem.fixed),
+                        **{f"{k}_s": v for k, v in seconds.items()}, **ratios,
+                        "target": MASK_TARGET})  # fmt: skip
+        print(f"objective {name} B={batch} n={n}: {ratios}", flush=True)
     return records
 
 
-def _inner(elements: int) -> int:
-    return max(3, min(200, 2_000_000 // elements))
-
-
-def _line(r: dict) -> str:
-    return (
-        f"objective {r['problem']:>6} B={r['B']:<6} n={r['n']:<4} unmasked "
-        f"{1e3 * r['unmasked_s']:8.3f} ms  masked {r['masked_vs_unmasked']:.3f}x  "
-        f"pinned {r['pinned_vs_unmasked']:.3f}x  "
-        f"split(width {r['split_width']}) {r['split_vs_unmasked']:.3f}x"
-    )
-
-
-# --- keep_fixed(adam) vs adam vs bandwidth ---------------------------------------------------
-
-
-def adam_steps(size: int, rounds: int, steps: int) -> dict:
-    """Seconds per step: bandwidth reference, ``optax.adam``, ``keep_fixed(optax.adam)``.
-
-    Parameters and optimizer state are donated and carried from step to step, as in a
-    training loop; gradients and the mask are inputs. The reference reads the same
-    four buffers and writes the same three (``p, mu, nu <- (p, mu, nu) * a + g``).
-    """
-    rng = np.random.default_rng(SEED)
-    grads = jnp.asarray(rng.normal(size=size), jnp.float32)
-    mask = jnp.asarray(rng.random(size) < 0.3)
-    adam = optax.adam(1e-3)
-
-    def plain(params, state, grads, mask):
-        updates, state = adam.update(grads, state, params)
-        return optax.apply_updates(params, updates), state
-
-    def kept(params, state, grads, mask):
-        updates, state = fixedopt.keep_fixed(adam, mask).update(grads, state, params)
-        return optax.apply_updates(params, updates), state
-
-    def reference(params, state, grads, mask):
-        moments = state[0]
-        scaled = lambda a: a * jnp.float32(0.999) + grads
-        inner = moments._replace(mu=scaled(moments.mu), nu=scaled(moments.nu))
-        return scaled(params), (inner, *state[1:])
-
-    params0 = jnp.asarray(rng.normal(size=size), jnp.float32)
-    inits = {"reference": adam.init, "adam": adam.init}
-    inits["keep_fixed"] = fixedopt.keep_fixed(adam, mask).init
-    carries = {name: [params0 + 0.0, init(params0)] for name, init in inits.items()}
-    steps_of = {"reference": reference, "adam": plain, "keep_fixed": kept}
-
-    def stepper(name):
-        step = jax.jit(steps_of[name], donate_argnums=(0, 1))
-
-        def call():
-            carry = carries[name]
-            for _ in range(steps):
-                carry[:] = step(carry[0], carry[1], grads, mask)
-            jax.block_until_ready(carry[0])
-
-        return call
-
-    seconds = interleaved_medians({name: stepper(name) for name in steps_of}, rounds, 1)
-    per_step = {name: s / steps for name, s in seconds.items()}
-    moved = 7 * 4 * size  # bytes: 4 float32 buffers read, 3 written per step
-    fixed = np.asarray(mask)
-    exact = bool(
-        np.array_equal(np.asarray(carries["keep_fixed"][0])[fixed], np.asarray(params0)[fixed])
-    )
-    record = {
-        "micro": "keep_fixed",
-        "size": size,
-        "dtype": "float32",
-        "steps_per_round": steps,
-        **{f"{name}_step_s": s for name, s in per_step.items()},
-        "reference_GBps": moved / per_step["reference"] / 1e9,
-        "adam_vs_reference": per_step["adam"] / per_step["reference"],
-        "keep_fixed_vs_reference": per_step["keep_fixed"] / per_step["reference"],
-        "keep_fixed_vs_adam": per_step["keep_fixed"] / per_step["adam"],
-        "fixed_bit_identical": exact,
-    }
-    print(
-        f"keep_fixed 2^{size.bit_length() - 1} f32: reference {1e3 * per_step['reference']:.2f} ms"
-        f" ({record['reference_GBps']:.1f} GB/s)  adam {record['adam_vs_reference']:.2f}x  "
-        f"keep_fixed {record['keep_fixed_vs_reference']:.2f}x ref, "
-        f"{record['keep_fixed_vs_adam']:.3f}x adam",
-        flush=True,
-    )
-    return record
-
-
-# --- the public call's own cost -----------------------------------------------------------
+def keep_fixed(size: int, rounds: int, steps: int) -> dict:
+    """Seconds per step of the bandwidth reference, ``adam`` and ``keep_fixed(adam)``."""
+    programs, donate = fusion.adam_steps(size)
+    calls = {}
+    for name, (fun, make) in programs.items():
+        compiled = jax.jit(fun, donate_argnums=donate).lower(*make()).compile()
+        calls[name] = fusion.stepper(compiled, make, donate, steps)
+    per_step = {k: s / steps for k, s in medians(calls, rounds).items()}
+    reference, adam, kept = (per_step[k] for k in ("reference", "plain", "masked"))
+    params, _, _, fixed = calls["masked"].inputs
+    start = np.asarray(programs["masked"][1]()[0])
+    return {"kind": "keep_fixed", "size": size, "dtype": "float32", "steps_per_round": steps,
+            "reference_step_s": reference, "adam_step_s": adam, "keep_fixed_step_s": kept,
+            "reference_GBps": 7 * 4 * size / reference / 1e9,  # 4 buffers read, 3 written
+            "adam_vs_reference": adam / reference, "keep_fixed_vs_reference": kept / reference,
+            "keep_fixed_vs_adam": kept / adam, "fixed_bit_identical": bool(np.array_equal(
+                np.asarray(params)[np.asarray(fixed)], start[np.asarray(fixed)]))}  # fmt: skip
 
 
 def dispatch(batch: int, n: int, rounds: int) -> dict:
     """The public call vs the same solve inside the caller's ``jit`` (Python overhead)."""
-    problem = PROBLEMS["quad"](batch, n, SEED)
-    x0, fixed, args = device_inputs(problem)
-
-    def solve(x0, fixed, *args):
-        return fixedopt.minimize(
-            problem.jax_fun, x0, fixed, args=args, batched=True, max_steps=5000
-        )
-
+    solve, inputs = fixedopt_call(PROBLEMS["quad"](batch, n, SEED), Settings())
     jitted = jax.jit(solve)
-    calls = {
-        "public": lambda: jax.block_until_ready(solve(x0, fixed, *args)),
-        "jitted": lambda: jax.block_until_ready(jitted(x0, fixed, *args)),
-    }
-    seconds = interleaved_medians(calls, rounds, inner=5)
-    record = {
-        "micro": "dispatch",
-        "problem": "quad",
-        "B": batch,
-        "n": n,
-        **{f"{k}_s": v for k, v in seconds.items()},
-        "public_minus_jitted_s": seconds["public"] - seconds["jitted"],
-    }
-    print(
-        f"dispatch quad B={batch} n={n}: public {1e3 * seconds['public']:.2f} ms, under jit "
-        f"{1e3 * seconds['jitted']:.2f} ms",
-        flush=True,
-    )
-    return record
+    calls = {"public": lambda: jax.block_until_ready(solve(*inputs)),
+             "jitted": lambda: jax.block_until_ready(jitted(*inputs))}  # fmt: skip
+    seconds = medians(calls, rounds, inner=5)
+    return {"kind": "dispatch", "problem": "quad", "B": batch, "n": n,
+            **{f"{k}_s": v for k, v in seconds.items()},
+            "public_minus_jitted_s": seconds["public"] - seconds["jitted"]}  # fmt: skip
+
+
+def blocked_call(problem, **options):
+    """The public call on ``problem``, blocked (``least_squares`` for a residual form)."""
+    call, inputs = fixedopt_call(problem, Settings(), problem.jax_residual is not None, **options)
+    return lambda: jax.block_until_ready(call(*inputs))
+
+
+def split_vs_mask(batch: int, n: int, rounds: int) -> list[dict]:
+    """Whole solves of ``quad`` with both strategies, per mask pattern (public calls)."""
+    records = []
+    for pattern, (fraction, shared) in PATTERNS.items():
+        problem = PROBLEMS["quad"](batch, n, SEED).with_mask(SEED + 7, fraction, shared)
+        calls = {s: blocked_call(problem, strategy=s) for s in ("mask", "split")}
+        seconds = medians(calls, rounds)
+        mask_rows, split_rows = (solution_rows(calls[s]()) for s in ("mask", "split"))
+        agree = quality(problem, split_rows, mask_rows, Settings.gtol)
+        records.append({"kind": "strategy", "problem": "quad", "B": batch, "n": n,
+                        "pattern": pattern, "split_width": packed_width(problem.fixed),
+                        "mask_s": seconds["mask"], "split_s": seconds["split"],
+                        "split_vs_mask": seconds["split"] / seconds["mask"],
+                        "split_max_rel_obj_diff_vs_mask": agree["max_rel_obj_diff"],
+                        "steps_mean": float(np.mean(mask_rows.steps))})  # fmt: skip
+        print(f"strategy {pattern}: split/mask {records[-1]['split_vs_mask']:.2f}x", flush=True)
+    return records
+
+
+def compiles_during(call) -> dict:
+    """Programs compiled for fixedopt's solves, and XLA compilations, during ``call()``."""
+    before = compiled_solves()
+    with compile_monitor() as monitor:
+        call()
+    return {"cache_growth": compiled_solves() - before, "backend_compiles": monitor.count}
+
+
+def new_mask_compiles(batch: int, n: int) -> list[dict]:
+    """Compilations of the public calls when only the mask changes (must be 0)."""
+    records = []
+    for name, size in (("quad", n), ("spectra", 10)):
+        problem = PROBLEMS[name](batch, size, SEED)
+        blocked_call(problem)()  # compiles here unless an earlier call did
+        counts = compiles_during(blocked_call(problem.with_mask(SEED + 1)))
+        kind = "least_squares" if problem.jax_residual is not None else "minimize"
+        ok = counts["cache_growth"] == 0 and counts["backend_compiles"] == 0
+        records.append({"kind": "new_mask", "call": kind, "problem": name, "B": batch,
+                        "n": size, **counts, "ok": ok})  # fmt: skip
+    return records
+
+
+def split_compiles(batch: int, n: int, free_counts) -> list[dict]:
+    """Under ``split``, one solve per largest free count: which ones compile. The
+    objective is a fresh function, so that no width is cached from earlier solves."""
+    base = PROBLEMS["quad"](batch, n, SEED)
+    base = dataclasses.replace(base, jax_fun=lambda x, *args, f=base.jax_fun: f(x, *args))
+    rng, seen, records = np.random.default_rng(SEED + 3), set(), []
+    for count in free_counts:
+        order = np.argsort(rng.random((batch, n)), axis=1)
+        fixed = np.ones((batch, n), bool)
+        np.put_along_axis(fixed, order[:, :count], False, axis=1)
+        problem = dataclasses.replace(base, fixed=fixed)
+        width, expected = packed_width(fixed), int(packed_width(fixed) not in seen)
+        counts = compiles_during(blocked_call(problem, strategy="split"))
+        seen.add(width)
+        records.append({"kind": "split_compiles", "B": batch, "n": n, "free_count": count,
+                        "width": width, **counts, "expected_new": expected,
+                        "ok": counts["cache_growth"] == expected})  # fmt: skip
+    return records
+
+
+@dataclasses.dataclass(frozen=True)
+class Micro:
+    """Sizes of the micro-benchmarks."""
+
+    objective: tuple[tuple[str, int, int], ...]  # (problem, B, n)
+    adam_size: int
+    adam_steps: int
+    strategy: tuple[int, int]  # (B, n) of the split-vs-mask solves
+    compiles: tuple[int, int]  # (B, n) of the compile checks
+    split_free_counts: tuple[int, ...]
+    rounds: int = 7
+
+
+def run(config: Micro) -> list[dict]:
+    """Every micro-benchmark, in order of increasing risk of running out of memory."""
+    return [
+        *new_mask_compiles(*config.compiles),
+        *split_compiles(*config.compiles, config.split_free_counts),
+        *objective_overhead(config.objective, config.rounds),
+        dispatch(256, 8, config.rounds),
+        *split_vs_mask(*config.strategy, rounds=max(3, config.rounds // 2)),
+        keep_fixed(config.adam_size, config.rounds, config.adam_steps),
+    ]

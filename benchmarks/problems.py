@@ -1,41 +1,32 @@
-"""Benchmark problems: a batch of independent rows, each with its own fixed mask.
+"""The one registry of benchmark problems: batches of rows, each row its own fixed mask.
 
-A :class:`Problem` carries everything every method needs, for ``B`` rows of size
-``n``: the JAX objective of ONE row (``jax_fun(x, *row_args)``), a NumPy objective
-returning ``(value, gradient)`` (it works on one row and on a whole batch: every
-operation is along the last axis), batched ``args`` (leading axis ``B``), the starts
-``x0`` and the mask ``fixed`` (``True`` = fixed at its ``x0`` value). All data is
-NumPy float64, generated from a fixed seed; for ``dtype="float32"`` it is rounded to
-float32 first, so that every method (scipy in float64 too) starts from the same numbers.
-The methods move it to the device in ``dtype``.
+A :class:`Problem` holds ``B`` rows of ``n`` unknowns: the JAX objective of ONE row
+(``jax_fun(x, *row_args)``), a NumPy objective returning ``(value, gradient)`` for one
+row or a batch (every operation along the last axis), batched ``args``, the starts
+``x0`` and the mask ``fixed`` (``True``: fixed at its ``x0`` value). Data is NumPy
+float64 from a fixed seed; for ``dtype="float32"`` it is rounded to float32 first, so
+that every method (scipy in float64 too) starts from the same numbers.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
 from scipy.linalg import eigvalsh_tridiagonal
+
+from fixedopt.__main__ import GRID, make_data, residuals
 
 FIXED_FRACTION = 0.3
 QUAD_CONDITION = 1e3
 STRAGGLER_CONDITION = 1e5
 
 
-class LeastSquares(NamedTuple):
-    """The residual form of a least-squares problem (``value = 0.5 * sum(r**2)``)."""
-
-    jax_residual: Callable  # jax_residual(x, *row_args) -> (m,), for ONE row
-    numpy_residual: Callable  # numpy_residual(x, *row_args) -> (..., m)
-    numpy_jacobian: Callable  # numpy_jacobian(x, *row_args) -> (..., m, n)
-
-
 @dataclasses.dataclass(frozen=True)
 class Problem:
-    """One benchmark instance: ``B`` rows of ``n`` unknowns, each row its own mask."""
+    """One benchmark instance; least-squares problems also carry their residual form."""
 
     name: str
     jax_fun: Callable  # jax_fun(x, *row_args) -> scalar, for ONE row
@@ -45,7 +36,9 @@ class Problem:
     fixed: np.ndarray  # (B, n) bool
     dtype: str = "float64"  # what the JAX methods compute in
     bounds: tuple[np.ndarray, np.ndarray] | None = None  # (lower, upper), each (n,)
-    least_squares: LeastSquares | None = None
+    jax_residual: Callable | None = None  # (x, *row_args) -> (m,), for ONE row
+    numpy_residual: Callable | None = None  # (x, *args) -> (..., m)
+    numpy_jacobian: Callable | None = None  # (x, *args) -> (..., m, n)
 
     @property
     def batch(self) -> int:
@@ -56,32 +49,33 @@ class Problem:
         return self.x0.shape[1]
 
     def row_args(self, i: int) -> tuple:
-        """The ``args`` of row ``i`` (for a per-row NumPy call)."""
         return tuple(a[i] for a in self.args)
 
-    def with_mask(self, seed: int) -> Problem:
-        """The same problem with a freshly drawn mask (same shape, other pattern)."""
+    def rows(self, count: int) -> Problem:
+        """The first ``count`` rows (rows are i.i.d.)."""
+        cut = lambda a: a[:count]
         return dataclasses.replace(
-            self, fixed=random_mask(np.random.default_rng(seed), self.x0.shape)
+            self, x0=cut(self.x0), fixed=cut(self.fixed), args=tuple(map(cut, self.args))
         )
+
+    def with_mask(self, seed: int, fraction: float = FIXED_FRACTION, shared=False) -> Problem:
+        """The same problem with a freshly drawn mask (one for every row if ``shared``)."""
+        rng = np.random.default_rng(seed)
+        draw = rng.random((1 if shared else self.batch, self.size)) < fraction
+        return dataclasses.replace(self, fixed=np.array(np.broadcast_to(draw, self.x0.shape)))
 
 
 def random_mask(rng: np.random.Generator, shape) -> np.ndarray:
-    """About :data:`FIXED_FRACTION` of each row fixed, a different pattern per row."""
     return rng.random(shape) < FIXED_FRACTION
 
 
-def rounded(array: np.ndarray, dtype: str) -> np.ndarray:
+def rounded(array, dtype: str) -> np.ndarray:
     """``array`` as float64 holding values exactly representable in ``dtype``."""
     return np.asarray(array, dtype).astype(np.float64)
 
 
-def _rows_dot(a, b):
-    """Row-wise dot product along the last axis (one row or a batch; NumPy or JAX)."""
+def _dot(a, b):
     return (a * b).sum(axis=-1)
-
-
-# --- quad: per-row convex quadratic with a tridiagonal Hessian -------------------------
 
 
 def tridiagonal_matvec(diag, off, x):
@@ -99,106 +93,90 @@ def quad_jax(x, diag, off, b):
 
 
 def quad_numpy(x, diag, off, b):
-    """Value and gradient of :func:`quad_jax` in NumPy."""
     ax = tridiagonal_matvec(diag, off, x)
-    return 0.5 * _rows_dot(x, ax) - _rows_dot(b, x), ax - b
+    return 0.5 * _dot(x, ax) - _dot(b, x), ax - b
 
 
-def quad_hessians(rng: np.random.Generator, batch: int, n: int, condition=QUAD_CONDITION):
-    """Per-row SPD tridiagonals with condition number ``condition``.
-
-    Each row is a path-graph Laplacian with random edge weights (eigenvalues in
-    ``[0, lmax]``), shifted by ``lmax / (cond - 1)`` so that its eigenvalues lie in
-    ``[shift, lmax + shift]`` and ``cond(A) = condition`` exactly.
-    """
+def quad_hessians(rng, batch: int, n: int, condition=QUAD_CONDITION):
+    """Per-row SPD tridiagonals of condition number ``condition``: path-graph Laplacians
+    with random weights, shifted by ``lmax / (condition - 1)``."""
     weights = rng.uniform(0.5, 2.0, size=(batch, n - 1))
     degree = np.zeros((batch, n))
     degree[:, 1:] += weights
     degree[:, :-1] += weights
-    lmax = np.array(
-        [
-            eigvalsh_tridiagonal(d, -w, select="i", select_range=(n - 1, n - 1))[0]
-            for d, w in zip(degree, weights)
-        ]
-    )
-    shift = lmax / (condition - 1.0)
-    return degree + shift[:, None], -weights
+    top = [eigvalsh_tridiagonal(d, -w, select="i", select_range=(n - 1, n - 1))[0]
+           for d, w in zip(degree, weights)]  # fmt: skip
+    return degree + (np.array(top) / (condition - 1.0))[:, None], -weights
+
+
+def _quad_problem(name, diag, off, rng, dtype) -> Problem:
+    batch, n = diag.shape
+    b, x0 = rng.normal(size=(batch, n)), rng.normal(size=(batch, n))
+    fixed = random_mask(rng, (batch, n))
+    args = tuple(rounded(a, dtype) for a in (diag, off, b))
+    return Problem(name, quad_jax, quad_numpy, args, rounded(x0, dtype), fixed, dtype)
 
 
 def quad(batch: int, n: int, seed: int = 0, dtype: str = "float64") -> Problem:
-    """``quad``: per-row ``0.5 x^T A x - b^T x``, tridiagonal ``A`` passed via ``args``."""
+    """``quad``: per-row ``0.5 x^T A x - b^T x``, tridiagonal ``A`` (cond 1e3) in ``args``."""
     rng = np.random.default_rng(seed)
-    diag, off = quad_hessians(rng, batch, n)
-    b = rng.normal(size=(batch, n))
-    x0 = rng.normal(size=(batch, n))
-    fixed = random_mask(rng, (batch, n))
-    args = tuple(rounded(a, dtype) for a in (diag, off, b))
-    return Problem("quad", quad_jax, quad_numpy, args, rounded(x0, dtype), fixed, dtype)
+    return _quad_problem("quad", *quad_hessians(rng, batch, n), rng, dtype)
+
+
+def ill_diagonals(rng, rows: int, n: int, condition: float) -> np.ndarray:
+    """Diagonal Hessians with eigenvalues log-spaced over ``condition``, permuted per row
+    (so that fixing entries leaves each row ill-conditioned)."""
+    spread = np.sqrt(condition)
+    return np.stack([rng.permutation(np.geomspace(1 / spread, spread, n)) for _ in range(rows)])
+
+
+def illquad(batch: int, n: int, seed=0, dtype="float64", condition=1e5) -> Problem:
+    """``illquad``: every row diagonal and ill-conditioned (the line-search suite)."""
+    rng = np.random.default_rng(seed)
+    diag = ill_diagonals(rng, batch, n, condition)
+    problem = _quad_problem("illquad", diag, np.zeros((batch, n - 1)), rng, dtype)
+    return dataclasses.replace(problem, name=f"illquad cond {condition:.0e}")
 
 
 def straggler(batch: int, n: int, seed: int = 0, dtype: str = "float64") -> Problem:
-    """``straggler``: the ``quad`` batch with its last row made ill-conditioned.
-
-    The other rows (and every mask) are those of ``quad(batch, n, seed)``. The last row's
-    Hessian is diagonal with eigenvalues log-spaced over :data:`STRAGGLER_CONDITION`,
-    in random order, so that fixing entries leaves it ill-conditioned: L-BFGS needs
-    about 15x the steps of the other rows (1456 vs at most 101 at n=64, B=256).
-    """
+    """``straggler``: the ``quad`` batch with its last row an ill-conditioned diagonal
+    (:data:`STRAGGLER_CONDITION`), which needs many times the other rows' steps."""
     base = quad(batch, n, seed, dtype)
-    rng = np.random.default_rng(seed + 10_000)
-    spread = np.sqrt(STRAGGLER_CONDITION)
     args = tuple(a.copy() for a in base.args)
-    args[0][-1] = rounded(rng.permutation(np.geomspace(1 / spread, spread, n)), dtype)
+    rng = np.random.default_rng(seed + 10_000)
+    args[0][-1] = rounded(ill_diagonals(rng, 1, n, STRAGGLER_CONDITION)[0], dtype)
     args[1][-1] = 0.0
     return dataclasses.replace(base, name="straggler", args=args)
 
 
-# --- dquad: one dense SPD matrix shared by every row, captured by the objective ------
-
-
-def spd_matrix(rng: np.random.Generator, n: int, condition=QUAD_CONDITION) -> np.ndarray:
-    """A dense SPD matrix with eigenvalues log-spaced in ``[10 / condition, 10]``."""
-    q, _ = np.linalg.qr(rng.normal(size=(n, n)))
-    eigenvalues = np.geomspace(10.0 / condition, 10.0, n)
-    return (q * eigenvalues) @ q.T
-
-
 def dquad(batch: int, n: int, seed: int = 0, dtype: str = "float64") -> Problem:
-    """``dquad``: per-row ``0.5 x^T A x - b^T x`` with ONE ``A`` closed over by ``fun``.
-
-    ``A`` is a constant of the objective, not an argument: a solver that broadcasts
-    captured constants per row (``lax.cond`` under ``vmap``, say) pays ``B`` copies.
-    """
+    """``dquad``: per-row ``0.5 x^T A x - b^T x`` with ONE dense SPD ``A`` closed over by
+    the objective (a solver that broadcasts captured constants per row pays B copies)."""
     rng = np.random.default_rng(seed)
-    matrix = rounded(spd_matrix(rng, n), dtype)
+    q, _ = np.linalg.qr(rng.normal(size=(n, n)))
+    matrix = rounded((q * np.geomspace(10.0 / QUAD_CONDITION, 10.0, n)) @ q.T, dtype)
     matrix = 0.5 * (matrix + matrix.T)  # exactly symmetric after rounding
-    b = rng.normal(size=(batch, n))
-    x0 = rng.normal(size=(batch, n))
+    b, x0 = rng.normal(size=(batch, n)), rng.normal(size=(batch, n))
     fixed = random_mask(rng, (batch, n))
 
     def dquad_jax(x, b):
-        shared = jnp.asarray(matrix, x.dtype)
-        return 0.5 * jnp.dot(x, shared @ x) - jnp.dot(b, x)
+        return 0.5 * jnp.dot(x, jnp.asarray(matrix, x.dtype) @ x) - jnp.dot(b, x)
 
     def dquad_numpy(x, b):
-        ax = x @ matrix  # symmetric: works for one row and for a batch of rows
-        return 0.5 * _rows_dot(x, ax) - _rows_dot(b, x), ax - b
+        ax = x @ matrix  # symmetric: one row or a batch of rows
+        return 0.5 * _dot(x, ax) - _dot(b, x), ax - b
 
     args = (rounded(b, dtype),)
     return Problem("dquad", dquad_jax, dquad_numpy, args, rounded(x0, dtype), fixed, dtype)
 
 
-# --- rosen: extended Rosenbrock, Moré, Garbow, Hillstrom (1981) problem 21 ------------
-
-
 def rosen_jax(x):
-    """``sum_i 100 (x_{2i} - x_{2i-1}^2)^2 + (1 - x_{2i-1})^2`` for one row."""
+    """Extended Rosenbrock (Moré, Garbow, Hillstrom 1981, problem 21) for one row."""
     odd, even = x[0::2], x[1::2]
     return jnp.sum(100.0 * (even - odd**2) ** 2 + (1.0 - odd) ** 2)
 
 
 def rosen_numpy(x):
-    """Value and gradient of :func:`rosen_jax` in NumPy."""
     odd, even = x[..., 0::2], x[..., 1::2]
     inner = even - odd**2
     grad = np.empty_like(x)
@@ -209,9 +187,72 @@ def rosen_numpy(x):
 
 def rosen(batch: int, n: int, seed: int = 0, dtype: str = "float64") -> Problem:
     """``rosen``: starts ``(-1.2, 1, -1.2, 1, ...)`` jittered by ``0.1 * normal``."""
-    if n % 2:
-        raise ValueError(f"rosen needs an even size n, got {n}")
     rng = np.random.default_rng(seed)
     x0 = np.tile([-1.2, 1.0], n // 2) + 0.1 * rng.normal(size=(batch, n))
     fixed = random_mask(rng, (batch, n))
     return Problem("rosen", rosen_jax, rosen_numpy, (), rounded(x0, dtype), fixed, dtype)
+
+
+def _peaks(params):
+    """Per-peak shapes ``exp(-0.5 s^2)`` and ``s = (t - c) / w``, ``(..., peaks, m)``."""
+    _, center, width = np.split(params[..., :-1], 3, axis=-1)
+    scaled = (GRID - center[..., None]) / width[..., None]
+    return np.exp(-0.5 * scaled**2), scaled
+
+
+def spectra_residual(params, observed):
+    """The demo's residuals in NumPy, for one row or a batch."""
+    amplitude = np.split(params[..., :-1], 3, axis=-1)[0]
+    return (amplitude[..., None] * _peaks(params)[0]).sum(-2) + params[..., -1:] - observed
+
+
+def spectra_jacobian(params, observed):
+    """``d residual / d params``, ``(..., m, n)``."""
+    amplitude, _, width = np.split(params[..., :-1], 3, axis=-1)
+    shape, scaled = _peaks(params)
+    d_center = amplitude[..., None] * shape * scaled / width[..., None]
+    columns = [shape, d_center, d_center * scaled, np.ones_like(shape[..., :1, :])]
+    return np.swapaxes(np.concatenate(columns, -2), -1, -2)
+
+
+def spectra_numpy(params, observed):
+    r = spectra_residual(params, observed)
+    gradient = np.einsum("...m,...mn->...n", r, spectra_jacobian(params, observed))
+    return 0.5 * (r * r).sum(-1), gradient
+
+
+def spectra_jax(params, observed):
+    r = residuals(params, observed)
+    return 0.5 * jnp.dot(r, r)
+
+
+def spectra(batch: int, n: int = 10, seed: int = 0, dtype: str = "float64") -> Problem:
+    """``spectra``: the demo's noisy 3-peak spectra (``python -m fixedopt demo``), n=10,
+    with half the centers and widths known (~30% fixed) and peaks slotted apart."""
+    if n != 10:
+        raise ValueError(f"spectra has n = 10 (3 peaks and a baseline), got {n}")
+    _, observed, start, fixed, bounds = make_data(batch, seed, dtype, known=0.5, slotted=True)
+    start = rounded(np.clip(np.asarray(start, np.float64), *bounds), dtype)
+    return Problem("spectra", spectra_jax, spectra_numpy, (rounded(observed, dtype),), start,
+                   np.asarray(fixed), dtype, bounds, residuals, spectra_residual,
+                   spectra_jacobian)  # fmt: skip
+
+
+def quartic_jax(x, diag, b):
+    """``0.5 x^T A x - b.x + 0.05 sum(x^4)``, ``A`` tridiagonal SPD (off-diagonal -0.5)."""
+    coupling = jnp.sum(x[:-1] * x[1:])
+    return 0.5 * jnp.sum(diag * x**2) - 0.5 * coupling - b @ x + 0.05 * jnp.sum(x**4)
+
+
+def quartic(batch: int, n: int, seed: int = 0, dtype: str = "float64") -> Problem:
+    """``quartic``: strictly convex rows (the differentiation suite); fixed entries random,
+    free ones start at 0. JAX only (no NumPy objective)."""
+    rng = np.random.default_rng(seed)
+    diag, b = rng.uniform(1.5, 50.0, (batch, n)), rng.normal(size=(batch, n))
+    fixed = rng.random((batch, n)) < 0.3
+    x0 = np.where(fixed, rng.normal(size=(batch, n)), 0.0)
+    return Problem("quartic", quartic_jax, None, (diag, b), x0, fixed, dtype)
+
+
+PROBLEMS = {"quad": quad, "dquad": dquad, "rosen": rosen, "straggler": straggler,
+            "spectra": spectra, "illquad": illquad, "quartic": quartic}  # fmt: skip

@@ -1,27 +1,28 @@
-"""The suites: which problems at which sizes, with which methods; and the micro-benchmarks.
+"""The solver suites: which problems at which sizes, with which methods, and their runner.
 
-* ``solvers`` — the solver check: quad/rosen B=256 n=64 and quad B=256 n=512 against
-  the scipy loop and the optax recipe (plus a new-mask compile check per case).
-* ``cpu`` — the protocol's problems and methods on the subset of the size grid that
-  runs in about 25 minutes on a 2-core machine, then the micro-benchmarks: ``quad``
-  at B×n = 256×8, 256×64, 2048×64, 256×512, 2048×512, 16384×8 (float64) and 2048×64
-  (float32); ``dquad`` at 256×64, 2048×64, 256×512; ``rosen`` at 256×64, 2048×64;
-  ``spectra`` (n = 10) at B = 256, 2048 (float64) and 2048 (float32); the straggler
-  case at 2048×64. The scipy/lmfit loops solve 256 rows, jaxopt at most 2^15 entries,
-  both extrapolated; no ``fixedopt-split`` at 2048×512 and 16384×8.
-* ``gpu`` — sizes that fill an accelerator (B up to 2^20); the per-row loops solve
-  256 rows and are extrapolated, jaxopt at most 2^23 entries. Runs on any
-  backend (the file names it); not yet run on a GPU.
-* ``micro`` — the micro-benchmarks alone.
+* ``solvers`` — quad/rosen B=256 n=64 and quad B=256 n=512 against the scipy loop and
+  the optax recipe, with a new-mask compile check per case;
+* ``cpu`` — the protocol's problems and methods on the part of the size grid that runs
+  in about 25 minutes on a 2-core machine, then the micro-benchmarks (the loops solve
+  256 rows, jaxopt at most 2^15 entries, both extrapolated);
+* ``gpu`` — sizes that fill an accelerator (B up to 2^20; jaxopt at most 2^23 entries);
+* ``micro`` — the micro-benchmarks alone;
+* ``linesearch`` — fixedopt's L-BFGS with backtracking and Hager–Zhang line searches
+  and TFP's batched L-BFGS on ill-conditioned quadratics, ``quad`` and ``rosen``;
+* ``small_n`` — the same three on ``quad`` with n=8, B = 256 ... 16384 (per-step cost).
 
-``--quick`` runs each suite's ``quick`` variant: small batches, a smoke run.
+``--quick`` runs each suite's small variant: a smoke run (``cpu``'s leaves the
+micro-benchmarks to ``--suite micro --quick``; ``gpu``'s runs them on the device).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from benchmarks.cases import Case
+from benchmarks.cases import Case, Repeats, run_case
+from benchmarks.methods import GTOL, Settings
+from benchmarks.micro import Micro, blocked_call, compiles_during
+from benchmarks.micro import run as run_micro
 
 MINIMIZE = (
     "scipy-lbfgsb-loop",
@@ -32,142 +33,115 @@ MINIMIZE = (
     "fixedopt-split",
     "fixedopt-mask-chunk64",
 )
-MINIMIZE_LARGE = tuple(m for m in MINIMIZE if m != "fixedopt-split")  # saves ~2 min on CPU
-MINIMIZE_DEVICE = tuple(m for m in MINIMIZE if m != "fixedopt-mask-chunk64")  # a CPU cache trick
+LARGE = MINIMIZE[:5] + MINIMIZE[6:]  # no split at the largest sizes (saves ~2 min on CPU)
+DEVICE = MINIMIZE[:6]  # chunk64 is a CPU cache trick
 LEAST_SQUARES = ("scipy-least-squares-loop", "lmfit-loop", "fixedopt-lm")
-STRAGGLER = (
-    "scipy-lbfgsb-loop",
-    "optax-lbfgs-vmap-mask",
-    "fixedopt-mask-compact",
-    "fixedopt-mask-nocompact",
-)
+STRAGGLER = ("scipy-lbfgsb-loop", "optax-lbfgs-vmap-mask", "fixedopt-mask-compact",
+             "fixedopt-mask-nocompact")  # fmt: skip
 SOLVERS = ("scipy-lbfgsb-loop", "optax-lbfgs-vmap-mask", "fixedopt-mask")
+LINESEARCH = ("fixedopt-mask", "fixedopt-hager-zhang", "tfp-lbfgs-batch")
 
 
 @dataclasses.dataclass(frozen=True)
-class Micro:
-    """Sizes of the micro-benchmarks."""
+class Plan:
+    """Cases to run (and micro-benchmarks), and how the slow methods are subsampled."""
 
-    objective: tuple[tuple[str, int, int], ...]  # (problem, B, n)
-    adam_size: int
-    adam_steps: int
-    strategy: tuple[int, int]  # (B, n) of the split-vs-mask solves
-    compiles: tuple[int, int]  # (B, n) of the compile checks
-    split_free_counts: tuple[int, ...]
-    rounds: int = 7
-
-
-@dataclasses.dataclass(frozen=True)
-class Suite:
-    cases: tuple[Case, ...]
+    cases: tuple[Case, ...] = ()
     loop_rows: int | None = None  # rows the scipy/lmfit loops solve (None: all)
     jaxopt_work: int | None = None  # most B * n that jaxopt solves (None: all)
     micro: Micro | None = None
     new_mask_check: bool = False  # per case, for fixedopt-mask (the solvers suite)
+    max_steps: int = 5000
 
 
-def _cases(problems, sizes, methods, dtype="float64"):
-    return tuple(Case(problems, b, n, methods, dtype) for b, n in sizes)
+def grid(problems, sizes, methods, dtype="float64", **options) -> tuple[Case, ...]:
+    return tuple(Case(problems, b, n, methods, dtype, tuple(options.items())) for b, n in sizes)
+
+
+def run_plan(plan: Plan, args) -> list[dict]:
+    """Every case of ``plan`` (then its micro-benchmarks), as records."""
+    most = min(3, args.repeats) if args.quick else args.repeats  # quick: a smoke run
+    repeats = Repeats(min(3, most), most, 0.3 if args.quick else 3.0, args.loop_repeats)
+    records = []
+    for case in plan.cases:
+        gtol = args.gtol if args.gtol is not None and case.dtype == "float64" else None
+        settings = Settings(gtol or GTOL[case.dtype], args.max_steps or plan.max_steps,
+                            plan.loop_rows, plan.jaxopt_work)  # fmt: skip
+        for record in run_case(case, settings, repeats):
+            if plan.new_mask_check and record["method"] == "fixedopt-mask":
+                problem = case.make(record["problem"])
+                blocked_call(problem)()
+                fresh = blocked_call(problem.with_mask(1))
+                record["new_mask_compiles"] = compiles_during(fresh)
+            records.append(record | {"max_steps": settings.max_steps})
+    return records + (run_micro(plan.micro) if plan.micro else [])
 
 
 MICRO = Micro(
-    objective=(
-        ("quad", 16384, 64),
-        ("quad", 2048, 512),
-        ("dquad", 16384, 64),
-        ("dquad", 2048, 512),
-        ("rosen", 16384, 64),
-        ("rosen", 2048, 512),
-    ),
-    adam_size=2**24,
-    adam_steps=5,
-    strategy=(256, 512),
-    compiles=(256, 64),
+    objective=(("quad", 16384, 64), ("quad", 2048, 512), ("dquad", 16384, 64),
+               ("dquad", 2048, 512), ("rosen", 16384, 64), ("rosen", 2048, 512)),
+    adam_size=2**24, adam_steps=5, strategy=(256, 512), compiles=(256, 64),
     split_free_counts=(20, 28, 32, 33, 48, 64, 17, 16),
-)
-MICRO_QUICK = Micro(
-    objective=(("quad", 256, 64), ("dquad", 256, 64)),
-    adam_size=2**20,
-    adam_steps=3,
-    strategy=(32, 64),
-    compiles=(32, 16),
-    split_free_counts=(5, 8, 9, 16, 4),
-    rounds=3,
-)
-
-CPU = Suite(
+)  # fmt: skip
+MICRO_QUICK = Micro(objective=(("quad", 64, 16),), adam_size=2**14, adam_steps=2,
+                    strategy=(16, 16), compiles=(16, 16), split_free_counts=(5, 8, 9, 4),
+                    rounds=3)  # fmt: skip
+CPU = Plan(
     cases=(
-        *_cases(("quad",), ((256, 8), (256, 64), (2048, 64), (256, 512)), MINIMIZE),
-        *_cases(("quad",), ((2048, 512), (16384, 8)), MINIMIZE_LARGE),
-        *_cases(("dquad",), ((256, 64), (2048, 64), (256, 512)), MINIMIZE),
-        *_cases(("rosen",), ((256, 64), (2048, 64)), MINIMIZE),
-        *_cases(("quad",), ((2048, 64),), MINIMIZE, "float32"),
-        *_cases(("spectra",), ((256, 10), (2048, 10)), LEAST_SQUARES),
-        *_cases(("spectra",), ((2048, 10),), LEAST_SQUARES, "float32"),
-        *_cases(("quad", "straggler"), ((2048, 64),), STRAGGLER),
+        *grid(("quad",), ((256, 8), (256, 64), (2048, 64), (256, 512)), MINIMIZE),
+        *grid(("quad",), ((2048, 512), (16384, 8)), LARGE),
+        *grid(("dquad",), ((256, 64), (2048, 64), (256, 512)), MINIMIZE),
+        *grid(("rosen",), ((256, 64), (2048, 64)), MINIMIZE),
+        *grid(("quad",), ((2048, 64),), MINIMIZE, "float32"),
+        *grid(("spectra",), ((256, 10), (2048, 10)), LEAST_SQUARES),
+        *grid(("spectra",), ((2048, 10),), LEAST_SQUARES, "float32"),
+        *grid(("quad", "straggler"), ((2048, 64),), STRAGGLER),
     ),
-    loop_rows=256,
-    jaxopt_work=2**15,
-    micro=MICRO,
-)
-CPU_QUICK = Suite(
+    loop_rows=256, jaxopt_work=2**15, micro=MICRO,
+)  # fmt: skip
+GPU = Plan(
     cases=(
-        *_cases(("quad",), ((32, 64),), MINIMIZE),
-        *_cases(("dquad",), ((32, 8),), MINIMIZE),
-        *_cases(("rosen",), ((32, 8),), MINIMIZE, "float32"),
-        *_cases(("spectra",), ((32, 10),), LEAST_SQUARES),
-        *_cases(("quad", "straggler"), ((64, 16),), STRAGGLER),
+        *grid(("quad",), ((2**14, 64), (2**17, 64), (2**20, 64), (2**17, 512)), DEVICE),
+        *grid(("dquad",), ((2**17, 64),), DEVICE),
+        *grid(("rosen",), ((2**17, 64),), DEVICE),
+        *grid(("quad",), ((2**20, 64),), DEVICE, "float32"),
+        *grid(("spectra",), ((2**20, 10),), LEAST_SQUARES),
+        *grid(("quad", "straggler"), ((2**17, 64),), STRAGGLER),
     ),
-    loop_rows=16,
-    micro=MICRO_QUICK,
-)
+    loop_rows=256, jaxopt_work=2**23,
+    micro=dataclasses.replace(MICRO, strategy=(2**14, 512), objective=(
+        ("quad", 2**17, 64), ("dquad", 2**17, 64), ("rosen", 2**17, 64))),
+)  # fmt: skip
 
-GPU = Suite(
-    cases=(
-        *_cases(("quad",), ((2**14, 64), (2**17, 64), (2**20, 64), (2**17, 512)), MINIMIZE_DEVICE),
-        *_cases(("dquad",), ((2**17, 64),), MINIMIZE_DEVICE),
-        *_cases(("rosen",), ((2**17, 64),), MINIMIZE_DEVICE),
-        *_cases(("quad",), ((2**20, 64),), MINIMIZE_DEVICE, "float32"),
-        *_cases(("spectra",), ((2**20, 10),), LEAST_SQUARES),
-        *_cases(("quad", "straggler"), ((2**17, 64),), STRAGGLER),
-    ),
-    loop_rows=256,
-    jaxopt_work=2**23,
-    micro=dataclasses.replace(
-        MICRO,
-        objective=(("quad", 2**17, 64), ("dquad", 2**17, 64), ("rosen", 2**17, 64)),
-        strategy=(2**14, 512),
-    ),
-)
 
-SUITES = {
-    "solvers": Suite(
-        cases=(
-            Case(("quad",), 256, 64, SOLVERS),
-            Case(("rosen",), 256, 64, SOLVERS),
-            Case(("quad",), 256, 512, SOLVERS),
-        ),
-        new_mask_check=True,
-    ),
-    "cpu": CPU,
-    "gpu": GPU,
-    "micro": Suite(cases=(), micro=MICRO),
-}
-QUICK = {
-    "solvers": dataclasses.replace(
-        SUITES["solvers"],
-        cases=tuple(dataclasses.replace(c, batch=32) for c in SUITES["solvers"].cases),
-    ),
-    "cpu": CPU_QUICK,
-    "gpu": Suite(  # small enough for a CPU; exercises the subsampled anchors
-        cases=(
-            Case(("quad",), 2**12, 64, MINIMIZE_DEVICE),
-            Case(("spectra",), 2**12, 10, LEAST_SQUARES),
-            Case(("quad", "straggler"), 2**10, 16, STRAGGLER),
-        ),
-        loop_rows=16,
-        jaxopt_work=2**15,
-        micro=MICRO_QUICK,
-    ),
-    "micro": Suite(cases=(), micro=MICRO_QUICK),
-}
+def smoke(minimize, micro=None) -> Plan:
+    """Every method of a full suite once, tiny: a smoke run."""
+    cases = (*grid(("quad",), ((16, 8),), minimize), *grid(("spectra",), ((8, 10),), LEAST_SQUARES),
+             *grid(("quad", "straggler"), ((16, 8),), STRAGGLER))  # fmt: skip
+    return Plan(cases, loop_rows=4, jaxopt_work=64, micro=micro)
+
+
+LINE_SEARCH_CASES = tuple(
+    case
+    for dtype in ("float64", "float32")
+    for case in (
+        *(c for cond in (1e4, 1e5, 1e6) for c in grid(("illquad",), ((256, 32),), LINESEARCH,
+                                                       dtype, condition=cond)),
+        *grid(("quad",), ((256, 64),), LINESEARCH, dtype),
+        *grid(("rosen",), ((256, 64),), LINESEARCH, dtype),
+    )
+)  # fmt: skip
+SOLVER_CASES = (Case(("quad",), 256, 64, SOLVERS), Case(("rosen",), 256, 64, SOLVERS),
+                Case(("quad",), 256, 512, SOLVERS))  # fmt: skip
+PLANS = {  # name: (full, quick)
+    "solvers": (Plan(SOLVER_CASES, new_mask_check=True),
+                Plan(grid(("quad",), ((16, 8),), SOLVERS), new_mask_check=True)),
+    "cpu": (CPU, smoke(MINIMIZE)),
+    "gpu": (GPU, smoke(DEVICE, MICRO_QUICK)),
+    "micro": (Plan(micro=MICRO), Plan(micro=MICRO_QUICK)),
+    "linesearch": (Plan(LINE_SEARCH_CASES, max_steps=2000),
+                   Plan(grid(("illquad",), ((16, 8),), LINESEARCH, condition=1e4))),
+    "small_n": (Plan(grid(("quad",), [(b, 8) for b in (256, 1024, 4096, 16384)], LINESEARCH),
+                     max_steps=2000),
+                Plan(grid(("quad",), ((16, 8),), LINESEARCH), max_steps=2000)),
+}  # fmt: skip

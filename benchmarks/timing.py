@@ -1,4 +1,9 @@
-"""Interleaved timing (A B A B ...) and the environment each result is tagged with."""
+"""The one timing module: interleaved calls (A B A B ...), medians, compile time apart.
+
+Every timed call blocks until its result is ready (the callers wrap their calls in
+``jax.block_until_ready``); compile time is JAX's own trace + lowering + XLA compile
+seconds during a first call, from :mod:`jax.monitoring`.
+"""
 
 from __future__ import annotations
 
@@ -12,20 +17,19 @@ from importlib import metadata
 
 import jax
 
+PACKAGES = ("jax", "jaxlib", "optax", "scipy", "numpy", "fixedopt", "jaxopt", "tfp-nightly",
+            "lmfit", "matplotlib", "ase")  # fmt: skip
+
 
 def timed(call: Callable[[], object]) -> tuple[float, object]:
-    """Seconds one call takes, and its result (the call blocks until ready itself)."""
+    """Seconds one call takes, and its result."""
     start = time.perf_counter()
     out = call()
     return time.perf_counter() - start, out
 
 
 class compile_monitor:  # noqa: N801 (a context manager, named like a function)
-    """Count XLA compilations and sum the seconds spent compiling inside a ``with``.
-
-    ``seconds`` adds JAX's own trace, lowering and backend-compile durations (from
-    :mod:`jax.monitoring`), so it excludes running the program and allocating.
-    """
+    """Count XLA compilations and sum JAX's compile seconds inside a ``with`` block."""
 
     EVENTS = (
         "/jax/core/compile/jaxpr_trace_duration",
@@ -55,21 +59,34 @@ def first_call(call: Callable[[], object]) -> dict[str, float]:
 
 
 def interleaved(
-    calls: Mapping[str, Callable[[], object]], repeats: Mapping[str, int]
+    calls: Mapping[str, Callable[[], object]], repeats: Mapping[str, int] | int, inner: int = 1
 ) -> tuple[dict[str, list[float]], dict[str, object]]:
-    """Time every call ``repeats[name]`` times, interleaving the names A B A B ...
+    """Time each call ``repeats[name]`` times, interleaving the names A B A B ...
 
-    Methods with fewer repeats drop out of the later rounds. Returns the times per
-    name and the output of each name's last call.
+    Each sample is the mean of ``inner`` back-to-back calls. A name with fewer repeats
+    drops out of the later rounds. Returns the samples per name and each name's last
+    output.
     """
+    if isinstance(repeats, int):
+        repeats = dict.fromkeys(calls, repeats)
     times: dict[str, list[float]] = {name: [] for name in calls}
     outputs: dict[str, object] = {}
     for round_ in range(max(repeats.values())):
         for name, call in calls.items():
             if round_ < repeats[name]:
-                seconds, outputs[name] = timed(call)
-                times[name].append(seconds)
+                start = time.perf_counter()
+                for _ in range(inner):
+                    outputs[name] = call()
+                times[name].append((time.perf_counter() - start) / inner)
     return times, outputs
+
+
+def medians(calls: Mapping[str, Callable[[], object]], rounds: int, inner: int = 1) -> dict:
+    """Median seconds per call of each name, interleaved, after one warm-up call each."""
+    for call in calls.values():
+        call()
+    times, _ = interleaved(calls, rounds, inner)
+    return {name: statistics.median(samples) for name, samples in times.items()}
 
 
 def summary(times: list[float]) -> dict[str, float]:
@@ -83,16 +100,14 @@ def summary(times: list[float]) -> dict[str, float]:
 
 def environment() -> dict:
     """Backend, device, versions and host of this run."""
-    device = jax.devices()[0]
     versions = {}
-    packages = ("jax", "jaxlib", "optax", "scipy", "numpy", "fixedopt", "jaxopt",
-                "tfp-nightly", "lmfit", "matplotlib")  # fmt: skip
-    for package in packages:
+    for package in PACKAGES:
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             versions[package] = None
     versions["python"] = platform.python_version()
+    device = jax.devices()[0]
     return {
         "backend": jax.default_backend(),
         "device": getattr(device, "device_kind", str(device)),
@@ -102,15 +117,3 @@ def environment() -> dict:
         "versions": versions,
         "date": datetime.date.today().isoformat(),
     }
-
-
-def save_results(stem: str, result: dict, markdown: str) -> None:
-    """Write ``benchmarks/results/<stem>.json`` and ``.md``, and print the markdown."""
-    import json
-    import pathlib
-
-    results = pathlib.Path(__file__).parent / "results"
-    results.mkdir(exist_ok=True)
-    (results / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
-    (results / f"{stem}.md").write_text(markdown)
-    print(markdown)

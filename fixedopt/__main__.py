@@ -18,6 +18,7 @@ GRID = np.linspace(0.0, 1.0, 200)
 
 def spectrum(params, grid=GRID):
     """``params = [amplitudes (PEAKS), centers (PEAKS), widths (PEAKS), baseline]``."""
+    grid = jnp.asarray(grid, params.dtype)  # float32 params stay float32
     amplitude, center, width = (
         params[:PEAKS],
         params[PEAKS : 2 * PEAKS],
@@ -33,18 +34,28 @@ def residuals(params, observed):
     return spectrum(params) - observed
 
 
-def make_data(batch: int, seed: int, dtype):
-    """True parameters, noisy spectra, starting points, and which parameters are known."""
+def make_data(batch: int, seed: int, dtype, known: float = 0.35, slotted: bool = False):
+    """True parameters, noisy spectra, starting points, and which parameters are known.
+
+    ``known``: the fraction of centers and widths known (fixed) per spectrum.
+    ``slotted``: each peak's center jittered within its own slot of ``[0.15, 0.85]``
+    (peaks at least half a slot apart) rather than drawn anywhere: two nearly
+    coincident peaks make a spectrum degenerate, a straggler among its batch.
+    """
     rng = np.random.default_rng(seed)
     amplitude = rng.uniform(0.5, 2.0, (batch, PEAKS))
-    center = np.sort(rng.uniform(0.15, 0.85, (batch, PEAKS)), axis=1)
+    if slotted:
+        slot = 0.7 / PEAKS
+        center = 0.15 + slot * (np.arange(PEAKS) + rng.uniform(0.25, 0.75, (batch, PEAKS)))
+    else:
+        center = np.sort(rng.uniform(0.15, 0.85, (batch, PEAKS)), axis=1)
     width = rng.uniform(0.03, 0.08, (batch, PEAKS))
     truth = np.concatenate([amplitude, center, width, rng.uniform(-0.1, 0.1, (batch, 1))], axis=1)
     observed = np.asarray(jax.vmap(spectrum)(jnp.asarray(truth)))
     observed = observed + 0.02 * rng.normal(size=observed.shape)
     # Each spectrum knows a different subset of centers and widths (from a reference).
     fixed = np.zeros(truth.shape, bool)
-    fixed[:, PEAKS : 3 * PEAKS] = rng.random((batch, 2 * PEAKS)) < 0.35
+    fixed[:, PEAKS : 3 * PEAKS] = rng.random((batch, 2 * PEAKS)) < known
     # Starting guesses as a peak finder would give them: centers within a fraction of
     # a width, amplitudes and widths within 20%.
     start = truth * rng.uniform(0.8, 1.2, truth.shape)
