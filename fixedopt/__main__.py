@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -12,29 +14,33 @@ import numpy as np
 
 import fixedopt
 
+T = TypeVar("T")
 PEAKS = 3
 GRID = np.linspace(0.0, 1.0, 200)
 
 
-def spectrum(params, grid=GRID):
+def spectrum(params: jax.Array, grid: np.ndarray = GRID) -> jax.Array:
     """``params = [amplitudes (PEAKS), centers (PEAKS), widths (PEAKS), baseline]``."""
-    grid = jnp.asarray(grid, params.dtype)  # float32 params stay float32
+    points = jnp.asarray(grid, params.dtype)  # float32 params stay float32
     amplitude, center, width = (
         params[:PEAKS],
         params[PEAKS : 2 * PEAKS],
         params[2 * PEAKS : 3 * PEAKS],
     )
     peaks = amplitude[:, None] * jnp.exp(
-        -0.5 * ((grid[None, :] - center[:, None]) / width[:, None]) ** 2
+        -0.5 * ((points[None, :] - center[:, None]) / width[:, None]) ** 2
     )
     return jnp.sum(peaks, axis=0) + params[-1]
 
 
-def residuals(params, observed):
+def residuals(params: jax.Array, observed: jax.Array) -> jax.Array:
+    """The model spectrum minus the observed one (the fit's residuals)."""
     return spectrum(params) - observed
 
 
-def make_data(batch: int, seed: int, dtype, known: float = 0.35, slotted: bool = False):
+def make_data(
+    batch: int, seed: int, dtype: Any, known: float = 0.35, slotted: bool = False
+) -> tuple[np.ndarray, jax.Array, jax.Array, jax.Array, tuple[np.ndarray, np.ndarray]]:
     """True parameters, noisy spectra, starting points, and which parameters are known.
 
     ``known``: the fraction of centers and widths known (fixed) per spectrum.
@@ -64,11 +70,14 @@ def make_data(batch: int, seed: int, dtype, known: float = 0.35, slotted: bool =
     start = np.where(fixed, truth, start)
     lower = np.concatenate([np.zeros(PEAKS), np.zeros(PEAKS), np.full(PEAKS, 0.005), [-1.0]])
     upper = np.concatenate([np.full(PEAKS, 10.0), np.ones(PEAKS), np.full(PEAKS, 0.5), [1.0]])
-    as_dtype = lambda a: jnp.asarray(a, dtype)
-    return truth, as_dtype(observed), as_dtype(start), jnp.asarray(fixed), (lower, upper)
+    observed_, start_ = jnp.asarray(observed, dtype), jnp.asarray(start, dtype)
+    return truth, observed_, start_, jnp.asarray(fixed), (lower, upper)
 
 
-def fit(observed, start, fixed, bounds):
+def fit(
+    observed: jax.Array, start: jax.Array, fixed: jax.Array, bounds: tuple[np.ndarray, np.ndarray]
+) -> fixedopt.Solution:
+    """All spectra in one batched ``least_squares`` call."""
     # The default tolerances (from the dtype, scale-invariant); compact=True: the few
     # spectra that need many steps run on in small batches.
     return fixedopt.least_squares(
@@ -77,7 +86,12 @@ def fit(observed, start, fixed, bounds):
     )  # fmt: skip
 
 
-def scipy_fit(observed, start, fixed, bounds):
+def scipy_fit(
+    observed: np.ndarray,
+    start: np.ndarray,
+    fixed: np.ndarray,
+    bounds: tuple[np.ndarray, np.ndarray],
+) -> np.ndarray:
     """scipy.optimize.least_squares on the free parameters of each row (it rejects
     lb == ub), one row at a time: what a user would write without fixedopt."""
     from scipy.optimize import least_squares
@@ -87,7 +101,9 @@ def scipy_fit(observed, start, fixed, bounds):
         free = ~fixed[row]
         full = start[row].copy()
 
-        def reduced(z, row=row, free=free, full=full):
+        def reduced(
+            z: np.ndarray, row: int = row, free: np.ndarray = free, full: np.ndarray = full
+        ) -> np.ndarray:
             full[free] = z
             return _numpy_residuals(full, observed[row])
 
@@ -97,17 +113,18 @@ def scipy_fit(observed, start, fixed, bounds):
     return np.array(costs)
 
 
-def _numpy_residuals(params, observed):
+def _numpy_residuals(params: np.ndarray, observed: np.ndarray) -> np.ndarray:
     amplitude, center, width = np.split(params[:-1], 3)
     shape = np.exp(-0.5 * ((GRID[None, :] - center[:, None]) / width[:, None]) ** 2)
-    return (amplitude[:, None] * shape).sum(axis=0) + params[-1] - observed
+    residual: np.ndarray = (amplitude[:, None] * shape).sum(axis=0) + params[-1] - observed
+    return residual
 
 
-def line(label, value):
+def line(label: str, value: object) -> None:
     print(f"  {label:<40}{value}")
 
 
-def timed(function, *args):
+def timed(function: Callable[..., T], *args: Any) -> tuple[T, float]:
     start = time.perf_counter()
     result = jax.block_until_ready(function(*args))
     return result, time.perf_counter() - start
@@ -146,7 +163,10 @@ def demo(batch: int, dtype_name: str, scipy_rows: int, seed: int) -> bool:
 
     if scipy_rows:
         rows = min(scipy_rows, batch)
-        as_numpy = lambda a: np.asarray(a[:rows], np.float64)
+
+        def as_numpy(a: jax.Array) -> np.ndarray:
+            return np.asarray(a[:rows], np.float64)
+
         costs, scipy_seconds = timed(
             scipy_fit, as_numpy(observed), as_numpy(start), np.asarray(fixed[:rows]), bounds
         )
@@ -162,7 +182,7 @@ def demo(batch: int, dtype_name: str, scipy_rows: int, seed: int) -> bool:
     return identical
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fixedopt", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     command = commands.add_parser("demo", help="fit a batch of noisy spectra (built-in data)")
