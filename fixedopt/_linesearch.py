@@ -7,7 +7,7 @@ Shapes, for one row of ``n`` flat parameters: ``x``, ``grad`` and ``direction`` 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Generic, NamedTuple, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -21,6 +21,23 @@ Aux = TypeVar("Aux")  # what ``evaluate`` returns besides value and gradient (a 
 Evaluate = Callable[[jax.Array], tuple[jax.Array, jax.Array, Aux]]
 
 
+class SearchStart(NamedTuple, Generic[Aux]):
+    """What a line search starts from, and along what: every input but its options.
+
+    Trial points are ``problem.project(x + step * direction)``; a row that is not
+    ``active`` (it has already stopped, in a batch) makes no trial.
+    """
+
+    problem: Problem
+    evaluate: Evaluate[Aux]  # one evaluation per trial: x -> (value, grad, aux)
+    x: jax.Array  # (n,)
+    value: jax.Array  # (): the objective at x
+    grad: jax.Array  # (n,): its gradient
+    direction: jax.Array  # (n,)
+    initial_step: jax.Array | float  # (): the first trial step
+    active: jax.Array | bool = True  # (): False for a row that has stopped
+
+
 class LineSearchResult(NamedTuple, Generic[Aux]):
     """The accepted point (or the last trial when nothing was accepted)."""
 
@@ -31,6 +48,15 @@ class LineSearchResult(NamedTuple, Generic[Aux]):
     accepted: jax.Array  # () bool
     nonfinite: jax.Array  # () bool: a trial was NaN/Inf
     flat: jax.Array  # () bool: no progress at working precision: x or f no longer changed
+
+
+class LineSearch(Protocol):
+    """A line search as a solver calls it (:func:`projected_backtracking`,
+    :func:`fixedopt._wolfe.hager_zhang`), its other options at their defaults."""
+
+    def __call__(self, start: SearchStart[Aux], /, *, max_steps: int) -> LineSearchResult[Aux]:
+        """The accepted point from ``start``, after at most ``max_steps`` trials."""
+        ...
 
 
 def _all_finite(value: jax.Array, grad: jax.Array) -> jax.Array:
@@ -81,17 +107,7 @@ _Carry = tuple[
 
 
 def projected_backtracking(
-    problem: Problem,
-    evaluate: Evaluate[Aux],
-    x: jax.Array,
-    value: jax.Array,
-    grad: jax.Array,
-    direction: jax.Array,
-    initial_step: jax.Array | float,
-    active: jax.Array | bool = True,
-    *,
-    max_steps: int,
-    armijo: float = 1e-4,
+    start: SearchStart[Aux], *, max_steps: int, armijo: float = 1e-4
 ) -> LineSearchResult[Aux]:
     """Backtrack along ``project(x + step * direction)`` until sufficient decrease.
 
@@ -110,6 +126,7 @@ def projected_backtracking(
     are bit-identical in every trial. A row that is not ``active`` (it has already
     stopped, in a batch) makes no trial, so it cannot lengthen the batch's loop.
     """
+    problem, evaluate, x, value, grad, direction, initial_step, active = start
     slope = jnp.dot(grad, problem.free_part(direction))
     trial_value0, trial_grad0, aux0 = jax.eval_shape(evaluate, x)
     init: _Carry[Aux] = (
@@ -163,7 +180,7 @@ def projected_backtracking(
 
 
 def step_from_search(
-    search: LineSearchResult, state: object, predicted: jax.Array, relative_step: jax.Array
+    search: LineSearchResult[Aux], state: object, predicted: jax.Array, relative_step: jax.Array
 ) -> Step:
     """The :class:`~fixedopt._solver.Step` of a line-search solver: the search's
     point, accepted if the search accepted it; an unaccepted search fails the step."""
