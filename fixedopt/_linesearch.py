@@ -112,8 +112,9 @@ def projected_backtracking(
     """Backtrack along ``project(x + step * direction)`` until sufficient decrease.
 
     The Armijo test for the projected path (Bertsekas 1976; Byrd et al. 1995):
-    ``f(x(step)) <= f(x) + armijo * grad . (x(step) - x)``, or, where ``f`` is flat
-    to rounding, Hager and Zhang's approximate Wolfe test. Trial steps shrink by a
+    ``f(x(step)) <= f(x) + armijo * grad . (x(step) - x)`` for a move with
+    ``grad . (x(step) - x) < 0`` (downhill), or, where ``f`` is flat to rounding,
+    Hager and Zhang's approximate Wolfe test. Trial steps shrink by a
     safeguarded quadratic interpolation; a trial that leaves ``x`` unchanged (the
     step fell below rounding) ends the search unaccepted, so a row that cannot make
     progress stops with ``LINESEARCH_FAILED`` instead of running to ``max_steps``.
@@ -153,7 +154,8 @@ def projected_backtracking(
         move = problem.free_part(x_trial - x)  # fixed entries never enter a product
         moved = jnp.any(move != 0)
         decrease = jnp.dot(grad, move)
-        armijo_holds = trial_value <= value + armijo * decrease
+        # Only a descent move can pass: a projected path may bend uphill (decrease > 0).
+        armijo_holds = (decrease < 0) & (trial_value <= value + armijo * decrease)
         wolfe_holds = _approximately_wolfe(value, trial_value, decrease, jnp.dot(trial_grad, move))
         accepted = finite & moved & (armijo_holds | wolfe_holds)
         # A step so short that x did not move ends the search: shorter ones cannot move.
