@@ -7,7 +7,7 @@ Shapes, for one row of ``n`` flat parameters: ``x``, ``grad`` and ``direction`` 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Generic, NamedTuple, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -21,6 +21,23 @@ Aux = TypeVar("Aux")  # what ``evaluate`` returns besides value and gradient (a 
 Evaluate = Callable[[jax.Array], tuple[jax.Array, jax.Array, Aux]]
 
 
+class SearchStart(NamedTuple, Generic[Aux]):
+    """What a line search starts from, and along what: every input but its options.
+
+    Trial points are ``problem.project(x + step * direction)``; a row that is not
+    ``active`` (it has already stopped, in a batch) makes no trial.
+    """
+
+    problem: Problem
+    evaluate: Evaluate[Aux]  # one evaluation per trial: x -> (value, grad, aux)
+    x: jax.Array  # (n,)
+    value: jax.Array  # (): the objective at x
+    grad: jax.Array  # (n,): its gradient
+    direction: jax.Array  # (n,)
+    initial_step: jax.Array | float  # (): the first trial step
+    active: jax.Array | bool = True  # (): False for a row that has stopped
+
+
 class LineSearchResult(NamedTuple, Generic[Aux]):
     """The accepted point (or the last trial when nothing was accepted)."""
 
@@ -31,6 +48,15 @@ class LineSearchResult(NamedTuple, Generic[Aux]):
     accepted: jax.Array  # () bool
     nonfinite: jax.Array  # () bool: a trial was NaN/Inf
     flat: jax.Array  # () bool: no progress at working precision: x or f no longer changed
+
+
+class LineSearch(Protocol):
+    """A line search as a solver calls it (:func:`projected_backtracking`,
+    :func:`fixedopt._wolfe.hager_zhang`), its other options at their defaults."""
+
+    def __call__(self, start: SearchStart[Aux], /, *, max_steps: int) -> LineSearchResult[Aux]:
+        """The accepted point from ``start``, after at most ``max_steps`` trials."""
+        ...
 
 
 def _all_finite(value: jax.Array, grad: jax.Array) -> jax.Array:
@@ -81,23 +107,14 @@ _Carry = tuple[
 
 
 def projected_backtracking(
-    problem: Problem,
-    evaluate: Evaluate[Aux],
-    x: jax.Array,
-    value: jax.Array,
-    grad: jax.Array,
-    direction: jax.Array,
-    initial_step: jax.Array | float,
-    active: jax.Array | bool = True,
-    *,
-    max_steps: int,
-    armijo: float = 1e-4,
+    start: SearchStart[Aux], *, max_steps: int, armijo: float = 1e-4
 ) -> LineSearchResult[Aux]:
     """Backtrack along ``project(x + step * direction)`` until sufficient decrease.
 
     The Armijo test for the projected path (Bertsekas 1976; Byrd et al. 1995):
-    ``f(x(step)) <= f(x) + armijo * grad . (x(step) - x)``, or, where ``f`` is flat
-    to rounding, Hager and Zhang's approximate Wolfe test. Trial steps shrink by a
+    ``f(x(step)) <= f(x) + armijo * grad . (x(step) - x)`` for a move with
+    ``grad . (x(step) - x) < 0`` (downhill), or, where ``f`` is flat to rounding,
+    Hager and Zhang's approximate Wolfe test. Trial steps shrink by a
     safeguarded quadratic interpolation; a trial that leaves ``x`` unchanged (the
     step fell below rounding) ends the search unaccepted, so a row that cannot make
     progress stops with ``LINESEARCH_FAILED`` instead of running to ``max_steps``.
@@ -110,6 +127,7 @@ def projected_backtracking(
     are bit-identical in every trial. A row that is not ``active`` (it has already
     stopped, in a batch) makes no trial, so it cannot lengthen the batch's loop.
     """
+    problem, evaluate, x, value, grad, direction, initial_step, active = start
     slope = jnp.dot(grad, problem.free_part(direction))
     trial_value0, trial_grad0, aux0 = jax.eval_shape(evaluate, x)
     init: _Carry[Aux] = (
@@ -136,7 +154,8 @@ def projected_backtracking(
         move = problem.free_part(x_trial - x)  # fixed entries never enter a product
         moved = jnp.any(move != 0)
         decrease = jnp.dot(grad, move)
-        armijo_holds = trial_value <= value + armijo * decrease
+        # Only a descent move can pass: a projected path may bend uphill (decrease > 0).
+        armijo_holds = (decrease < 0) & (trial_value <= value + armijo * decrease)
         wolfe_holds = _approximately_wolfe(value, trial_value, decrease, jnp.dot(trial_grad, move))
         accepted = finite & moved & (armijo_holds | wolfe_holds)
         # A step so short that x did not move ends the search: shorter ones cannot move.
@@ -163,7 +182,7 @@ def projected_backtracking(
 
 
 def step_from_search(
-    search: LineSearchResult, state: object, predicted: jax.Array, relative_step: jax.Array
+    search: LineSearchResult[Aux], state: object, predicted: jax.Array, relative_step: jax.Array
 ) -> Step:
     """The :class:`~fixedopt._solver.Step` of a line-search solver: the search's
     point, accepted if the search accepted it; an unaccepted search fails the step."""

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from fixedopt._validate import (
+    Bounds,
     Mask,
     PyTree,
     check_params,
@@ -23,8 +26,10 @@ from fixedopt._validate import (
     normalize_values,
 )
 
+Result = TypeVar("Result")  # what the function that ``fix`` wraps returns
 
-def select(mask, if_fixed, if_free):
+
+def select(mask: bool | jax.Array, if_fixed: ArrayLike, if_free: jax.Array) -> jax.Array:
     """``where(mask, if_fixed, if_free)`` for one leaf; free of ops for a static mask."""
     if mask is True:
         return jnp.broadcast_to(if_fixed, jnp.shape(if_free)).astype(jnp.result_type(if_free))
@@ -43,7 +48,7 @@ def zero_fixed(mask: Mask, tree: PyTree) -> PyTree:
     return jax.tree.map(lambda m, t: select(m, jnp.zeros((), t.dtype), t), mask, tree)
 
 
-def fix(fun: Callable, fixed, fixed_values: PyTree) -> Callable:
+def fix(fun: Callable[..., Result], fixed: Mask, fixed_values: PyTree) -> Callable[..., Result]:
     """Wrap ``fun`` so that its fixed entries are pinned *inside* the function.
 
     ``fix(fun, fixed, fixed_values)(x, *args)`` evaluates
@@ -74,7 +79,7 @@ def fix(fun: Callable, fixed, fixed_values: PyTree) -> Callable:
     """
 
     @functools.wraps(fun)
-    def fixed_fun(x, *args):
+    def fixed_fun(x: PyTree, *args: Any) -> Result:
         check_params(x, "x")
         mask = normalize_fixed(fixed, x)
         values = jax.lax.stop_gradient(normalize_values(fixed_values, x))
@@ -83,14 +88,14 @@ def fix(fun: Callable, fixed, fixed_values: PyTree) -> Callable:
     return fixed_fun
 
 
-def clip_to_bounds(x: PyTree, bounds) -> PyTree:
+def clip_to_bounds(x: PyTree, bounds: Bounds | None) -> PyTree:
     """``clip(x, lower, upper)`` leaf-wise; ``bounds`` normalized or ``None``."""
     if bounds is None:
         return x
     return jax.tree.map(jnp.clip, x, *bounds)
 
 
-def project(x: PyTree, fixed, fixed_values: PyTree, bounds=None) -> PyTree:
+def project(x: PyTree, fixed: Mask, fixed_values: PyTree, bounds: Bounds | None = None) -> PyTree:
     """Project ``x`` onto the feasible set: fixed entries pinned, the rest in bounds.
 
     Returns ``where(fixed, fixed_values, clip(x, lower, upper))`` leaf-wise. Fixed

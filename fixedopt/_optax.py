@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -10,37 +11,40 @@ import optax
 
 from fixedopt import _mask, _validate
 from fixedopt._bitselect import select_constant
+from fixedopt._validate import Mask, PyTree
 
 
 class KeepFixedState(NamedTuple):
     """State of :func:`keep_fixed`: the wrapped optimizer's state, unchanged in form."""
 
-    inner_state: Any
+    inner_state: optax.OptState
 
 
-def _freeze_updates(mask, updates):
+def _freeze_updates(mask: Mask, updates: PyTree) -> PyTree:
     # -0.0 rather than 0.0: x + (-0.0) == x bit for bit for every x, including -0.0,
     # whereas (-0.0) + 0.0 == +0.0 would flip the sign bit of a fixed negative zero.
     return jax.tree.map(lambda m, u: select_constant(m, -0.0, u), mask, updates)
 
 
-def _zero_fixed(mask, tree):
+def _zero_fixed(mask: Mask, tree: PyTree) -> PyTree:
     return jax.tree.map(lambda m, t: select_constant(m, 0.0, t), mask, tree)
 
 
-def _fixed_value_fn(value_fn, mask, params):
+def _fixed_value_fn(
+    value_fn: Callable[..., jax.Array], mask: Mask, params: PyTree
+) -> Callable[..., jax.Array]:
     """``value_fn`` whose fixed entries are pinned to ``params`` inside the function."""
     pinned = jax.lax.stop_gradient(params)
 
     @functools.wraps(value_fn)
-    def fixed_value_fn(candidate, *args, **kwargs):
+    def fixed_value_fn(candidate: PyTree, *args: Any, **kwargs: Any) -> jax.Array:
         return value_fn(_mask.tree_select(mask, pinned, candidate), *args, **kwargs)
 
     return fixed_value_fn
 
 
 def keep_fixed(
-    optimizer: optax.GradientTransformation, fixed
+    optimizer: optax.GradientTransformation, fixed: Mask
 ) -> optax.GradientTransformationExtraArgs:
     """Wrap any optax optimizer so that fixed entries never move, exactly.
 
@@ -92,19 +96,21 @@ def keep_fixed(
     """
     inner = optax.with_extra_args_support(optimizer)
 
-    def mask_for(updates, params):
+    def mask_for(updates: PyTree, params: PyTree | None) -> Mask:
         if _validate.is_mask_function(fixed):
             if params is None:
                 raise ValueError("`fixed` is a callable of the parameters: pass `params`")
             return _validate.normalize_fixed(fixed(params), updates, name="fixed")
         return _validate.normalize_fixed(fixed, updates, name="fixed")
 
-    def init(params):
+    def init(params: PyTree) -> KeepFixedState:
         _validate.check_params(params, "params")
         mask_for(params, params)
         return KeepFixedState(inner_state=inner.init(params))
 
-    def update(updates, state, params=None, **extra_args):
+    def update(
+        updates: PyTree, state: KeepFixedState, params: PyTree | None = None, **extra_args: Any
+    ) -> tuple[PyTree, KeepFixedState]:
         mask = mask_for(updates, params)
         updates = _zero_fixed(mask, updates)
         if "grad" in extra_args:
@@ -121,7 +127,7 @@ def keep_fixed(
     return optax.GradientTransformationExtraArgs(init, update)
 
 
-def apply_updates(params, updates, fixed):
+def apply_updates(params: PyTree, updates: PyTree, fixed: Mask) -> PyTree:
     """``optax.apply_updates`` that leaves fixed entries untouched: no arithmetic on them.
 
     ``keep_fixed`` makes the update of a fixed entry ``-0.0``, and ``x + (-0.0)`` is

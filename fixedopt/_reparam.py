@@ -16,8 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fixedopt._solver import Problem
-from fixedopt._validate import concrete_or_none
+from fixedopt._solver import Problem, ResidualAndJacobian
+from fixedopt._validate import Mask, concrete_or_none
 
 
 def packed_width(free_counts: np.ndarray, n: int) -> int:
@@ -38,14 +38,15 @@ def free_indices(fixed: np.ndarray) -> np.ndarray:
     return np.where(is_free, order, n).astype(np.int32)
 
 
-def split_indices(mask, batched: bool) -> jax.Array:
+def split_indices(mask: Mask, batched: bool) -> jax.Array:
     """Per row, the free positions of the flat vector, padded (``strategy="split"``).
 
     ``mask`` is the normalized mask tree; it must be concrete (the packed width is
     chosen from it).
     """
     leaves = [concrete_or_none(leaf) for leaf in jax.tree.leaves(mask)]
-    if any(leaf is None for leaf in leaves):
+    concrete = [leaf for leaf in leaves if leaf is not None]
+    if len(concrete) < len(leaves):
         raise ValueError(
             '`fixed` must be concrete for strategy="split" (the packed width is chosen '
             'from it), got a traced mask; call outside jit or use strategy="mask"'
@@ -53,13 +54,13 @@ def split_indices(mask, batched: bool) -> jax.Array:
     # An explicit row width: ``reshape(0, -1)`` is ambiguous for an empty batch.
     rows = [
         leaf.reshape((leaf.shape[0], math.prod(leaf.shape[1:])) if batched else (1, leaf.size))
-        for leaf in leaves
+        for leaf in concrete
     ]
     index = free_indices(np.concatenate(rows, axis=1))
     return jnp.asarray(index if batched else index[0])
 
 
-def _with_padding(vector, fill):
+def _with_padding(vector: jax.Array, fill: float) -> jax.Array:
     return jnp.concatenate([vector, jnp.full((1,), fill, vector.dtype)])
 
 
@@ -82,19 +83,20 @@ def split(problem: Problem, index: jax.Array) -> Problem:
     """
     n = problem.fixed.shape[0]
 
-    def value_and_grad(z):
+    def value_and_grad(z: jax.Array) -> tuple[jax.Array, jax.Array]:
         value, grad = problem.value_and_grad(expand(z, problem.fixed_values, index))
         return value, pack(grad, index)
 
-    residual_and_jacobian = None
-    if problem.residual_and_jacobian is not None:
+    residual_and_jacobian: ResidualAndJacobian | None = None
+    full_residual_and_jacobian = problem.residual_and_jacobian
+    if full_residual_and_jacobian is not None:
 
-        def residual_and_jacobian(z):
-            residual, jacobian = problem.residual_and_jacobian(
-                expand(z, problem.fixed_values, index)
-            )
+        def packed_residual_and_jacobian(z: jax.Array) -> tuple[jax.Array, jax.Array]:
+            residual, jacobian = full_residual_and_jacobian(expand(z, problem.fixed_values, index))
             padded = jnp.concatenate([jacobian, jnp.zeros_like(jacobian[:, :1])], axis=1)
             return residual, padded[:, index]
+
+        residual_and_jacobian = packed_residual_and_jacobian
 
     bounds = {}
     if problem.lower is not None and problem.upper is not None:

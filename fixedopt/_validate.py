@@ -18,27 +18,32 @@ leaf, what was expected and what came.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeGuard, cast, overload
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from fixedopt._solver import Solver
 
 PyTree = Any
 Mask = PyTree  # leaves: Python bool or boolean array of the parameter leaf's shape
+Bounds = tuple[PyTree, PyTree]  # (lower, upper): trees like x, tree prefixes or scalars
+KeyPath = tuple[object, ...]  # a leaf's path in a tree (jax.tree_util key entries)
+IsLeaf = Callable[[Any], bool]  # a node -> is it a leaf (jax.tree's ``is_leaf``)
 
 
-def leaf_name(path) -> str:
+def leaf_name(path: KeyPath) -> str:
     return jax.tree_util.keystr(path) or "<root>"
 
 
-def _is_bool_scalar(value) -> bool:
+def _is_bool_scalar(value: object) -> TypeGuard[bool | np.bool_]:
     return isinstance(value, (bool, np.bool_))
 
 
-def is_mask_leaf(value) -> bool:
+def is_mask_leaf(value: object) -> bool:
     """A leaf of a mask tree: a bool, None, or an array (not a node wrapping one)."""
     if _is_bool_scalar(value) or value is None:
         return True
@@ -47,18 +52,18 @@ def is_mask_leaf(value) -> bool:
     return hasattr(value, "dtype") and jax.tree_util.treedef_is_leaf(jax.tree.structure(value))
 
 
-def is_mask_function(fixed) -> bool:
+def is_mask_function(fixed: object) -> TypeGuard[Callable[[PyTree], Mask]]:
     """``fixed`` is a callable ``params -> mask`` rather than a mask."""
     return callable(fixed) and not is_mask_leaf(fixed)
 
 
-def _describe(value) -> str:
+def _describe(value: object) -> str:
     if hasattr(value, "dtype") and hasattr(value, "shape"):
         return f"{value.dtype} array of shape {tuple(value.shape)}"
     return type(value).__name__
 
 
-def concrete_or_none(value):
+def concrete_or_none(value: object) -> np.ndarray | None:
     """Return ``value`` as a NumPy array if it is known at trace time, else None."""
     try:
         return np.asarray(value)
@@ -84,7 +89,7 @@ def check_params(x: PyTree, name: str = "x") -> None:
             )
 
 
-def _broadcast_prefix(prefix: PyTree, x: PyTree, name: str, is_leaf) -> PyTree:
+def _broadcast_prefix(prefix: PyTree, x: PyTree, name: str, is_leaf: IsLeaf | None) -> PyTree:
     try:
         return jax.tree.broadcast(prefix, x, is_leaf=is_leaf)
     except (ValueError, TypeError) as error:
@@ -95,7 +100,7 @@ def _broadcast_prefix(prefix: PyTree, x: PyTree, name: str, is_leaf) -> PyTree:
         ) from error
 
 
-def _mask_leaf(path, mask, leaf, name: str):
+def _mask_leaf(path: KeyPath, mask: Any, leaf: jax.Array, name: str) -> bool | jax.Array:
     where = f"`{name}` at {leaf_name(path)}"
     if _is_bool_scalar(mask):
         return bool(mask)
@@ -114,14 +119,14 @@ def _mask_leaf(path, mask, leaf, name: str):
     return jnp.asarray(mask)
 
 
-def _list_as_array(value, x: PyTree):
+def _list_as_array(value: PyTree, x: PyTree) -> PyTree:
     """A (nested) list given for a single-array ``x`` is that array's data."""
     if isinstance(value, list) and hasattr(x, "shape"):
         return np.asarray(value)
     return value
 
 
-def normalize_fixed(fixed, x: PyTree, name: str = "fixed") -> Mask:
+def normalize_fixed(fixed: Mask | Callable[[PyTree], Mask], x: PyTree, name: str = "fixed") -> Mask:
     """Canonical mask for ``x``: a tree like ``x`` of Python bools or boolean arrays.
 
     Args:
@@ -149,7 +154,7 @@ def normalize_fixed(fixed, x: PyTree, name: str = "fixed") -> Mask:
     )
 
 
-def _value_leaf(path, value, leaf, name: str):
+def _value_leaf(path: KeyPath, value: Any, leaf: jax.Array, name: str) -> jax.Array:
     if not (hasattr(value, "shape") or isinstance(value, (int, float, np.number))):
         raise TypeError(
             f"`{name}` at {leaf_name(path)} must be a number or an array, got {_describe(value)}"
@@ -184,7 +189,7 @@ def normalize_values(values: PyTree, x: PyTree, name: str = "fixed_values") -> P
     )
 
 
-def normalize_bounds(bounds, x: PyTree, name: str = "bounds"):
+def normalize_bounds(bounds: object, x: PyTree, name: str = "bounds") -> Bounds | None:
     """``(lower, upper)`` trees like ``x``, or ``None`` when there are no bounds.
 
     Accepts a pair ``(lower, upper)`` (``None`` for no bound on that side, as in
@@ -219,18 +224,20 @@ def normalize_bounds(bounds, x: PyTree, name: str = "bounds"):
     return lower, upper
 
 
-def _paths(x: PyTree):
+def _paths(x: PyTree) -> list[KeyPath]:
     return [path for path, _ in jax.tree_util.tree_leaves_with_path(x)]
 
 
-def check_values_in_bounds(mask: Mask, values: PyTree, bounds, name="fixed_values"):
+def check_values_in_bounds(
+    mask: Mask, values: PyTree, bounds: Bounds | None, name: str = "fixed_values"
+) -> None:
     """Raise ValueError if a concrete fixed value lies outside concrete bounds."""
     if bounds is None:
         return
     leaves = zip(_paths(values), *(jax.tree.leaves(t) for t in (mask, values, *bounds)))
-    for path, m, v, lo, hi in leaves:
-        m, v, lo, hi = (concrete_or_none(a) for a in (m, v, lo, hi))
-        if any(a is None for a in (m, v, lo, hi)):
+    for path, *traced in leaves:
+        m, v, lo, hi = (concrete_or_none(a) for a in traced)
+        if m is None or v is None or lo is None or hi is None:
             continue
         outside = np.broadcast_to(m, v.shape) & ((v < lo) | (v > hi))
         if np.any(outside):
@@ -244,7 +251,11 @@ def check_values_in_bounds(mask: Mask, values: PyTree, bounds, name="fixed_value
 MAX_STEPS_LIMIT = 2**31 - 1  # the step counter is an int32
 
 
-def tolerance(name: str, value):
+@overload
+def tolerance(name: str, value: None) -> None: ...
+@overload
+def tolerance(name: str, value: ArrayLike) -> float | jax.Array: ...
+def tolerance(name: str, value: ArrayLike | None) -> float | jax.Array | None:
     """A tolerance: ``None`` (the caller's default), or a real scalar >= 0 (a Python,
     NumPy or JAX scalar; a traced one is taken as it is)."""
     if value is None:
@@ -254,14 +265,14 @@ def tolerance(name: str, value):
     ):
         raise TypeError(f"`{name}` must be a real scalar, got {type(value).__name__}: {value!r}")
     concrete = concrete_or_none(value)
-    if concrete is None:
-        return value
+    if concrete is None:  # only a tracer is not concrete
+        return cast(jax.Array, value)
     if not (np.issubdtype(concrete.dtype, np.number) and concrete >= 0):
         raise ValueError(f"`{name}` must be a number >= 0, got {value!r}")
     return float(concrete)
 
 
-def max_steps_option(value) -> int:
+def max_steps_option(value: object) -> int:
     """``max_steps`` as a Python int in ``[0, 2**31)``; NumPy and JAX ints accepted."""
     concrete = None if isinstance(value, bool) else concrete_or_none(value)
     if concrete is None or concrete.shape != () or not np.issubdtype(concrete.dtype, np.integer):
@@ -274,20 +285,20 @@ def max_steps_option(value) -> int:
 class _ByIdentity:
     """An unhashable callable, hashed by identity so that ``jit`` can cache on it."""
 
-    def __init__(self, fun):
+    def __init__(self, fun: Callable[..., Any]) -> None:
         self.fun = fun
 
-    def __call__(self, *args):
+    def __call__(self, *args: Any) -> Any:
         return self.fun(*args)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return id(self.fun)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, _ByIdentity) and other.fun is self.fun
 
 
-def hashable_function(fun, name: str):
+def hashable_function(fun: Callable[..., Any], name: str) -> Callable[..., Any]:
     """``fun``, wrapped to hash by identity if it is callable but unhashable."""
     if not callable(fun):
         raise TypeError(f"`{name}` must be callable, got {type(fun).__name__}")
@@ -298,7 +309,7 @@ def hashable_function(fun, name: str):
     return fun
 
 
-def args_tuple(args) -> tuple:
+def args_tuple(args: object) -> tuple[Any, ...]:
     """``args`` as a tuple: a tuple or a list of extra arguments; anything else is
     named (an array would otherwise be unpacked element by element)."""
     if isinstance(args, tuple):
@@ -311,13 +322,13 @@ def args_tuple(args) -> tuple:
     )
 
 
-def _check_axes_leaf(axis):
+def _check_axes_leaf(axis: object) -> object:
     if axis not in (0, None):
         raise ValueError(f"`args_axes` entries must be 0 (per row) or None (shared), got {axis!r}")
     return axis
 
 
-def batched_args(args: tuple, args_axes, batch: int) -> tuple[bool, ...]:
+def batched_args(args: tuple[Any, ...], args_axes: PyTree, batch: int) -> tuple[bool, ...]:
     """One flag per leaf of ``args``: True for per-row data (batch axis 0).
 
     By default arrays are per row and Python scalars shared; ``args_axes`` (a tuple
@@ -344,7 +355,7 @@ def batched_args(args: tuple, args_axes, batch: int) -> tuple[bool, ...]:
     return tuple(flags)
 
 
-def _check_row_leaf(path, leaf, batch: int) -> None:
+def _check_row_leaf(path: KeyPath, leaf: object, batch: int) -> None:
     shape = tuple(getattr(leaf, "shape", ()))
     if not shape or shape[0] != batch:
         raise ValueError(
@@ -361,7 +372,7 @@ def positive_int(name: str, value: object) -> int:
     return value
 
 
-def check_solver(solver, *, needs_residuals: bool, caller: str) -> None:
+def check_solver(solver: object, *, needs_residuals: bool, caller: str) -> None:
     """A fixedopt solver, and one that ``caller`` can run."""
     if not isinstance(solver, Solver):
         raise TypeError(
@@ -379,12 +390,12 @@ def choice(name: str, value: object, choices: tuple[str, ...]) -> str:
     """``value`` if it is one of ``choices``, else ValueError naming them."""
     if value not in choices:
         raise ValueError(f"`{name}` must be one of {choices}, got {value!r}")
-    return value  # type: ignore[return-value]  # one of the strings in `choices`
+    return value
 
 
-def batch_size(x0, name: str = "x0") -> int:
+def batch_size(x0: PyTree, name: str = "x0") -> int:
     """The size of the leading (batch) axis, the same on every leaf of ``x0``."""
-    sizes = {}
+    sizes: dict[str, int] = {}
     for path, leaf in jax.tree_util.tree_leaves_with_path(x0):
         if leaf.ndim == 0:
             raise ValueError(

@@ -15,8 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._control import loop
-from fixedopt._linesearch import Aux, Evaluate, LineSearchResult, projected_backtracking
-from fixedopt._solver import Problem
+from fixedopt._linesearch import Aux, LineSearchResult, SearchStart, projected_backtracking
 
 EXPAND, SECANT, SECANT_AGAIN, BISECT = 0, 1, 2, 3  # what the pending trial step is
 
@@ -80,14 +79,7 @@ def _choose(
 
 
 def hager_zhang(
-    problem: Problem,
-    evaluate: Evaluate[Aux],
-    x: jax.Array,
-    value: jax.Array,
-    grad: jax.Array,
-    direction: jax.Array,
-    initial_step: jax.Array | float,
-    active: jax.Array | bool = True,
+    start: SearchStart[Aux],
     *,
     max_steps: int,
     decrease: float = 0.1,
@@ -123,26 +115,25 @@ def hager_zhang(
       >>> fun = lambda x: jnp.sum(jnp.array([1.0, 100.0]) * x**2)
       >>> problem = Problem(jax.value_and_grad(fun), jnp.zeros(2, bool), jnp.zeros(2))
       >>> x = jnp.array([1.0, 1.0]); value, grad = problem.value_and_grad(x)
-      >>> result = hager_zhang(problem, lambda z: (*problem.value_and_grad(z), None),
-      ...                      x, value, grad, -grad, 1.0, max_steps=20)
+      >>> evaluate = lambda z: (*problem.value_and_grad(z), None)
+      >>> start = SearchStart(problem, evaluate, x, value, grad, -grad, 1.0)
+      >>> result = hager_zhang(start, max_steps=20)
       >>> bool(result.accepted), bool(result.value < value)
       (True, True)
     """
+    problem, evaluate, x, value, grad, direction, initial_step, active = start
     if problem.has_bounds:
-        return projected_backtracking(
-            problem, evaluate, x, value, grad, direction, initial_step, active,
-            max_steps=max_steps,
-        )  # fmt: skip
+        return projected_backtracking(start, max_steps=max_steps)
     slope = jnp.dot(grad, problem.free_part(direction))
     rounding = 10 * jnp.finfo(value.dtype).eps * jnp.abs(value)
-    start = _Point(jnp.zeros((), x.dtype), value, slope)
+    origin = _Point(jnp.zeros((), x.dtype), value, slope)
     shapes = jax.eval_shape(evaluate, x)
     zero_value, zero_grad, zero_aux = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), shapes)
     false = jnp.zeros((), bool)
     nothing = LineSearchResult(x, zero_value, zero_grad, zero_aux, false, false, false)
     init = _Search(
         step=jnp.asarray(initial_step, x.dtype), stage=jnp.asarray(EXPAND, jnp.int32),
-        low=start, high=start, bracketed=jnp.zeros((), bool), width=jnp.asarray(jnp.inf, x.dtype),
+        low=origin, high=origin, bracketed=jnp.zeros((), bool), width=jnp.asarray(jnp.inf, x.dtype),
         last=nothing, fallback=nothing, trials=jnp.zeros((), jnp.int32),
         stopped=jnp.zeros((), bool),
     )  # fmt: skip

@@ -29,4 +29,7 @@ def compiled_solves() -> int:
       >>> compiled_solves() - before  # a new mask: nothing compiled
       0
     """
-    return _compiled_solve._cache_size()
+    # ``_cache_size`` is jit's own count of compiled programs: private, so the stubs
+    # of ``jax.jit``'s result (``JitWrapped``) do not list it.
+    size: int = _compiled_solve._cache_size()  # type: ignore[attr-defined]
+    return size

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import fixedopt
+from fixedopt._linesearch import SearchStart
 from fixedopt._solver import Problem
 from fixedopt._wolfe import hager_zhang
 from tests.test_minimize_reference import MGH, heterogeneous_masks, scipy_lbfgsb
@@ -44,8 +45,8 @@ def search_row(x, weights, shift, curvature, fixed, step, patience=5):
         value, grad = value_and_grad(z)
         return value, jnp.where(fixed, 0.0, grad), None
 
-    result = hager_zhang(problem, evaluate, x, value, grad, direction, step,
-                         max_steps=40, patience=patience)  # fmt: skip
+    start = SearchStart(problem, evaluate, x, value, grad, direction, step)
+    result = hager_zhang(start, max_steps=40, patience=patience)
     return result, value, grad, direction
 
 
@@ -89,8 +90,9 @@ def count_trials(active):
             jax.debug.callback(lambda: trials.append(1))
             return (*value_and_grad(z), None)
 
-        return hager_zhang(Problem(value_and_grad, fixed, x), evaluate, x, value, grad, -grad,
-                           step, active, max_steps=40)  # fmt: skip
+        problem = Problem(value_and_grad, fixed, x)
+        start = SearchStart(problem, evaluate, x, value, grad, -grad, step, active)
+        return hager_zhang(start, max_steps=40)
 
     result = jax.block_until_ready(jax.jit(jax.vmap(row))(*batch(1)))
     return result, len(trials)

@@ -9,24 +9,47 @@ exactly zero there and the system stays non-singular — no NaN, no "singular" f
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+import functools
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
 
-from fixedopt._linesearch import projected_backtracking, step_from_search
+from fixedopt._linesearch import SearchStart, projected_backtracking, step_from_search
 from fixedopt._solver import Problem, Solver, Step, StepContext
 from fixedopt._validate import positive_int
 
 
-def _residual_evaluation(problem: Problem, x):
-    residual, jacobian = problem.residual_and_jacobian(x)
+def _residuals(problem: Problem, x: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(residual, jacobian)`` at ``x``, of shapes ``(m,)`` and ``(m, n)``."""
+    residual_and_jacobian = problem.residual_and_jacobian
+    if residual_and_jacobian is None:  # the driver passes it to these solvers
+        raise TypeError("a least-squares solver needs `problem.residual_and_jacobian`")
+    return residual_and_jacobian(x)
+
+
+def _residual_evaluation(
+    problem: Problem, x: jax.Array
+) -> tuple[jax.Array, jax.Array, tuple[jax.Array, jax.Array]]:
+    """``(value, grad, (residual, jacobian))`` at ``x``: a line search's evaluation."""
+    residual, jacobian = _residuals(problem, x)
     value = problem.residual_value(x, residual)  # robust losses: not 0.5 |residual|^2
     return value, jacobian.T @ residual, (residual, jacobian)
 
 
-def free_block_step(jacobian, grad, free, damping, scale=None):
+def free_block_step(
+    jacobian: jax.Array,
+    grad: jax.Array,
+    free: jax.Array,
+    damping: ArrayLike,
+    scale: jax.Array | None = None,
+) -> jax.Array:
     """Solve ``(J^T J + damping * D^2) step = -grad`` on the free entries.
+
+    ``jacobian``: ``(m, n)``; ``grad``, ``free`` (boolean) and ``scale``: ``(n,)``;
+    ``damping``: ``()``. Returns the ``(n,)`` step, in the dtype of ``grad``.
 
     ``D^2 = scale`` defaults to ``diag(J^T J)`` (Marquardt); Levenberg–Marquardt passes
     the running maximum of it (Moré 1978), which keeps the damping unit-free and the
@@ -48,12 +71,14 @@ def free_block_step(jacobian, grad, free, damping, scale=None):
     return jax.scipy.linalg.cho_solve(factor, jnp.where(free, -grad, 0.0)).astype(dtype)
 
 
-def column_norms_squared(problem: Problem, jacobian) -> jax.Array:
+def column_norms_squared(problem: Problem, jacobian: jax.Array) -> jax.Array:
     """``diag(J^T J)``, zero at fixed entries (their columns are exactly zero)."""
     return problem.free_part(jnp.sum(jacobian**2, axis=0))
 
 
-def residual_cosine(problem: Problem, x, grad, jacobian, residual) -> jax.Array:
+def residual_cosine(
+    problem: Problem, x: jax.Array, grad: jax.Array, jacobian: jax.Array, residual: jax.Array
+) -> jax.Array:
     """MINPACK's ``gtol`` measure: the largest ``|J_j . r| / (|J_j| |r|)`` over free,
     not bound-active columns (the projected gradient in the numerator); 0 for a zero
     residual or a zero column."""
@@ -64,7 +89,14 @@ def residual_cosine(problem: Problem, x, grad, jacobian, residual) -> jax.Array:
     return jnp.max(cosine, initial=0.0)
 
 
-def gauss_newton_model(problem: Problem, x, grad, jacobian, step, scale):
+def gauss_newton_model(
+    problem: Problem,
+    x: jax.Array,
+    grad: jax.Array,
+    jacobian: jax.Array,
+    step: jax.Array,
+    scale: jax.Array,
+) -> tuple[jax.Array, jax.Array]:
     """``(predicted, relative_step)`` of a step of the Gauss–Newton model: the
     predicted reduction ``-(g.s + |J s|^2 / 2)`` (negative for a projected step that
     the model says goes uphill) and ``|D s| / |D x|``, ``D^2 = scale``."""
@@ -73,6 +105,37 @@ def gauss_newton_model(problem: Problem, x, grad, jacobian, step, scale):
     step_norm = jnp.linalg.norm(d * step)
     relative = jnp.where(step_norm == 0, 0.0, step_norm / jnp.linalg.norm(problem.free_part(d * x)))
     return predicted, relative
+
+
+class _ResidualState(Protocol):
+    """A least-squares solver's state holds the residual and Jacobian at its point."""
+
+    @property
+    def residual(self) -> jax.Array: ...  # (m,)
+
+    @property
+    def jacobian(self) -> jax.Array: ...  # (m, n)
+
+
+ResidualState = TypeVar("ResidualState", bound=_ResidualState)
+
+
+class _LeastSquaresSolver(Solver[ResidualState]):
+    """What the least-squares solvers share: they need residuals, and their gradient
+    measure is MINPACK's residual–Jacobian cosine, exact (the driver uses it alone)."""
+
+    needs_residuals = True
+    exact_gradient_measure = True
+
+    def gradient_measure(
+        self,
+        problem: Problem,
+        x: jax.Array,
+        value: jax.Array,
+        grad: jax.Array,
+        state: ResidualState,
+    ) -> jax.Array:
+        return residual_cosine(problem, x, grad, state.jacobian, state.residual)
 
 
 class LevenbergMarquardtState(NamedTuple):
@@ -84,7 +147,7 @@ class LevenbergMarquardtState(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
+class LevenbergMarquardt(_LeastSquaresSolver[LevenbergMarquardtState]):
     """Levenberg–Marquardt with Moré's scaling and Nielsen's damping update.
 
     Each iteration evaluates the residual and its Jacobian once, at the trial point,
@@ -116,30 +179,28 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
 
     initial_damping: float = 1e-3
     max_damping: float = 1e16
-    needs_residuals = True
-    exact_gradient_measure = True
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not (0 < self.initial_damping < self.max_damping):
             raise ValueError(
                 "`initial_damping` must be positive and below `max_damping`, got "
                 f"{self.initial_damping!r} and {self.max_damping!r}"
             )
 
-    def init(self, problem: Problem, x, value, grad) -> LevenbergMarquardtState:
-        residual, jacobian = problem.residual_and_jacobian(x)
+    def init(
+        self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array
+    ) -> LevenbergMarquardtState:
+        residual, jacobian = _residuals(problem, x)
         damping = jnp.asarray(self.initial_damping, x.dtype)
         scale = column_norms_squared(problem, jacobian)
         return LevenbergMarquardtState(
             residual, jacobian, damping, jnp.asarray(2.0, x.dtype), scale
         )
 
-    def gradient_measure(self, problem: Problem, x, value, grad, state) -> jax.Array:
-        return residual_cosine(problem, x, grad, state.jacobian, state.residual)
-
     def step(
-        self, problem: Problem, x, value, grad, state: LevenbergMarquardtState, context: StepContext
-    ) -> Step:
+        self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array,
+        state: LevenbergMarquardtState, context: StepContext,
+    ) -> Step:  # fmt: skip
         free = ~problem.fixed & ~problem.at_bound(x, grad, 0.0)
         # The damped step, and the undamped (Gauss–Newton) step the xtol test measures
         # (a step that is short only because the damping grew, at a NaN wall say, says
@@ -147,9 +208,11 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         # batched call: two independent LAPACK calls can deadlock jaxlib's CPU thread
         # pool (each waits for pool threads the other holds; seen on 2 cores).
         dampings = jnp.stack([state.damping, jnp.asarray(_UNDAMPED, state.damping.dtype)])
-        step, gauss_newton = jax.vmap(
-            lambda damping: free_block_step(state.jacobian, grad, free, damping, state.scale)
-        )(dampings)
+
+        def solve(damping: jax.Array) -> jax.Array:
+            return free_block_step(state.jacobian, grad, free, damping, state.scale)
+
+        step, gauss_newton = jax.vmap(solve)(dampings)
         x_trial = problem.project(x + step)
         step = problem.free_part(x_trial - x)
         trial_value, trial_grad, (residual, jacobian) = _residual_evaluation(problem, x_trial)
@@ -163,7 +226,10 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         shrink = jnp.maximum(1.0 / 3.0, 1.0 - (2.0 * gain - 1.0) ** 3)
         damping = jnp.where(accepted, state.damping * shrink, state.damping * state.growth)
         growth = jnp.where(accepted, 2.0, 2.0 * state.growth)
-        keep = lambda new, old: jnp.where(accepted, new, old)
+
+        def keep(new: jax.Array, old: jax.Array) -> jax.Array:
+            return jnp.where(accepted, new, old)
+
         scale = jnp.maximum(state.scale, column_norms_squared(problem, jacobian))
         new_state = LevenbergMarquardtState(
             keep(residual, state.residual),
@@ -192,7 +258,7 @@ _EPS_FACTOR = 10  # a predicted reduction below this many eps of f is rounding n
 _UNDAMPED = 1e-10  # relative ridge of the Gauss–Newton step the xtol test measures
 
 
-def _eps(value):
+def _eps(value: jax.Array) -> np.floating[Any]:
     return jnp.finfo(value.dtype).eps
 
 
@@ -202,7 +268,7 @@ class GaussNewtonState(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class GaussNewton(Solver[GaussNewtonState]):
+class GaussNewton(_LeastSquaresSolver[GaussNewtonState]):
     """Gauss–Newton with a projected backtracking line search.
 
     The step solves the normal equations on the free block with a tiny relative
@@ -219,33 +285,31 @@ class GaussNewton(Solver[GaussNewtonState]):
 
     regularization: float = 1e-10
     max_linesearch_steps: int = 30
-    needs_residuals = True
-    exact_gradient_measure = True
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not self.regularization > 0:
             raise ValueError(f"`regularization` must be positive, got {self.regularization!r}")
         positive_int("max_linesearch_steps", self.max_linesearch_steps)
 
-    def init(self, problem: Problem, x, value, grad) -> GaussNewtonState:
-        residual, jacobian = problem.residual_and_jacobian(x)
+    def init(
+        self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array
+    ) -> GaussNewtonState:
+        residual, jacobian = _residuals(problem, x)
         return GaussNewtonState(jacobian, residual)
 
-    def gradient_measure(self, problem: Problem, x, value, grad, state) -> jax.Array:
-        return residual_cosine(problem, x, grad, state.jacobian, state.residual)
-
     def step(
-        self, problem: Problem, x, value, grad, state: GaussNewtonState, context: StepContext
-    ) -> Step:
+        self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array,
+        state: GaussNewtonState, context: StepContext,
+    ) -> Step:  # fmt: skip
         free = ~problem.fixed & ~problem.at_bound(x, grad, 0.0)
         direction = free_block_step(state.jacobian, grad, free, self.regularization)
-        search = projected_backtracking(
-            problem, lambda x_trial: _residual_evaluation(problem, x_trial), x, value, grad,
-            direction, 1.0, context.active, max_steps=self.max_linesearch_steps,
-        )  # fmt: skip
-        keep = lambda new, old: jnp.where(search.accepted, new, old)
+        evaluate = functools.partial(_residual_evaluation, problem)
+        start = SearchStart(problem, evaluate, x, value, grad, direction, 1.0, context.active)
+        search = projected_backtracking(start, max_steps=self.max_linesearch_steps)
+        residual, jacobian = search.aux
         new_state = GaussNewtonState(
-            keep(search.aux[1], state.jacobian), keep(search.aux[0], state.residual)
+            jnp.where(search.accepted, jacobian, state.jacobian),
+            jnp.where(search.accepted, residual, state.residual),
         )
         predicted, relative_step = gauss_newton_model(
             problem, x, grad, state.jacobian, direction,

@@ -8,7 +8,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from fixedopt._linesearch import first_step, projected_backtracking, step_from_search
+from fixedopt._linesearch import SearchStart, first_step, projected_backtracking, step_from_search
 from fixedopt._solver import Problem, Solver, Step, StepContext
 from fixedopt._validate import positive_int
 
@@ -41,25 +41,28 @@ class GradientDescent(Solver[GradientDescentState]):
 
     max_linesearch_steps: int = 30
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         positive_int("max_linesearch_steps", self.max_linesearch_steps)
 
-    def init(self, problem: Problem, x, value, grad) -> GradientDescentState:
+    def init(
+        self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array
+    ) -> GradientDescentState:
         trial_step = first_step(problem, value, grad).astype(x.dtype)
         return GradientDescentState(trial_step)
 
     def step(
-        self, problem: Problem, x, value, grad, state: GradientDescentState, context: StepContext
-    ) -> Step:
+        self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array,
+        state: GradientDescentState, context: StepContext,
+    ) -> Step:  # fmt: skip
         direction = jnp.where(problem.fixed, 0.0, -grad)
 
-        def evaluate(x_trial):
+        def evaluate(x_trial: jax.Array) -> tuple[jax.Array, jax.Array, None]:
             return (*problem.value_and_grad(x_trial), None)
 
-        search = projected_backtracking(
-            problem, evaluate, x, value, grad, direction, state.trial_step, context.active,
-            max_steps=self.max_linesearch_steps,
-        )  # fmt: skip
+        start = SearchStart(
+            problem, evaluate, x, value, grad, direction, state.trial_step, context.active
+        )
+        search = projected_backtracking(start, max_steps=self.max_linesearch_steps)
         s, y = problem.free_part(search.x - x), search.grad - grad
         sy = jnp.dot(s, y)
         barzilai_borwein = jnp.dot(s, s) / jnp.where(sy > 0, sy, 1.0)

@@ -3,18 +3,34 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
-from fixedopt._linesearch import first_step, projected_backtracking, step_from_search
+from fixedopt._linesearch import (
+    LineSearch,
+    SearchStart,
+    first_step,
+    projected_backtracking,
+    step_from_search,
+)
 from fixedopt._ring import read_slot, write_slot
 from fixedopt._solver import Problem, Solver, Step, StepContext, quadratic_model
 from fixedopt._validate import positive_int
 from fixedopt._wolfe import hager_zhang
 
-LINESEARCHES = {"backtracking": projected_backtracking, "hager-zhang": hager_zhang}
+LINESEARCHES: dict[str, LineSearch] = {
+    "backtracking": projected_backtracking,
+    "hager-zhang": hager_zhang,
+}
+# ``history, slot -> history[slot]`` and ``history, slot, value -> history`` with
+# ``value`` at ``slot``: one slot of a ring buffer (``slot`` an ``()`` int array).
+ReadSlot = Callable[[jax.Array, jax.Array], jax.Array]
+WriteSlot = Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
 
 
 class LBFGSState(NamedTuple):
@@ -26,16 +42,29 @@ class LBFGSState(NamedTuple):
     direction: jax.Array  # (n,): the model's step -H grad at the current point
 
 
-def _read(history, slot):
-    return jax.lax.dynamic_index_in_dim(history, slot, keepdims=False)
+def _read(history: jax.Array, slot: jax.Array) -> jax.Array:
+    row: jax.Array = jax.lax.dynamic_index_in_dim(history, slot, keepdims=False)
+    return row
 
 
-def _write(history, slot, value):
-    return jax.lax.dynamic_update_index_in_dim(history, value, slot, axis=0)
+def _write(history: jax.Array, slot: jax.Array, value: jax.Array) -> jax.Array:
+    written: jax.Array = jax.lax.dynamic_update_index_in_dim(history, value, slot, axis=0)
+    return written
 
 
-def two_loop(grad, s_history, y_history, rho, newest, gamma, read=_read):
+def two_loop(
+    grad: jax.Array,
+    s_history: jax.Array,
+    y_history: jax.Array,
+    rho: jax.Array,
+    newest: ArrayLike,
+    gamma: jax.Array,
+    read: ReadSlot = _read,
+) -> jax.Array:
     """``H @ grad`` for the L-BFGS inverse Hessian ``H`` (Nocedal 1980).
+
+    ``grad``: ``(n,)``; ``s_history``, ``y_history``: ``(memory_size, n)``; ``rho``:
+    ``(memory_size,)``; ``newest``, ``gamma``: ``()``. Returns ``(n,)``.
 
     The pairs sit in a ring buffer whose newest entry is at slot ``newest``; empty
     or skipped slots (and pairs whose curvature vanished once masked to the free
@@ -67,8 +96,19 @@ ROWS_PER_CHUNK = 16
 CHUNKED_FROM = 256  # entries per row; below this the history fits in cache anyway
 
 
+# The recursion reading the ring buffer with ``read_slot`` (a slice under ``vmap``).
+_two_loop_by_slots = functools.partial(two_loop, read=read_slot)
+
+
 @jax.custom_batching.custom_vmap
-def two_loop_in_cache(grad, s_history, y_history, rho, newest, gamma):
+def two_loop_in_cache(
+    grad: jax.Array,
+    s_history: jax.Array,
+    y_history: jax.Array,
+    rho: jax.Array,
+    newest: jax.Array,
+    gamma: jax.Array,
+) -> jax.Array:
     """:func:`two_loop`, batched a few rows at a time so each row's history stays in
     cache.
 
@@ -82,34 +122,38 @@ def two_loop_in_cache(grad, s_history, y_history, rho, newest, gamma):
     which those stream at full bandwidth. (No reverse-mode derivative: unrolled
     differentiation uses :func:`two_loop` itself.)
     """
-    return two_loop(grad, s_history, y_history, rho, newest, gamma, read_slot)
-
-
-def _two_loop_by_slots(*args):
-    return two_loop(*args, read=read_slot)
+    return _two_loop_by_slots(grad, s_history, y_history, rho, newest, gamma)
 
 
 @two_loop_in_cache.def_vmap
-def _two_loop_by_chunks(axis_size, in_batched, *args):
+def _two_loop_by_chunks(
+    axis_size: int, in_batched: Sequence[bool], *args: jax.Array
+) -> tuple[jax.Array, bool]:
     in_axes = [0 if batched else None for batched in in_batched]
-    plain = lambda *args: jax.vmap(_two_loop_by_slots, in_axes=in_axes)(*args)
+
+    def plain(*args: jax.Array) -> jax.Array:
+        return jax.vmap(_two_loop_by_slots, in_axes=in_axes)(*args)
+
     if args[0].shape[-1] < CHUNKED_FROM:
         return plain(*args), True
 
-    def by_chunks(*args):
+    def by_chunks(*args: jax.Array) -> jax.Array:
         args = tuple(
             arg if batched else jnp.broadcast_to(arg, (axis_size, *jnp.shape(arg)))
             for arg, batched in zip(args, in_batched)
         )
         rows_per_chunk = min(ROWS_PER_CHUNK, axis_size)
-        return jax.lax.map(lambda row: _two_loop_by_slots(*row), args, batch_size=rows_per_chunk)
+        rows: jax.Array = jax.lax.map(
+            lambda row: _two_loop_by_slots(*row), args, batch_size=rows_per_chunk
+        )
+        return rows
 
     # A CPU trick only: on a GPU/TPU the loop over chunks would serialize the batch.
     # The choice is made when lowering, so a program exported for CUDA is plain vmap.
     return jax.lax.platform_dependent(*args, cpu=by_chunks, default=plain), True
 
 
-def _inverse_or_zero(value, positive):
+def _inverse_or_zero(value: jax.Array, positive: jax.Array) -> jax.Array:
     return jnp.where(positive, 1.0 / jnp.where(positive, value, 1.0), 0.0)
 
 
@@ -154,7 +198,7 @@ class LBFGS(Solver[LBFGSState]):
     max_linesearch_steps: int = 30
     linesearch: str = "backtracking"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         positive_int("memory_size", self.memory_size)
         positive_int("max_linesearch_steps", self.max_linesearch_steps)
         if self.linesearch not in LINESEARCHES:
@@ -162,7 +206,7 @@ class LBFGS(Solver[LBFGSState]):
                 f"`linesearch` must be one of {sorted(LINESEARCHES)}, got {self.linesearch!r}"
             )
 
-    def init(self, problem: Problem, x, value, grad) -> LBFGSState:
+    def init(self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array) -> LBFGSState:
         history = jnp.zeros((self.memory_size, x.shape[0]), x.dtype)
         rho = jnp.zeros((self.memory_size,), x.dtype)
         gamma, pairs = jnp.ones((), x.dtype), jnp.zeros((), jnp.int32)
@@ -171,7 +215,9 @@ class LBFGS(Solver[LBFGSState]):
         direction = jnp.where(problem.fixed, 0.0, -grad)
         return LBFGSState(history, history, rho, gamma, pairs, direction)
 
-    def gradient_measure(self, problem: Problem, x, value, grad, state: LBFGSState):
+    def gradient_measure(
+        self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array, state: LBFGSState
+    ) -> jax.Array:
         """``sqrt(-g.d / (2|f|))`` with ``d = -H g`` the model's step: the square root
         of the relative reduction the L-BFGS model predicts (its Newton decrement),
         ``inf`` until the model has a curvature pair."""
@@ -179,7 +225,9 @@ class LBFGS(Solver[LBFGSState]):
         measure = jnp.sqrt(predicted / jnp.abs(value))
         return jnp.where(problem.grad_norm(x, grad) == 0, 0.0, measure)
 
-    def _model(self, problem: Problem, x, grad, state: LBFGSState):
+    def _model(
+        self, problem: Problem, x: jax.Array, grad: jax.Array, state: LBFGSState
+    ) -> tuple[jax.Array, jax.Array]:
         """The model's predicted reduction and relative step, for the step as the
         bounds let it be taken (entries pressed against a bound do not move)."""
         step = state.direction
@@ -187,7 +235,9 @@ class LBFGS(Solver[LBFGSState]):
             step = problem.free_part(problem.project(x + step) - x)
         return quadratic_model(problem, x, grad, step, state.pairs > 0)
 
-    def _direction(self, problem: Problem, x, grad, state: LBFGSState, newest) -> jax.Array:
+    def _direction(
+        self, problem: Problem, x: jax.Array, grad: jax.Array, state: LBFGSState, newest: jax.Array
+    ) -> jax.Array:
         """The search direction ``-H grad`` at ``x``, in the free subspace.
 
         ``newest`` is the ring slot of the newest pair. Entries at a bound that the
@@ -215,21 +265,22 @@ class LBFGS(Solver[LBFGSState]):
         return jnp.where(jnp.dot(grad, direction) < 0, direction, steepest)
 
     def step(
-        self, problem: Problem, x, value, grad, state: LBFGSState, context: StepContext
-    ) -> Step:
+        self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array,
+        state: LBFGSState, context: StepContext,
+    ) -> Step:  # fmt: skip
         direction = state.direction
         initial_step = jnp.where(state.pairs == 0, first_step(problem, value, grad), 1.0)
 
-        def evaluate(x_trial):
+        def evaluate(x_trial: jax.Array) -> tuple[jax.Array, jax.Array, None]:
             return (*problem.value_and_grad(x_trial), None)
 
-        search = LINESEARCHES[self.linesearch](
-            problem, evaluate, x, value, grad, direction, initial_step, context.active,
-            max_steps=self.max_linesearch_steps,
-        )  # fmt: skip
+        start = SearchStart(
+            problem, evaluate, x, value, grad, direction, initial_step, context.active
+        )
+        search = LINESEARCHES[self.linesearch](start, max_steps=self.max_linesearch_steps)
         slot = context.iteration % self.memory_size
         s = problem.free_part(search.x - x)
-        write = _write if problem.unroll else write_slot
+        write: WriteSlot = _write if problem.unroll else write_slot
         new_state = self._remember(state, s, search.grad - grad, search.accepted, slot, write)
         x_new = jnp.where(search.accepted, search.x, x)
         grad_new = jnp.where(search.accepted, search.grad, grad)
@@ -239,7 +290,15 @@ class LBFGS(Solver[LBFGSState]):
         model = self._model(problem, x_new, grad_new, new_state)
         return step_from_search(search, new_state, *model)
 
-    def _remember(self, state: LBFGSState, s, y, accepted, slot, write=_write) -> LBFGSState:
+    def _remember(
+        self,
+        state: LBFGSState,
+        s: jax.Array,
+        y: jax.Array,
+        accepted: jax.Array,
+        slot: jax.Array,
+        write: WriteSlot = _write,
+    ) -> LBFGSState:
         """Store the pair ``(s, y)`` in ``slot``; a pair without positive curvature
         is stored empty (``rho = 0``), so it drops out of the two-loop recursion.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 import optax
 
@@ -44,21 +45,26 @@ class Optax(Solver[optax.OptState]):
 
     optimizer: optax.GradientTransformation
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not isinstance(self.optimizer, optax.GradientTransformation):
             raise TypeError(
                 "`optimizer` must be an optax.GradientTransformation, "
                 f"got {type(self.optimizer).__name__}"
             )
 
-    def _wrapped(self, problem: Problem):
+    def _wrapped(self, problem: Problem) -> optax.GradientTransformationExtraArgs:
         return keep_fixed(self.optimizer, problem.fixed)
 
-    def init(self, problem: Problem, x, value, grad):
+    def init(
+        self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array
+    ) -> optax.OptState:
         return self._wrapped(problem).init(x)
 
-    def step(self, problem: Problem, x, value, grad, state, context: StepContext) -> Step:
-        def value_fn(x_trial):
+    def step(
+        self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array,
+        state: optax.OptState, context: StepContext,
+    ) -> Step:  # fmt: skip
+        def value_fn(x_trial: jax.Array) -> jax.Array:
             return problem.value_and_grad(x_trial)[0]
 
         updates, new_state = self._wrapped(problem).update(
