@@ -34,9 +34,7 @@ def select_constant(mask: jax.Array | bool, constant: float, x: jax.Array) -> ja
     """
     bits = _BITS.get(jnp.dtype(x.dtype).itemsize)
     if isinstance(mask, bool) or bits is None or not jnp.issubdtype(x.dtype, jnp.floating):
-        # _mask.select is not annotated yet (its module is being restructured): drop
-        # this ignore once it is; strict mypy reports it as unused then.
-        plain: jax.Array = _mask.select(mask, jnp.asarray(constant, x.dtype), x)  # type: ignore[no-untyped-call]
+        plain: jax.Array = _mask.select(mask, jnp.asarray(constant, x.dtype), x)
         return plain
     pattern = jnp.asarray(np.asarray(constant, x.dtype).view(bits))
     keep = jnp.asarray(mask).astype(bits) - jnp.asarray(1, bits)  # all ones where free

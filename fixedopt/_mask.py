@@ -95,7 +95,7 @@ def clip_to_bounds(x: PyTree, bounds: Bounds | None) -> PyTree:
     return jax.tree.map(jnp.clip, x, *bounds)
 
 
-def project(x: PyTree, fixed: Mask, fixed_values: PyTree, bounds: Bounds | None = None) -> PyTree:
+def project(x: PyTree, fixed: Mask, fixed_values: PyTree, bounds: object = None) -> PyTree:
     """Project ``x`` onto the feasible set: fixed entries pinned, the rest in bounds.
 
     Returns ``where(fixed, fixed_values, clip(x, lower, upper))`` leaf-wise. Fixed
