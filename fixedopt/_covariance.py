@@ -28,8 +28,9 @@ from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
 
 from fixedopt import _validate
+from fixedopt._arguments import args_tuple, batched_args
 from fixedopt._solution import Solution
-from fixedopt._validate import Mask, PyTree, args_tuple, batch_size, batched_args
+from fixedopt._validate import Mask, PyTree, batch_size
 
 Bounds = tuple[PyTree, PyTree]  # (lower, upper), trees like x
 ResidualFun = Callable[..., jax.Array]  # residual_fun(x, *args) -> (m,) residuals

@@ -42,26 +42,28 @@ class Plan(NamedTuple):
     progress: Progress | None = None  # None: no progress callback
 
 
+class Inputs(NamedTuple):
+    """The traced data of a solve, validated; with a batch, every leaf has the batch axis
+    (but the shared leaves of ``args``)."""
+
+    x0: PyTree
+    fixed: PyTree  # the normalized mask, boolean arrays like x0
+    fixed_values: PyTree
+    bounds: Bounds  # normalized (lower, upper) trees like x0, or None
+    args: tuple[Any, ...]
+    split_index: jax.Array | None  # strategy="split": each row's packed free positions
+
+
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))
 def run(
-    fun: Callable[..., Any],
-    solver: Solver[Any],
-    plan: Plan,
-    x0: PyTree,
-    mask: PyTree,
-    values: PyTree,
-    bounds: Bounds,
-    args: tuple[Any, ...],
-    split_index: jax.Array | None,
-    stopping: Stopping,
+    fun: Callable[..., Any], solver: Solver[Any], plan: Plan, inputs: Inputs, stopping: Stopping
 ) -> Solution:
     """Compiled once per (fun, solver, plan, shapes); masks and values are data.
 
     ``plan.batched_args`` is None for one problem, else one flag per leaf of ``args``:
-    True for a per-row array, False for a value shared by all rows. ``split_index`` is
-    None for ``strategy="mask"``, else each row's packed free positions.
+    True for a per-row array, False for a value shared by all rows.
     """
-    objective, rows = _set_up(fun, plan, x0, mask, values, bounds, args, split_index)
+    objective, rows = _set_up(fun, plan, inputs)
     finish = functools.partial(_finish, objective)
     if plan.batched_args is None:
         start = objective.start(rows)
@@ -85,20 +87,12 @@ def run(
     return _solution(final, jax.vmap(finish)(rows, final))
 
 
-def _set_up(
-    fun: Callable[..., Any],
-    plan: Plan,
-    x0: PyTree,
-    mask: PyTree,
-    values: PyTree,
-    bounds: Bounds,
-    args: tuple[Any, ...],
-    split_index: jax.Array | None,
-) -> tuple[Objective, RowData]:
+def _set_up(fun: Callable[..., Any], plan: Plan, inputs: Inputs) -> tuple[Objective, RowData]:
     """Each row set up once: the rows' flat :class:`~fixedopt._problem.RowData` and one
     :class:`~fixedopt._problem.Objective` (``fun``'s output checked once), which makes
     a row's Problem from its data wherever the loop needs it. Shared ``args`` leaves
     stay unbatched: the objective closes over them."""
+    x0, mask, values, bounds, args, split_index = inputs
     leaves, treedef = jax.tree.flatten(args)
     batched = plan.batched_args is not None
     per_row = plan.batched_args or (False,) * len(leaves)

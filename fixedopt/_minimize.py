@@ -8,7 +8,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from fixedopt._engine import run
+from fixedopt._arguments import args_tuple, batched_args, check_solver, hashable_function
+from fixedopt._engine import Inputs, run
 from fixedopt._losses import robust_loss
 from fixedopt._options import Options, solve_options
 from fixedopt._reparam import split_indices
@@ -18,13 +19,9 @@ from fixedopt._solvers.gauss_newton import LevenbergMarquardt
 from fixedopt._solvers.lbfgs import LBFGS
 from fixedopt._validate import (
     PyTree,
-    args_tuple,
     batch_size,
-    batched_args,
     check_params,
-    check_solver,
     check_values_in_bounds,
-    hashable_function,
     normalize_bounds,
     normalize_fixed,
     normalize_values,
@@ -251,5 +248,6 @@ def _solve(
     index = split_indices(mask, options.batched) if options.strategy == "split" else None
     plan = options.plan(batch, batched)
     stopping = options.stopping(x0)
-    solution: Solution = run(fun, solver, plan, x0, mask, values, bounds, args, index, stopping)
+    inputs = Inputs(x0, mask, values, bounds, args, index)
+    solution: Solution = run(fun, solver, plan, inputs, stopping)
     return solution

@@ -14,11 +14,12 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from fixedopt._arguments import choice, max_steps_option, tolerance
 from fixedopt._engine import Plan
 from fixedopt._loop import Stopping
 from fixedopt._losses import Loss
 from fixedopt._progress import Progress, progress_option
-from fixedopt._validate import PyTree, choice, max_steps_option, tolerance
+from fixedopt._validate import PyTree
 
 STRATEGIES = ("mask", "split")
 DIFFERENTIATE = ("implicit", "unroll")

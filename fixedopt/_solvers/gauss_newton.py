@@ -17,9 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
+from fixedopt._arguments import positive_int
 from fixedopt._linesearch import SearchStart, projected_backtracking, step_from_search
 from fixedopt._solver import Problem, Solver, Step, StepContext
-from fixedopt._validate import positive_int
 
 
 def _residuals(problem: Problem, x: jax.Array) -> tuple[jax.Array, jax.Array]:

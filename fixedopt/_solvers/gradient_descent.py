@@ -8,9 +8,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from fixedopt._arguments import positive_int
 from fixedopt._linesearch import SearchStart, first_step, projected_backtracking, step_from_search
 from fixedopt._solver import Problem, Solver, Step, StepContext
-from fixedopt._validate import positive_int
 
 
 class GradientDescentState(NamedTuple):

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
+from fixedopt._arguments import positive_int
 from fixedopt._linesearch import (
     LineSearch,
     SearchStart,
@@ -20,7 +21,6 @@ from fixedopt._linesearch import (
 )
 from fixedopt._ring import read_slot, write_slot
 from fixedopt._solver import Problem, Solver, Step, StepContext, quadratic_model
-from fixedopt._validate import positive_int
 from fixedopt._wolfe import hager_zhang
 
 LINESEARCHES: dict[str, LineSearch] = {
@@ -114,8 +114,9 @@ def two_loop_in_cache(
 
     Plain ``vmap`` turns the recursion into 4 x memory_size passes over batch-wide
     arrays, each streamed from memory. Run ``ROWS_PER_CHUNK`` rows at a time
-    (``lax.map``), a row's pairs are read from cache after the first pass: the
-    recursion alone ran 1.7x faster at B=256, n=512. For short rows (n below
+    (``lax.map``), a row's pairs are read from cache after the first pass (on the
+    2-core CPU, 2026-11-29, commit e62c5fe: the recursion alone 1.7x faster at B=256,
+    n=512; no results file holds it). For short rows (n below
     ``CHUNKED_FROM``) the loop over chunks cost more than it saved in whole solves,
     so they keep plain ``vmap``. Only a program lowered for the CPU runs by chunks
     (``lax.platform_dependent``): for GPU and TPU it is the plain batched recursion,
@@ -176,10 +177,10 @@ class LBFGS(Solver[LBFGSState]):
         ``fixedopt._linesearch.projected_backtracking``) or ``"hager-zhang"``
         (Wolfe conditions, ``fixedopt._wolfe.hager_zhang``; with bounds it
         backtracks too). Hager–Zhang's near-exact steps cut the slowest row's step
-        count (on CPU: 3x fewer and 2.2x faster at n=8, 2x fewer and ~1.2x faster on
-        Rosenbrock in float64), but cost more evaluations per step where rounding
-        hides the slope (float32 rows that cannot converge), and tie on
-        well-conditioned quadratics; see ``benchmarks/linesearch.py``.
+        count on ill-conditioned problems, but cost more evaluations per step where
+        rounding hides the slope (float32 rows that cannot converge); measured in
+        ``benchmarks/results/cpu-linesearch-2026-11-30.md``
+        (``python -m benchmarks.run --suite linesearch``).
       max_linesearch_steps: trials per line search before the row stops with
         ``Status.LINESEARCH_FAILED``.
 
