@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from fixedopt._linesearch import projected_backtracking
+from fixedopt._linesearch import SearchStart, projected_backtracking
 from fixedopt._solver import Problem
 from fixedopt._wolfe import hager_zhang
 from tests.test_solver_exactness import bits
@@ -49,8 +49,9 @@ def run_search(search, fun, x, fixed, bounds, direction_of, step, unroll=False, 
     problem = Problem(value_and_grad, fixed, x, *bounds, unroll=unroll)
     value, grad = value_and_grad(x)
     direction = jnp.where(fixed, 0.0, direction_of(grad))
-    result = search(problem, lambda z: (*value_and_grad(z), None), x, value, grad, direction,
-                    step, **options)  # fmt: skip
+    evaluate = lambda z: (*value_and_grad(z), None)
+    start = SearchStart(problem, evaluate, x, value, grad, direction, step)
+    result = search(start, **options)
     return result, value, grad
 
 
@@ -180,9 +181,12 @@ def flat_value_steep_slope(x, max_steps):
 
     problem = Problem(lambda z: evaluate(z)[:2], FIXED, x)
     grad = jnp.where(FIXED, 0.0, 1.0)
-    search = jax.jit(functools.partial(projected_backtracking, problem, evaluate,
-                                       max_steps=max_steps))  # fmt: skip
-    result = jax.block_until_ready(search(x, jnp.ones(()), grad, -grad, 1.0))
+    search = jax.jit(
+        lambda x: projected_backtracking(
+            SearchStart(problem, evaluate, x, jnp.ones(()), grad, -grad, 1.0), max_steps=max_steps
+        )
+    )
+    result = jax.block_until_ready(search(x))
     return result, len(trials)
 
 
