@@ -100,26 +100,32 @@ def stepper(compiled, make_inputs, donate, steps: int = 1):
     return call
 
 
-def measure(name: str, programs, donate, size: int, repeats: int) -> dict:
-    """Masked vs plain, interleaved; the paired ratios' median and the stored arrays."""
-    compiled = {key: jax.jit(programs[key][0], donate_argnums=donate)
-                .lower(*programs[key][1]()).compile() for key in ("plain", "masked")}  # fmt: skip
-    calls = {key: stepper(c, programs[key][1], donate) for key, c in compiled.items()}
+def measure(kind: str, programs, donate, size: int, repeats: int, steps: int = 1):
+    """Every program compiled (``donate``: donated arguments), ``steps`` steps a call,
+    timed interleaved after a warm-up call: per program the seconds per step and the
+    arrays it writes, and the paired ratios masked / plain. Returns the record and the
+    calls (``call.inputs``: the live buffers)."""
+    compiled = {key: jax.jit(fun, donate_argnums=donate).lower(*make()).compile()
+                for key, (fun, make) in programs.items()}  # fmt: skip
+    calls = {key: stepper(c, programs[key][1], donate, steps) for key, c in compiled.items()}
+    for call in calls.values():
+        call()
     times, _ = interleaved(calls, repeats)
     ratios = [m / p for m, p in zip(times["masked"], times["plain"])]
-    record = {"kind": "fusion", "case": name, "elements": size,
+    record = {"kind": kind, "elements": size, "steps_per_call": steps,
               "ratio_median": float(np.median(ratios))}  # fmt: skip
     for key, program in compiled.items():
-        record |= {f"{key}_{k}": v for k, v in summary(times[key]).items()}
+        record |= {f"{key}_step_{k}": v / steps for k, v in summary(times[key]).items()}
         record[f"{key}_materialized"] = materialized(program.as_text(), size)
-    record["ratio_of_medians"] = record["masked_time_median_s"] / record["plain_time_median_s"]
-    return record
+    return record, calls
 
 
 def run(quick: bool) -> list[dict]:
     """The fusion suite: 2^24 entries, 21 repeats (quick: 2^14, 3)."""
     size, repeats = (1 << 14, 3) if quick else (1 << 24, 21)
-    return [
-        measure("keep_fixed(adam) step, donated", *adam_steps(size), size, repeats),
-        measure("fix(fun) value+grad, (B, 64)", *objective_steps(size), size, repeats),
-    ]
+    records = []
+    for name, programs in (("keep_fixed(adam) step, donated", adam_steps),
+                           ("fix(fun) value+grad, (B, 64)", objective_steps)):  # fmt: skip
+        record, _ = measure("fusion", *programs(size), size, repeats)
+        records.append({"case": name} | record)
+    return records

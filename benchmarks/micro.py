@@ -23,7 +23,7 @@ import numpy as np
 import fixedopt
 from benchmarks import fusion
 from benchmarks.cases import SEED, quality
-from benchmarks.methods import Settings, device_inputs, fixedopt_call, solution_rows
+from benchmarks.methods import Settings, device_inputs, fixedopt_call, jitted, solution_rows
 from benchmarks.problems import PROBLEMS
 from benchmarks.timing import compile_monitor, medians
 from fixedopt.testing import compiled_solves
@@ -88,30 +88,28 @@ def objective_overhead(sizes, rounds: int) -> list[dict]:
 
 
 def keep_fixed(size: int, rounds: int, steps: int) -> dict:
-    """Seconds per step of the bandwidth reference, ``adam`` and ``keep_fixed(adam)``."""
+    """``reference``, ``plain`` (``adam``) and ``masked`` (``keep_fixed(adam)``) steps;
+    whether every fixed parameter kept its bits."""
     programs, donate = fusion.adam_steps(size)
-    calls = {}
-    for name, (fun, make) in programs.items():
-        compiled = jax.jit(fun, donate_argnums=donate).lower(*make()).compile()
-        calls[name] = fusion.stepper(compiled, make, donate, steps)
-    per_step = {k: s / steps for k, s in medians(calls, rounds).items()}
-    reference, adam, kept = (per_step[k] for k in ("reference", "plain", "masked"))
+    record, calls = fusion.measure("keep_fixed", programs, donate, size, rounds, steps)
     params, _, _, fixed = calls["masked"].inputs
-    start = np.asarray(programs["masked"][1]()[0])
-    return {"kind": "keep_fixed", "size": size, "dtype": "float32", "steps_per_round": steps,
-            "reference_step_s": reference, "adam_step_s": adam, "keep_fixed_step_s": kept,
-            "reference_GBps": 7 * 4 * size / reference / 1e9,  # 4 buffers read, 3 written
-            "adam_vs_reference": adam / reference, "keep_fixed_vs_reference": kept / reference,
-            "keep_fixed_vs_adam": kept / adam, "fixed_bit_identical": bool(np.array_equal(
-                np.asarray(params)[np.asarray(fixed)], start[np.asarray(fixed)]))}  # fmt: skip
+    params, fixed, start = np.asarray(params), np.asarray(fixed), programs["masked"][1]()[0]
+    per_step = {k: record[f"{k}_step_time_median_s"] for k in ("reference", "plain", "masked")}
+    return record | {
+        "reference_GBps": 7 * 4 * size / per_step["reference"] / 1e9,  # 4 read, 3 written
+        "plain_vs_reference": per_step["plain"] / per_step["reference"],
+        "masked_vs_reference": per_step["masked"] / per_step["reference"],
+        "masked_vs_plain": per_step["masked"] / per_step["plain"],
+        "fixed_bit_identical": bool(np.array_equal(params[fixed], np.asarray(start)[fixed])),
+    }
 
 
 def dispatch(batch: int, n: int, rounds: int) -> dict:
     """The public call vs the same solve inside the caller's ``jit`` (Python overhead)."""
     solve, inputs = fixedopt_call(PROBLEMS["quad"](batch, n, SEED), Settings())
-    jitted = jax.jit(solve)
+    inside = jitted(solve)
     calls = {"public": lambda: jax.block_until_ready(solve(*inputs)),
-             "jitted": lambda: jax.block_until_ready(jitted(*inputs))}  # fmt: skip
+             "jitted": lambda: jax.block_until_ready(inside(*inputs))}  # fmt: skip
     seconds = medians(calls, rounds, inner=5)
     return {"kind": "dispatch", "problem": "quad", "B": batch, "n": n,
             **{f"{k}_s": v for k, v in seconds.items()},
@@ -196,6 +194,7 @@ class Micro:
     compiles: tuple[int, int]  # (B, n) of the compile checks
     split_free_counts: tuple[int, ...]
     rounds: int = 7
+    dispatch: tuple[int, int] = (256, 8)  # (B, n) of the public call's overhead
 
 
 def run(config: Micro) -> list[dict]:
@@ -204,7 +203,7 @@ def run(config: Micro) -> list[dict]:
         *new_mask_compiles(*config.compiles),
         *split_compiles(*config.compiles, config.split_free_counts),
         *objective_overhead(config.objective, config.rounds),
-        dispatch(256, 8, config.rounds),
+        dispatch(*config.dispatch, config.rounds),
         *split_vs_mask(*config.strategy, rounds=max(3, config.rounds // 2)),
         keep_fixed(config.adam_size, config.rounds, config.adam_steps),
     ]

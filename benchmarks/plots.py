@@ -1,5 +1,5 @@
 """PNG plots of a run's solver cases, from its JSON records: time vs B, time vs n, and
-the speedup of every method over the scipy reference loop."""
+the speedup of every method over the scipy loop."""
 
 from __future__ import annotations
 
@@ -10,82 +10,70 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-REFERENCES = ("scipy-lbfgsb-loop", "scipy-least-squares-loop")
 
-
-def panels(records, fixed_key: str, axis_key: str) -> list[tuple[str, dict]]:
-    """One panel per (problem, dtype, fixed size) with a series of >= 2 points."""
-    series: dict[tuple, dict[str, list]] = {}
+def time_plot(records, axis_key: str, fixed_key: str):
+    """One panel per (problem, dtype, other size) with a line of >= 2 points; None if none."""
+    panels: dict[str, dict[str, list]] = {}
     for r in records:
-        key = (r["problem"], r["dtype"], r[fixed_key])
-        series.setdefault(key, {}).setdefault(r["method"], []).append(
+        title = f"{r['problem']} {r['dtype']}, {fixed_key}={r[fixed_key]}"
+        panels.setdefault(title, {}).setdefault(r["method"], []).append(
             (r[axis_key], r["time_median_s"])
         )
-    return [(f"{p} {d}, {fixed_key}={v}", {m: sorted(pts) for m, pts in s.items()})
-            for (p, d, v), s in series.items() if max(map(len, s.values())) >= 2]  # fmt: skip
-
-
-def time_plot(records, path: pathlib.Path, fixed_key: str, axis_key: str) -> bool:
-    found = panels(records, fixed_key, axis_key)
-    if not found:
-        return False
-    columns = min(3, len(found))
-    figure, axes = plt.subplots(-(-len(found) // columns), columns, squeeze=False,
-                                figsize=(5 * columns, 3.8 * -(-len(found) // columns)))  # fmt: skip
-    for axis in axes.flat[len(found) :]:
+    panels = {t: lines for t, lines in panels.items() if max(map(len, lines.values())) >= 2}
+    if not panels:
+        return None
+    columns, rows = min(3, len(panels)), -(-len(panels) // 3)
+    figure, axes = plt.subplots(rows, columns, squeeze=False, figsize=(5 * columns, 4 * rows))
+    for axis in axes.flat[len(panels) :]:
         axis.set_visible(False)
-    for axis, (title, series) in zip(axes.flat, found):
-        for method, points in series.items():
-            style = "--" if method in REFERENCES else "-"
-            axis.plot(*zip(*points), marker="o", label=method, linestyle=style)
+    for axis, (title, lines) in zip(axes.flat, panels.items()):
+        for method, points in lines.items():
+            axis.plot(*zip(*sorted(points)), marker="o", label=method)
         axis.set(xscale="log", yscale="log", title=title, xlabel=axis_key, ylabel="median time (s)")
-        axis.grid(True, which="both", alpha=0.3)
         axis.legend(fontsize=7)
     figure.suptitle(f"time vs {axis_key} (loops and jaxopt: extrapolated on large batches)")
-    return save(figure, path)
+    return figure
 
 
-def speedup_plot(records, path: pathlib.Path) -> bool:
-    """Bars: time of the reference loop / time of each method, per case."""
+def speedup_plot(records):
+    """Bars: time of the scipy loop / time of each other method, per case it ran in."""
     cases: dict[tuple, dict[str, float]] = {}
     for r in records:
-        cases.setdefault((r["problem"], r["dtype"], r["B"], r["n"]), {})[r["method"]] = r[
-            "time_median_s"
-        ]
-    rows = [(case, {m: times[ref] / t for m, t in times.items() if m not in REFERENCES})
-            for case, times in cases.items() for ref in REFERENCES if ref in times]  # fmt: skip
-    if not rows:
-        return False
-    methods = list(dict.fromkeys(m for _, speedups in rows for m in speedups))
-    figure, axis = plt.subplots(figsize=(min(20, max(8, 1.2 * len(rows))), 5.5))
-    width = 0.8 / len(methods)
+        key = (r["problem"], r["dtype"][-2:], r["B"], r["n"])
+        cases.setdefault(key, {})[r["method"]] = r["time_median_s"]
+    cases = {key: t for key, t in cases.items() if next(iter(t)).startswith("scipy")}
+    if not cases:
+        return None
+    figure, axis = plt.subplots(figsize=(min(20, max(8, 1.2 * len(cases))), 5.5))
+    methods = list(dict.fromkeys(m for times in cases.values() for m in list(times)[1:]))
+    width = 0.8 / max(len(methods), 1)
     for j, method in enumerate(methods):
-        xs = [i + j * width for i, (_, s) in enumerate(rows) if method in s]
-        axis.bar(xs, [s[method] for _, s in rows if method in s], width, label=method)
+        bars = [(i + j * width, next(iter(t.values())) / t[method])
+                for i, t in enumerate(cases.values()) if method in t]  # fmt: skip
+        axis.bar(*zip(*bars), width, label=method)
     axis.axhline(1.0, color="black", linewidth=0.8)
-    axis.set_xticks([i + 0.4 - width / 2 for i in range(len(rows))])
-    axis.set_xticklabels([f"{p} {d[-2:]}\nB={b} n={n}" for (p, d, b, n), _ in rows], fontsize=7)
+    axis.set_xticks([i + 0.4 - width / 2 for i in range(len(cases))])
+    axis.set_xticklabels([f"{p} {d}\nB={b} n={n}" for p, d, b, n in cases], fontsize=7)
     axis.set(yscale="log", ylabel="speedup vs the scipy loop (×)",
              title="time of the scipy loop / time of each method (higher is faster)")  # fmt: skip
-    axis.grid(True, axis="y", which="both", alpha=0.3)
     axis.legend(fontsize=7, ncol=2)
-    return save(figure, path)
-
-
-def save(figure, path: pathlib.Path) -> bool:
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return True
+    return figure
 
 
 def save_all(records, stem: pathlib.Path) -> list[pathlib.Path]:
     """Write ``<stem>-time-vs-B.png``, ``-time-vs-n.png``, ``-speedup.png`` from the
-    solver cases that ran (not the straggler group); return those written."""
+    solver cases that ran (not the straggler groups); return those written."""
     timed = [r for r in records if r.get("kind") == "case" and "skipped" not in r
              and r["group"] == r["problem"]]  # fmt: skip
-    draw = {"time-vs-B": lambda p: time_plot(timed, p, "n", "B"),
-            "time-vs-n": lambda p: time_plot(timed, p, "B", "n"),
-            "speedup": lambda p: speedup_plot(timed, p)}  # fmt: skip
-    paths = {name: stem.with_name(f"{stem.name}-{name}.png") for name in draw}
-    return [path for name, path in paths.items() if draw[name](path)]
+    if not timed:
+        return []
+    figures = {"time-vs-B": time_plot(timed, "B", "n"), "time-vs-n": time_plot(timed, "n", "B"),
+               "speedup": speedup_plot(timed)}  # fmt: skip
+    written = []
+    for name, figure in figures.items():
+        if figure is not None:
+            written.append(stem.with_name(f"{stem.name}-{name}.png"))
+            figure.tight_layout()
+            figure.savefig(written[-1], dpi=110)
+            plt.close(figure)
+    return written
