@@ -41,21 +41,12 @@ def run(quick: bool, args) -> list[dict]:
     b = device_inputs(problem)[-1]
     calls, records = {}, {}
     for name in ("implicit", "unroll"):
-        with timing.compile_monitor() as compiles:
-            compiled = gradient(problem, name, max_steps).lower(b).compile()
-        grad, steps = jax.block_until_ready(compiled(b))
-        calls[name] = lambda compiled=compiled: jax.block_until_ready(compiled(b))
-        records[name] = {
-            "kind": "differentiation",
-            "method": name,
-            "B": batch,
-            "n": n,
-            "max_steps": max_steps,
-            "compile_s": compiles.seconds,
-            "temp_bytes": int(compiled.memory_analysis().temp_size_in_bytes),
-            "max_steps_taken": int(jnp.max(steps)),
-            "gradient": np.asarray(grad),
-        }
+        program, stats = timing.compiled(gradient(problem, name, max_steps), b)
+        grad, steps = jax.block_until_ready(program(b))
+        calls[name] = lambda program=program: jax.block_until_ready(program(b))
+        records[name] = {"kind": "differentiation", "method": name, "B": batch, "n": n,
+                         "max_steps": max_steps, **stats, "max_steps_taken": int(jnp.max(steps)),
+                         "gradient": np.asarray(grad)}  # fmt: skip
     times, _ = timing.interleaved(calls, repeats)
     implicit, unroll = (records[k].pop("gradient") for k in ("implicit", "unroll"))
     difference = float(np.max(np.abs(implicit - unroll)) / np.max(np.abs(implicit)))

@@ -120,7 +120,7 @@ def measure(kind: str, programs, donate, size: int, repeats: int, steps: int = 1
     return record, calls
 
 
-def run(quick: bool) -> list[dict]:
+def run(quick: bool, args=None) -> list[dict]:
     """The fusion suite: 2^24 entries, 21 repeats (quick: 2^14, 3)."""
     size, repeats = (1 << 14, 3) if quick else (1 << 24, 21)
     records = []

@@ -1,11 +1,9 @@
 """The methods under comparison: ``METHODS[name](problem, settings) -> Runner``.
 
-A method moves the data to the device and builds its solver; ``Runner.call()`` solves
-the batch once, blocked (the timed part; a compiled method's first call compiles), and
-``Runner.collect`` turns its output into per-row NumPy results. The per-row NumPy loops
-and jaxopt solve the first rows of a large batch only (:func:`subsampled`; rows are
-i.i.d.), their times scaled to the batch. A method that cannot run here raises
-:class:`Skipped`.
+``Runner.call()`` solves the batch once, blocked (the timed part; a compiled method's
+first call compiles); ``Runner.collect`` turns its output into per-row NumPy results.
+The per-row loops and jaxopt solve the first rows of a large batch only
+(:func:`subsampled`). A method that cannot run here raises :class:`Skipped`.
 """
 
 from __future__ import annotations
@@ -25,6 +23,7 @@ import scipy.optimize
 
 import fixedopt
 from benchmarks.problems import Problem
+from benchmarks.timing import compiled
 
 GTOL = {"float64": 1e-6, "float32": 1e-3}  # float32 gradients are not accurate to 1e-6
 HISTORY = 10  # curvature pairs, as optax's and fixedopt's L-BFGS
@@ -45,12 +44,13 @@ class Settings:
 
 
 class RowResults(NamedTuple):
-    """Per-row outcome of one batched solve, as NumPy arrays."""
+    """Per-row outcome of one batched solve, as NumPy arrays (``converged``: as the
+    method reports it)."""
 
     x: np.ndarray
     value: np.ndarray
     steps: np.ndarray
-    converged: np.ndarray  # as the method itself reports it
+    converged: np.ndarray
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,13 +109,7 @@ def as_rows(x, value, steps, converged) -> RowResults:
 def compiled_runner(solve, inputs: tuple, collect=lambda out: as_rows(*out), notes=()):
     """A runner for a jitted ``solve(*inputs)``, its memory from XLA's analysis."""
 
-    def memory():
-        stats = solve.lower(*inputs).compile().memory_analysis()
-        if stats is None:
-            return None
-        return int(stats.argument_size_in_bytes + stats.output_size_in_bytes
-                   + stats.temp_size_in_bytes - stats.alias_size_in_bytes)  # fmt: skip
-
+    memory = lambda: compiled(solve, *inputs)[1]["peak_bytes"]
     call = lambda: jax.block_until_ready(solve(*inputs))
     return Runner(call, collect, compiles=True, memory=memory, notes=tuple(notes))
 

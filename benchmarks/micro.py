@@ -1,15 +1,8 @@
-"""Micro-benchmarks: the cost of the mask itself, of ``keep_fixed``, of the public call,
-of ``strategy="split"``, and the compilations a new mask causes.
-
-* ``objective``: one batched objective + gradient, unmasked vs :func:`fixedopt.fix`
-  (target <= 1.05x) vs pinned to ``x`` vs index splitting;
-* ``keep_fixed``: ``keep_fixed(optax.adam)`` vs ``optax.adam`` steps, buffers donated,
-  both against a bandwidth reference measured in the same run;
-* ``dispatch``: the public call vs the same solve under the caller's ``jit``;
-* ``strategy``: whole solves with ``strategy="mask"`` and ``"split"`` per mask pattern;
-* ``new_mask``, ``split_compiles``: programs compiled when only the mask changes
-  (must be 0), and under ``split`` per new free count (only for a new packed width),
-  counted with the public test hook :func:`fixedopt.testing.compiled_solves`.
+"""Micro-benchmarks, a record kind each: the masked objective (``objective``), the
+``keep_fixed`` step, the public call's overhead (``dispatch``), ``strategy="split"`` vs
+``"mask"`` (``strategy``), and the programs compiled when only the mask changes
+(``new_mask``: must be 0) or, under ``split``, the free count (``split_compiles``),
+counted with the public test hook :func:`fixedopt.testing.compiled_solves`.
 """
 
 from __future__ import annotations
@@ -29,12 +22,8 @@ from benchmarks.timing import compile_monitor, medians
 from fixedopt.testing import compiled_solves
 
 MASK_TARGET = 1.05
-PATTERNS = {  # name: (fixed fraction, one mask shared by every row)
-    "per-row 30% fixed": (0.3, False),
-    "shared 30% fixed": (0.3, True),
-    "per-row 90% fixed": (0.9, False),
-    "shared 90% fixed": (0.9, True),
-}
+PATTERNS = {"per-row 30% fixed": (0.3, False), "shared 30% fixed": (0.3, True),
+            "per-row 90% fixed": (0.9, False), "shared 90% fixed": (0.9, True)}  # fmt: skip
 
 
 def packed_width(fixed: np.ndarray) -> int:
@@ -83,7 +72,6 @@ def objective_overhead(sizes, rounds: int) -> list[dict]:
                         "split_width": packed_width(problem.fixed),
                         **{f"{k}_s": v for k, v in seconds.items()}, **ratios,
                         "target": MASK_TARGET})  # fmt: skip
-        print(f"objective {name} B={batch} n={n}: {ratios}", flush=True)
     return records
 
 
@@ -137,7 +125,6 @@ def split_vs_mask(batch: int, n: int, rounds: int) -> list[dict]:
                         "split_vs_mask": seconds["split"] / seconds["mask"],
                         "split_max_rel_obj_diff_vs_mask": agree["max_rel_obj_diff"],
                         "steps_mean": float(np.mean(mask_rows.steps))})  # fmt: skip
-        print(f"strategy {pattern}: split/mask {records[-1]['split_vs_mask']:.2f}x", flush=True)
     return records
 
 
@@ -149,17 +136,20 @@ def compiles_during(call) -> dict:
     return {"cache_growth": compiled_solves() - before, "backend_compiles": monitor.count}
 
 
+def new_mask(problem) -> dict:
+    """Compilations of the public call on ``problem`` when only the mask changes."""
+    blocked_call(problem)()  # compiles here unless an earlier call did
+    return compiles_during(blocked_call(problem.with_mask(SEED + 1)))
+
+
 def new_mask_compiles(batch: int, n: int) -> list[dict]:
-    """Compilations of the public calls when only the mask changes (must be 0)."""
+    """:func:`new_mask` for ``minimize`` (quad) and ``least_squares`` (spectra)."""
     records = []
     for name, size in (("quad", n), ("spectra", 10)):
-        problem = PROBLEMS[name](batch, size, SEED)
-        blocked_call(problem)()  # compiles here unless an earlier call did
-        counts = compiles_during(blocked_call(problem.with_mask(SEED + 1)))
-        kind = "least_squares" if problem.jax_residual is not None else "minimize"
-        ok = counts["cache_growth"] == 0 and counts["backend_compiles"] == 0
-        records.append({"kind": "new_mask", "call": kind, "problem": name, "B": batch,
-                        "n": size, **counts, "ok": ok})  # fmt: skip
+        counts = new_mask(PROBLEMS[name](batch, size, SEED))
+        ok = counts["cache_growth"] == counts["backend_compiles"] == 0
+        records.append({"kind": "new_mask", "problem": name, "B": batch, "n": size, **counts,
+                        "ok": ok})  # fmt: skip
     return records
 
 

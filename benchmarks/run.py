@@ -1,14 +1,9 @@
-"""Command line: run a benchmark suite and save its JSON records, markdown and plots.
+"""``python -m benchmarks.run --suite NAME [--quick] [--out DIR]``: run one suite, write
+``<out>/<backend>-<suite>[-quick]-<date>.{json,md}`` (and PNG plots of solver cases).
 
-Usage::
-
-    python -m benchmarks.run --suite NAME [--quick] [--out DIR]
-
-Suites: solvers, cpu, gpu, micro, linesearch, small_n (see :mod:`benchmarks.suites`),
-scale, differentiation, fusion, status_truth, ase (a module each); ``auto`` is
-``cpu`` on the CPU backend and ``gpu`` on any other. Results go to
-``<out>/<backend>-<suite>[-quick]-<YYYY-MM-DD>.{json,md}``, plus
-``...-{time-vs-B,time-vs-n,speedup}.png`` for suites with solver cases.
+Suites: solvers, cpu, gpu, micro, linesearch, small_n (:mod:`benchmarks.suites`),
+scale, differentiation, fusion, status_truth, ase (a module each); ``auto``: ``cpu`` on
+the CPU backend, ``gpu`` on any other.
 """
 
 from __future__ import annotations
@@ -21,7 +16,6 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 import argparse  # noqa: E402
-import functools  # noqa: E402
 import json  # noqa: E402
 import pathlib  # noqa: E402
 import sys  # noqa: E402
@@ -36,35 +30,19 @@ from benchmarks.suites import PLANS, run_plan  # noqa: E402
 from benchmarks.timing import environment  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).parent / "results"
-OWN = {"scale": scale.run, "differentiation": differentiation.run,
-       "fusion": lambda quick, args: fusion.run(quick), "status_truth": status_truth.run,
-       "ase": ase.run}  # fmt: skip
-
-
-def suite(name: str, quick: bool):
-    """``run(args) -> records`` of the suite ``name``."""
-    if name in PLANS:
-        return functools.partial(run_plan, PLANS[name][quick])
-    return functools.partial(OWN[name], quick)
+OWN = {"scale": scale.run, "differentiation": differentiation.run, "fusion": fusion.run,
+       "status_truth": status_truth.run, "ase": ase.run}  # fmt: skip
 
 
 def parse(argv) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.run",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
     parser.add_argument("--suite", choices=[*PLANS, *OWN, "auto"], default="solvers")
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
     parser.add_argument("--out", type=pathlib.Path, default=RESULTS, help="results folder")
-    parser.add_argument("--repeats", type=int, default=7,
-                        help="most timed calls per compiled method (at least 3, fewer for slow "
-                        "calls: about 3 s of timed work per method and case)")  # fmt: skip
-    parser.add_argument("--loop-repeats", type=int, default=3,
-                        help="timed calls of the per-row scipy/lmfit loops")  # fmt: skip
+    parser.add_argument("--repeats", type=int, default=7, help="most timed calls (compiled)")
+    parser.add_argument("--loop-repeats", type=int, default=3, help="timed calls (loops)")
     parser.add_argument("--gtol", type=float, help="float64 tolerance (default 1e-6; f32: 1e-3)")
-    parser.add_argument("--max-steps", type=int, help="default: the suite's (5000; 2000 for "
-                        "linesearch and small_n)")  # fmt: skip
+    parser.add_argument("--max-steps", type=int, help="default: the suite's (5000 or 2000)")
     parser.add_argument("--stragglers-only", action="store_true", help="scale: no peak memory")
     return parser.parse_args(argv)
 
@@ -79,7 +57,10 @@ def main(argv=None) -> pathlib.Path:
         print("note: on an accelerator, --suite gpu (or auto) fills the device", file=sys.stderr)
     env = environment() | {"suite": name, "quick": args.quick}
     start = time.perf_counter()
-    records = suite(name, args.quick)(args)
+    if name in PLANS:
+        records = run_plan(PLANS[name][args.quick], args)
+    else:
+        records = OWN[name](args.quick, args)
     env["suite_wall_s"] = time.perf_counter() - start
     records = [env | r for r in records]
     label = name + ("-stragglers" if name == "scale" and args.stragglers_only else "")

@@ -68,12 +68,9 @@ def _objective(model):
 def minimizers(problem) -> list[np.ndarray]:
     """The known minimizers, refined by MINPACK with tight tolerances."""
     fun = lambda z: np.asarray(problem.residuals(jnp.asarray(z)))
-    return [
-        scipy.optimize.least_squares(
-            fun, np.asarray(x, float), method="lm", xtol=1e-15, ftol=1e-15, gtol=1e-15
-        ).x
-        for x, _ in problem.minima
-    ]
+    tight = {"method": "lm", "xtol": 1e-15, "ftol": 1e-15, "gtol": 1e-15}
+    return [scipy.optimize.least_squares(fun, np.asarray(x, float), **tight).x
+            for x, _ in problem.minima]  # fmt: skip
 
 
 def truth(problems) -> list[dict]:
@@ -89,19 +86,10 @@ def truth(problems) -> list[dict]:
                                               solver=solver, max_steps=2000)  # fmt: skip
             error = min(mgh.relative_error(np.asarray(solution.x, float), m) for m in known)
             accurate = bool(error <= 100 * math.sqrt(float(np.finfo(dtype).eps)))
-            rows.append(
-                {
-                    "kind": "truth",
-                    "problem": name,
-                    "solver": solver_name,
-                    "dtype": np.dtype(dtype).name,
-                    "status": status_names(solution)[0],
-                    "steps": int(solution.steps),
-                    "error": float(error),
-                    "accurate": accurate,
-                    "truthful": accurate == bool(solution.converged),
-                }
-            )
+            rows.append({"kind": "truth", "problem": name, "solver": solver_name,
+                         "dtype": np.dtype(dtype).name, "status": status_names(solution)[0],
+                         "steps": int(solution.steps), "error": float(error), "accurate": accurate,
+                         "truthful": accurate == bool(solution.converged)})  # fmt: skip
     return rows
 
 

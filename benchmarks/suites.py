@@ -1,18 +1,11 @@
-"""The solver suites: which problems at which sizes, with which methods, and their runner.
+"""The solver suites (:data:`PLANS`): which problems at which sizes, with which methods.
 
-* ``solvers`` — quad/rosen B=256 n=64 and quad B=256 n=512 against the scipy loop and
-  the optax recipe, with a new-mask compile check per case;
-* ``cpu`` — the protocol's problems and methods on the part of the size grid that runs
-  in about 25 minutes on a 2-core machine, then the micro-benchmarks (the loops solve
-  256 rows, jaxopt at most 2^15 entries, both extrapolated);
-* ``gpu`` — sizes that fill an accelerator (B up to 2^20; jaxopt at most 2^23 entries);
-* ``micro`` — the micro-benchmarks alone;
-* ``linesearch`` — fixedopt's L-BFGS with backtracking and Hager–Zhang line searches
-  and TFP's batched L-BFGS on ill-conditioned quadratics, ``quad`` and ``rosen``;
-* ``small_n`` — the same three on ``quad`` with n=8, B = 256 ... 16384 (per-step cost).
-
-``--quick`` runs each suite's small variant: a smoke run (``cpu``'s and ``gpu``'s leave
-the micro-benchmarks to ``--suite micro --quick``).
+``solvers``: quad and rosen against the scipy loop and the optax recipe, with a new-mask
+compile check; ``cpu``: the protocol's problems and methods on the part of the grid that
+runs in about 25 minutes on 2 cores, then the micro-benchmarks; ``gpu``: sizes that fill
+an accelerator; ``micro`` alone; ``linesearch``: backtracking vs Hager–Zhang vs TFP on
+ill-conditioned quadratics, quad and rosen; ``small_n``: the same on n=8 (per-step
+cost). ``--quick``: a smoke run of each (micro-benchmarks in ``micro``'s only).
 """
 
 from __future__ import annotations
@@ -21,18 +14,11 @@ import dataclasses
 
 from benchmarks.cases import Case, Repeats, run_case
 from benchmarks.methods import GTOL, Settings
-from benchmarks.micro import Micro, blocked_call, compiles_during
+from benchmarks.micro import Micro, new_mask
 from benchmarks.micro import run as run_micro
 
-MINIMIZE = (
-    "scipy-lbfgsb-loop",
-    "jaxopt-lbfgsb-vmap",
-    "optax-lbfgs-vmap-mask",
-    "tfp-lbfgs-batch",
-    "fixedopt-mask",
-    "fixedopt-split",
-    "fixedopt-mask-chunk64",
-)
+MINIMIZE = ("scipy-lbfgsb-loop", "jaxopt-lbfgsb-vmap", "optax-lbfgs-vmap-mask", "tfp-lbfgs-batch",
+            "fixedopt-mask", "fixedopt-split", "fixedopt-mask-chunk64")  # fmt: skip
 LARGE = MINIMIZE[:5] + MINIMIZE[6:]  # no split at the largest sizes (saves ~2 min on CPU)
 DEVICE = MINIMIZE[:6]  # chunk64 is a CPU cache trick
 LEAST_SQUARES = ("scipy-least-squares-loop", "lmfit-loop", "fixedopt-lm")
@@ -69,10 +55,8 @@ def run_plan(plan: Plan, args) -> list[dict]:
                             plan.loop_rows, plan.jaxopt_work)  # fmt: skip
         for record in run_case(case, settings, repeats):
             if plan.new_mask_check and record["method"] == "fixedopt-mask":
-                problem = case.make(record["problem"])
-                blocked_call(problem)()
-                fresh = blocked_call(problem.with_mask(1))
-                record |= {f"new_mask_{k}": v for k, v in compiles_during(fresh).items()}
+                counts = new_mask(case.make(record["problem"]))
+                record |= {f"new_mask_{k}": v for k, v in counts.items()}
             records.append(record | {"max_steps": settings.max_steps})
     return records + (run_micro(plan.micro) if plan.micro else [])
 
@@ -114,11 +98,11 @@ GPU = Plan(
 )  # fmt: skip
 
 
-def smoke(minimize, micro=None) -> Plan:
+def smoke(minimize) -> Plan:
     """Every method of a full suite once, tiny: a smoke run."""
     cases = (*grid(("quad",), ((16, 8),), minimize), *grid(("spectra",), ((8, 10),), LEAST_SQUARES),
              *grid(("quad", "straggler"), ((16, 8),), STRAGGLER))  # fmt: skip
-    return Plan(cases, loop_rows=4, jaxopt_work=64, micro=micro)
+    return Plan(cases, loop_rows=4, jaxopt_work=64)
 
 
 LINE_SEARCH_CASES = tuple(

@@ -21,13 +21,6 @@ PACKAGES = ("jax", "jaxlib", "optax", "scipy", "numpy", "fixedopt", "jaxopt", "t
             "lmfit", "matplotlib", "ase")  # fmt: skip
 
 
-def timed(call: Callable[[], object]) -> tuple[float, object]:
-    """Seconds one call takes, and its result."""
-    start = time.perf_counter()
-    out = call()
-    return time.perf_counter() - start, out
-
-
 class compile_monitor:  # noqa: N801 (a context manager, named like a function)
     """Count XLA compilations and sum JAX's compile seconds inside a ``with`` block."""
 
@@ -53,9 +46,26 @@ class compile_monitor:  # noqa: N801 (a context manager, named like a function)
 
 def first_call(call: Callable[[], object]) -> dict[str, float]:
     """Time a first (compiling) call: its wall time and the compile seconds within it."""
+    start = time.perf_counter()
     with compile_monitor() as compiles:
-        seconds, _ = timed(call)
-    return {"first_call_s": seconds, "compile_s": compiles.seconds}
+        call()
+    return {"first_call_s": time.perf_counter() - start, "compile_s": compiles.seconds}
+
+
+def compiled(jitted, *inputs) -> tuple[object, dict]:
+    """``jitted`` compiled for ``inputs``; its compile seconds and XLA's memory analysis
+    (``peak_bytes``: arguments, outputs and temporaries, less the donated)."""
+    with compile_monitor() as compiles:
+        program = jitted.lower(*inputs).compile()
+    memory = program.memory_analysis()
+    sizes = {f"{k}_bytes": int(getattr(memory, f"{k}_size_in_bytes", 0) or 0)
+             for k in ("temp", "argument", "output", "alias")}  # fmt: skip
+    peak = sizes["argument_bytes"] + sizes["output_bytes"] + sizes["temp_bytes"]
+    return program, {
+        "compile_s": compiles.seconds,
+        **sizes,
+        "peak_bytes": peak - sizes["alias_bytes"],
+    }
 
 
 def interleaved(
@@ -91,22 +101,18 @@ def medians(calls: Mapping[str, Callable[[], object]], rounds: int, inner: int =
 
 def summary(times: list[float]) -> dict[str, float]:
     """Median, min and max of a list of times, in seconds."""
-    return {
-        "time_median_s": statistics.median(times),
-        "time_min_s": min(times),
-        "time_max_s": max(times),
-    }
+    return {"time_median_s": statistics.median(times), "time_min_s": min(times),
+            "time_max_s": max(times)}  # fmt: skip
 
 
 def environment() -> dict:
     """Backend, device, versions and host of this run."""
-    versions = {}
+    versions = {"python": platform.python_version()}
     for package in PACKAGES:
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             versions[package] = None
-    versions["python"] = platform.python_version()
     device = jax.devices()[0]
     return {
         "backend": jax.default_backend(),
