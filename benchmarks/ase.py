@@ -30,13 +30,11 @@ def run_notebook(path: pathlib.Path):
         (spec := pathlib.Path(root) / "python3").mkdir()
         argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
         (spec / "kernel.json").write_text(json.dumps({"argv": argv, "language": "python"}))
-        kernel = KernelManager(
-            kernel_name="python3", kernel_spec_manager=KernelSpecManager(kernel_dirs=[root])
-        )
+        specs = KernelSpecManager(kernel_dirs=[root])
+        kernel = KernelManager(kernel_name="python3", kernel_spec_manager=specs)
         resources = {"metadata": {"path": str(path.parent)}}
-        nbclient.NotebookClient(notebook, km=kernel, timeout=600, resources=resources).execute(
-            cleanup_kc=True
-        )
+        client = nbclient.NotebookClient(notebook, km=kernel, timeout=600, resources=resources)
+        client.execute(cleanup_kc=True)
     return notebook
 
 

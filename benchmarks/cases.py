@@ -1,10 +1,7 @@
-"""One case: some methods on one problem and size, compiled, timed interleaved, checked.
-
-A case may hold several problems of one size (the straggler case times the ``quad``
-batch and the same batch with one ill-conditioned row together), so that every ratio
-drawn from it comes from one interleaved loop (A B C A B C ...). Quality is checked
-apart from the method: objective and gradient re-evaluated at each method's final ``x``
-with the problem's NumPy objective, in float64.
+"""One case: methods on one size of one problem (or of a few timed together, as the
+straggler case's batches with and without an ill-conditioned row), compiled, timed in one
+interleaved loop (A B C A B C ...), and checked apart from the method: objective and
+gradient re-evaluated at each final ``x`` with the problem's NumPy objective, in float64.
 """
 
 from __future__ import annotations
@@ -23,8 +20,8 @@ AGREE_RTOL = 1e-6
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    """Problems (one, or a few timed together) at one size; methods, the reference first.
-    ``options``: keywords of the problem's generator (``condition`` of ``illquad``)."""
+    """Problems at one size; methods, the reference first; ``options``: keywords of the
+    problems' generator (``condition`` of ``illquad``)."""
 
     problems: tuple[str, ...]
     batch: int
@@ -57,57 +54,43 @@ class Repeats:
 def run_case(case: Case, settings: Settings, repeats: Repeats) -> list[dict]:
     """Compile, time (interleaved) and check every method on every problem of ``case``."""
     problems = {name: case.make(name) for name in case.problems}
+    keys = [(name, method) for name in problems for method in case.methods]
     runners, skipped, first, counts = {}, {}, {}, {}
-    for key in ((name, method) for name in problems for method in case.methods):
+    for name, method in keys:
         try:
-            runners[key] = runner = METHODS[key[1]](problems[key[0]], settings)
+            runners[name, method] = runner = METHODS[method](problems[name], settings)
         except Skipped as reason:
-            skipped[key] = str(reason)
+            skipped[name, method] = str(reason)
             continue
-        counts[key] = repeats.loops
+        counts[name, method] = repeats.loops
         if runner.compiles:
-            first[key] = timing.first_call(runner.call)
-            counts[key] = repeats.compiled(first[key]["first_call_s"] - first[key]["compile_s"])
+            first[name, method] = call = timing.first_call(runner.call)
+            counts[name, method] = repeats.compiled(call["first_call_s"] - call["compile_s"])
     times, outputs = timing.interleaved({k: r.call for k, r in runners.items()}, counts)
-    records, firsts = [], {}
-    for name, problem in problems.items():
-        base = {"kind": "case", "problem": problem.name, "group": "+".join(case.problems),
-                "B": case.batch, "n": case.n, "dtype": case.dtype,
-                "gtol": settings.gtol}  # fmt: skip
-        reference = None
-        for method in case.methods:
-            record = base | {"method": method}
-            if (name, method) in skipped:
-                records.append(record | {"skipped": skipped[name, method]})
-                print(f"{name} B={case.batch} n={case.n} {method} skipped: {skipped[name, method]}")
-                continue
-            runner = runners[name, method]
-            result = runner.collect(outputs[name, method])
-            record |= measured(
-                runner, problem.batch, times[name, method], first.get((name, method))
-            )
-            reference = reference or (result, record["time_median_s"])
-            record |= quality(problem, result, reference[0], settings.gtol)
-            record["time_vs_reference"] = record["time_median_s"] / reference[1]
-            if len(problems) > 1 and record["rows_solved"] == case.batch:
-                firsts.setdefault(method, record["time_median_s"])
-                record["time_vs_first_problem"] = record["time_median_s"] / firsts[method]
-            records.append(record)
-            print(progress(record), flush=True)
+    records, references, firsts = [], {}, {}
+    for name, method in keys:
+        record = {"kind": "case", "problem": problems[name].name, "group": "+".join(case.problems),
+                  "B": case.batch, "n": case.n, "dtype": case.dtype, "gtol": settings.gtol,
+                  "method": method}  # fmt: skip
+        if (name, method) in skipped:
+            records.append(record | {"skipped": skipped[name, method]})
+            continue
+        runner, samples = runners[name, method], times[name, method]
+        rows = runner.rows or case.batch
+        record |= {"repeats": len(samples), "rows_solved": rows}
+        record |= {k: v * case.batch / rows for k, v in timing.summary(samples).items()}
+        record |= first.get((name, method), {"first_call_s": None, "compile_s": 0.0})
+        record |= {"memory_bytes": runner.memory(), "notes": list(runner.notes)}
+        result = runner.collect(outputs[name, method])
+        reference, seconds = references.setdefault(name, (result, record["time_median_s"]))
+        record |= quality(problems[name], result, reference, settings.gtol)
+        record["time_vs_reference"] = record["time_median_s"] / seconds
+        if len(problems) > 1 and rows == case.batch:  # the straggler case
+            firsts.setdefault(method, record["time_median_s"])
+            record["time_vs_first_problem"] = record["time_median_s"] / firsts[method]
+        records.append(record)
+        print(progress(record), flush=True)
     return records
-
-
-def measured(runner, batch: int, times: list[float], first: dict | None) -> dict:
-    """Times scaled from the rows solved to the batch, compile time, memory, notes."""
-    rows = runner.rows or batch
-    return {
-        "repeats": len(times),
-        "rows_solved": rows,
-        **{key: value * batch / rows for key, value in timing.summary(times).items()},
-        **(first or {"first_call_s": None, "compile_s": 0.0}),
-        "memory_bytes": runner.memory(),
-        "notes": list(runner.notes),
-    }
 
 
 def evaluate(problem: Problem, result: RowResults):
@@ -154,9 +137,6 @@ def quality(problem: Problem, result: RowResults, reference: RowResults, gtol: f
 
 def progress(r: dict) -> str:
     """One line per record, for the console."""
-    return (
-        f"{r['problem']} B={r['B']} n={r['n']} {r['dtype']} {r['method']}: median "
-        f"{r['time_median_s']:.3g} s ({r['rows_solved']} rows), compile {r['compile_s']:.2f} s, "
-        f"steps {r['steps_mean']:.1f}/{r['steps_max']}, converged {r['converged_frac']:.3f}, "
-        f"rel Δf {r['max_rel_obj_diff']:.1e}, fixed exact {r['fixed_bit_identical']}"
-    )
+    return (f"{r['problem']} B={r['B']} n={r['n']} {r['dtype']} {r['method']}: "
+            f"{r['time_median_s']:.3g} s, compile {r['compile_s']:.2f} s, "
+            f"steps {r['steps_max']}")  # fmt: skip

@@ -1,10 +1,7 @@
-"""Does the fixed mask cost a pass over memory? ``keep_fixed(adam)`` vs ``adam`` and
-``fix(fun)`` vs ``fun``, timed side by side, with what the compiled programs store.
-
-The masked program should be the plain one with a ``where`` fused into each pass: the
-same array-sized results written to memory, the mask read as ``pred`` (1 byte), never
-widened. The programs' text comes from the public route
-``jax.jit(f).lower(*args).compile().as_text()``.
+"""The fusion suite: does the fixed mask cost a pass over memory? ``keep_fixed(adam)``
+vs ``adam`` and ``fix(fun)`` vs ``fun``, timed side by side, with the arrays each
+compiled program writes (from ``jax.jit(f).lower(*args).compile().as_text()``): the
+masked program should be the plain one with a ``where`` fused into each pass.
 """
 
 from __future__ import annotations
@@ -21,9 +18,8 @@ from benchmarks.timing import interleaved, summary
 
 
 def adam_steps(size: int):
-    """Adam steps (update + apply) on ``size`` float32 entries, params and state donated:
-    ``plain``, ``masked`` (``keep_fixed``) and a bandwidth ``reference`` that reads and
-    writes the same buffers (``p, mu, nu <- (p, mu, nu) * a + g``)."""
+    """Adam steps on ``size`` float32 entries, params and state donated: ``plain``,
+    ``masked`` (``keep_fixed``) and a ``reference``, ``p, mu, nu <- (p, mu, nu) * a + g``."""
     adam = optax.adam(1e-3)
 
     def plain(params, state, grad):
@@ -71,9 +67,8 @@ def objective_steps(size: int, n: int = 64):
 
 
 def materialized(hlo: str, size: int) -> list[str]:
-    """Types of the arrays of ``size`` elements or more that the compiled program writes
-    to memory: results of its entry computation other than parameters and tuples. Each
-    is one pass over memory; a widened mask or a second masking pass would add one."""
+    """Types of the arrays of ``size`` elements or more the program writes to memory (one
+    pass each): results of its entry computation other than parameters and tuples."""
     found = []
     for line in hlo[hlo.index("\nENTRY") :].splitlines()[1:]:
         match = re.match(r"\s*(?:ROOT )?%\S+ = ([a-z]+[0-9]*)\[([0-9,]*)\]\S* (\S+?)\(", line)
@@ -85,8 +80,8 @@ def materialized(hlo: str, size: int) -> list[str]:
 
 
 def stepper(compiled, make_inputs, donate, steps: int = 1):
-    """A call running ``steps`` steps of ``compiled``, feeding donated outputs back in
-    (as a training loop does), blocked; ``call.inputs`` holds the live inputs."""
+    """A blocked call of ``steps`` steps, feeding donated outputs back in as a training
+    loop does; ``call.inputs``: the live inputs."""
     inputs = list(make_inputs())
 
     def call():
@@ -101,10 +96,8 @@ def stepper(compiled, make_inputs, donate, steps: int = 1):
 
 
 def measure(kind: str, programs, donate, size: int, repeats: int, steps: int = 1):
-    """Every program compiled (``donate``: donated arguments), ``steps`` steps a call,
-    timed interleaved after a warm-up call: per program the seconds per step and the
-    arrays it writes, and the paired ratios masked / plain. Returns the record and the
-    calls (``call.inputs``: the live buffers)."""
+    """Every program timed interleaved (after a warm-up), ``steps`` steps a call: the
+    seconds per step, the arrays written, the paired ratios masked / plain; and the calls."""
     compiled = {key: jax.jit(fun, donate_argnums=donate).lower(*make()).compile()
                 for key, (fun, make) in programs.items()}  # fmt: skip
     calls = {key: stepper(c, programs[key][1], donate, steps) for key, c in compiled.items()}

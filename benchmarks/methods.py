@@ -1,10 +1,5 @@
-"""The methods under comparison: ``METHODS[name](problem, settings) -> Runner``.
-
-``Runner.call()`` solves the batch once, blocked (the timed part; a compiled method's
-first call compiles); ``Runner.collect`` turns its output into per-row NumPy results.
-The per-row loops and jaxopt solve the first rows of a large batch only
-(:func:`subsampled`). A method that cannot run here raises :class:`Skipped`.
-"""
+"""The methods under comparison: ``METHODS[name](problem, settings) -> Runner``, or
+:class:`Skipped` with the reason where a method cannot run here."""
 
 from __future__ import annotations
 
@@ -32,10 +27,9 @@ jitted = functools.cache(jax.jit)  # one jitted function per public call
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """The stopping rule of every method, max |projected gradient| <= ``gtol``, and the
-    subsamples: the loops solve ``loop_rows`` rows, jaxopt ``jaxopt_work // n`` (None:
-    all; extrapolating flatters jaxopt: a ``vmap``-ed loop runs as long as its slowest
-    row, and a larger batch has slower ones)."""
+    """Every method stops at max |projected gradient| <= ``gtol``. The loops solve the first
+    ``loop_rows`` rows, jaxopt ``jaxopt_work // n`` (None: all), times extrapolated (which
+    flatters jaxopt: a ``vmap``-ed loop runs as long as its slowest row)."""
 
     gtol: float = 1e-6
     max_steps: int = 5000
@@ -44,8 +38,7 @@ class Settings:
 
 
 class RowResults(NamedTuple):
-    """Per-row outcome of one batched solve, as NumPy arrays (``converged``: as the
-    method reports it)."""
+    """Per-row outcome of one batched solve (``converged``: as the method reports it)."""
 
     x: np.ndarray
     value: np.ndarray
@@ -55,8 +48,9 @@ class RowResults(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class Runner:
-    """A prepared method. ``rows``: the batch's first rows it solves (None: all);
-    ``memory()``: XLA's estimate of the compiled program's bytes, or None."""
+    """A prepared method: ``call()`` solves the batch once, blocked (the timed part; the
+    first call compiles); ``collect`` makes :class:`RowResults` of its output; ``rows``:
+    how many of the first rows it solves (None: all); ``memory()``: XLA's bytes."""
 
     call: Callable[[], Any]
     collect: Callable[[Any], RowResults]
@@ -130,9 +124,8 @@ def row_bounds(problem: Problem, i: int):
 
 
 def scipy_lbfgsb(problem: Problem, settings: Settings) -> Runner:
-    """scipy ``minimize(method="L-BFGS-B", jac=True)`` with ``lb == ub`` on fixed entries,
-    the reference. With ``ftol=0`` scipy also stops (with ``success``) when a step no
-    longer decreases ``f``: a row is converged only if its gradient meets ``gtol``."""
+    """scipy ``minimize(method="L-BFGS-B")``, ``lb == ub`` on fixed entries (the reference);
+    converged where the gradient meets ``gtol`` (with ``ftol=0`` scipy may stop before)."""
     options = {"gtol": settings.gtol, "ftol": 0.0, "maxiter": settings.max_steps,
                "maxfun": 10 * settings.max_steps}  # fmt: skip
     bounds = [row_bounds(problem, i) for i in range(problem.batch)]  # not timed

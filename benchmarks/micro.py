@@ -173,27 +173,15 @@ def split_compiles(batch: int, n: int, free_counts) -> list[dict]:
     return records
 
 
-@dataclasses.dataclass(frozen=True)
-class Micro:
-    """Sizes of the micro-benchmarks."""
-
-    objective: tuple[tuple[str, int, int], ...]  # (problem, B, n)
-    adam_size: int
-    adam_steps: int
-    strategy: tuple[int, int]  # (B, n) of the split-vs-mask solves
-    compiles: tuple[int, int]  # (B, n) of the compile checks
-    split_free_counts: tuple[int, ...]
-    rounds: int = 7
-    dispatch: tuple[int, int] = (256, 8)  # (B, n) of the public call's overhead
-
-
-def run(config: Micro) -> list[dict]:
-    """Every micro-benchmark, in order of increasing risk of running out of memory."""
+def run(objective, adam_size, adam_steps, strategy, compiles, split_free_counts, rounds=7,
+        dispatch_size=(256, 8)) -> list[dict]:  # fmt: skip
+    """Every micro-benchmark (``objective``: ``(problem, B, n)``s; ``strategy``, ``compiles``,
+    ``dispatch_size``: ``(B, n)``), in order of increasing risk of running out of memory."""
     return [
-        *new_mask_compiles(*config.compiles),
-        *split_compiles(*config.compiles, config.split_free_counts),
-        *objective_overhead(config.objective, config.rounds),
-        dispatch(*config.dispatch, config.rounds),
-        *split_vs_mask(*config.strategy, rounds=max(3, config.rounds // 2)),
-        keep_fixed(config.adam_size, config.rounds, config.adam_steps),
+        *new_mask_compiles(*compiles),
+        *split_compiles(*compiles, split_free_counts),
+        *objective_overhead(objective, rounds),
+        dispatch(*dispatch_size, rounds),
+        *split_vs_mask(*strategy, rounds=max(3, rounds // 2)),
+        keep_fixed(adam_size, rounds, adam_steps),
     ]

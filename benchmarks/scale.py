@@ -1,13 +1,8 @@
-"""The scale suite: the straggler tax of ``vmap`` against compaction, and peak memory.
-
-1. Stragglers: the ``quad`` batch (B=4096, n=32) timed with and without its last row
-   replaced by an ill-conditioned one (the ``straggler`` problem), for
-   ``compact=False`` (plain ``vmap``: every row pays the slowest row's steps) and the
-   default ``compact=None`` (compaction from 4096 rows): one interleaved case, with the
-   rows whose step count differs under compaction.
-2. Peak memory: XLA's memory analysis of the compiled batched solve for B = 1e5, 3e5,
-   1e6 small problems (n=8) with and without ``chunk_size``, and the time of the B=1e5
-   solves.
+"""The scale suite. Stragglers: the ``quad`` batch with and without an ill-conditioned
+last row (the ``straggler`` problem), plain ``vmap`` (``compact=False``: every row pays
+the slowest row's steps) vs the default (compaction from 4096 rows), one interleaved
+case. Peak memory: XLA's memory analysis of the batched solve for up to 1e6 rows (n=8),
+whole and in chunks, and the time of the solves up to 1e5 rows.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import dataclasses
 
 from benchmarks.cases import Case, Repeats, run_case
 from benchmarks.methods import GTOL, Settings
-from benchmarks.micro import Micro, new_mask
+from benchmarks.micro import new_mask
 from benchmarks.micro import run as run_micro
 
 MINIMIZE = ("scipy-lbfgsb-loop", "jaxopt-lbfgsb-vmap", "optax-lbfgs-vmap-mask", "tfp-lbfgs-batch",
@@ -35,7 +35,7 @@ class Plan:
     cases: tuple[Case, ...] = ()
     loop_rows: int | None = None  # rows the scipy/lmfit loops solve (None: all)
     jaxopt_work: int | None = None  # most B * n that jaxopt solves (None: all)
-    micro: Micro | None = None
+    micro: dict | None = None  # keywords of micro.run
     new_mask_check: bool = False  # per case, for fixedopt-mask (the solvers suite)
     max_steps: int = 5000
 
@@ -58,18 +58,18 @@ def run_plan(plan: Plan, args) -> list[dict]:
                 counts = new_mask(case.make(record["problem"]))
                 record |= {f"new_mask_{k}": v for k, v in counts.items()}
             records.append(record | {"max_steps": settings.max_steps})
-    return records + (run_micro(plan.micro) if plan.micro else [])
+    return records + (run_micro(**plan.micro) if plan.micro else [])
 
 
-MICRO = Micro(
-    objective=(("quad", 16384, 64), ("quad", 2048, 512), ("dquad", 16384, 64),
-               ("dquad", 2048, 512), ("rosen", 16384, 64), ("rosen", 2048, 512)),
-    adam_size=2**24, adam_steps=5, strategy=(256, 512), compiles=(256, 64),
-    split_free_counts=(20, 28, 32, 33, 48, 64, 17, 16),
-)  # fmt: skip
-MICRO_QUICK = Micro(objective=(("quad", 64, 16),), adam_size=2**14, adam_steps=2,
-                    strategy=(16, 8), compiles=(16, 8), split_free_counts=(3, 4, 2), rounds=3,
-                    dispatch=(16, 8))  # fmt: skip
+MICRO = {  # the sizes of micro.run
+    "objective": (("quad", 16384, 64), ("quad", 2048, 512), ("dquad", 16384, 64),
+                  ("dquad", 2048, 512), ("rosen", 16384, 64), ("rosen", 2048, 512)),
+    "adam_size": 2**24, "adam_steps": 5, "strategy": (256, 512), "compiles": (256, 64),
+    "split_free_counts": (20, 28, 32, 33, 48, 64, 17, 16),
+}  # fmt: skip
+MICRO_QUICK = {"objective": (("quad", 64, 16),), "adam_size": 2**14, "adam_steps": 2,
+               "strategy": (16, 8), "compiles": (16, 8), "split_free_counts": (3, 4, 2),
+               "rounds": 3, "dispatch_size": (16, 8)}  # fmt: skip
 CPU = Plan(
     cases=(
         *grid(("quad",), ((256, 8), (256, 64), (2048, 64), (256, 512)), MINIMIZE),
@@ -93,8 +93,8 @@ GPU = Plan(
         *grid(("quad", "straggler"), ((2**17, 64),), STRAGGLER),
     ),
     loop_rows=256, jaxopt_work=2**23,
-    micro=dataclasses.replace(MICRO, strategy=(2**14, 512), objective=(
-        ("quad", 2**17, 64), ("dquad", 2**17, 64), ("rosen", 2**17, 64))),
+    micro=MICRO | {"strategy": (2**14, 512), "objective": (
+        ("quad", 2**17, 64), ("dquad", 2**17, 64), ("rosen", 2**17, 64))},
 )  # fmt: skip
 
 

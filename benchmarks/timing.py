@@ -1,8 +1,6 @@
-"""The one timing module: interleaved calls (A B A B ...), medians, compile time apart.
-
-Every timed call blocks until its result is ready (the callers wrap their calls in
-``jax.block_until_ready``); compile time is JAX's own trace + lowering + XLA compile
-seconds during a first call, from :mod:`jax.monitoring`.
+"""The one timing module: interleaved calls (A B A B ...), medians, compile time apart
+(JAX's trace + lowering + XLA compile seconds, from :mod:`jax.monitoring`). Callers
+block every timed call until its result is ready (``jax.block_until_ready``).
 """
 
 from __future__ import annotations
@@ -61,22 +59,15 @@ def compiled(jitted, *inputs) -> tuple[object, dict]:
     sizes = {f"{k}_bytes": int(getattr(memory, f"{k}_size_in_bytes", 0) or 0)
              for k in ("temp", "argument", "output", "alias")}  # fmt: skip
     peak = sizes["argument_bytes"] + sizes["output_bytes"] + sizes["temp_bytes"]
-    return program, {
-        "compile_s": compiles.seconds,
-        **sizes,
-        "peak_bytes": peak - sizes["alias_bytes"],
-    }
+    sizes["peak_bytes"] = peak - sizes["alias_bytes"]
+    return program, {"compile_s": compiles.seconds, **sizes}
 
 
 def interleaved(
     calls: Mapping[str, Callable[[], object]], repeats: Mapping[str, int] | int, inner: int = 1
 ) -> tuple[dict[str, list[float]], dict[str, object]]:
-    """Time each call ``repeats[name]`` times, interleaving the names A B A B ...
-
-    Each sample is the mean of ``inner`` back-to-back calls. A name with fewer repeats
-    drops out of the later rounds. Returns the samples per name and each name's last
-    output.
-    """
+    """Samples of each call's seconds (each the mean of ``inner`` calls), ``repeats[name]``
+    of them, interleaving the names A B A B ...; and each name's last output."""
     if isinstance(repeats, int):
         repeats = dict.fromkeys(calls, repeats)
     times: dict[str, list[float]] = {name: [] for name in calls}
@@ -114,12 +105,7 @@ def environment() -> dict:
         except metadata.PackageNotFoundError:
             versions[package] = None
     device = jax.devices()[0]
-    return {
-        "backend": jax.default_backend(),
-        "device": getattr(device, "device_kind", str(device)),
-        "device_count": jax.device_count(),
-        "host_cpus": os.cpu_count(),
-        "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
-        "versions": versions,
-        "date": datetime.date.today().isoformat(),
-    }
+    return {"backend": jax.default_backend(), "device": getattr(device, "device_kind", str(device)),
+            "device_count": jax.device_count(), "host_cpus": os.cpu_count(),
+            "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"), "versions": versions,
+            "date": datetime.date.today().isoformat()}  # fmt: skip
