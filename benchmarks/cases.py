@@ -20,8 +20,7 @@ AGREE_RTOL = 1e-6
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    """Problems at one size; methods, the reference first; ``options``: keywords of the
-    problems' generator (``condition`` of ``illquad``)."""
+    """Problems at one size; methods, the reference first; generator keywords."""
 
     problems: tuple[str, ...]
     batch: int
@@ -34,24 +33,15 @@ class Case:
         return PROBLEMS[name](self.batch, self.n, SEED, self.dtype, **dict(self.options))
 
 
-@dataclasses.dataclass(frozen=True)
-class Repeats:
-    """How often to time: compiled methods aim at ``seconds`` of timed work each, a call
-    slower than ``slow_s`` once only; the per-row NumPy loops ``loops`` times."""
-
-    least: int = 3
-    most: int = 7
-    seconds: float = 3.0
-    loops: int = 3
-    slow_s: float = 15.0
-
-    def compiled(self, run_s: float) -> int:
-        if run_s > self.slow_s:
-            return 1
-        return max(self.least, min(self.most, int(self.seconds / max(run_s, 1e-6))))
+def repeats(run_s: float, args) -> int:
+    """Timed calls of a compiled method taking ``run_s``: ~3 s of work (quick: 3)."""
+    most = min(3, args.repeats) if args.quick else args.repeats
+    if run_s > 15.0:
+        return 1
+    return max(min(3, most), min(most, int((0.3 if args.quick else 3.0) / max(run_s, 1e-6))))
 
 
-def run_case(case: Case, settings: Settings, repeats: Repeats) -> list[dict]:
+def run_case(case: Case, settings: Settings, args) -> list[dict]:
     """Compile, time (interleaved) and check every method on every problem of ``case``."""
     problems = {name: case.make(name) for name in case.problems}
     keys = [(name, method) for name in problems for method in case.methods]
@@ -62,10 +52,10 @@ def run_case(case: Case, settings: Settings, repeats: Repeats) -> list[dict]:
         except Skipped as reason:
             skipped[name, method] = str(reason)
             continue
-        counts[name, method] = repeats.loops
+        counts[name, method] = args.loop_repeats
         if runner.compiles:
             first[name, method] = call = timing.first_call(runner.call)
-            counts[name, method] = repeats.compiled(call["first_call_s"] - call["compile_s"])
+            counts[name, method] = repeats(call["first_call_s"] - call["compile_s"], args)
     times, outputs = timing.interleaved({k: r.call for k, r in runners.items()}, counts)
     records, references, firsts = [], {}, {}
     for name, method in keys:
@@ -112,8 +102,7 @@ def fixed_bit_identical(problem: Problem, x: np.ndarray) -> bool:
 
 
 def quality(problem: Problem, result: RowResults, reference: RowResults, gtol: float) -> dict:
-    """Steps, convergence, agreement with the reference on the (first) rows both solved,
-    and exactness of fixed entries."""
+    """Steps, convergence, agreement with the reference, exactness of fixed entries."""
     solved = problem.rows(len(result.value))
     values, norms = evaluate(solved, result)
     ref_values, _ = evaluate(problem.rows(len(reference.value)), reference)

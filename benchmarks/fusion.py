@@ -18,8 +18,7 @@ from benchmarks.timing import interleaved, summary
 
 
 def adam_steps(size: int):
-    """Adam steps on ``size`` float32 entries, params and state donated: ``plain``,
-    ``masked`` (``keep_fixed``) and a ``reference``, ``p, mu, nu <- (p, mu, nu) * a + g``."""
+    """Adam steps on ``size`` float32 entries, donated: ``plain``, ``masked``, ``reference``."""
     adam = optax.adam(1e-3)
 
     def plain(params, state, grad):
@@ -67,8 +66,7 @@ def objective_steps(size: int, n: int = 64):
 
 
 def materialized(hlo: str, size: int) -> list[str]:
-    """Types of the arrays of ``size`` elements or more the program writes to memory (one
-    pass each): results of its entry computation other than parameters and tuples."""
+    """Types of the arrays of ``size`` entries or more the program writes (a pass each)."""
     found = []
     for line in hlo[hlo.index("\nENTRY") :].splitlines()[1:]:
         match = re.match(r"\s*(?:ROOT )?%\S+ = ([a-z]+[0-9]*)\[([0-9,]*)\]\S* (\S+?)\(", line)
@@ -80,8 +78,7 @@ def materialized(hlo: str, size: int) -> list[str]:
 
 
 def stepper(compiled, make_inputs, donate, steps: int = 1):
-    """A blocked call of ``steps`` steps, feeding donated outputs back in as a training
-    loop does; ``call.inputs``: the live inputs."""
+    """A blocked call of ``steps`` steps feeding donated outputs back in (``.inputs``)."""
     inputs = list(make_inputs())
 
     def call():
@@ -96,8 +93,7 @@ def stepper(compiled, make_inputs, donate, steps: int = 1):
 
 
 def measure(kind: str, programs, donate, size: int, repeats: int, steps: int = 1):
-    """Every program timed interleaved (after a warm-up), ``steps`` steps a call: the
-    seconds per step, the arrays written, the paired ratios masked / plain; and the calls."""
+    """Per program: seconds per step and arrays written; paired ratios masked / plain."""
     compiled = {key: jax.jit(fun, donate_argnums=donate).lower(*make()).compile()
                 for key, (fun, make) in programs.items()}  # fmt: skip
     calls = {key: stepper(c, programs[key][1], donate, steps) for key, c in compiled.items()}

@@ -109,8 +109,7 @@ def compiled_runner(solve, inputs: tuple, collect=lambda out: as_rows(*out), not
 
 
 def loop_runner(problem: Problem, solve_row, notes=()) -> Runner:
-    """Rows one at a time, as a user without a batched solver would solve them;
-    ``solve_row(i) -> (x, value, steps, converged)``."""
+    """Rows one at a time: ``solve_row(i) -> (x, value, steps, converged)``."""
     collect = lambda results: RowResults(*map(np.array, zip(*results)))
     call = lambda: [solve_row(i) for i in range(problem.batch)]
     return Runner(call, collect, compiles=False, notes=tuple(notes))
@@ -143,8 +142,7 @@ def scipy_lbfgsb(problem: Problem, settings: Settings) -> Runner:
 
 
 def scipy_least_squares(problem: Problem, settings: Settings) -> Runner:
-    """scipy ``least_squares`` (trf) on each row's free parameters, analytic Jacobian
-    (scipy rejects ``lb == ub``: rows reduced by hand); scipy's scaled-gradient rule."""
+    """scipy ``least_squares`` (trf) on each row's free parameters (it rejects ``lb == ub``)."""
 
     def solve_row(i):
         free, full, args = ~problem.fixed[i], problem.x0[i].copy(), problem.row_args(i)
@@ -167,8 +165,7 @@ def scipy_least_squares(problem: Problem, settings: Settings) -> Runner:
 
 
 def lmfit_loop(problem: Problem, settings: Settings) -> Runner:
-    """lmfit ``minimize(method="leastsq")`` per row, fixed parameters ``vary=False``:
-    named ``Parameters`` with bounds, MINPACK's finite-difference Jacobian."""
+    """lmfit ``minimize(method="leastsq")`` per row, fixed parameters ``vary=False``."""
     lmfit = load("lmfit", "pip install lmfit")
     names, (lower, upper) = [f"p{j}" for j in range(problem.size)], problem.bounds
 
@@ -196,8 +193,7 @@ def masked(fun):
 
 
 def jaxopt_lbfgsb(problem: Problem, settings: Settings) -> Runner:
-    """``jaxopt.LBFGSB`` under ``jit(vmap)`` with ``lb == ub`` on fixed entries; stops on
-    the max-norm of the projected gradient, or when a row's line search fails."""
+    """``jaxopt.LBFGSB`` under ``jit(vmap)``, ``lb == ub`` on fixed entries."""
     jaxopt = load("jaxopt", "pip install jaxopt")
     solver = jaxopt.LBFGSB(fun=problem.jax_fun, tol=settings.gtol, maxiter=settings.max_steps,
                            history_size=HISTORY, stop_if_linesearch_fails=True)  # fmt: skip
@@ -233,8 +229,7 @@ def tfp_lbfgs(problem: Problem, settings: Settings) -> Runner:
 
 
 def optax_lbfgs(problem: Problem, settings: Settings) -> Runner:
-    """``optax.lbfgs`` per row in a ``while_loop`` under ``jit(vmap)``: the objective masked
-    by ``where + stop_gradient``, fixed entries reset after each step. No bounds."""
+    """``optax.lbfgs`` per row in a ``while_loop`` under ``jit(vmap)``, objective masked."""
     if problem.bounds is not None:
         raise Skipped("the optax recipe has no bounds")
     program = optax_program(problem.jax_fun, settings.gtol, settings.max_steps)

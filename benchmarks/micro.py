@@ -27,15 +27,13 @@ PATTERNS = {"per-row 30% fixed": (0.3, False), "shared 30% fixed": (0.3, True),
 
 
 def packed_width(fixed: np.ndarray) -> int:
-    """``split``'s packed width: the smallest power of two holding every row's free
-    entries, at most ``n`` (as documented for ``strategy="split"``)."""
+    """``split``'s packed width: the least power of two >= every row's free count, <= n."""
     largest = max(int(np.max(np.sum(~fixed, axis=-1), initial=0)), 1)
     return min(1 << (largest - 1).bit_length(), fixed.shape[-1])
 
 
 def objective_calls(problem) -> dict:
-    """Batched ``value_and_grad`` four ways: unmasked, ``fix`` with a values array,
-    ``where(fixed, stop_gradient(x), x)`` and the free entries packed (``split``)."""
+    """Batched ``value_and_grad``: unmasked, ``fix``, pinned to ``x``, and packed (split)."""
     fun, (x0, fixed, *args) = problem.jax_fun, device_inputs(problem)
     width, n = packed_width(problem.fixed), problem.size
     order = np.argsort(problem.fixed, axis=-1, kind="stable")[:, :width]  # free first
@@ -59,25 +57,27 @@ def objective_calls(problem) -> dict:
             compiled.items()}  # fmt: skip
 
 
+def compared(calls, against: str, rounds: int, inner: int = 1, **fields) -> dict:
+    """``fields``, each call's median seconds, and their ratios to ``against``'s."""
+    seconds = medians(calls, rounds, inner)
+    ratios = {f"{k}_vs_{against}": v / seconds[against] for k, v in seconds.items() if k != against}
+    return fields | {f"{k}_s": v for k, v in seconds.items()} | ratios
+
+
 def objective_overhead(sizes, rounds: int) -> list[dict]:
     """Masked vs unmasked vs split objective + gradient on each problem and size."""
     records = []
     for name, batch, n in sizes:
         problem = PROBLEMS[name](batch, n, SEED)
         inner = max(3, min(200, 2_000_000 // (batch * n)))
-        seconds = medians(objective_calls(problem), rounds, inner)
-        ratios = {f"{k}_vs_unmasked": seconds[k] / seconds["unmasked"]
-                  for k in ("masked", "pinned", "split")}  # fmt: skip
-        records.append({"kind": "objective", "problem": name, "B": batch, "n": n,
-                        "split_width": packed_width(problem.fixed),
-                        **{f"{k}_s": v for k, v in seconds.items()}, **ratios,
-                        "target": MASK_TARGET})  # fmt: skip
+        fields = {"kind": "objective", "problem": name, "B": batch, "n": n,
+                  "split_width": packed_width(problem.fixed), "target": MASK_TARGET}  # fmt: skip
+        records.append(compared(objective_calls(problem), "unmasked", rounds, inner, **fields))
     return records
 
 
 def keep_fixed(size: int, rounds: int, steps: int) -> dict:
-    """``reference``, ``plain`` (``adam``) and ``masked`` (``keep_fixed(adam)``) steps;
-    whether every fixed parameter kept its bits."""
+    """Adam steps plain, masked and the reference; whether fixed parameters kept their bits."""
     programs, donate = fusion.adam_steps(size)
     record, calls = fusion.measure("keep_fixed", programs, donate, size, rounds, steps)
     params, _, _, fixed = calls["masked"].inputs
@@ -87,7 +87,6 @@ def keep_fixed(size: int, rounds: int, steps: int) -> dict:
         "reference_GBps": 7 * 4 * size / per_step["reference"] / 1e9,  # 4 read, 3 written
         "plain_vs_reference": per_step["plain"] / per_step["reference"],
         "masked_vs_reference": per_step["masked"] / per_step["reference"],
-        "masked_vs_plain": per_step["masked"] / per_step["plain"],
         "fixed_bit_identical": bool(np.array_equal(params[fixed], np.asarray(start)[fixed])),
     }
 
@@ -98,10 +97,8 @@ def dispatch(batch: int, n: int, rounds: int) -> dict:
     inside = jitted(solve)
     calls = {"public": lambda: jax.block_until_ready(solve(*inputs)),
              "jitted": lambda: jax.block_until_ready(inside(*inputs))}  # fmt: skip
-    seconds = medians(calls, rounds, inner=5)
-    return {"kind": "dispatch", "problem": "quad", "B": batch, "n": n,
-            **{f"{k}_s": v for k, v in seconds.items()},
-            "public_minus_jitted_s": seconds["public"] - seconds["jitted"]}  # fmt: skip
+    record = compared(calls, "jitted", rounds, 5, kind="dispatch", problem="quad", B=batch, n=n)
+    return record | {"public_minus_jitted_s": record["public_s"] - record["jitted_s"]}
 
 
 def blocked_call(problem, **options):
@@ -116,15 +113,12 @@ def split_vs_mask(batch: int, n: int, rounds: int) -> list[dict]:
     for pattern, (fraction, shared) in PATTERNS.items():
         problem = PROBLEMS["quad"](batch, n, SEED).with_mask(SEED + 7, fraction, shared)
         calls = {s: blocked_call(problem, strategy=s) for s in ("mask", "split")}
-        seconds = medians(calls, rounds)
+        record = compared(calls, "mask", rounds, kind="strategy", problem="quad", B=batch, n=n,
+                          pattern=pattern, split_width=packed_width(problem.fixed))  # fmt: skip
         mask_rows, split_rows = (solution_rows(calls[s]()) for s in ("mask", "split"))
         agree = quality(problem, split_rows, mask_rows, Settings.gtol)
-        records.append({"kind": "strategy", "problem": "quad", "B": batch, "n": n,
-                        "pattern": pattern, "split_width": packed_width(problem.fixed),
-                        "mask_s": seconds["mask"], "split_s": seconds["split"],
-                        "split_vs_mask": seconds["split"] / seconds["mask"],
-                        "split_max_rel_obj_diff_vs_mask": agree["max_rel_obj_diff"],
-                        "steps_mean": float(np.mean(mask_rows.steps))})  # fmt: skip
+        records.append(record | {"split_max_rel_obj_diff_vs_mask": agree["max_rel_obj_diff"],
+                                 "steps_mean": float(np.mean(mask_rows.steps))})  # fmt: skip
     return records
 
 
@@ -133,7 +127,7 @@ def compiles_during(call) -> dict:
     before = compiled_solves()
     with compile_monitor() as monitor:
         call()
-    return {"cache_growth": compiled_solves() - before, "backend_compiles": monitor.count}
+    return {"cache_growth": compiled_solves() - before, "backend_compiles": monitor["count"]}
 
 
 def new_mask(problem) -> dict:
@@ -154,8 +148,7 @@ def new_mask_compiles(batch: int, n: int) -> list[dict]:
 
 
 def split_compiles(batch: int, n: int, free_counts) -> list[dict]:
-    """Under ``split``, one solve per largest free count: which ones compile. The
-    objective is a fresh function, so that no width is cached from earlier solves."""
+    """Compilations under ``split`` per free count (a fresh objective: nothing cached)."""
     base = PROBLEMS["quad"](batch, n, SEED)
     base = dataclasses.replace(base, jax_fun=lambda x, *args, f=base.jax_fun: f(x, *args))
     rng, seen, records = np.random.default_rng(SEED + 3), set(), []
@@ -175,8 +168,7 @@ def split_compiles(batch: int, n: int, free_counts) -> list[dict]:
 
 def run(objective, adam_size, adam_steps, strategy, compiles, split_free_counts, rounds=7,
         dispatch_size=(256, 8)) -> list[dict]:  # fmt: skip
-    """Every micro-benchmark (``objective``: ``(problem, B, n)``s; ``strategy``, ``compiles``,
-    ``dispatch_size``: ``(B, n)``), in order of increasing risk of running out of memory."""
+    """Every micro-benchmark, in order of increasing risk of running out of memory."""
     return [
         *new_mask_compiles(*compiles),
         *split_compiles(*compiles, split_free_counts),

@@ -61,8 +61,7 @@ def speedup_plot(records):
 
 
 def save_all(records, stem: pathlib.Path) -> list[pathlib.Path]:
-    """Write ``<stem>-time-vs-B.png``, ``-time-vs-n.png``, ``-speedup.png`` from the
-    solver cases that ran (not the straggler groups); return those written."""
+    """Write the plots of the solver cases (not the straggler groups); return their paths."""
     timed = [r for r in records if r.get("kind") == "case" and "skipped" not in r
              and r["group"] == r["problem"]]  # fmt: skip
     if not timed:

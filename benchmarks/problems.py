@@ -88,8 +88,7 @@ def quad_numpy(x, diag, off, b):
 
 
 def quad_hessians(rng, batch: int, n: int, condition=QUAD_CONDITION):
-    """Per-row SPD tridiagonals of condition number ``condition``: path-graph Laplacians
-    with random weights, shifted by ``lmax / (condition - 1)``."""
+    """Per-row SPD tridiagonals: path-graph Laplacians shifted to ``condition``."""
     weights = rng.uniform(0.5, 2.0, size=(batch, n - 1))
     degree = np.zeros((batch, n))
     degree[:, 1:] += weights
@@ -114,8 +113,7 @@ def quad(batch: int, n: int, seed: int = 0, dtype: str = "float64") -> Problem:
 
 
 def ill_diagonals(rng, rows: int, n: int, condition: float) -> np.ndarray:
-    """Diagonal Hessians with eigenvalues log-spaced over ``condition``, permuted per row
-    (so that fixing entries leaves each row ill-conditioned)."""
+    """Diagonals log-spaced over ``condition``, permuted per row."""
     spread = np.sqrt(condition)
     return np.stack([rng.permutation(np.geomspace(1 / spread, spread, n)) for _ in range(rows)])
 
@@ -129,8 +127,7 @@ def illquad(batch: int, n: int, seed=0, dtype="float64", condition=1e5) -> Probl
 
 
 def straggler(batch: int, n: int, seed: int = 0, dtype: str = "float64") -> Problem:
-    """``straggler``: the ``quad`` batch with its last row an ill-conditioned diagonal
-    (:data:`STRAGGLER_CONDITION`), which needs many times the other rows' steps."""
+    """``straggler``: the ``quad`` batch, its last row an ill-conditioned diagonal."""
     base = quad(batch, n, seed, dtype)
     args = tuple(a.copy() for a in base.args)
     rng = np.random.default_rng(seed + 10_000)
@@ -254,8 +251,7 @@ def quartic_jax(x, diag, b):
 
 
 def quartic(batch: int, n: int, seed: int = 0, dtype: str = "float64") -> Problem:
-    """``quartic``: strictly convex rows (the differentiation suite); fixed entries random,
-    free ones start at 0. JAX only (no NumPy objective)."""
+    """``quartic``: strictly convex rows, free entries starting at 0; JAX only."""
     rng = np.random.default_rng(seed)
     diag, b = rng.uniform(1.5, 50.0, (batch, n)), rng.normal(size=(batch, n))
     fixed = rng.random((batch, n)) < FIXED_FRACTION

@@ -77,8 +77,7 @@ def table(rows: list[dict]) -> list[str]:
 
 
 def speedup_tables(records) -> list[tuple[list[dict], str]]:
-    """Rows ``problem, dtype, B, n, <reference> (s), vs <method>...`` per case; one table
-    per reference method (and apart for cases that time several problems together)."""
+    """Speedup rows per case, one table per reference (straggler cases apart)."""
     cases: dict[tuple, list[dict]] = {}
     for r in records:
         if r.get("kind") == "case":

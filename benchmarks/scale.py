@@ -22,8 +22,7 @@ STRAGGLER = ("fixedopt-mask-nocompact", "fixedopt-mask")  # plain vmap, then the
 
 
 def peak_memory(sizes, chunk_size: int, n: int = 8, timed_batch: int = 100_000) -> list[dict]:
-    """Memory of the compiled solve per batch size, whole and in chunks; time up to
-    ``timed_batch`` rows."""
+    """XLA memory of the solve per batch size, whole and in chunks; time up to 1e5 rows."""
     records = []
     for batch in sizes:
         problem = quad(batch, n, SEED)

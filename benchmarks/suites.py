@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from benchmarks.cases import Case, Repeats, run_case
+from benchmarks.cases import Case, run_case
 from benchmarks.methods import GTOL, Settings
 from benchmarks.micro import new_mask
 from benchmarks.micro import run as run_micro
@@ -46,14 +46,12 @@ def grid(problems, sizes, methods, dtype="float64", **options) -> tuple[Case, ..
 
 def run_plan(plan: Plan, args) -> list[dict]:
     """Every case of ``plan`` (then its micro-benchmarks), as records."""
-    most = min(3, args.repeats) if args.quick else args.repeats  # quick: a smoke run
-    repeats = Repeats(min(3, most), most, 0.3 if args.quick else 3.0, args.loop_repeats)
     records = []
     for case in plan.cases:
         gtol = args.gtol if args.gtol is not None and case.dtype == "float64" else None
         settings = Settings(gtol or GTOL[case.dtype], args.max_steps or plan.max_steps,
                             plan.loop_rows, plan.jaxopt_work)  # fmt: skip
-        for record in run_case(case, settings, repeats):
+        for record in run_case(case, settings, args):
             if plan.new_mask_check and record["method"] == "fixedopt-mask":
                 counts = new_mask(case.make(record["problem"]))
                 record |= {f"new_mask_{k}": v for k, v in counts.items()}

@@ -5,6 +5,7 @@ block every timed call until its result is ready (``jax.block_until_ready``).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import platform
@@ -19,27 +20,26 @@ PACKAGES = ("jax", "jaxlib", "optax", "scipy", "numpy", "fixedopt", "jaxopt", "t
             "lmfit", "matplotlib", "ase")  # fmt: skip
 
 
-class compile_monitor:  # noqa: N801 (a context manager, named like a function)
-    """Count XLA compilations and sum JAX's compile seconds inside a ``with`` block."""
+COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
+                  "/jax/core/compile/jaxpr_to_mlir_module_duration",
+                  "/jax/core/compile/backend_compile_duration")  # fmt: skip
 
-    EVENTS = (
-        "/jax/core/compile/jaxpr_trace_duration",
-        "/jax/core/compile/jaxpr_to_mlir_module_duration",
-        "/jax/core/compile/backend_compile_duration",
-    )
 
-    def __enter__(self):
-        self.count, self.seconds = 0, 0.0
-        jax.monitoring.register_event_duration_secs_listener(self._listen)
-        return self
+@contextlib.contextmanager
+def compile_monitor():
+    """Yields ``{"count", "seconds"}``: XLA compilations and JAX compile seconds within."""
+    found = {"count": 0, "seconds": 0.0}
 
-    def __exit__(self, *exc):
-        jax.monitoring.unregister_event_duration_listener(self._listen)
+    def listen(event, duration, **kwargs):
+        if event in COMPILE_EVENTS:
+            found["seconds"] += duration
+            found["count"] += event == COMPILE_EVENTS[-1]
 
-    def _listen(self, event, duration, **kwargs):
-        if event in self.EVENTS:
-            self.seconds += duration
-            self.count += event == self.EVENTS[-1]
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        yield found
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
 
 
 def first_call(call: Callable[[], object]) -> dict[str, float]:
@@ -47,12 +47,11 @@ def first_call(call: Callable[[], object]) -> dict[str, float]:
     start = time.perf_counter()
     with compile_monitor() as compiles:
         call()
-    return {"first_call_s": time.perf_counter() - start, "compile_s": compiles.seconds}
+    return {"first_call_s": time.perf_counter() - start, "compile_s": compiles["seconds"]}
 
 
 def compiled(jitted, *inputs) -> tuple[object, dict]:
-    """``jitted`` compiled for ``inputs``; its compile seconds and XLA's memory analysis
-    (``peak_bytes``: arguments, outputs and temporaries, less the donated)."""
+    """``jitted`` compiled for ``inputs``; compile seconds and XLA's memory analysis."""
     with compile_monitor() as compiles:
         program = jitted.lower(*inputs).compile()
     memory = program.memory_analysis()
@@ -60,14 +59,13 @@ def compiled(jitted, *inputs) -> tuple[object, dict]:
              for k in ("temp", "argument", "output", "alias")}  # fmt: skip
     peak = sizes["argument_bytes"] + sizes["output_bytes"] + sizes["temp_bytes"]
     sizes["peak_bytes"] = peak - sizes["alias_bytes"]
-    return program, {"compile_s": compiles.seconds, **sizes}
+    return program, {"compile_s": compiles["seconds"], **sizes}
 
 
 def interleaved(
     calls: Mapping[str, Callable[[], object]], repeats: Mapping[str, int] | int, inner: int = 1
 ) -> tuple[dict[str, list[float]], dict[str, object]]:
-    """Samples of each call's seconds (each the mean of ``inner`` calls), ``repeats[name]``
-    of them, interleaving the names A B A B ...; and each name's last output."""
+    """``repeats`` samples of each call's seconds, interleaved A B A B; last outputs."""
     if isinstance(repeats, int):
         repeats = dict.fromkeys(calls, repeats)
     times: dict[str, list[float]] = {name: [] for name in calls}
