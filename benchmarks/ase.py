@@ -1,7 +1,5 @@
-"""The ase suite: run notebook 05 (ASE slabs vs one batched fixedopt solve) and keep its
-results table (structures, atoms, frozen atoms, steps, times, forces, energy
-differences), from a fresh kernel on this interpreter and this checkout's fixedopt.
-"""
+"""The ase suite: notebook 05 (ASE slabs vs one batched fixedopt solve) run in a fresh
+kernel on this interpreter and checkout, and its results table kept."""
 
 from __future__ import annotations
 

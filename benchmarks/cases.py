@@ -1,8 +1,6 @@
-"""One case: methods on one size of one problem (or of a few timed together, as the
-straggler case's batches with and without an ill-conditioned row), compiled, timed in one
-interleaved loop (A B C A B C ...), and checked apart from the method: objective and
-gradient re-evaluated at each final ``x`` with the problem's NumPy objective, in float64.
-"""
+"""One case: methods on one size of a problem (or of a few timed together: the straggler
+case), compiled, timed in one interleaved loop (A B C A B C ...) and checked apart from
+the method (objective and gradient at each final ``x`` in NumPy float64)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The differentiation suite: ``jax.grad`` of ``sum(sin(solution.x))`` with respect to
-the linear term of ``quartic`` rows, implicit (the default) vs unrolled
-(``differentiate="unroll"``: a scan of ``max_steps``), timed interleaved, with XLA's
-memory of each program and the gradients' agreement.
-"""
+"""The differentiation suite: ``jax.grad`` of ``sum(sin(solution.x))`` through a batched
+solve, implicit (the default) vs unrolled (a scan of ``max_steps``), with XLA's memory."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The fusion suite: does the fixed mask cost a pass over memory? ``keep_fixed(adam)``
-vs ``adam`` and ``fix(fun)`` vs ``fun``, timed side by side, with the arrays each
-compiled program writes (from ``jax.jit(f).lower(*args).compile().as_text()``): the
-masked program should be the plain one with a ``where`` fused into each pass.
-"""
+"""The fusion suite: does the fixed mask cost a pass over memory? Masked vs plain Adam
+steps and objectives, timed side by side, with the arrays each compiled program writes."""
 
 from __future__ import annotations
 

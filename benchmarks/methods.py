@@ -27,9 +27,8 @@ jitted = functools.cache(jax.jit)  # one jitted function per public call
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """Every method stops at max |projected gradient| <= ``gtol``. The loops solve the first
-    ``loop_rows`` rows, jaxopt ``jaxopt_work // n`` (None: all), times extrapolated (which
-    flatters jaxopt: a ``vmap``-ed loop runs as long as its slowest row)."""
+    """Every method stops at max |projected gradient| <= ``gtol``; the loops solve the
+    first ``loop_rows`` rows, jaxopt ``jaxopt_work // n`` (None: all), extrapolated."""
 
     gtol: float = 1e-6
     max_steps: int = 5000
@@ -48,9 +47,8 @@ class RowResults(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class Runner:
-    """A prepared method: ``call()`` solves the batch once, blocked (the timed part; the
-    first call compiles); ``collect`` makes :class:`RowResults` of its output; ``rows``:
-    how many of the first rows it solves (None: all); ``memory()``: XLA's bytes."""
+    """``call()`` solves the batch once, blocked (a first call compiles); ``collect``: its
+    output as :class:`RowResults`; ``rows``: the first rows solved (None: all)."""
 
     call: Callable[[], Any]
     collect: Callable[[Any], RowResults]
@@ -123,8 +121,7 @@ def row_bounds(problem: Problem, i: int):
 
 
 def scipy_lbfgsb(problem: Problem, settings: Settings) -> Runner:
-    """scipy ``minimize(method="L-BFGS-B")``, ``lb == ub`` on fixed entries (the reference);
-    converged where the gradient meets ``gtol`` (with ``ftol=0`` scipy may stop before)."""
+    """scipy ``minimize(method="L-BFGS-B")``, ``lb == ub`` on fixed entries (the reference)."""
     options = {"gtol": settings.gtol, "ftol": 0.0, "maxiter": settings.max_steps,
                "maxfun": 10 * settings.max_steps}  # fmt: skip
     bounds = [row_bounds(problem, i) for i in range(problem.batch)]  # not timed
@@ -208,8 +205,7 @@ def jaxopt_lbfgsb(problem: Problem, settings: Settings) -> Runner:
 
 
 def tfp_lbfgs(problem: Problem, settings: Settings) -> Runner:
-    """TFP's ``lbfgs_minimize`` on the whole batch (JAX substrate), objective masked: each
-    row is frozen once converged; one iteration count for the batch. No bounds."""
+    """TFP's ``lbfgs_minimize`` on the whole batch, objective masked; no bounds."""
     if problem.bounds is not None:
         raise Skipped("TFP's lbfgs_minimize has no bounds")
     install = "pip install tfp-nightly (stable 0.25 does not import with jax 0.10)"
@@ -264,9 +260,8 @@ def optax_program(objective, gtol: float, max_steps: int):
 
 @functools.cache
 def public_call(fun, gtol: float, max_steps: int, least_squares: bool, options: tuple):
-    """``call(x0, fixed, bounds, *args) -> Solution``: the public ``minimize`` (or
-    ``least_squares``) with the absolute gradient test alone; one function per objective,
-    rule and options, so that JAX's caches serve every problem of one shape."""
+    """The public ``minimize`` (``least_squares``), the absolute gradient test alone; one
+    function per objective, rule and options, so that JAX's caches serve them all."""
     solve = fixedopt.least_squares if least_squares else fixedopt.minimize
     rule = {"abs_gtol": gtol, "gtol": 0.0, "ftol": 0.0, "xtol": 0.0, "max_steps": max_steps}
 
@@ -292,9 +287,8 @@ def solution_rows(solution) -> RowResults:
 
 
 def fixedopt_method(**options) -> Callable[[Problem, Settings], Runner]:
-    """A fixedopt method: the public call with ``options``, traced in the benchmark's
-    ``jit`` (the program the public call compiles), or called as is for ``split``
-    (which needs the concrete mask: packing its indices is part of the time)."""
+    """fixedopt's public call, in the benchmark's ``jit``; as is for ``split`` (packing the
+    concrete mask's indices is part of its time)."""
 
     def method(problem: Problem, settings: Settings) -> Runner:
         if options.get("least_squares") and problem.jax_residual is None:

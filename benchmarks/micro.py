@@ -1,9 +1,6 @@
-"""Micro-benchmarks, a record kind each: the masked objective (``objective``), the
-``keep_fixed`` step, the public call's overhead (``dispatch``), ``strategy="split"`` vs
-``"mask"`` (``strategy``), and the programs compiled when only the mask changes
-(``new_mask``: must be 0) or, under ``split``, the free count (``split_compiles``),
-counted with the public test hook :func:`fixedopt.testing.compiled_solves`.
-"""
+"""Micro-benchmarks: the masked objective, the ``keep_fixed`` step, the public call's
+overhead, ``strategy="split"`` vs ``"mask"``, and compilations when only the mask (must
+be 0) or, under ``split``, the free count changes (:func:`fixedopt.testing.compiled_solves`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """The one registry of benchmark problems: batches of rows, each row its own fixed mask.
-
-Data is NumPy float64 from a fixed seed; for ``dtype="float32"`` it is rounded to
-float32 first, so that every method (scipy in float64 too) starts from the same numbers.
-"""
+NumPy float64 data from a fixed seed, rounded first to float32 for ``dtype="float32"``
+(every method, scipy's float64 too, starts from the same numbers)."""
 
 from __future__ import annotations
 
@@ -24,9 +22,7 @@ SPECTRA_BOUNDS = (np.array([0.0] * 6 + [0.005] * 3 + [-1.0]),
 
 @dataclasses.dataclass(frozen=True)
 class Problem:
-    """``B`` rows of ``n`` unknowns (``fixed``: True where fixed at its ``x0`` value); the
-    NumPy forms work on one row or a batch (along the last axis); least-squares problems
-    also carry their residuals."""
+    """``B`` rows of ``n`` unknowns; NumPy forms take one row or a batch (last axis)."""
 
     name: str
     jax_fun: Callable  # jax_fun(x, *row_args) -> scalar, for ONE row
@@ -137,8 +133,7 @@ def straggler(batch: int, n: int, seed: int = 0, dtype: str = "float64") -> Prob
 
 
 def dquad(batch: int, n: int, seed: int = 0, dtype: str = "float64") -> Problem:
-    """``dquad``: per-row ``0.5 x^T A x - b^T x`` with ONE dense SPD ``A`` closed over by
-    the objective (a solver that broadcasts captured constants per row pays B copies)."""
+    """``dquad``: ``0.5 x^T A x - b^T x`` with ONE dense SPD ``A`` captured by the objective."""
     rng = np.random.default_rng(seed)
     q, _ = np.linalg.qr(rng.normal(size=(n, n)))
     matrix = rounded((q * np.geomspace(10.0 / QUAD_CONDITION, 10.0, n)) @ q.T, dtype)
@@ -221,9 +216,8 @@ def spectra_jax(params, observed):
 
 
 def spectra(batch: int, n: int = 10, seed: int = 0, dtype: str = "float64") -> Problem:
-    """``spectra``: the demo's noisy 3-peak spectra (``python -m fixedopt demo``), n=10:
-    peaks slotted apart, half the centers and widths known (~30% fixed), starts as a peak
-    finder would give them (amplitudes and widths within 20%)."""
+    """``spectra``: the demo's noisy 3-peak spectra (``python -m fixedopt demo``), n=10,
+    peaks slotted apart, half the centers and widths known (~30% fixed)."""
     if n != 10:
         raise ValueError(f"spectra has n = 10 (3 peaks and a baseline), got {n}")
     rng = np.random.default_rng(seed)

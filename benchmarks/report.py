@@ -1,11 +1,6 @@
-"""The one report generator: a run's markdown, from its JSON records alone.
-
-Every record has a ``kind``, and each kind a section (:data:`SECTIONS`), one table with
-a column per measured field (the JSON names). Solver cases (``kind == "case"``) also
-get speedup tables: per case, the time of its reference (its first method, the scipy
-loop where it ran) over the time of each method, from one interleaved loop. Regenerate
-a report with ``python -m benchmarks.report benchmarks/results/<file>.json``.
-"""
+"""The one report generator: a run's markdown from its JSON records alone, a section per
+record ``kind`` with a column per field, and speedup tables of the solver cases
+(``python -m benchmarks.report benchmarks/results/<file>.json`` regenerates one)."""
 
 from __future__ import annotations
 
@@ -18,41 +13,31 @@ ENVIRONMENT = {"kind", "backend", "device", "device_count", "host_cpus", "blas_t
 HIDDEN = ENVIRONMENT | {"group", "gtol", "max_steps", "notes", "first_call_s"}
 SECTIONS = {  # kind: (title, text)
     "speedup": ("Speedups over {}: its time / the time of each method",
-                "Per case, from one interleaved loop (above 1: faster than the reference, "
-                "the case's first method; `*`: a time extrapolated from the first rows of "
-                "the batch, see `rows_solved`)."),
-    "case": ("All measurements", "`time_vs_reference`: time over the first method's; "
-             "`max_rel_obj_diff`, `rows_agree_frac`, `rows_other_steps`: against it too; "
-             "`time_vs_first_problem`: straggler cases, the batch with the ill-conditioned "
-             "row over the batch without it, per method; `new_mask_*`: compilations when "
-             "only the mask changes (must be 0)."),
+                "Per case, one interleaved loop (above 1: faster than the case's first method; "
+                "`*`: extrapolated from the first `rows_solved` rows)."),
+    "case": ("All measurements", "`*_vs_reference`, `max_rel_obj_diff`, `rows_*`: against the "
+             "case's first method; `time_vs_first_problem`: with / without the straggler row; "
+             "`new_mask_*`: compilations when only the mask changes (must be 0)."),
     "objective": ("Masked objective + gradient vs unmasked and index splitting",
-                  "One batched `value_and_grad` (seconds; ratios to the unmasked one, target "
-                  "`target`). `masked`: `fixedopt.fix(fun, fixed, values)`, the form the "
-                  "solvers evaluate; `pinned`: `where(fixed, stop_gradient(x), x)`; `split`: "
-                  "free entries packed, scattered into the full vector in the objective."),
+                  "One batched `value_and_grad`. `masked`: `fixedopt.fix`; `pinned`: `where(fixed, "
+                  "stop_gradient(x), x)`; `split`: free entries packed, scattered in `fun`."),
     "keep_fixed": ("keep_fixed(optax.adam(1e-3)) vs optax.adam(1e-3), one step",
-                   "Buffers donated. `reference`: one elementwise pass reading and writing "
-                   "the same buffers as Adam, the memory-bandwidth floor."),
+                   "Buffers donated; `reference`: a pass over the same buffers (bandwidth floor)."),
     "strategy": ('strategy="split" vs strategy="mask": whole solves (public calls)',
                  "quad, LBFGS; split's time includes packing the indices from the concrete mask."),
-    "new_mask": ("Compilations when only the mask changes (must be 0)",
-                 "`cache_growth`: programs compiled for fixedopt's solves "
-                 "(`fixedopt.testing.compiled_solves`); `backend_compiles`: XLA compilations."),
+    "new_mask": ("Compilations when only the mask changes (must be 0)", "`cache_growth`: "
+                 "`fixedopt.testing.compiled_solves`; `backend_compiles`: XLA compilations."),
     "split_compiles": ('Compilations under strategy="split" per free count',
                        "A new free count compiles only for a new packed width."),
     "dispatch": ("Python overhead of the public call", ""),
-    "fusion": ("The fixed mask fused into the plain program's passes",
-               "`ratio_median`: median of paired ratios (masked / plain), interleaved; "
-               "`*_materialized`: arrays of at least `elements` entries the program writes."),
+    "fusion": ("The fixed mask fused into the plain program's passes", "`ratio_median`: of the "
+               "paired ratios masked / plain; `*_materialized`: arrays of >= `elements` written."),
     "memory": ("Peak memory: XLA memory of the compiled batched solve (bytes)", ""),
-    "differentiation": ("Implicit vs unrolled gradient through a batched solve",
-                        "`jax.grad` of `sum(sin(x*))` with respect to the linear term; the "
-                        "unrolled gradient runs all max_steps (a scan); memory: XLA temp bytes."),
+    "differentiation": ("Implicit vs unrolled gradient through a batched solve", "`jax.grad` of "
+                        "`sum(sin(x*))` by the linear term; unrolled: all max_steps (a scan)."),
     "units": ("The same fit in other units (4 rows: statuses; correct digits vs MINPACK)", ""),
-    "truth_summary": ("MGH least-squares problems from their standard starts",
-                      "Accurate: relative error <= 100 sqrt(eps) in every parameter. "
-                      "Truthful: CONVERGED exactly when accurate."),
+    "truth_summary": ("MGH least-squares problems from their standard starts", "Accurate: "
+                      "relative error <= 100 sqrt(eps); truthful: CONVERGED exactly if accurate."),
     "truth": ("Every MGH row", ""),
 }  # fmt: skip
 
@@ -114,21 +99,18 @@ def notes(records) -> list[str]:
     versions = ", ".join(f"{k} {v}" for k, v in env["versions"].items() if v)
     lines = ["", "## Notes", "",
              f"- backend `{env['backend']}`, device `{env['device']}`, {env['host_cpus']} host "
-             f"CPUs (BLAS threads for the NumPy loops: {env['blas_threads']}); {versions}; "
-             f"whole suite {env['suite_wall_s'] / 60:.1f} min.",
-             "- Times are medians over calls interleaved across the methods of a case "
-             "(A B C A B C ...) in one process, each blocked until ready; compile time apart "
-             "(JAX's trace + lowering + XLA compile seconds). Only ratios are meaningful on a "
-             "shared machine."]  # fmt: skip
+             f"CPUs (BLAS threads: {env['blas_threads']}); {versions}; whole suite "
+             f"{env['suite_wall_s'] / 60:.1f} min.",
+             "- Times: medians of calls interleaved across methods (A B C A B C ...), each "
+             "blocked until ready; compile time apart. Only ratios mean much on a shared "
+             "machine."]  # fmt: skip
     cases = [r for r in records if r.get("kind") == "case"]
     if cases:
         gtols = ", ".join(sorted({f"{r['dtype']}: {r['gtol']:g}" for r in cases}))
-        lines.append(
-            f"- Tolerance {gtols} (max-norm of the projected gradient on free entries). "
-            "`converged_frac`: as the method reports it; `gtol_met_frac`: re-evaluated in "
-            "NumPy float64 at the returned x; `fixed_bit_identical`: every fixed entry "
-            "has exactly its starting bits; `memory_bytes`: XLA's estimate."
-        )
+        lines.append(f"- Tolerance {gtols} (max-norm of the projected gradient on free entries). "
+                     "`converged_frac`: as the method reports it; `gtol_met_frac`: re-evaluated "
+                     "in NumPy float64; `fixed_bit_identical`: every fixed entry has its exact "
+                     "starting bits.")  # fmt: skip
     method_notes: dict[str, set] = {}
     for r in cases:
         method_notes.setdefault(r["method"], set()).update(r.get("notes", []))

@@ -1,10 +1,7 @@
 """``python -m benchmarks.run --suite NAME [--quick] [--out DIR]``: run one suite, write
-``<out>/<backend>-<suite>[-quick]-<date>.{json,md}`` (and PNG plots of solver cases).
-
-Suites: solvers, cpu, gpu, micro, linesearch, small_n (:mod:`benchmarks.suites`),
-scale, differentiation, fusion, status_truth, ase (a module each); ``auto``: ``cpu`` on
-the CPU backend, ``gpu`` on any other.
-"""
+``<out>/<backend>-<suite>[-quick]-<date>.{json,md}`` and PNG plots of solver cases.
+Suites: solvers, cpu, gpu, micro, linesearch, small_n (:mod:`benchmarks.suites`), scale,
+differentiation, fusion, status_truth, ase; ``auto``: cpu on CPU, gpu on accelerators."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The scale suite. Stragglers: the ``quad`` batch with and without an ill-conditioned
-last row (the ``straggler`` problem), plain ``vmap`` (``compact=False``: every row pays
-the slowest row's steps) vs the default (compaction from 4096 rows), one interleaved
-case. Peak memory: XLA's memory analysis of the batched solve for up to 1e6 rows (n=8),
-whole and in chunks, and the time of the solves up to 1e5 rows.
-"""
+"""The scale suite: stragglers (one ill-conditioned row) under plain ``vmap`` vs
+compaction, and XLA's peak memory of batched solves up to 1e6 rows, whole and chunked."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The status_truth suite: do statuses tell the truth, with the library's defaults?
-``units``: fits (4 rows, each its own fixed parameter) with data 1e-6, 1 and 1e6 times
-larger: each row's status and correct digits against MINPACK. ``truth``: the MGH
-least-squares problems of ``tests/mgh_least_squares.py`` from their standard starts:
-is every CONVERGED row within relative error 100 sqrt(eps), and every such row CONVERGED?
-"""
+"""The status_truth suite, defaults only: statuses and correct digits of fits in other
+units (``units``), and whether a row is CONVERGED exactly when within 100 sqrt(eps) of the
+minimizer on the MGH problems of ``tests/mgh_least_squares.py`` (``truth``)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""The solver suites (:data:`PLANS`): which problems at which sizes, with which methods.
-
-``solvers``: quad and rosen against the scipy loop and the optax recipe, with a new-mask
-compile check; ``cpu``: the protocol's problems and methods on the part of the grid that
-runs in about 25 minutes on 2 cores, then the micro-benchmarks; ``gpu``: sizes that fill
-an accelerator; ``micro`` alone; ``linesearch``: backtracking vs Hager–Zhang vs TFP on
-ill-conditioned quadratics, quad and rosen; ``small_n``: the same on n=8 (per-step
-cost). ``--quick``: a smoke run of each (micro-benchmarks in ``micro``'s only).
-"""
+"""The solver suites (:data:`PLANS`, full and ``--quick``): problems, sizes, methods.
+``linesearch``: backtracking vs Hager-Zhang vs TFP; ``small_n``: the same on n=8; ``cpu``
+runs about 25 minutes on 2 cores (then the micro-benchmarks); ``gpu`` fills a device."""
 
 from __future__ import annotations
 

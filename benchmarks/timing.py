@@ -1,7 +1,5 @@
 """The one timing module: interleaved calls (A B A B ...), medians, compile time apart
-(JAX's trace + lowering + XLA compile seconds, from :mod:`jax.monitoring`). Callers
-block every timed call until its result is ready (``jax.block_until_ready``).
-"""
+(from :mod:`jax.monitoring`); callers block each timed call until ready."""
 
 from __future__ import annotations
 
