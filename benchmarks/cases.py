@@ -92,13 +92,6 @@ def evaluate(problem: Problem, result: RowResults):
     return values, np.max(np.where(problem.fixed, 0.0, np.abs(grad)), axis=-1, initial=0.0)
 
 
-def fixed_bit_identical(problem: Problem, x: np.ndarray) -> bool:
-    """Whether every fixed entry of ``x`` has exactly the bits of ``x0`` in ``x``'s dtype."""
-    got = np.ascontiguousarray(x[problem.fixed])
-    want = problem.x0[problem.fixed].astype(got.dtype)
-    return bool(np.array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{got.itemsize}")))
-
-
 def quality(problem: Problem, result: RowResults, reference: RowResults, gtol: float) -> dict:
     """Steps, convergence, agreement with the reference, exactness of fixed entries."""
     solved = problem.rows(len(result.value))
@@ -109,6 +102,8 @@ def quality(problem: Problem, result: RowResults, reference: RowResults, gtol: f
     relative = np.abs(values[:both] - ref_values[:both]) / scale
     with np.errstate(invalid="ignore"):
         lower = values[:both] < ref_values[:both] - AGREE_RTOL * scale
+    got = np.ascontiguousarray(result.x[solved.fixed])  # fixed entries, as unsigned ints
+    want, bits = solved.x0[solved.fixed].astype(got.dtype), f"u{got.itemsize}"
     return {
         "steps_mean": float(np.mean(result.steps)),
         "steps_max": int(np.max(result.steps)),
@@ -118,7 +113,7 @@ def quality(problem: Problem, result: RowResults, reference: RowResults, gtol: f
         "rows_agree_frac": float(np.mean(relative <= AGREE_RTOL)),
         "rows_lower_frac": float(np.mean(lower)),  # clearly lower f than the reference
         "rows_other_steps": int(np.sum(result.steps[:both] != reference.steps[:both])),
-        "fixed_bit_identical": fixed_bit_identical(solved, result.x),
+        "fixed_bit_identical": bool(np.array_equal(got.view(bits), want.view(bits))),
     }
 
 

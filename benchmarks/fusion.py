@@ -46,18 +46,12 @@ def adam_steps(size: int):
 
 def objective_steps(size: int, n: int = 64):
     """Value and gradient of a batched quartic, unmasked and through ``fixedopt.fix``."""
-
-    def fun(x):
-        return jnp.sum(x**2 + 0.1 * x**4)
-
+    fun = lambda x: jnp.sum(x**2 + 0.1 * x**4)
     rng = np.random.default_rng(1)
     x = jnp.asarray(rng.normal(size=(size // n, n)), jnp.float32)
     fixed = jnp.asarray(rng.random(x.shape) < 0.3)
     values = jnp.asarray(rng.normal(size=x.shape), jnp.float32)
-
-    def masked(x, fixed, values):
-        return jax.value_and_grad(fixedopt.fix(fun, fixed, values))(x)
-
+    masked = lambda x, fixed, values: jax.value_and_grad(fixedopt.fix(fun, fixed, values))(x)
     return {"plain": (jax.value_and_grad(fun), lambda: (x,)),
             "masked": (masked, lambda: (x, fixed, values))}, ()  # fmt: skip
 

@@ -91,19 +91,21 @@ def device_inputs(problem: Problem) -> tuple:
     return (jnp.asarray(problem.x0, dtype), jnp.asarray(problem.fixed), *args)
 
 
-def as_rows(x, value, steps, converged) -> RowResults:
-    """Device arrays to :class:`RowResults` (a scalar ``steps`` given to every row)."""
+def as_rows(out) -> RowResults:
+    """A solve's ``(x, value, steps, converged)``, or fixedopt's ``Solution``, in NumPy."""
+    if hasattr(out, "converged"):  # a fixedopt Solution
+        out = (out.x, out.value, out.steps, out.converged)
+    x, value, steps, converged = out
     value = np.asarray(value, np.float64)
     steps = np.broadcast_to(np.asarray(steps), value.shape)
     return RowResults(np.asarray(x), value, steps, np.asarray(converged))
 
 
-def compiled_runner(solve, inputs: tuple, collect=lambda out: as_rows(*out), notes=()):
+def compiled_runner(solve, inputs: tuple, notes=()):
     """A runner for a jitted ``solve(*inputs)``, its memory from XLA's analysis."""
-
     memory = lambda: compiled(solve, *inputs)[1]["peak_bytes"]
     call = lambda: jax.block_until_ready(solve(*inputs))
-    return Runner(call, collect, compiles=True, memory=memory, notes=tuple(notes))
+    return Runner(call, as_rows, compiles=True, memory=memory, notes=tuple(notes))
 
 
 def loop_runner(problem: Problem, solve_row, notes=()) -> Runner:
@@ -282,10 +284,6 @@ def fixedopt_call(problem: Problem, settings: Settings, least_squares=False, **o
     return public_call(fun, *key), (x0, fixed, bounds, *args)
 
 
-def solution_rows(solution) -> RowResults:
-    return as_rows(solution.x, solution.value, solution.steps, solution.converged)
-
-
 def fixedopt_method(**options) -> Callable[[Problem, Settings], Runner]:
     """fixedopt's public call, in the benchmark's ``jit``; as is for ``split`` (packing the
     concrete mask's indices is part of its time)."""
@@ -295,10 +293,10 @@ def fixedopt_method(**options) -> Callable[[Problem, Settings], Runner]:
             raise Skipped("not a least-squares problem")
         call, inputs = fixedopt_call(problem, settings, **options)
         if options.get("strategy") != "split":
-            return compiled_runner(jitted(call), inputs, solution_rows)
+            return compiled_runner(jitted(call), inputs)
         note = "split: the public call (packing the concrete mask's indices is timed)"
         run = lambda: jax.block_until_ready(call(*inputs))
-        return Runner(run, solution_rows, compiles=True, notes=(note,))
+        return Runner(run, as_rows, compiles=True, notes=(note,))
 
     method.__doc__ = f"fixedopt, options {options or 'the defaults'}"
     return method

@@ -13,9 +13,9 @@ import numpy as np
 import fixedopt
 from benchmarks import fusion
 from benchmarks.cases import SEED, quality
-from benchmarks.methods import Settings, device_inputs, fixedopt_call, jitted, solution_rows
+from benchmarks.methods import Settings, as_rows, device_inputs, fixedopt_call, jitted
 from benchmarks.problems import PROBLEMS
-from benchmarks.timing import compile_monitor, medians
+from benchmarks.timing import compared, compile_monitor
 from fixedopt.testing import compiled_solves
 
 MASK_TARGET = 1.05
@@ -52,13 +52,6 @@ def objective_calls(problem) -> dict:
     compiled = {name: (jax.jit(jax.vmap(f)), inputs) for name, (f, inputs) in programs.items()}
     return {name: (lambda f=f, i=i: jax.block_until_ready(f(*i))) for name, (f, i) in
             compiled.items()}  # fmt: skip
-
-
-def compared(calls, against: str, rounds: int, inner: int = 1, **fields) -> dict:
-    """``fields``, each call's median seconds, and their ratios to ``against``'s."""
-    seconds = medians(calls, rounds, inner)
-    ratios = {f"{k}_vs_{against}": v / seconds[against] for k, v in seconds.items() if k != against}
-    return fields | {f"{k}_s": v for k, v in seconds.items()} | ratios
 
 
 def objective_overhead(sizes, rounds: int) -> list[dict]:
@@ -112,7 +105,7 @@ def split_vs_mask(batch: int, n: int, rounds: int) -> list[dict]:
         calls = {s: blocked_call(problem, strategy=s) for s in ("mask", "split")}
         record = compared(calls, "mask", rounds, kind="strategy", problem="quad", B=batch, n=n,
                           pattern=pattern, split_width=packed_width(problem.fixed))  # fmt: skip
-        mask_rows, split_rows = (solution_rows(calls[s]()) for s in ("mask", "split"))
+        mask_rows, split_rows = (as_rows(calls[s]()) for s in ("mask", "split"))
         agree = quality(problem, split_rows, mask_rows, Settings.gtol)
         records.append(record | {"split_max_rel_obj_diff_vs_mask": agree["max_rel_obj_diff"],
                                  "steps_mean": float(np.mean(mask_rows.steps))})  # fmt: skip

@@ -22,7 +22,7 @@ import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)  # before any array exists: float64 available
 
-from benchmarks import ase, differentiation, fusion, plots, report, scale, status_truth  # noqa: E402
+from benchmarks import ase, differentiation, fusion, report, scale, status_truth  # noqa: E402
 from benchmarks.suites import PLANS, run_plan  # noqa: E402
 from benchmarks.timing import environment  # noqa: E402
 
@@ -65,7 +65,7 @@ def main(argv=None) -> pathlib.Path:
     args.out.mkdir(parents=True, exist_ok=True)
     stem.with_suffix(".json").write_text(json.dumps(records, indent=1, default=str) + "\n")
     stem.with_suffix(".md").write_text(report.markdown(records, title=stem.name))
-    written = plots.save_all(records, stem)
+    written = report.save_plots(records, stem)
     print(f"wrote {stem}.json, .md and {len(written)} plots in {env['suite_wall_s']:.0f} s",
           file=sys.stderr)  # fmt: skip
     return stem

@@ -78,12 +78,14 @@ def interleaved(
     return times, outputs
 
 
-def medians(calls: Mapping[str, Callable[[], object]], rounds: int, inner: int = 1) -> dict:
-    """Median seconds per call of each name, interleaved, after one warm-up call each."""
-    for call in calls.values():
+def compared(calls, against: str, rounds: int, inner: int = 1, **fields) -> dict:
+    """``fields``, the median seconds of each call (after a warm-up), ratios to ``against``."""
+    for call in calls.values():  # warm-up
         call()
     times, _ = interleaved(calls, rounds, inner)
-    return {name: statistics.median(samples) for name, samples in times.items()}
+    seconds = {name: statistics.median(samples) for name, samples in times.items()}
+    ratios = {f"{k}_vs_{against}": v / seconds[against] for k, v in seconds.items() if k != against}
+    return fields | {f"{k}_s": v for k, v in seconds.items()} | ratios
 
 
 def summary(times: list[float]) -> dict[str, float]:
