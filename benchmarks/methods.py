@@ -265,12 +265,11 @@ def public_call(fun, gtol: float, max_steps: int, least_squares: bool, options: 
     """The public ``minimize`` (``least_squares``), the absolute gradient test alone; one
     function per objective, rule and options, so that JAX's caches serve them all."""
     solve = fixedopt.least_squares if least_squares else fixedopt.minimize
-    rule = {"abs_gtol": gtol, "gtol": 0.0, "ftol": 0.0, "xtol": 0.0, "max_steps": max_steps}
+    keywords = {"abs_gtol": gtol, "gtol": 0.0, "ftol": 0.0, "xtol": 0.0, "max_steps": max_steps,
+                "batched": True, **dict(options)}  # fmt: skip
 
     def call(x0, fixed, bounds, *args):
-        return solve(
-            fun, x0, fixed, args=args, bounds=bounds, batched=True, **rule, **dict(options)
-        )
+        return solve(fun, x0, fixed, args=args, bounds=bounds, **keywords)
 
     return call
 

@@ -144,9 +144,8 @@ def time_plot(records, axis_key: str, fixed_key: str):
     panels: dict[str, dict[str, list]] = {}
     for r in records:
         title = f"{r['problem']} {r['dtype']}, {fixed_key}={r[fixed_key]}"
-        panels.setdefault(title, {}).setdefault(r["method"], []).append(
-            (r[axis_key], r["time_median_s"])
-        )
+        line = panels.setdefault(title, {}).setdefault(r["method"], [])
+        line.append((r[axis_key], r["time_median_s"]))
     panels = {t: lines for t, lines in panels.items() if max(map(len, lines.values())) >= 2}
     if not panels:
         return None

@@ -36,9 +36,8 @@ def peak_memory(sizes, chunk_size: int, n: int = 8, timed_batch: int = 100_000) 
 
 
 def run(quick: bool, args) -> list[dict]:
-    """Stragglers (B=4096; quick: 256) and, unless ``--stragglers-only``, peak memory."""
-    batch, sizes, chunk = (
-        (64, (2_000,), 512) if quick else (4096, (10**5, 3 * 10**5, 10**6), 16_384)
-    )
-    records = run_plan(Plan(grid(("quad", "straggler"), ((batch, 32),), STRAGGLER)), args)
+    """Stragglers (B=4096, n=32) and, unless ``--stragglers-only``, peak memory."""
+    sizes, chunk = ((2_000,), 512) if quick else ((10**5, 3 * 10**5, 10**6), 16_384)
+    stragglers = grid(("quad", "straggler"), ((16, 8) if quick else (4096, 32),), STRAGGLER)
+    records = run_plan(Plan(stragglers), args)
     return records + ([] if args.stragglers_only else peak_memory(sizes, chunk))

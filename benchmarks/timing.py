@@ -9,7 +9,7 @@ import os
 import platform
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from importlib import metadata
 
 import jax
@@ -60,9 +60,7 @@ def compiled(jitted, *inputs) -> tuple[object, dict]:
     return program, {"compile_s": compiles["seconds"], **sizes}
 
 
-def interleaved(
-    calls: Mapping[str, Callable[[], object]], repeats: Mapping[str, int] | int, inner: int = 1
-) -> tuple[dict[str, list[float]], dict[str, object]]:
+def interleaved(calls: dict, repeats: dict | int, inner: int = 1) -> tuple[dict, dict]:
     """``repeats`` samples of each call's seconds, interleaved A B A B; last outputs."""
     if isinstance(repeats, int):
         repeats = dict.fromkeys(calls, repeats)
