@@ -77,7 +77,11 @@ def run_case(case: Case, settings: Settings, args) -> list[dict]:
             firsts.setdefault(method, record["time_median_s"])
             record["time_vs_first_problem"] = record["time_median_s"] / firsts[method]
         records.append(record)
-        print(progress(record), flush=True)
+        print(
+            f"{problems[name].name} B={case.batch} n={case.n} {case.dtype} {method}: "
+            f"{record['time_median_s']:.3g} s, compile {record['compile_s']:.2f} s",
+            flush=True,
+        )
     return records
 
 
@@ -115,10 +119,3 @@ def quality(problem: Problem, result: RowResults, reference: RowResults, gtol: f
         "rows_other_steps": int(np.sum(result.steps[:both] != reference.steps[:both])),
         "fixed_bit_identical": bool(np.array_equal(got.view(bits), want.view(bits))),
     }
-
-
-def progress(r: dict) -> str:
-    """One line per record, for the console."""
-    return (f"{r['problem']} B={r['B']} n={r['n']} {r['dtype']} {r['method']}: "
-            f"{r['time_median_s']:.3g} s, compile {r['compile_s']:.2f} s, "
-            f"steps {r['steps_max']}")  # fmt: skip

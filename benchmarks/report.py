@@ -73,23 +73,21 @@ def speedup_tables(records) -> list[tuple[list[dict], str]]:
         if r.get("kind") == "case":
             cases.setdefault((r["group"], r["problem"], r["dtype"], r["B"], r["n"]), []).append(r)
     tables: dict[tuple, list[dict]] = {}
+    star = lambda r: "*" if r["rows_solved"] < r["B"] else ""  # extrapolated
     for (group, problem, dtype, batch, n), methods in cases.items():
         reference = methods[0]
         if "skipped" in reference:
             continue
+        seconds = reference["time_median_s"]
         row = {"problem": problem, "dtype": dtype, "B": batch, "n": n,
-               f"{reference['method']} (s)": seconds(reference)}  # fmt: skip
+               f"{reference['method']} (s)": f"{seconds:.3g}{star(reference)}"}  # fmt: skip
         for r in methods[1:]:
-            row[r["method"]] = r.get("skipped") and "skipped"
+            row[r["method"]] = "skipped"
             if "skipped" not in r:
-                star = "*" if r["rows_solved"] < r["B"] or reference["rows_solved"] < r["B"] else ""
-                row[r["method"]] = f"{reference['time_median_s'] / r['time_median_s']:.3g}x{star}"
+                ratio = seconds / r["time_median_s"]
+                row[r["method"]] = f"{ratio:.3g}x{star(r) or star(reference)}"
         tables.setdefault((reference["method"], "+" in group), []).append(row)
     return [(rows, reference) for (reference, _), rows in tables.items()]
-
-
-def seconds(r: dict) -> str:
-    return f"{r['time_median_s']:.3g}{'*' if r['rows_solved'] < r['B'] else ''}"
 
 
 def section(kind: str, rows: list[dict], reference="") -> list[str]:
@@ -191,8 +189,6 @@ def save_plots(records, stem: pathlib.Path) -> list[pathlib.Path]:
     """Write the plots of the solver cases (not the straggler groups); return their paths."""
     timed = [r for r in records if r.get("kind") == "case" and "skipped" not in r
              and r["group"] == r["problem"]]  # fmt: skip
-    if not timed:
-        return []
     figures = {"time-vs-B": time_plot(timed, "B", "n"), "time-vs-n": time_plot(timed, "n", "B"),
                "speedup": speedup_plot(timed)}  # fmt: skip
     written = []

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import os
 
-# One BLAS thread for scipy's per-row solves (tiny matrices): on a loaded machine
-# OpenBLAS's thread pool made the scipy loop up to 50x slower. XLA does not use it.
+# One BLAS thread for the per-row NumPy loops: OpenBLAS's pool made them 50x slower.
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
