@@ -1,6 +1,5 @@
-"""One case: methods on one size of a problem (or of a few timed together: the straggler
-case), compiled, timed in one interleaved loop (A B C A B C ...) and checked apart from
-the method (objective and gradient at each final ``x`` in NumPy float64)."""
+"""One case: methods on one size of a problem (or a few: the straggler case), timed in one
+interleaved loop (A B C A B C ...), checked at each final ``x`` in NumPy float64."""
 
 from __future__ import annotations
 
@@ -88,8 +87,6 @@ def run_case(case: Case, settings: Settings, args) -> list[dict]:
 def evaluate(problem: Problem, result: RowResults):
     """The objective and the max |projected gradient| on free entries of each row."""
     x = np.asarray(result.x, np.float64)
-    if problem.numpy_fun is None:
-        return np.asarray(result.value), np.full(len(x), np.nan)
     values, grad = problem.numpy_fun(x, *problem.args)
     if problem.bounds is not None:
         grad = x - np.clip(x - grad, *problem.bounds)

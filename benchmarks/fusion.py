@@ -103,9 +103,8 @@ def measure(kind: str, programs, donate, size: int, repeats: int, steps: int = 1
 def run(quick: bool, args=None) -> list[dict]:
     """The fusion suite: 2^24 entries, 21 repeats (quick: 2^14, 3)."""
     size, repeats = (1 << 14, 3) if quick else (1 << 24, 21)
-    records = []
-    for name, programs in (("keep_fixed(adam) step, donated", adam_steps),
-                           ("fix(fun) value+grad, (B, 64)", objective_steps)):  # fmt: skip
-        record, _ = measure("fusion", *programs(size), size, repeats)
-        records.append({"case": name} | record)
-    return records
+    cases = {"keep_fixed(adam) step, donated": adam_steps(size),
+             "fix(fun) value+grad, (B, 64)": objective_steps(size)}  # fmt: skip
+    return [
+        {"case": name} | measure("fusion", *case, size, repeats)[0] for name, case in cases.items()
+    ]

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import importlib
 import warnings
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -23,12 +24,13 @@ from benchmarks.timing import compiled
 GTOL = {"float64": 1e-6, "float32": 1e-3}  # float32 gradients are not accurate to 1e-6
 HISTORY = 10  # curvature pairs, as optax's and fixedopt's L-BFGS
 jitted = functools.cache(jax.jit)  # one jitted function per public call
+# Per-row NumPy outcome of one batched solve (``converged``: as the method reports it).
+RowResults = collections.namedtuple("RowResults", ["x", "value", "steps", "converged"])
 
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """Every method stops at max |projected gradient| <= ``gtol``; the loops solve the
-    first ``loop_rows`` rows, jaxopt ``jaxopt_work // n`` (None: all), extrapolated."""
+    """Max |projected gradient| <= ``gtol`` for all; loops and jaxopt solve the first rows."""
 
     gtol: float = 1e-6
     max_steps: int = 5000
@@ -36,19 +38,9 @@ class Settings:
     jaxopt_work: int | None = None
 
 
-class RowResults(NamedTuple):
-    """Per-row outcome of one batched solve (``converged``: as the method reports it)."""
-
-    x: np.ndarray
-    value: np.ndarray
-    steps: np.ndarray
-    converged: np.ndarray
-
-
 @dataclasses.dataclass(frozen=True)
 class Runner:
-    """``call()`` solves the batch once, blocked (a first call compiles); ``collect``: its
-    output as :class:`RowResults`; ``rows``: the first rows solved (None: all)."""
+    """``call()`` solves the batch once, blocked; ``collect`` its output; ``rows``: solved."""
 
     call: Callable[[], Any]
     collect: Callable[[Any], RowResults]
@@ -65,8 +57,7 @@ class Skipped(Exception):  # noqa: N818 (not an error: a method that cannot run 
 def load(module: str, install: str):
     """``module`` imported (warnings silenced), or :class:`Skipped` saying how to install it."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # jaxopt warns that it is unmaintained
+        with warnings.catch_warnings(action="ignore"):  # jaxopt warns that it is unmaintained
             return importlib.import_module(module)
     except Exception as error:  # any failure to import is a reason to skip
         raise Skipped(f"{module} does not import ({type(error).__name__}); {install}") from None
@@ -262,8 +253,7 @@ def optax_program(objective, gtol: float, max_steps: int):
 
 @functools.cache
 def public_call(fun, gtol: float, max_steps: int, least_squares: bool, options: tuple):
-    """The public ``minimize`` (``least_squares``), the absolute gradient test alone; one
-    function per objective, rule and options, so that JAX's caches serve them all."""
+    """The public ``minimize`` (``least_squares``), one function per objective and options."""
     solve = fixedopt.least_squares if least_squares else fixedopt.minimize
     keywords = {"abs_gtol": gtol, "gtol": 0.0, "ftol": 0.0, "xtol": 0.0, "max_steps": max_steps,
                 "batched": True, **dict(options)}  # fmt: skip
@@ -284,8 +274,7 @@ def fixedopt_call(problem: Problem, settings: Settings, least_squares=False, **o
 
 
 def fixedopt_method(**options) -> Callable[[Problem, Settings], Runner]:
-    """fixedopt's public call, in the benchmark's ``jit``; as is for ``split`` (packing the
-    concrete mask's indices is part of its time)."""
+    """fixedopt's public call, in the benchmark's ``jit`` (as is for ``split``)."""
 
     def method(problem: Problem, settings: Settings) -> Runner:
         if options.get("least_squares") and problem.jax_residual is None:

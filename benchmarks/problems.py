@@ -1,6 +1,5 @@
-"""The one registry of benchmark problems: batches of rows, each row its own fixed mask.
-NumPy float64 data from a fixed seed, rounded first to float32 for ``dtype="float32"``
-(every method, scipy's float64 too, starts from the same numbers)."""
+"""The one registry of benchmark problems, each row its own fixed mask: NumPy float64 data
+from a fixed seed, rounded to float32 first for ``dtype="float32"`` (the same numbers)."""
 
 from __future__ import annotations
 
@@ -26,7 +25,7 @@ class Problem:
 
     name: str
     jax_fun: Callable  # jax_fun(x, *row_args) -> scalar, for ONE row
-    numpy_fun: Callable  # numpy_fun(x, *args) -> (value, gradient), one row or a batch
+    numpy_fun: Callable | None  # (x, *args) -> (value, gradient); None: JAX only
     args: tuple  # NumPy arrays, each with the leading batch axis B
     x0: np.ndarray  # (B, n) float64 (float32-representable when dtype is float32)
     fixed: np.ndarray  # (B, n) bool
@@ -216,8 +215,7 @@ def spectra_jax(params, observed):
 
 
 def spectra(batch: int, n: int = 10, seed: int = 0, dtype: str = "float64") -> Problem:
-    """``spectra``: the demo's noisy 3-peak spectra (``python -m fixedopt demo``), n=10,
-    peaks slotted apart, half the centers and widths known (~30% fixed)."""
+    """``spectra``: the demo's noisy 3-peak spectra, half the centers and widths known."""
     if n != 10:
         raise ValueError(f"spectra has n = 10 (3 peaks and a baseline), got {n}")
     rng = np.random.default_rng(seed)

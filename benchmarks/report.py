@@ -1,6 +1,5 @@
-"""The one report generator, from a run's JSON records alone: markdown (a section per
-record ``kind``, a column per field; speedup tables of the solver cases) and PNG plots.
-``python -m benchmarks.report benchmarks/results/<file>.json`` regenerates a markdown."""
+"""The one report generator, from JSON records alone: markdown (a table per record kind, a
+column per field; speedups of solver cases) and PNG plots (``python -m benchmarks.report``)."""
 
 from __future__ import annotations
 

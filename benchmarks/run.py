@@ -1,7 +1,6 @@
-"""``python -m benchmarks.run --suite NAME [--quick] [--out DIR]``: run one suite, write
-``<out>/<backend>-<suite>[-quick]-<date>.{json,md}`` and PNG plots of solver cases.
-Suites: solvers, cpu, gpu, micro, linesearch, small_n (:mod:`benchmarks.suites`), scale,
-differentiation, fusion, status_truth, ase; ``auto``: cpu on CPU, gpu on accelerators."""
+"""``python -m benchmarks.run --suite NAME [--quick] [--out DIR]``: run a suite (solvers, cpu,
+gpu, micro, linesearch, small_n, scale, differentiation, fusion, status_truth, ase; ``auto``:
+cpu or gpu by backend), write ``<out>/<backend>-<suite>[-quick]-<date>.{json,md}``, plots."""
 
 from __future__ import annotations
 
@@ -49,8 +48,6 @@ def main(argv=None) -> pathlib.Path:
     name = args.suite
     if name == "auto":
         name = "cpu" if jax.default_backend() == "cpu" else "gpu"
-    elif name == "cpu" and jax.default_backend() != "cpu":
-        print("note: on an accelerator, --suite gpu (or auto) fills the device", file=sys.stderr)
     env = environment() | {"suite": name, "quick": args.quick}
     start = time.perf_counter()
     if name in PLANS:

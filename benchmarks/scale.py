@@ -14,8 +14,6 @@ from benchmarks.methods import Settings, fixedopt_call
 from benchmarks.problems import quad
 from benchmarks.suites import Plan, grid, run_plan
 
-STRAGGLER = ("fixedopt-mask-nocompact", "fixedopt-mask")  # plain vmap, then the default
-
 
 def peak_memory(sizes, chunk_size: int, n: int = 8, timed_batch: int = 100_000) -> list[dict]:
     """XLA memory of the solve per batch size, whole and in chunks; time up to 1e5 rows."""
@@ -38,6 +36,7 @@ def peak_memory(sizes, chunk_size: int, n: int = 8, timed_batch: int = 100_000) 
 def run(quick: bool, args) -> list[dict]:
     """Stragglers (B=4096, n=32) and, unless ``--stragglers-only``, peak memory."""
     sizes, chunk = ((2_000,), 512) if quick else ((10**5, 3 * 10**5, 10**6), 16_384)
-    stragglers = grid(("quad", "straggler"), ((16, 8) if quick else (4096, 32),), STRAGGLER)
+    methods = ("fixedopt-mask-nocompact", "fixedopt-mask")  # plain vmap, then the default
+    stragglers = grid(("quad", "straggler"), ((16, 8) if quick else (4096, 32),), methods)
     records = run_plan(Plan(stragglers), args)
     return records + ([] if args.stragglers_only else peak_memory(sizes, chunk))

@@ -1,6 +1,5 @@
-"""The status_truth suite, defaults only: statuses and correct digits of fits in other
-units (``units``), and whether a row is CONVERGED exactly when within 100 sqrt(eps) of the
-minimizer on the MGH problems of ``tests/mgh_least_squares.py`` (``truth``)."""
+"""The status_truth suite (defaults only): statuses and digits of fits in other units;
+CONVERGED exactly when within 100 sqrt(eps) on ``tests/mgh_least_squares.py``'s problems."""
 
 from __future__ import annotations
 
@@ -24,6 +23,7 @@ FITS = (  # (label, call, model, data, units of each parameter: 1 = the data's, 
      [1, 1, 1]),
 )  # fmt: skip
 DTYPES = (np.float32, np.float64)
+TIGHT = {"method": "lm", "xtol": 1e-15, "ftol": 1e-15, "gtol": 1e-15}  # MINPACK's references
 
 
 def status_names(solution) -> list[str]:
@@ -56,21 +56,15 @@ def units(fits, dtypes) -> list[dict]:
     return rows
 
 
-def minimizers(problem) -> list[np.ndarray]:
-    """The known minimizers, refined by MINPACK with tight tolerances."""
-    fun = lambda z: np.asarray(problem.residuals(jnp.asarray(z)))
-    tight = {"method": "lm", "xtol": 1e-15, "ftol": 1e-15, "gtol": 1e-15}
-    return [scipy.optimize.least_squares(fun, np.asarray(x, float), **tight).x
-            for x, _ in problem.minima]  # fmt: skip
-
-
 def truth(problems, dtypes) -> list[dict]:
     """Per problem, solver and dtype: status, steps, error, accurate, truthful."""
     solvers = {"LM": fixedopt.LevenbergMarquardt(), "GN": fixedopt.GaussNewton(),
                "LBFGS": fixedopt.LBFGS()}  # fmt: skip
     rows = []
     for name, problem in problems.items():
-        known = minimizers(problem)
+        fun = lambda z, problem=problem: np.asarray(problem.residuals(jnp.asarray(z)))
+        known = [scipy.optimize.least_squares(fun, np.asarray(x, float), **TIGHT).x
+                 for x, _ in problem.minima]  # fmt: skip
         for (solver_name, solver), dtype in ((s, d) for s in solvers.items() for d in dtypes):
             x0 = jnp.asarray(problem.start, dtype)
             solution = fixedopt.least_squares(problem.residuals, x0, jnp.zeros(x0.shape, bool),

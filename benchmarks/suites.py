@@ -1,6 +1,5 @@
-"""The solver suites (:data:`PLANS`, full and ``--quick``): problems, sizes, methods.
-``linesearch``: backtracking vs Hager-Zhang vs TFP; ``small_n``: the same on n=8; ``cpu``
-runs about 25 minutes on 2 cores (then the micro-benchmarks); ``gpu`` fills a device."""
+"""The solver suites (:data:`PLANS`, full and quick): problems, sizes and methods; ``cpu``
+runs ~25 minutes on 2 cores (then the micro-benchmarks), ``gpu`` fills a device."""
 
 from __future__ import annotations
 

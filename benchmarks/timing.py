@@ -18,9 +18,8 @@ PACKAGES = ("jax", "jaxlib", "optax", "scipy", "numpy", "fixedopt", "jaxopt", "t
             "lmfit", "matplotlib", "ase")  # fmt: skip
 
 
-COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
-                  "/jax/core/compile/jaxpr_to_mlir_module_duration",
-                  "/jax/core/compile/backend_compile_duration")  # fmt: skip
+STAGES = ("jaxpr_trace", "jaxpr_to_mlir_module", "backend_compile")  # the last: XLA's
+COMPILE_EVENTS = tuple(f"/jax/core/compile/{stage}_duration" for stage in STAGES)
 
 
 @contextlib.contextmanager
@@ -95,11 +94,9 @@ def summary(times: list[float]) -> dict[str, float]:
 def environment() -> dict:
     """Backend, device, versions and host of this run."""
     versions = {"python": platform.python_version()}
-    for package in PACKAGES:
-        try:
+    for package in PACKAGES:  # those installed
+        with contextlib.suppress(metadata.PackageNotFoundError):
             versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = None
     device = jax.devices()[0]
     return {"backend": jax.default_backend(), "device": getattr(device, "device_kind", str(device)),
             "device_count": jax.device_count(), "host_cpus": os.cpu_count(),
