@@ -11,7 +11,6 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "05_ase_slab_relaxation.ipynb"
-TAG = "results-table"
 
 
 def run_notebook(path: pathlib.Path):
@@ -41,6 +40,6 @@ def run(quick: bool, args) -> list[dict]:
     import ase
 
     notebook = run_notebook(NOTEBOOK)
-    (cell,) = [c for c in notebook.cells if TAG in c.metadata.get("tags", [])]
+    (cell,) = [c for c in notebook.cells if "results-table" in c.metadata.get("tags", [])]
     table = "".join(o.text for o in cell.outputs if o.output_type == "stream")
     return [{"kind": "ase", "notebook": NOTEBOOK.name, "ase": ase.__version__, "table": table}]

@@ -71,7 +71,6 @@ def subsampled(build, rows_of: Callable[[Settings, int], int | None]):
         runner = build(problem.rows(rows), settings)
         return dataclasses.replace(runner, rows=rows) if rows < problem.batch else runner
 
-    method.__doc__ = build.__doc__
     return method
 
 

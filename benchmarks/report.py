@@ -47,12 +47,14 @@ SECTIONS = {  # kind: (title, text)
 
 
 def cell(value) -> str:
-    """A measurement as text: floats to 4 digits, booleans yes/NO, lists joined."""
+    """A measurement as text: floats to 4 digits, booleans yes/NO, lists joined, None —."""
     if isinstance(value, bool):
         return "yes" if value else "NO"
     if isinstance(value, float):
         return f"{value:.4g}"
-    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    return "—" if value is None else str(value)
 
 
 def table(rows: list[dict]) -> list[str]:
@@ -61,7 +63,7 @@ def table(rows: list[dict]) -> list[str]:
     return [
         "| " + " | ".join(columns) + " |",
         "|" + "|".join("---" for _ in columns) + "|",
-        *("| " + " | ".join(cell(r.get(k, "—")) for k in columns) + " |" for r in rows),
+        *("| " + " | ".join(cell(r.get(k)) for k in columns) + " |" for r in rows),
     ]
 
 
