@@ -1,7 +1,5 @@
-"""The ase suite: run notebook 05 (ASE slabs vs one batched fixedopt solve) and keep its
-results table (structures, atoms, frozen atoms, steps, times, forces, energy
-differences), from a fresh kernel on this interpreter and this checkout's fixedopt.
-"""
+"""The ase suite: notebook 05 (ASE slabs vs one batched fixedopt solve) run in a fresh
+kernel on this interpreter and checkout, and its results table kept."""
 
 from __future__ import annotations
 
@@ -13,7 +11,6 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "05_ase_slab_relaxation.ipynb"
-TAG = "results-table"
 
 
 def run_notebook(path: pathlib.Path):
@@ -30,13 +27,11 @@ def run_notebook(path: pathlib.Path):
         (spec := pathlib.Path(root) / "python3").mkdir()
         argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
         (spec / "kernel.json").write_text(json.dumps({"argv": argv, "language": "python"}))
-        kernel = KernelManager(
-            kernel_name="python3", kernel_spec_manager=KernelSpecManager(kernel_dirs=[root])
-        )
+        specs = KernelSpecManager(kernel_dirs=[root])
+        kernel = KernelManager(kernel_name="python3", kernel_spec_manager=specs)
         resources = {"metadata": {"path": str(path.parent)}}
-        nbclient.NotebookClient(notebook, km=kernel, timeout=600, resources=resources).execute(
-            cleanup_kc=True
-        )
+        client = nbclient.NotebookClient(notebook, km=kernel, timeout=600, resources=resources)
+        client.execute(cleanup_kc=True)
     return notebook
 
 
@@ -45,6 +40,6 @@ def run(quick: bool, args) -> list[dict]:
     import ase
 
     notebook = run_notebook(NOTEBOOK)
-    (cell,) = [c for c in notebook.cells if TAG in c.metadata.get("tags", [])]
+    (cell,) = [c for c in notebook.cells if "results-table" in c.metadata.get("tags", [])]
     table = "".join(o.text for o in cell.outputs if o.output_type == "stream")
     return [{"kind": "ase", "notebook": NOTEBOOK.name, "ase": ase.__version__, "table": table}]

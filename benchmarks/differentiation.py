@@ -1,12 +1,5 @@
-"""The differentiation suite: implicit versus unrolled gradients through a batched solve.
-
-For the ``quartic`` problem (strictly convex rows, ~30% of each fixed), times
-``jax.grad`` of ``sum(sin(solution.x))`` with respect to the per-row linear term,
-differentiated implicitly (the default) and by unrolling (``differentiate="unroll"``:
-every loop a scan of ``max_steps``), interleaved, median of repeats, compile apart;
-reads the compiled programs' temporary memory from XLA and checks that both
-gradients agree.
-"""
+"""The differentiation suite: ``jax.grad`` of ``sum(sin(solution.x))`` through a batched
+solve, implicit (the default) vs unrolled (a scan of ``max_steps``), with XLA's memory."""
 
 from __future__ import annotations
 
@@ -23,9 +16,8 @@ from benchmarks.problems import quartic
 def gradient(problem, differentiate: str, max_steps: int):
     """``b -> (d sum(sin(x*)) / d b, steps)``, jitted."""
     settings = Settings(1e-10, max_steps)
-    solve, (x0, fixed, bounds, diag, _) = fixedopt_call(
-        problem, settings, differentiate=differentiate
-    )
+    options = {"differentiate": differentiate}
+    solve, (x0, fixed, bounds, diag, _) = fixedopt_call(problem, settings, **options)
 
     def loss(b):
         solution = solve(x0, fixed, bounds, diag, b)
@@ -41,28 +33,18 @@ def run(quick: bool, args) -> list[dict]:
     b = device_inputs(problem)[-1]
     calls, records = {}, {}
     for name in ("implicit", "unroll"):
-        with timing.compile_monitor() as compiles:
-            compiled = gradient(problem, name, max_steps).lower(b).compile()
-        grad, steps = jax.block_until_ready(compiled(b))
-        calls[name] = lambda compiled=compiled: jax.block_until_ready(compiled(b))
-        records[name] = {
-            "kind": "differentiation",
-            "method": name,
-            "B": batch,
-            "n": n,
-            "max_steps": max_steps,
-            "compile_s": compiles.seconds,
-            "temp_bytes": int(compiled.memory_analysis().temp_size_in_bytes),
-            "max_steps_taken": int(jnp.max(steps)),
-            "gradient": np.asarray(grad),
-        }
+        program, stats = timing.compiled(gradient(problem, name, max_steps), b)
+        grad, steps = jax.block_until_ready(program(b))
+        calls[name] = lambda program=program: jax.block_until_ready(program(b))
+        records[name] = {"kind": "differentiation", "method": name, "B": batch, "n": n,
+                         "max_steps": max_steps, **stats, "max_steps_taken": int(jnp.max(steps)),
+                         "gradient": np.asarray(grad)}  # fmt: skip
     times, _ = timing.interleaved(calls, repeats)
     implicit, unroll = (records[k].pop("gradient") for k in ("implicit", "unroll"))
     difference = float(np.max(np.abs(implicit - unroll)) / np.max(np.abs(implicit)))
+    seconds, memory = np.median(times["implicit"]), max(records["implicit"]["temp_bytes"], 1)
     for name, record in records.items():
         record |= timing.summary(times[name]) | {"max_relative_gradient_difference": difference}
-        record["vs_implicit"] = record["time_median_s"] / np.median(times["implicit"])
-        record["memory_vs_implicit"] = record["temp_bytes"] / max(
-            records["implicit"]["temp_bytes"], 1
-        )
+        record["vs_implicit"] = record["time_median_s"] / seconds
+        record["memory_vs_implicit"] = record["temp_bytes"] / memory
     return list(records.values())

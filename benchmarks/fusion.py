@@ -1,11 +1,5 @@
-"""Does the fixed mask cost a pass over memory? ``keep_fixed(adam)`` vs ``adam`` and
-``fix(fun)`` vs ``fun``, timed side by side, with what the compiled programs store.
-
-The masked program should be the plain one with a ``where`` fused into each pass: the
-same array-sized results written to memory, the mask read as ``pred`` (1 byte), never
-widened. The programs' text comes from the public route
-``jax.jit(f).lower(*args).compile().as_text()``.
-"""
+"""The fusion suite: does the fixed mask cost a pass over memory? Masked vs plain Adam
+steps and objectives, timed side by side, with the arrays each compiled program writes."""
 
 from __future__ import annotations
 
@@ -21,9 +15,7 @@ from benchmarks.timing import interleaved, summary
 
 
 def adam_steps(size: int):
-    """Adam steps (update + apply) on ``size`` float32 entries, params and state donated:
-    ``plain``, ``masked`` (``keep_fixed``) and a bandwidth ``reference`` that reads and
-    writes the same buffers (``p, mu, nu <- (p, mu, nu) * a + g``)."""
+    """Adam steps on ``size`` float32 entries, donated: ``plain``, ``masked``, ``reference``."""
     adam = optax.adam(1e-3)
 
     def plain(params, state, grad):
@@ -54,26 +46,18 @@ def adam_steps(size: int):
 
 def objective_steps(size: int, n: int = 64):
     """Value and gradient of a batched quartic, unmasked and through ``fixedopt.fix``."""
-
-    def fun(x):
-        return jnp.sum(x**2 + 0.1 * x**4)
-
+    fun = lambda x: jnp.sum(x**2 + 0.1 * x**4)
     rng = np.random.default_rng(1)
     x = jnp.asarray(rng.normal(size=(size // n, n)), jnp.float32)
     fixed = jnp.asarray(rng.random(x.shape) < 0.3)
     values = jnp.asarray(rng.normal(size=x.shape), jnp.float32)
-
-    def masked(x, fixed, values):
-        return jax.value_and_grad(fixedopt.fix(fun, fixed, values))(x)
-
+    masked = lambda x, fixed, values: jax.value_and_grad(fixedopt.fix(fun, fixed, values))(x)
     return {"plain": (jax.value_and_grad(fun), lambda: (x,)),
             "masked": (masked, lambda: (x, fixed, values))}, ()  # fmt: skip
 
 
 def materialized(hlo: str, size: int) -> list[str]:
-    """Types of the arrays of ``size`` elements or more that the compiled program writes
-    to memory: results of its entry computation other than parameters and tuples. Each
-    is one pass over memory; a widened mask or a second masking pass would add one."""
+    """Types of the arrays of ``size`` entries or more the program writes (a pass each)."""
     found = []
     for line in hlo[hlo.index("\nENTRY") :].splitlines()[1:]:
         match = re.match(r"\s*(?:ROOT )?%\S+ = ([a-z]+[0-9]*)\[([0-9,]*)\]\S* (\S+?)\(", line)
@@ -85,8 +69,7 @@ def materialized(hlo: str, size: int) -> list[str]:
 
 
 def stepper(compiled, make_inputs, donate, steps: int = 1):
-    """A call running ``steps`` steps of ``compiled``, feeding donated outputs back in
-    (as a training loop does), blocked; ``call.inputs`` holds the live inputs."""
+    """A blocked call of ``steps`` steps feeding donated outputs back in (``.inputs``)."""
     inputs = list(make_inputs())
 
     def call():
@@ -100,26 +83,28 @@ def stepper(compiled, make_inputs, donate, steps: int = 1):
     return call
 
 
-def measure(name: str, programs, donate, size: int, repeats: int) -> dict:
-    """Masked vs plain, interleaved; the paired ratios' median and the stored arrays."""
-    compiled = {key: jax.jit(programs[key][0], donate_argnums=donate)
-                .lower(*programs[key][1]()).compile() for key in ("plain", "masked")}  # fmt: skip
-    calls = {key: stepper(c, programs[key][1], donate) for key, c in compiled.items()}
+def measure(kind: str, programs, donate, size: int, repeats: int, steps: int = 1):
+    """Per program: seconds per step and arrays written; paired ratios masked / plain."""
+    compiled = {key: jax.jit(fun, donate_argnums=donate).lower(*make()).compile()
+                for key, (fun, make) in programs.items()}  # fmt: skip
+    calls = {key: stepper(c, programs[key][1], donate, steps) for key, c in compiled.items()}
+    for call in calls.values():
+        call()
     times, _ = interleaved(calls, repeats)
     ratios = [m / p for m, p in zip(times["masked"], times["plain"])]
-    record = {"kind": "fusion", "case": name, "elements": size,
+    record = {"kind": kind, "elements": size, "steps_per_call": steps,
               "ratio_median": float(np.median(ratios))}  # fmt: skip
     for key, program in compiled.items():
-        record |= {f"{key}_{k}": v for k, v in summary(times[key]).items()}
+        record |= {f"{key}_step_{k}": v / steps for k, v in summary(times[key]).items()}
         record[f"{key}_materialized"] = materialized(program.as_text(), size)
-    record["ratio_of_medians"] = record["masked_time_median_s"] / record["plain_time_median_s"]
-    return record
+    return record, calls
 
 
-def run(quick: bool) -> list[dict]:
+def run(quick: bool, args=None) -> list[dict]:
     """The fusion suite: 2^24 entries, 21 repeats (quick: 2^14, 3)."""
     size, repeats = (1 << 14, 3) if quick else (1 << 24, 21)
+    cases = {"keep_fixed(adam) step, donated": adam_steps(size),
+             "fix(fun) value+grad, (B, 64)": objective_steps(size)}  # fmt: skip
     return [
-        measure("keep_fixed(adam) step, donated", *adam_steps(size), size, repeats),
-        measure("fix(fun) value+grad, (B, 64)", *objective_steps(size), size, repeats),
+        {"case": name} | measure("fusion", *case, size, repeats)[0] for name, case in cases.items()
     ]

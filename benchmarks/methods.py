@@ -1,80 +1,77 @@
-"""The methods under comparison, by name: each turns a :class:`Problem` into a Runner.
-
-``METHODS[name](problem, settings) -> Runner`` moves the data to the device and builds
-the solver; ``Runner.call()`` solves the batch once, blocked (the timed part; for a
-compiled method the first call compiles), and ``Runner.collect`` turns its output into
-per-row NumPy results. A method that cannot run here raises :class:`Skipped`. The
-registry of names is :data:`benchmarks.cases.METHODS`; the per-row NumPy loops (scipy,
-lmfit) live in :mod:`benchmarks.loops`.
-"""
+"""The methods under comparison: ``METHODS[name](problem, settings) -> Runner``, or
+:class:`Skipped` with the reason where a method cannot run here."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
+import importlib
 import warnings
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import scipy.optimize
 
 import fixedopt
 from benchmarks.problems import Problem
+from benchmarks.timing import compiled
 
 GTOL = {"float64": 1e-6, "float32": 1e-3}  # float32 gradients are not accurate to 1e-6
 HISTORY = 10  # curvature pairs, as optax's and fixedopt's L-BFGS
 jitted = functools.cache(jax.jit)  # one jitted function per public call
+# Per-row NumPy outcome of one batched solve (``converged``: as the method reports it).
+RowResults = collections.namedtuple("RowResults", ["x", "value", "steps", "converged"])
 
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """The stopping rule every method uses: max |projected gradient| <= ``gtol``.
-
-    The per-row loops solve at most ``loop_rows`` rows and jaxopt at most
-    ``jaxopt_work // n`` rows (the first ones; rows are i.i.d.); their times are
-    extrapolated to the batch (which flatters jaxopt: a ``vmap``-ed loop runs as long
-    as its slowest row, and a larger batch has slower ones).
-    """
+    """Max |projected gradient| <= ``gtol`` for all; loops and jaxopt solve the first rows."""
 
     gtol: float = 1e-6
     max_steps: int = 5000
     loop_rows: int | None = None
     jaxopt_work: int | None = None
 
-    @property
-    def fixedopt_tolerances(self) -> dict:
-        """fixedopt's keywords for this rule: the absolute test alone."""
-        return {"abs_gtol": self.gtol, "gtol": 0.0, "ftol": 0.0, "xtol": 0.0}
-
-
-class RowResults(NamedTuple):
-    """Per-row outcome of one batched solve, as NumPy arrays (``rows``: those solved)."""
-
-    x: np.ndarray
-    value: np.ndarray
-    steps: np.ndarray
-    converged: np.ndarray  # as the method itself reports it
-    rows: np.ndarray | None = None
-
 
 @dataclasses.dataclass(frozen=True)
 class Runner:
-    """A prepared method. ``scale``: from a call's time to the whole batch's;
-    ``memory()``: XLA's estimate of the compiled program's bytes, or None."""
+    """``call()`` solves the batch once, blocked; ``collect`` its output; ``rows``: solved."""
 
     call: Callable[[], Any]
     collect: Callable[[Any], RowResults]
     compiles: bool
-    scale: float = 1.0
     memory: Callable[[], int | None] = lambda: None
     notes: tuple[str, ...] = ()
+    rows: int | None = None
 
 
 class Skipped(Exception):  # noqa: N818 (not an error: a method that cannot run here)
     """A method cannot run here; the message says why (recorded in JSON and markdown)."""
+
+
+def load(module: str, install: str):
+    """``module`` imported (warnings silenced), or :class:`Skipped` saying how to install it."""
+    try:
+        with warnings.catch_warnings(action="ignore"):  # jaxopt warns that it is unmaintained
+            return importlib.import_module(module)
+    except Exception as error:  # any failure to import is a reason to skip
+        raise Skipped(f"{module} does not import ({type(error).__name__}); {install}") from None
+
+
+def subsampled(build, rows_of: Callable[[Settings, int], int | None]):
+    """``build`` on the first ``rows_of(settings, n)`` rows of the batch (None: all)."""
+
+    def method(problem: Problem, settings: Settings) -> Runner:
+        rows = min(problem.batch, max(1, rows_of(settings, problem.size) or problem.batch))
+        runner = build(problem.rows(rows), settings)
+        return dataclasses.replace(runner, rows=rows) if rows < problem.batch else runner
+
+    return method
 
 
 def device_inputs(problem: Problem) -> tuple:
@@ -84,26 +81,99 @@ def device_inputs(problem: Problem) -> tuple:
     return (jnp.asarray(problem.x0, dtype), jnp.asarray(problem.fixed), *args)
 
 
-def as_rows(x, value, steps, converged) -> RowResults:
-    """Device arrays to :class:`RowResults` (a scalar ``steps`` given to every row)."""
+def as_rows(out) -> RowResults:
+    """A solve's ``(x, value, steps, converged)``, or fixedopt's ``Solution``, in NumPy."""
+    if hasattr(out, "converged"):  # a fixedopt Solution
+        out = (out.x, out.value, out.steps, out.converged)
+    x, value, steps, converged = out
     value = np.asarray(value, np.float64)
     steps = np.broadcast_to(np.asarray(steps), value.shape)
     return RowResults(np.asarray(x), value, steps, np.asarray(converged))
 
 
-def compiled_runner(solve, inputs: tuple, collect=lambda out: as_rows(*out), notes=()):
-    """A runner for a ``jax.jit``-ed ``solve(*inputs)``, its memory from XLA's analysis
-    (answered from JAX's cache once the first call has compiled)."""
-
-    def memory():
-        stats = solve.lower(*inputs).compile().memory_analysis()
-        if stats is None:
-            return None
-        return int(stats.argument_size_in_bytes + stats.output_size_in_bytes
-                   + stats.temp_size_in_bytes - stats.alias_size_in_bytes)  # fmt: skip
-
+def compiled_runner(solve, inputs: tuple, notes=()):
+    """A runner for a jitted ``solve(*inputs)``, its memory from XLA's analysis."""
+    memory = lambda: compiled(solve, *inputs)[1]["peak_bytes"]
     call = lambda: jax.block_until_ready(solve(*inputs))
-    return Runner(call, collect, compiles=True, memory=memory, notes=tuple(notes))
+    return Runner(call, as_rows, compiles=True, memory=memory, notes=tuple(notes))
+
+
+def loop_runner(problem: Problem, solve_row, notes=()) -> Runner:
+    """Rows one at a time: ``solve_row(i) -> (x, value, steps, converged)``."""
+    collect = lambda results: RowResults(*map(np.array, zip(*results)))
+    call = lambda: [solve_row(i) for i in range(problem.batch)]
+    return Runner(call, collect, compiles=False, notes=tuple(notes))
+
+
+def row_bounds(problem: Problem, i: int):
+    """Row ``i``'s ``(lower, upper)`` with ``lower == upper == x0`` on fixed entries."""
+    n, fixed, x0 = problem.size, problem.fixed[i], problem.x0[i]
+    lower, upper = problem.bounds or (np.full(n, -np.inf), np.full(n, np.inf))
+    return np.where(fixed, x0, lower), np.where(fixed, x0, upper)
+
+
+def scipy_lbfgsb(problem: Problem, settings: Settings) -> Runner:
+    """scipy ``minimize(method="L-BFGS-B")``, ``lb == ub`` on fixed entries (the reference)."""
+    options = {"gtol": settings.gtol, "ftol": 0.0, "maxiter": settings.max_steps,
+               "maxfun": 10 * settings.max_steps}  # fmt: skip
+    bounds = [row_bounds(problem, i) for i in range(problem.batch)]  # not timed
+
+    def solve_row(i):
+        lower, upper = bounds[i]
+        r = scipy.optimize.minimize(problem.numpy_fun, problem.x0[i], args=problem.row_args(i),
+                                    jac=True, method="L-BFGS-B", bounds=list(zip(lower, upper)),
+                                    options=options)  # fmt: skip
+        projected = r.x - np.clip(r.x - r.jac, lower, upper)
+        gradient = np.max(np.abs(projected[~problem.fixed[i]]), initial=0.0)
+        return r.x, r.fun, r.nit, bool(gradient <= settings.gtol)
+
+    return loop_runner(problem, solve_row)
+
+
+def scipy_least_squares(problem: Problem, settings: Settings) -> Runner:
+    """scipy ``least_squares`` (trf) on each row's free parameters (it rejects ``lb == ub``)."""
+
+    def solve_row(i):
+        free, full, args = ~problem.fixed[i], problem.x0[i].copy(), problem.row_args(i)
+        lower, upper = row_bounds(problem, i)
+
+        def reduced(z, jacobian=False):
+            full[free] = z
+            if jacobian:
+                return problem.numpy_jacobian(full, *args)[:, free]
+            return problem.numpy_residual(full, *args)
+
+        r = scipy.optimize.least_squares(
+            reduced, problem.x0[i][free], jac=lambda z: reduced(z, True), ftol=None, xtol=None,
+            bounds=(lower[free], upper[free]), gtol=settings.gtol, max_nfev=settings.max_steps,
+        )  # fmt: skip
+        full[free] = r.x
+        return full, r.cost, r.njev, r.status == 1
+
+    return loop_runner(problem, solve_row, notes=("steps = Jacobian evaluations",))
+
+
+def lmfit_loop(problem: Problem, settings: Settings) -> Runner:
+    """lmfit ``minimize(method="leastsq")`` per row, fixed parameters ``vary=False``."""
+    lmfit = load("lmfit", "pip install lmfit")
+    names, (lower, upper) = [f"p{j}" for j in range(problem.size)], problem.bounds
+
+    def solve_row(i):
+        params = lmfit.Parameters()
+        for j, name in enumerate(names):
+            vary = not problem.fixed[i, j]
+            params.add(name, value=problem.x0[i, j], vary=vary, min=lower[j] if vary else -np.inf,
+                       max=upper[j] if vary else np.inf)  # fmt: skip
+        fcn = lambda p, *args: problem.numpy_residual(np.array([p[k].value for k in names]), *args)
+        r = lmfit.minimize(fcn, params, args=problem.row_args(i), method="leastsq",
+                           calc_covar=False, max_nfev=settings.max_steps * (problem.size + 1),
+                           ftol=1e-10, xtol=1e-10)  # fmt: skip
+        x = np.array([r.params[k].value for k in names])
+        return x, 0.5 * float(np.sum(r.residual**2)), r.nfev, r.success
+
+    notes = ("steps = residual evaluations (finite-difference Jacobian)",
+             "ftol = xtol = 1e-10 (MINPACK has no gradient-norm rule)")  # fmt: skip
+    return loop_runner(problem, solve_row, notes=notes)
 
 
 def masked(fun):
@@ -111,53 +181,27 @@ def masked(fun):
     return lambda x, x0, fixed, *args: fun(jnp.where(fixed, jax.lax.stop_gradient(x0), x), *args)
 
 
-def _import(name: str, install: str):
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # jaxopt warns that it is unmaintained
-            if name == "jaxopt":
-                import jaxopt
-
-                return jaxopt
-            from tensorflow_probability.substrates import jax as tfp
-
-            return tfp
-    except Exception as error:  # any failure to import is a reason to skip
-        raise Skipped(f"{name} does not import ({type(error).__name__}); {install}") from None
-
-
-def jaxopt_lbfgsb_vmap(problem: Problem, settings: Settings) -> Runner:
-    """``jaxopt.LBFGSB`` under ``jit(vmap)`` with ``lb == ub`` on fixed entries; stops on
-    the max-norm of the projected gradient, or when a row's line search fails."""
-    jaxopt = _import("jaxopt", "pip install jaxopt")
-    rows = problem.batch if settings.jaxopt_work is None else settings.jaxopt_work // problem.size
-    cut = problem.rows(max(1, min(rows, problem.batch)))
+def jaxopt_lbfgsb(problem: Problem, settings: Settings) -> Runner:
+    """``jaxopt.LBFGSB`` under ``jit(vmap)``, ``lb == ub`` on fixed entries."""
+    jaxopt = load("jaxopt", "pip install jaxopt")
     solver = jaxopt.LBFGSB(fun=problem.jax_fun, tol=settings.gtol, maxiter=settings.max_steps,
                            history_size=HISTORY, stop_if_linesearch_fails=True)  # fmt: skip
+    limits = problem.bounds or (-np.inf, np.inf)
 
     def solve_row(x0, fixed, *args):
-        lower, upper = (jnp.full_like(x0, -jnp.inf), jnp.full_like(x0, jnp.inf))
-        if problem.bounds is not None:
-            lower, upper = (jnp.asarray(b, x0.dtype) for b in problem.bounds)
-        bounds = (jnp.where(fixed, x0, lower), jnp.where(fixed, x0, upper))
+        bounds = tuple(jnp.where(fixed, x0, jnp.asarray(b, x0.dtype)) for b in limits)
         state = (result := solver.run(x0, bounds, *args)).state
         return result.params, state.value, state.iter_num, state.error <= settings.gtol
 
-    runner = compiled_runner(jax.jit(jax.vmap(solve_row)), device_inputs(cut))
-    if cut.batch == problem.batch:
-        return runner
-    collect = lambda out: runner.collect(out)._replace(rows=np.arange(cut.batch))
-    note = f"solved {cut.batch} rows of {problem.batch} (extrapolated)"
-    scale = problem.batch / cut.batch
-    return dataclasses.replace(runner, collect=collect, scale=scale, notes=(note,))
+    return compiled_runner(jax.jit(jax.vmap(solve_row)), device_inputs(problem))
 
 
-def tfp_lbfgs_batch(problem: Problem, settings: Settings) -> Runner:
-    """TFP's ``lbfgs_minimize`` on the whole batch (JAX substrate), objective masked: each
-    row is frozen once converged; one iteration count for the batch. No bounds."""
+def tfp_lbfgs(problem: Problem, settings: Settings) -> Runner:
+    """TFP's ``lbfgs_minimize`` on the whole batch, objective masked; no bounds."""
     if problem.bounds is not None:
         raise Skipped("TFP's lbfgs_minimize has no bounds")
-    tfp = _import("tfp", "pip install tfp-nightly (stable 0.25 does not import with jax 0.10)")
+    install = "pip install tfp-nightly (stable 0.25 does not import with jax 0.10)"
+    tfp = load("tensorflow_probability.substrates.jax", install)
     value_and_grad = jax.vmap(jax.value_and_grad(masked(problem.jax_fun)))
 
     def solve(x0, fixed, *args):
@@ -172,17 +216,17 @@ def tfp_lbfgs_batch(problem: Problem, settings: Settings) -> Runner:
     return compiled_runner(jax.jit(solve), device_inputs(problem), notes=(note,))
 
 
-def optax_lbfgs_vmap_mask(problem: Problem, settings: Settings) -> Runner:
-    """``optax.lbfgs`` in a ``while_loop`` under ``jit(vmap)``: objective masked with
-    ``where + stop_gradient``, projection after each step. No bounds."""
+def optax_lbfgs(problem: Problem, settings: Settings) -> Runner:
+    """``optax.lbfgs`` per row in a ``while_loop`` under ``jit(vmap)``, objective masked."""
     if problem.bounds is not None:
         raise Skipped("the optax recipe has no bounds")
-    return compiled_runner(optax_program(problem.jax_fun, settings), device_inputs(problem))
+    program = optax_program(problem.jax_fun, settings.gtol, settings.max_steps)
+    return compiled_runner(program, device_inputs(problem))
 
 
 @functools.cache
-def optax_program(objective, settings: Settings):
-    """The optax recipe for ``objective``, jitted once per objective and settings."""
+def optax_program(objective, gtol: float, max_steps: int):
+    """The optax recipe for ``objective``, jitted once per objective and stopping rule."""
     optimizer = optax.lbfgs()
 
     def solve_row(x0, fixed, *args):
@@ -192,7 +236,7 @@ def optax_program(objective, settings: Settings):
 
         def cond(carry):
             _, state, steps = carry
-            return (steps == 0) | ((steps < settings.max_steps) & (norm(state) > settings.gtol))
+            return (steps == 0) | ((steps < max_steps) & (norm(state) > gtol))
 
         def body(carry):
             x, state, steps = carry
@@ -201,30 +245,20 @@ def optax_program(objective, settings: Settings):
             return jnp.where(fixed, x0, optax.apply_updates(x, updates)), state, steps + 1
 
         x, state, steps = jax.lax.while_loop(cond, body, (x0, optimizer.init(x0), 0))
-        return x, optax.tree.get(state, "value"), steps, norm(state) <= settings.gtol
+        return x, optax.tree.get(state, "value"), steps, norm(state) <= gtol
 
     return jax.jit(jax.vmap(solve_row))
 
 
 @functools.cache
-def public_call(fun, settings: Settings, least_squares: bool, options: tuple):
-    """``call(x0, fixed, bounds, *args) -> Solution``, the public ``minimize`` (or
-    ``least_squares``): one function per objective, settings and options, so that JAX's
-    caches serve every problem of one shape."""
+def public_call(fun, gtol: float, max_steps: int, least_squares: bool, options: tuple):
+    """The public ``minimize`` (``least_squares``), one function per objective and options."""
     solve = fixedopt.least_squares if least_squares else fixedopt.minimize
+    keywords = {"abs_gtol": gtol, "gtol": 0.0, "ftol": 0.0, "xtol": 0.0, "max_steps": max_steps,
+                "batched": True, **dict(options)}  # fmt: skip
 
     def call(x0, fixed, bounds, *args):
-        return solve(
-            fun,
-            x0,
-            fixed,
-            args=args,
-            bounds=bounds,
-            batched=True,
-            max_steps=settings.max_steps,
-            **settings.fixedopt_tolerances,
-            **dict(options),
-        )
+        return solve(fun, x0, fixed, args=args, bounds=bounds, **keywords)
 
     return call
 
@@ -234,29 +268,41 @@ def fixedopt_call(problem: Problem, settings: Settings, least_squares=False, **o
     x0, fixed, *args = device_inputs(problem)
     bounds = problem.bounds and tuple(jnp.asarray(b, x0.dtype) for b in problem.bounds)
     fun = problem.jax_residual if least_squares else problem.jax_fun
-    call = public_call(fun, settings, least_squares, tuple(options.items()))
-    return call, (x0, fixed, bounds, *args)
-
-
-def solution_rows(solution) -> RowResults:
-    return as_rows(solution.x, solution.value, solution.steps, solution.converged)
+    key = (settings.gtol, settings.max_steps, least_squares, tuple(options.items()))
+    return public_call(fun, *key), (x0, fixed, bounds, *args)
 
 
 def fixedopt_method(**options) -> Callable[[Problem, Settings], Runner]:
-    """A fixedopt method: the public call with ``options``, traced in the benchmark's
-    ``jit`` (the program the public call compiles), or called as is for ``split``
-    (which needs the concrete mask: packing its indices is part of the time)."""
+    """fixedopt's public call, in the benchmark's ``jit`` (as is for ``split``)."""
 
     def method(problem: Problem, settings: Settings) -> Runner:
-        least_squares = options.get("least_squares", False)
-        if least_squares and problem.jax_residual is None:
+        if options.get("least_squares") and problem.jax_residual is None:
             raise Skipped("not a least-squares problem")
         call, inputs = fixedopt_call(problem, settings, **options)
         if options.get("strategy") != "split":
-            return compiled_runner(jitted(call), inputs, solution_rows)
+            return compiled_runner(jitted(call), inputs)
         note = "split: the public call (packing the concrete mask's indices is timed)"
         run = lambda: jax.block_until_ready(call(*inputs))
-        return Runner(run, solution_rows, compiles=True, notes=(note,))
+        return Runner(run, as_rows, compiles=True, notes=(note,))
 
     method.__doc__ = f"fixedopt, options {options or 'the defaults'}"
     return method
+
+
+LOOP_ROWS = lambda settings, n: settings.loop_rows
+JAXOPT_ROWS = lambda settings, n: settings.jaxopt_work and settings.jaxopt_work // n
+METHODS = {
+    "scipy-lbfgsb-loop": subsampled(scipy_lbfgsb, LOOP_ROWS),
+    "jaxopt-lbfgsb-vmap": subsampled(jaxopt_lbfgsb, JAXOPT_ROWS),
+    "optax-lbfgs-vmap-mask": optax_lbfgs,
+    "tfp-lbfgs-batch": tfp_lbfgs,
+    "fixedopt-mask": fixedopt_method(),
+    "fixedopt-mask-compact": fixedopt_method(compact=True),
+    "fixedopt-mask-nocompact": fixedopt_method(compact=False),
+    "fixedopt-mask-chunk64": fixedopt_method(chunk_size=64),
+    "fixedopt-split": fixedopt_method(strategy="split"),
+    "fixedopt-hager-zhang": fixedopt_method(solver=fixedopt.LBFGS(linesearch="hager-zhang")),
+    "scipy-least-squares-loop": subsampled(scipy_least_squares, LOOP_ROWS),
+    "lmfit-loop": subsampled(lmfit_loop, LOOP_ROWS),
+    "fixedopt-lm": fixedopt_method(least_squares=True),
+}

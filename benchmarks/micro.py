@@ -1,16 +1,5 @@
-"""Micro-benchmarks: the cost of the mask itself, of ``keep_fixed``, of the public call,
-of ``strategy="split"``, and the compilations a new mask causes.
-
-* ``objective``: one batched objective + gradient, unmasked vs :func:`fixedopt.fix`
-  (target <= 1.05x) vs pinned to ``x`` vs index splitting;
-* ``keep_fixed``: ``keep_fixed(optax.adam)`` vs ``optax.adam`` steps, buffers donated,
-  both against a bandwidth reference measured in the same run;
-* ``dispatch``: the public call vs the same solve under the caller's ``jit``;
-* ``strategy``: whole solves with ``strategy="mask"`` and ``"split"`` per mask pattern;
-* ``new_mask``, ``split_compiles``: programs compiled when only the mask changes
-  (must be 0), and under ``split`` per new free count (only for a new packed width),
-  counted with the public test hook :func:`fixedopt.testing.compiled_solves`.
-"""
+"""Micro-benchmarks: masked objective, ``keep_fixed`` step, dispatch, split vs mask, and
+compilations when only the mask (must be 0) or, under ``split``, the free count changes."""
 
 from __future__ import annotations
 
@@ -23,30 +12,24 @@ import numpy as np
 import fixedopt
 from benchmarks import fusion
 from benchmarks.cases import SEED, quality
-from benchmarks.methods import Settings, device_inputs, fixedopt_call, solution_rows
+from benchmarks.methods import Settings, as_rows, device_inputs, fixedopt_call, jitted
 from benchmarks.problems import PROBLEMS
-from benchmarks.timing import compile_monitor, medians
+from benchmarks.timing import compared, compile_monitor
 from fixedopt.testing import compiled_solves
 
 MASK_TARGET = 1.05
-PATTERNS = {  # name: (fixed fraction, one mask shared by every row)
-    "per-row 30% fixed": (0.3, False),
-    "shared 30% fixed": (0.3, True),
-    "per-row 90% fixed": (0.9, False),
-    "shared 90% fixed": (0.9, True),
-}
+PATTERNS = {"per-row 30% fixed": (0.3, False), "shared 30% fixed": (0.3, True),
+            "per-row 90% fixed": (0.9, False), "shared 90% fixed": (0.9, True)}  # fmt: skip
 
 
 def packed_width(fixed: np.ndarray) -> int:
-    """``split``'s packed width: the smallest power of two holding every row's free
-    entries, at most ``n`` (as documented for ``strategy="split"``)."""
+    """``split``'s packed width: the least power of two >= every row's free count, <= n."""
     largest = max(int(np.max(np.sum(~fixed, axis=-1), initial=0)), 1)
     return min(1 << (largest - 1).bit_length(), fixed.shape[-1])
 
 
 def objective_calls(problem) -> dict:
-    """Batched ``value_and_grad`` four ways: unmasked, ``fix`` with a values array,
-    ``where(fixed, stop_gradient(x), x)`` and the free entries packed (``split``)."""
+    """Batched ``value_and_grad``: unmasked, ``fix``, pinned to ``x``, and packed (split)."""
     fun, (x0, fixed, *args) = problem.jax_fun, device_inputs(problem)
     width, n = packed_width(problem.fixed), problem.size
     order = np.argsort(problem.fixed, axis=-1, kind="stable")[:, :width]  # free first
@@ -76,46 +59,35 @@ def objective_overhead(sizes, rounds: int) -> list[dict]:
     for name, batch, n in sizes:
         problem = PROBLEMS[name](batch, n, SEED)
         inner = max(3, min(200, 2_000_000 // (batch * n)))
-        seconds = medians(objective_calls(problem), rounds, inner)
-        ratios = {f"{k}_vs_unmasked": seconds[k] / seconds["unmasked"]
-                  for k in ("masked", "pinned", "split")}  # fmt: skip
-        records.append({"kind": "objective", "problem": name, "B": batch, "n": n,
-                        "split_width": packed_width(problem.fixed),
-                        **{f"{k}_s": v for k, v in seconds.items()}, **ratios,
-                        "target": MASK_TARGET})  # fmt: skip
-        print(f"objective {name} B={batch} n={n}: {ratios}", flush=True)
+        fields = {"kind": "objective", "problem": name, "B": batch, "n": n,
+                  "split_width": packed_width(problem.fixed), "target": MASK_TARGET}  # fmt: skip
+        records.append(compared(objective_calls(problem), "unmasked", rounds, inner, **fields))
     return records
 
 
 def keep_fixed(size: int, rounds: int, steps: int) -> dict:
-    """Seconds per step of the bandwidth reference, ``adam`` and ``keep_fixed(adam)``."""
+    """Adam steps plain, masked and the reference; whether fixed parameters kept their bits."""
     programs, donate = fusion.adam_steps(size)
-    calls = {}
-    for name, (fun, make) in programs.items():
-        compiled = jax.jit(fun, donate_argnums=donate).lower(*make()).compile()
-        calls[name] = fusion.stepper(compiled, make, donate, steps)
-    per_step = {k: s / steps for k, s in medians(calls, rounds).items()}
-    reference, adam, kept = (per_step[k] for k in ("reference", "plain", "masked"))
+    record, calls = fusion.measure("keep_fixed", programs, donate, size, rounds, steps)
     params, _, _, fixed = calls["masked"].inputs
-    start = np.asarray(programs["masked"][1]()[0])
-    return {"kind": "keep_fixed", "size": size, "dtype": "float32", "steps_per_round": steps,
-            "reference_step_s": reference, "adam_step_s": adam, "keep_fixed_step_s": kept,
-            "reference_GBps": 7 * 4 * size / reference / 1e9,  # 4 buffers read, 3 written
-            "adam_vs_reference": adam / reference, "keep_fixed_vs_reference": kept / reference,
-            "keep_fixed_vs_adam": kept / adam, "fixed_bit_identical": bool(np.array_equal(
-                np.asarray(params)[np.asarray(fixed)], start[np.asarray(fixed)]))}  # fmt: skip
+    params, fixed, start = np.asarray(params), np.asarray(fixed), programs["masked"][1]()[0]
+    per_step = {k: record[f"{k}_step_time_median_s"] for k in ("reference", "plain", "masked")}
+    return record | {
+        "reference_GBps": 7 * 4 * size / per_step["reference"] / 1e9,  # 4 read, 3 written
+        "plain_vs_reference": per_step["plain"] / per_step["reference"],
+        "masked_vs_reference": per_step["masked"] / per_step["reference"],
+        "fixed_bit_identical": bool(np.array_equal(params[fixed], np.asarray(start)[fixed])),
+    }
 
 
 def dispatch(batch: int, n: int, rounds: int) -> dict:
     """The public call vs the same solve inside the caller's ``jit`` (Python overhead)."""
     solve, inputs = fixedopt_call(PROBLEMS["quad"](batch, n, SEED), Settings())
-    jitted = jax.jit(solve)
+    inside = jitted(solve)
     calls = {"public": lambda: jax.block_until_ready(solve(*inputs)),
-             "jitted": lambda: jax.block_until_ready(jitted(*inputs))}  # fmt: skip
-    seconds = medians(calls, rounds, inner=5)
-    return {"kind": "dispatch", "problem": "quad", "B": batch, "n": n,
-            **{f"{k}_s": v for k, v in seconds.items()},
-            "public_minus_jitted_s": seconds["public"] - seconds["jitted"]}  # fmt: skip
+             "jitted": lambda: jax.block_until_ready(inside(*inputs))}  # fmt: skip
+    record = compared(calls, "jitted", rounds, 5, kind="dispatch", problem="quad", B=batch, n=n)
+    return record | {"public_minus_jitted_s": record["public_s"] - record["jitted_s"]}
 
 
 def blocked_call(problem, **options):
@@ -130,16 +102,12 @@ def split_vs_mask(batch: int, n: int, rounds: int) -> list[dict]:
     for pattern, (fraction, shared) in PATTERNS.items():
         problem = PROBLEMS["quad"](batch, n, SEED).with_mask(SEED + 7, fraction, shared)
         calls = {s: blocked_call(problem, strategy=s) for s in ("mask", "split")}
-        seconds = medians(calls, rounds)
-        mask_rows, split_rows = (solution_rows(calls[s]()) for s in ("mask", "split"))
+        record = compared(calls, "mask", rounds, kind="strategy", problem="quad", B=batch, n=n,
+                          pattern=pattern, split_width=packed_width(problem.fixed))  # fmt: skip
+        mask_rows, split_rows = (as_rows(calls[s]()) for s in ("mask", "split"))
         agree = quality(problem, split_rows, mask_rows, Settings.gtol)
-        records.append({"kind": "strategy", "problem": "quad", "B": batch, "n": n,
-                        "pattern": pattern, "split_width": packed_width(problem.fixed),
-                        "mask_s": seconds["mask"], "split_s": seconds["split"],
-                        "split_vs_mask": seconds["split"] / seconds["mask"],
-                        "split_max_rel_obj_diff_vs_mask": agree["max_rel_obj_diff"],
-                        "steps_mean": float(np.mean(mask_rows.steps))})  # fmt: skip
-        print(f"strategy {pattern}: split/mask {records[-1]['split_vs_mask']:.2f}x", flush=True)
+        records.append(record | {"split_max_rel_obj_diff_vs_mask": agree["max_rel_obj_diff"],
+                                 "steps_mean": float(np.mean(mask_rows.steps))})  # fmt: skip
     return records
 
 
@@ -148,33 +116,34 @@ def compiles_during(call) -> dict:
     before = compiled_solves()
     with compile_monitor() as monitor:
         call()
-    return {"cache_growth": compiled_solves() - before, "backend_compiles": monitor.count}
+    return {"cache_growth": compiled_solves() - before, "backend_compiles": monitor["count"]}
+
+
+def new_mask(problem) -> dict:
+    """Compilations of the public call on ``problem`` when only the mask changes."""
+    blocked_call(problem)()  # compiles here unless an earlier call did
+    return compiles_during(blocked_call(problem.with_mask(SEED + 1)))
 
 
 def new_mask_compiles(batch: int, n: int) -> list[dict]:
-    """Compilations of the public calls when only the mask changes (must be 0)."""
+    """:func:`new_mask` for ``minimize`` (quad) and ``least_squares`` (spectra)."""
     records = []
     for name, size in (("quad", n), ("spectra", 10)):
-        problem = PROBLEMS[name](batch, size, SEED)
-        blocked_call(problem)()  # compiles here unless an earlier call did
-        counts = compiles_during(blocked_call(problem.with_mask(SEED + 1)))
-        kind = "least_squares" if problem.jax_residual is not None else "minimize"
-        ok = counts["cache_growth"] == 0 and counts["backend_compiles"] == 0
-        records.append({"kind": "new_mask", "call": kind, "problem": name, "B": batch,
-                        "n": size, **counts, "ok": ok})  # fmt: skip
+        counts = new_mask(PROBLEMS[name](batch, size, SEED))
+        ok = counts["cache_growth"] == counts["backend_compiles"] == 0
+        records.append({"kind": "new_mask", "problem": name, "B": batch, "n": size, **counts,
+                        "ok": ok})  # fmt: skip
     return records
 
 
 def split_compiles(batch: int, n: int, free_counts) -> list[dict]:
-    """Under ``split``, one solve per largest free count: which ones compile. The
-    objective is a fresh function, so that no width is cached from earlier solves."""
+    """Compilations under ``split`` per free count (a fresh objective: nothing cached)."""
     base = PROBLEMS["quad"](batch, n, SEED)
     base = dataclasses.replace(base, jax_fun=lambda x, *args, f=base.jax_fun: f(x, *args))
     rng, seen, records = np.random.default_rng(SEED + 3), set(), []
     for count in free_counts:
-        order = np.argsort(rng.random((batch, n)), axis=1)
-        fixed = np.ones((batch, n), bool)
-        np.put_along_axis(fixed, order[:, :count], False, axis=1)
+        order = np.argsort(rng.random((batch, n)), axis=1)  # each row's free entries first
+        fixed = np.argsort(order, axis=1) >= count
         problem = dataclasses.replace(base, fixed=fixed)
         width, expected = packed_width(fixed), int(packed_width(fixed) not in seen)
         counts = compiles_during(blocked_call(problem, strategy="split"))
@@ -185,26 +154,14 @@ def split_compiles(batch: int, n: int, free_counts) -> list[dict]:
     return records
 
 
-@dataclasses.dataclass(frozen=True)
-class Micro:
-    """Sizes of the micro-benchmarks."""
-
-    objective: tuple[tuple[str, int, int], ...]  # (problem, B, n)
-    adam_size: int
-    adam_steps: int
-    strategy: tuple[int, int]  # (B, n) of the split-vs-mask solves
-    compiles: tuple[int, int]  # (B, n) of the compile checks
-    split_free_counts: tuple[int, ...]
-    rounds: int = 7
-
-
-def run(config: Micro) -> list[dict]:
+def run(objective, adam_size, adam_steps, strategy, compiles, split_free_counts, rounds=7,
+        dispatch_size=(256, 8)) -> list[dict]:  # fmt: skip
     """Every micro-benchmark, in order of increasing risk of running out of memory."""
     return [
-        *new_mask_compiles(*config.compiles),
-        *split_compiles(*config.compiles, config.split_free_counts),
-        *objective_overhead(config.objective, config.rounds),
-        dispatch(256, 8, config.rounds),
-        *split_vs_mask(*config.strategy, rounds=max(3, config.rounds // 2)),
-        keep_fixed(config.adam_size, config.rounds, config.adam_steps),
+        *new_mask_compiles(*compiles),
+        *split_compiles(*compiles, split_free_counts),
+        *objective_overhead(objective, rounds),
+        dispatch(*dispatch_size, rounds),
+        *split_vs_mask(*strategy, rounds=max(3, rounds // 2)),
+        keep_fixed(adam_size, rounds, adam_steps),
     ]

@@ -1,36 +1,31 @@
-"""The one registry of benchmark problems: batches of rows, each row its own fixed mask.
-
-A :class:`Problem` holds ``B`` rows of ``n`` unknowns: the JAX objective of ONE row
-(``jax_fun(x, *row_args)``), a NumPy objective returning ``(value, gradient)`` for one
-row or a batch (every operation along the last axis), batched ``args``, the starts
-``x0`` and the mask ``fixed`` (``True``: fixed at its ``x0`` value). Data is NumPy
-float64 from a fixed seed; for ``dtype="float32"`` it is rounded to float32 first, so
-that every method (scipy in float64 too) starts from the same numbers.
-"""
+"""The one registry of benchmark problems, each row its own fixed mask: NumPy float64 data
+from a fixed seed, rounded to float32 first for ``dtype="float32"`` (the same numbers)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from scipy.linalg import eigvalsh_tridiagonal
 
-from fixedopt.__main__ import GRID, make_data, residuals
-
 FIXED_FRACTION = 0.3
 QUAD_CONDITION = 1e3
 STRAGGLER_CONDITION = 1e5
+GRID = np.linspace(0.0, 1.0, 200)  # the spectra of ``python -m fixedopt demo``
+SPECTRA_BOUNDS = (np.array([0.0] * 6 + [0.005] * 3 + [-1.0]),
+                  np.array([10.0] * 3 + [1.0] * 3 + [0.5] * 3 + [1.0]))  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
 class Problem:
-    """One benchmark instance; least-squares problems also carry their residual form."""
+    """``B`` rows of ``n`` unknowns; NumPy forms take one row or a batch (last axis)."""
 
     name: str
     jax_fun: Callable  # jax_fun(x, *row_args) -> scalar, for ONE row
-    numpy_fun: Callable  # numpy_fun(x, *args) -> (value, gradient), one row or a batch
+    numpy_fun: Callable | None  # (x, *args) -> (value, gradient); None: JAX only
     args: tuple  # NumPy arrays, each with the leading batch axis B
     x0: np.ndarray  # (B, n) float64 (float32-representable when dtype is float32)
     fixed: np.ndarray  # (B, n) bool
@@ -53,10 +48,8 @@ class Problem:
 
     def rows(self, count: int) -> Problem:
         """The first ``count`` rows (rows are i.i.d.)."""
-        cut = lambda a: a[:count]
-        return dataclasses.replace(
-            self, x0=cut(self.x0), fixed=cut(self.fixed), args=tuple(map(cut, self.args))
-        )
+        args = tuple(a[:count] for a in self.args)
+        return dataclasses.replace(self, x0=self.x0[:count], fixed=self.fixed[:count], args=args)
 
     def with_mask(self, seed: int, fraction: float = FIXED_FRACTION, shared=False) -> Problem:
         """The same problem with a freshly drawn mask (one for every row if ``shared``)."""
@@ -65,17 +58,9 @@ class Problem:
         return dataclasses.replace(self, fixed=np.array(np.broadcast_to(draw, self.x0.shape)))
 
 
-def random_mask(rng: np.random.Generator, shape) -> np.ndarray:
-    return rng.random(shape) < FIXED_FRACTION
-
-
 def rounded(array, dtype: str) -> np.ndarray:
     """``array`` as float64 holding values exactly representable in ``dtype``."""
     return np.asarray(array, dtype).astype(np.float64)
-
-
-def _dot(a, b):
-    return (a * b).sum(axis=-1)
 
 
 def tridiagonal_matvec(diag, off, x):
@@ -94,12 +79,11 @@ def quad_jax(x, diag, off, b):
 
 def quad_numpy(x, diag, off, b):
     ax = tridiagonal_matvec(diag, off, x)
-    return 0.5 * _dot(x, ax) - _dot(b, x), ax - b
+    return 0.5 * (x * ax).sum(-1) - (b * x).sum(-1), ax - b
 
 
 def quad_hessians(rng, batch: int, n: int, condition=QUAD_CONDITION):
-    """Per-row SPD tridiagonals of condition number ``condition``: path-graph Laplacians
-    with random weights, shifted by ``lmax / (condition - 1)``."""
+    """Per-row SPD tridiagonals: path-graph Laplacians shifted to ``condition``."""
     weights = rng.uniform(0.5, 2.0, size=(batch, n - 1))
     degree = np.zeros((batch, n))
     degree[:, 1:] += weights
@@ -112,7 +96,7 @@ def quad_hessians(rng, batch: int, n: int, condition=QUAD_CONDITION):
 def _quad_problem(name, diag, off, rng, dtype) -> Problem:
     batch, n = diag.shape
     b, x0 = rng.normal(size=(batch, n)), rng.normal(size=(batch, n))
-    fixed = random_mask(rng, (batch, n))
+    fixed = rng.random((batch, n)) < FIXED_FRACTION
     args = tuple(rounded(a, dtype) for a in (diag, off, b))
     return Problem(name, quad_jax, quad_numpy, args, rounded(x0, dtype), fixed, dtype)
 
@@ -124,8 +108,7 @@ def quad(batch: int, n: int, seed: int = 0, dtype: str = "float64") -> Problem:
 
 
 def ill_diagonals(rng, rows: int, n: int, condition: float) -> np.ndarray:
-    """Diagonal Hessians with eigenvalues log-spaced over ``condition``, permuted per row
-    (so that fixing entries leaves each row ill-conditioned)."""
+    """Diagonals log-spaced over ``condition``, permuted per row."""
     spread = np.sqrt(condition)
     return np.stack([rng.permutation(np.geomspace(1 / spread, spread, n)) for _ in range(rows)])
 
@@ -139,8 +122,7 @@ def illquad(batch: int, n: int, seed=0, dtype="float64", condition=1e5) -> Probl
 
 
 def straggler(batch: int, n: int, seed: int = 0, dtype: str = "float64") -> Problem:
-    """``straggler``: the ``quad`` batch with its last row an ill-conditioned diagonal
-    (:data:`STRAGGLER_CONDITION`), which needs many times the other rows' steps."""
+    """``straggler``: the ``quad`` batch, its last row an ill-conditioned diagonal."""
     base = quad(batch, n, seed, dtype)
     args = tuple(a.copy() for a in base.args)
     rng = np.random.default_rng(seed + 10_000)
@@ -150,21 +132,20 @@ def straggler(batch: int, n: int, seed: int = 0, dtype: str = "float64") -> Prob
 
 
 def dquad(batch: int, n: int, seed: int = 0, dtype: str = "float64") -> Problem:
-    """``dquad``: per-row ``0.5 x^T A x - b^T x`` with ONE dense SPD ``A`` closed over by
-    the objective (a solver that broadcasts captured constants per row pays B copies)."""
+    """``dquad``: ``0.5 x^T A x - b^T x`` with ONE dense SPD ``A`` captured by the objective."""
     rng = np.random.default_rng(seed)
     q, _ = np.linalg.qr(rng.normal(size=(n, n)))
     matrix = rounded((q * np.geomspace(10.0 / QUAD_CONDITION, 10.0, n)) @ q.T, dtype)
     matrix = 0.5 * (matrix + matrix.T)  # exactly symmetric after rounding
     b, x0 = rng.normal(size=(batch, n)), rng.normal(size=(batch, n))
-    fixed = random_mask(rng, (batch, n))
+    fixed = rng.random((batch, n)) < FIXED_FRACTION
 
     def dquad_jax(x, b):
         return 0.5 * jnp.dot(x, jnp.asarray(matrix, x.dtype) @ x) - jnp.dot(b, x)
 
     def dquad_numpy(x, b):
         ax = x @ matrix  # symmetric: one row or a batch of rows
-        return 0.5 * _dot(x, ax) - _dot(b, x), ax - b
+        return 0.5 * (x * ax).sum(-1) - (b * x).sum(-1), ax - b
 
     args = (rounded(b, dtype),)
     return Problem("dquad", dquad_jax, dquad_numpy, args, rounded(x0, dtype), fixed, dtype)
@@ -189,7 +170,7 @@ def rosen(batch: int, n: int, seed: int = 0, dtype: str = "float64") -> Problem:
     """``rosen``: starts ``(-1.2, 1, -1.2, 1, ...)`` jittered by ``0.1 * normal``."""
     rng = np.random.default_rng(seed)
     x0 = np.tile([-1.2, 1.0], n // 2) + 0.1 * rng.normal(size=(batch, n))
-    fixed = random_mask(rng, (batch, n))
+    fixed = rng.random((batch, n)) < FIXED_FRACTION
     return Problem("rosen", rosen_jax, rosen_numpy, (), rounded(x0, dtype), fixed, dtype)
 
 
@@ -221,20 +202,37 @@ def spectra_numpy(params, observed):
     return 0.5 * (r * r).sum(-1), gradient
 
 
+def spectra_jax_residual(params, observed):
+    """The residuals of one row in JAX: 3 Gaussian peaks and a baseline, less the data."""
+    amplitude, center, width = jnp.split(params[:-1], 3)
+    scaled = (jnp.asarray(GRID, params.dtype)[None, :] - center[:, None]) / width[:, None]
+    return jnp.sum(amplitude[:, None] * jnp.exp(-0.5 * scaled**2), axis=0) + params[-1] - observed
+
+
 def spectra_jax(params, observed):
-    r = residuals(params, observed)
+    r = spectra_jax_residual(params, observed)
     return 0.5 * jnp.dot(r, r)
 
 
 def spectra(batch: int, n: int = 10, seed: int = 0, dtype: str = "float64") -> Problem:
-    """``spectra``: the demo's noisy 3-peak spectra (``python -m fixedopt demo``), n=10,
-    with half the centers and widths known (~30% fixed) and peaks slotted apart."""
+    """``spectra``: the demo's noisy 3-peak spectra, half the centers and widths known."""
     if n != 10:
         raise ValueError(f"spectra has n = 10 (3 peaks and a baseline), got {n}")
-    _, observed, start, fixed, bounds = make_data(batch, seed, dtype, known=0.5, slotted=True)
-    start = rounded(np.clip(np.asarray(start, np.float64), *bounds), dtype)
+    rng = np.random.default_rng(seed)
+    amplitude = rng.uniform(0.5, 2.0, (batch, 3))
+    center = 0.15 + (0.7 / 3) * (np.arange(3) + rng.uniform(0.25, 0.75, (batch, 3)))
+    width = rng.uniform(0.03, 0.08, (batch, 3))
+    truth = np.concatenate([amplitude, center, width, rng.uniform(-0.1, 0.1, (batch, 1))], axis=1)
+    observed = np.asarray(jax.vmap(spectra_jax_residual, (0, None))(jnp.asarray(truth), 0.0))
+    observed = observed + 0.02 * rng.normal(size=observed.shape)
+    fixed = np.zeros(truth.shape, bool)
+    fixed[:, 3:9] = rng.random((batch, 6)) < 0.5
+    start = truth * rng.uniform(0.8, 1.2, truth.shape)
+    start[:, 3:6] = center + 0.3 * width * rng.normal(size=center.shape)
+    start[:, -1] = 0.0
+    start = rounded(np.clip(rounded(np.where(fixed, truth, start), dtype), *SPECTRA_BOUNDS), dtype)
     return Problem("spectra", spectra_jax, spectra_numpy, (rounded(observed, dtype),), start,
-                   np.asarray(fixed), dtype, bounds, residuals, spectra_residual,
+                   fixed, dtype, SPECTRA_BOUNDS, spectra_jax_residual, spectra_residual,
                    spectra_jacobian)  # fmt: skip
 
 
@@ -245,11 +243,10 @@ def quartic_jax(x, diag, b):
 
 
 def quartic(batch: int, n: int, seed: int = 0, dtype: str = "float64") -> Problem:
-    """``quartic``: strictly convex rows (the differentiation suite); fixed entries random,
-    free ones start at 0. JAX only (no NumPy objective)."""
+    """``quartic``: strictly convex rows, free entries starting at 0; JAX only."""
     rng = np.random.default_rng(seed)
     diag, b = rng.uniform(1.5, 50.0, (batch, n)), rng.normal(size=(batch, n))
-    fixed = rng.random((batch, n)) < 0.3
+    fixed = rng.random((batch, n)) < FIXED_FRACTION
     x0 = np.where(fixed, rng.normal(size=(batch, n)), 0.0)
     return Problem("quartic", quartic_jax, None, (diag, b), x0, fixed, dtype)
 

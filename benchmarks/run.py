@@ -1,27 +1,16 @@
-"""Command line: run a benchmark suite and save its JSON records, markdown and plots.
-
-Usage::
-
-    python -m benchmarks.run --suite NAME [--quick] [--out DIR]
-
-Suites: solvers, cpu, gpu, micro, linesearch, small_n (see :mod:`benchmarks.suites`),
-scale, differentiation, fusion, status_truth, ase (a module each); ``auto`` is
-``cpu`` on the CPU backend and ``gpu`` on any other. Results go to
-``<out>/<backend>-<suite>[-quick]-<YYYY-MM-DD>.{json,md}``, plus
-``...-{time-vs-B,time-vs-n,speedup}.png`` for suites with solver cases.
-"""
+"""``python -m benchmarks.run --suite NAME [--quick] [--out DIR]``: run a suite (solvers, cpu,
+gpu, micro, linesearch, small_n, scale, differentiation, fusion, status_truth, ase; ``auto``:
+cpu or gpu by backend), write ``<out>/<backend>-<suite>[-quick]-<date>.{json,md}``, plots."""
 
 from __future__ import annotations
 
 import os
 
-# One BLAS thread for scipy's per-row solves (tiny matrices): on a loaded machine
-# OpenBLAS's thread pool made the scipy loop up to 50x slower. XLA does not use it.
+# One BLAS thread for the per-row NumPy loops: OpenBLAS's pool made them 50x slower.
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 import argparse  # noqa: E402
-import functools  # noqa: E402
 import json  # noqa: E402
 import pathlib  # noqa: E402
 import sys  # noqa: E402
@@ -31,40 +20,24 @@ import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)  # before any array exists: float64 available
 
-from benchmarks import ase, differentiation, fusion, plots, report, scale, status_truth  # noqa: E402
+from benchmarks import ase, differentiation, fusion, report, scale, status_truth  # noqa: E402
 from benchmarks.suites import PLANS, run_plan  # noqa: E402
 from benchmarks.timing import environment  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).parent / "results"
-OWN = {"scale": scale.run, "differentiation": differentiation.run,
-       "fusion": lambda quick, args: fusion.run(quick), "status_truth": status_truth.run,
-       "ase": ase.run}  # fmt: skip
-
-
-def suite(name: str, quick: bool):
-    """``run(args) -> records`` of the suite ``name``."""
-    if name in PLANS:
-        return functools.partial(run_plan, PLANS[name][quick])
-    return functools.partial(OWN[name], quick)
+OWN = {"scale": scale.run, "differentiation": differentiation.run, "fusion": fusion.run,
+       "status_truth": status_truth.run, "ase": ase.run}  # fmt: skip
 
 
 def parse(argv) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.run",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
     parser.add_argument("--suite", choices=[*PLANS, *OWN, "auto"], default="solvers")
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
     parser.add_argument("--out", type=pathlib.Path, default=RESULTS, help="results folder")
-    parser.add_argument("--repeats", type=int, default=7,
-                        help="most timed calls per compiled method (at least 3, fewer for slow "
-                        "calls: about 3 s of timed work per method and case)")  # fmt: skip
-    parser.add_argument("--loop-repeats", type=int, default=3,
-                        help="timed calls of the per-row scipy/lmfit loops")  # fmt: skip
+    parser.add_argument("--repeats", type=int, default=7, help="most timed calls (compiled)")
+    parser.add_argument("--loop-repeats", type=int, default=3, help="timed calls (loops)")
     parser.add_argument("--gtol", type=float, help="float64 tolerance (default 1e-6; f32: 1e-3)")
-    parser.add_argument("--max-steps", type=int, help="default: the suite's (5000; 2000 for "
-                        "linesearch and small_n)")  # fmt: skip
+    parser.add_argument("--max-steps", type=int, help="default: the suite's (5000 or 2000)")
     parser.add_argument("--stragglers-only", action="store_true", help="scale: no peak memory")
     return parser.parse_args(argv)
 
@@ -75,11 +48,12 @@ def main(argv=None) -> pathlib.Path:
     name = args.suite
     if name == "auto":
         name = "cpu" if jax.default_backend() == "cpu" else "gpu"
-    elif name == "cpu" and jax.default_backend() != "cpu":
-        print("note: on an accelerator, --suite gpu (or auto) fills the device", file=sys.stderr)
     env = environment() | {"suite": name, "quick": args.quick}
     start = time.perf_counter()
-    records = suite(name, args.quick)(args)
+    if name in PLANS:
+        records = run_plan(PLANS[name][args.quick], args)
+    else:
+        records = OWN[name](args.quick, args)
     env["suite_wall_s"] = time.perf_counter() - start
     records = [env | r for r in records]
     label = name + ("-stragglers" if name == "scale" and args.stragglers_only else "")
@@ -87,7 +61,7 @@ def main(argv=None) -> pathlib.Path:
     args.out.mkdir(parents=True, exist_ok=True)
     stem.with_suffix(".json").write_text(json.dumps(records, indent=1, default=str) + "\n")
     stem.with_suffix(".md").write_text(report.markdown(records, title=stem.name))
-    written = plots.save_all(records, stem)
+    written = report.save_plots(records, stem)
     print(f"wrote {stem}.json, .md and {len(written)} plots in {env['suite_wall_s']:.0f} s",
           file=sys.stderr)  # fmt: skip
     return stem

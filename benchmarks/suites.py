@@ -1,38 +1,17 @@
-"""The solver suites: which problems at which sizes, with which methods, and their runner.
-
-* ``solvers`` — quad/rosen B=256 n=64 and quad B=256 n=512 against the scipy loop and
-  the optax recipe, with a new-mask compile check per case;
-* ``cpu`` — the protocol's problems and methods on the part of the size grid that runs
-  in about 25 minutes on a 2-core machine, then the micro-benchmarks (the loops solve
-  256 rows, jaxopt at most 2^15 entries, both extrapolated);
-* ``gpu`` — sizes that fill an accelerator (B up to 2^20; jaxopt at most 2^23 entries);
-* ``micro`` — the micro-benchmarks alone;
-* ``linesearch`` — fixedopt's L-BFGS with backtracking and Hager–Zhang line searches
-  and TFP's batched L-BFGS on ill-conditioned quadratics, ``quad`` and ``rosen``;
-* ``small_n`` — the same three on ``quad`` with n=8, B = 256 ... 16384 (per-step cost).
-
-``--quick`` runs each suite's small variant: a smoke run (``cpu``'s leaves the
-micro-benchmarks to ``--suite micro --quick``; ``gpu``'s runs them on the device).
-"""
+"""The solver suites (:data:`PLANS`, full and quick): problems, sizes and methods; ``cpu``
+runs ~25 minutes on 2 cores (then the micro-benchmarks), ``gpu`` fills a device."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from benchmarks.cases import Case, Repeats, run_case
+from benchmarks.cases import Case, run_case
 from benchmarks.methods import GTOL, Settings
-from benchmarks.micro import Micro, blocked_call, compiles_during
+from benchmarks.micro import new_mask
 from benchmarks.micro import run as run_micro
 
-MINIMIZE = (
-    "scipy-lbfgsb-loop",
-    "jaxopt-lbfgsb-vmap",
-    "optax-lbfgs-vmap-mask",
-    "tfp-lbfgs-batch",
-    "fixedopt-mask",
-    "fixedopt-split",
-    "fixedopt-mask-chunk64",
-)
+MINIMIZE = ("scipy-lbfgsb-loop", "jaxopt-lbfgsb-vmap", "optax-lbfgs-vmap-mask", "tfp-lbfgs-batch",
+            "fixedopt-mask", "fixedopt-split", "fixedopt-mask-chunk64")  # fmt: skip
 LARGE = MINIMIZE[:5] + MINIMIZE[6:]  # no split at the largest sizes (saves ~2 min on CPU)
 DEVICE = MINIMIZE[:6]  # chunk64 is a CPU cache trick
 LEAST_SQUARES = ("scipy-least-squares-loop", "lmfit-loop", "fixedopt-lm")
@@ -49,7 +28,7 @@ class Plan:
     cases: tuple[Case, ...] = ()
     loop_rows: int | None = None  # rows the scipy/lmfit loops solve (None: all)
     jaxopt_work: int | None = None  # most B * n that jaxopt solves (None: all)
-    micro: Micro | None = None
+    micro: dict | None = None  # keywords of micro.run
     new_mask_check: bool = False  # per case, for fixedopt-mask (the solvers suite)
     max_steps: int = 5000
 
@@ -60,32 +39,28 @@ def grid(problems, sizes, methods, dtype="float64", **options) -> tuple[Case, ..
 
 def run_plan(plan: Plan, args) -> list[dict]:
     """Every case of ``plan`` (then its micro-benchmarks), as records."""
-    most = min(3, args.repeats) if args.quick else args.repeats  # quick: a smoke run
-    repeats = Repeats(min(3, most), most, 0.3 if args.quick else 3.0, args.loop_repeats)
     records = []
     for case in plan.cases:
         gtol = args.gtol if args.gtol is not None and case.dtype == "float64" else None
         settings = Settings(gtol or GTOL[case.dtype], args.max_steps or plan.max_steps,
                             plan.loop_rows, plan.jaxopt_work)  # fmt: skip
-        for record in run_case(case, settings, repeats):
+        for record in run_case(case, settings, args):
             if plan.new_mask_check and record["method"] == "fixedopt-mask":
-                problem = case.make(record["problem"])
-                blocked_call(problem)()
-                fresh = blocked_call(problem.with_mask(1))
-                record["new_mask_compiles"] = compiles_during(fresh)
+                counts = new_mask(case.make(record["problem"]))
+                record |= {f"new_mask_{k}": v for k, v in counts.items()}
             records.append(record | {"max_steps": settings.max_steps})
-    return records + (run_micro(plan.micro) if plan.micro else [])
+    return records + (run_micro(**plan.micro) if plan.micro else [])
 
 
-MICRO = Micro(
-    objective=(("quad", 16384, 64), ("quad", 2048, 512), ("dquad", 16384, 64),
-               ("dquad", 2048, 512), ("rosen", 16384, 64), ("rosen", 2048, 512)),
-    adam_size=2**24, adam_steps=5, strategy=(256, 512), compiles=(256, 64),
-    split_free_counts=(20, 28, 32, 33, 48, 64, 17, 16),
-)  # fmt: skip
-MICRO_QUICK = Micro(objective=(("quad", 64, 16),), adam_size=2**14, adam_steps=2,
-                    strategy=(16, 16), compiles=(16, 16), split_free_counts=(5, 8, 9, 4),
-                    rounds=3)  # fmt: skip
+MICRO = {  # the sizes of micro.run
+    "objective": (("quad", 16384, 64), ("quad", 2048, 512), ("dquad", 16384, 64),
+                  ("dquad", 2048, 512), ("rosen", 16384, 64), ("rosen", 2048, 512)),
+    "adam_size": 2**24, "adam_steps": 5, "strategy": (256, 512), "compiles": (256, 64),
+    "split_free_counts": (20, 28, 32, 33, 48, 64, 17, 16),
+}  # fmt: skip
+MICRO_QUICK = {"objective": (("quad", 64, 16),), "adam_size": 2**14, "adam_steps": 2,
+               "strategy": (16, 8), "compiles": (16, 8), "split_free_counts": (3, 4, 2),
+               "rounds": 3, "dispatch_size": (16, 8)}  # fmt: skip
 CPU = Plan(
     cases=(
         *grid(("quad",), ((256, 8), (256, 64), (2048, 64), (256, 512)), MINIMIZE),
@@ -109,16 +84,16 @@ GPU = Plan(
         *grid(("quad", "straggler"), ((2**17, 64),), STRAGGLER),
     ),
     loop_rows=256, jaxopt_work=2**23,
-    micro=dataclasses.replace(MICRO, strategy=(2**14, 512), objective=(
-        ("quad", 2**17, 64), ("dquad", 2**17, 64), ("rosen", 2**17, 64))),
+    micro=MICRO | {"strategy": (2**14, 512), "objective": (
+        ("quad", 2**17, 64), ("dquad", 2**17, 64), ("rosen", 2**17, 64))},
 )  # fmt: skip
 
 
-def smoke(minimize, micro=None) -> Plan:
+def smoke(minimize) -> Plan:
     """Every method of a full suite once, tiny: a smoke run."""
     cases = (*grid(("quad",), ((16, 8),), minimize), *grid(("spectra",), ((8, 10),), LEAST_SQUARES),
              *grid(("quad", "straggler"), ((16, 8),), STRAGGLER))  # fmt: skip
-    return Plan(cases, loop_rows=4, jaxopt_work=64, micro=micro)
+    return Plan(cases, loop_rows=4, jaxopt_work=64)
 
 
 LINE_SEARCH_CASES = tuple(
@@ -137,11 +112,11 @@ PLANS = {  # name: (full, quick)
     "solvers": (Plan(SOLVER_CASES, new_mask_check=True),
                 Plan(grid(("quad",), ((16, 8),), SOLVERS), new_mask_check=True)),
     "cpu": (CPU, smoke(MINIMIZE)),
-    "gpu": (GPU, smoke(DEVICE, MICRO_QUICK)),
+    "gpu": (GPU, smoke(DEVICE)),
     "micro": (Plan(micro=MICRO), Plan(micro=MICRO_QUICK)),
     "linesearch": (Plan(LINE_SEARCH_CASES, max_steps=2000),
                    Plan(grid(("illquad",), ((16, 8),), LINESEARCH, condition=1e4))),
     "small_n": (Plan(grid(("quad",), [(b, 8) for b in (256, 1024, 4096, 16384)], LINESEARCH),
                      max_steps=2000),
-                Plan(grid(("quad",), ((16, 8),), LINESEARCH), max_steps=2000)),
+                Plan(grid(("quad",), ((16, 8),), LINESEARCH))),
 }  # fmt: skip

@@ -1,18 +1,15 @@
-"""The one timing module: interleaved calls (A B A B ...), medians, compile time apart.
-
-Every timed call blocks until its result is ready (the callers wrap their calls in
-``jax.block_until_ready``); compile time is JAX's own trace + lowering + XLA compile
-seconds during a first call, from :mod:`jax.monitoring`.
-"""
+"""The one timing module: interleaved calls (A B A B ...), medians, compile time apart
+(from :mod:`jax.monitoring`); callers block each timed call until ready."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import platform
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from importlib import metadata
 
 import jax
@@ -21,52 +18,49 @@ PACKAGES = ("jax", "jaxlib", "optax", "scipy", "numpy", "fixedopt", "jaxopt", "t
             "lmfit", "matplotlib", "ase")  # fmt: skip
 
 
-def timed(call: Callable[[], object]) -> tuple[float, object]:
-    """Seconds one call takes, and its result."""
-    start = time.perf_counter()
-    out = call()
-    return time.perf_counter() - start, out
+STAGES = ("jaxpr_trace", "jaxpr_to_mlir_module", "backend_compile")  # the last: XLA's
+COMPILE_EVENTS = tuple(f"/jax/core/compile/{stage}_duration" for stage in STAGES)
 
 
-class compile_monitor:  # noqa: N801 (a context manager, named like a function)
-    """Count XLA compilations and sum JAX's compile seconds inside a ``with`` block."""
+@contextlib.contextmanager
+def compile_monitor():
+    """Yields ``{"count", "seconds"}``: XLA compilations and JAX compile seconds within."""
+    found = {"count": 0, "seconds": 0.0}
 
-    EVENTS = (
-        "/jax/core/compile/jaxpr_trace_duration",
-        "/jax/core/compile/jaxpr_to_mlir_module_duration",
-        "/jax/core/compile/backend_compile_duration",
-    )
+    def listen(event, duration, **kwargs):
+        if event in COMPILE_EVENTS:
+            found["seconds"] += duration
+            found["count"] += event == COMPILE_EVENTS[-1]
 
-    def __enter__(self):
-        self.count, self.seconds = 0, 0.0
-        jax.monitoring.register_event_duration_secs_listener(self._listen)
-        return self
-
-    def __exit__(self, *exc):
-        jax.monitoring.unregister_event_duration_listener(self._listen)
-
-    def _listen(self, event, duration, **kwargs):
-        if event in self.EVENTS:
-            self.seconds += duration
-            self.count += event == self.EVENTS[-1]
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        yield found
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
 
 
 def first_call(call: Callable[[], object]) -> dict[str, float]:
     """Time a first (compiling) call: its wall time and the compile seconds within it."""
+    start = time.perf_counter()
     with compile_monitor() as compiles:
-        seconds, _ = timed(call)
-    return {"first_call_s": seconds, "compile_s": compiles.seconds}
+        call()
+    return {"first_call_s": time.perf_counter() - start, "compile_s": compiles["seconds"]}
 
 
-def interleaved(
-    calls: Mapping[str, Callable[[], object]], repeats: Mapping[str, int] | int, inner: int = 1
-) -> tuple[dict[str, list[float]], dict[str, object]]:
-    """Time each call ``repeats[name]`` times, interleaving the names A B A B ...
+def compiled(jitted, *inputs) -> tuple[object, dict]:
+    """``jitted`` compiled for ``inputs``; compile seconds and XLA's memory analysis."""
+    with compile_monitor() as compiles:
+        program = jitted.lower(*inputs).compile()
+    memory = program.memory_analysis()
+    sizes = {f"{k}_bytes": int(getattr(memory, f"{k}_size_in_bytes", 0) or 0)
+             for k in ("temp", "argument", "output", "alias")}  # fmt: skip
+    peak = sizes["argument_bytes"] + sizes["output_bytes"] + sizes["temp_bytes"]
+    sizes["peak_bytes"] = peak - sizes["alias_bytes"]
+    return program, {"compile_s": compiles["seconds"], **sizes}
 
-    Each sample is the mean of ``inner`` back-to-back calls. A name with fewer repeats
-    drops out of the later rounds. Returns the samples per name and each name's last
-    output.
-    """
+
+def interleaved(calls: dict, repeats: dict | int, inner: int = 1) -> tuple[dict, dict]:
+    """``repeats`` samples of each call's seconds, interleaved A B A B; last outputs."""
     if isinstance(repeats, int):
         repeats = dict.fromkeys(calls, repeats)
     times: dict[str, list[float]] = {name: [] for name in calls}
@@ -81,39 +75,30 @@ def interleaved(
     return times, outputs
 
 
-def medians(calls: Mapping[str, Callable[[], object]], rounds: int, inner: int = 1) -> dict:
-    """Median seconds per call of each name, interleaved, after one warm-up call each."""
-    for call in calls.values():
+def compared(calls, against: str, rounds: int, inner: int = 1, **fields) -> dict:
+    """``fields``, the median seconds of each call (after a warm-up), ratios to ``against``."""
+    for call in calls.values():  # warm-up
         call()
     times, _ = interleaved(calls, rounds, inner)
-    return {name: statistics.median(samples) for name, samples in times.items()}
+    seconds = {name: statistics.median(samples) for name, samples in times.items()}
+    ratios = {f"{k}_vs_{against}": v / seconds[against] for k, v in seconds.items() if k != against}
+    return fields | {f"{k}_s": v for k, v in seconds.items()} | ratios
 
 
 def summary(times: list[float]) -> dict[str, float]:
     """Median, min and max of a list of times, in seconds."""
-    return {
-        "time_median_s": statistics.median(times),
-        "time_min_s": min(times),
-        "time_max_s": max(times),
-    }
+    return {"time_median_s": statistics.median(times), "time_min_s": min(times),
+            "time_max_s": max(times)}  # fmt: skip
 
 
 def environment() -> dict:
     """Backend, device, versions and host of this run."""
-    versions = {}
-    for package in PACKAGES:
-        try:
+    versions = {"python": platform.python_version()}
+    for package in PACKAGES:  # those installed
+        with contextlib.suppress(metadata.PackageNotFoundError):
             versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = None
-    versions["python"] = platform.python_version()
     device = jax.devices()[0]
-    return {
-        "backend": jax.default_backend(),
-        "device": getattr(device, "device_kind", str(device)),
-        "device_count": jax.device_count(),
-        "host_cpus": os.cpu_count(),
-        "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
-        "versions": versions,
-        "date": datetime.date.today().isoformat(),
-    }
+    return {"backend": jax.default_backend(), "device": getattr(device, "device_kind", str(device)),
+            "device_count": jax.device_count(), "host_cpus": os.cpu_count(),
+            "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"), "versions": versions,
+            "date": datetime.date.today().isoformat()}  # fmt: skip
