@@ -6,17 +6,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from scipy.linalg import eigvalsh_tridiagonal
 
+from fixedopt.__main__ import GRID, make_data, residuals
+
 FIXED_FRACTION = 0.3
 QUAD_CONDITION = 1e3
 STRAGGLER_CONDITION = 1e5
-GRID = np.linspace(0.0, 1.0, 200)  # the spectra of ``python -m fixedopt demo``
-SPECTRA_BOUNDS = (np.array([0.0] * 6 + [0.005] * 3 + [-1.0]),
-                  np.array([10.0] * 3 + [1.0] * 3 + [0.5] * 3 + [1.0]))  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,37 +200,20 @@ def spectra_numpy(params, observed):
     return 0.5 * (r * r).sum(-1), gradient
 
 
-def spectra_jax_residual(params, observed):
-    """The residuals of one row in JAX: 3 Gaussian peaks and a baseline, less the data."""
-    amplitude, center, width = jnp.split(params[:-1], 3)
-    scaled = (jnp.asarray(GRID, params.dtype)[None, :] - center[:, None]) / width[:, None]
-    return jnp.sum(amplitude[:, None] * jnp.exp(-0.5 * scaled**2), axis=0) + params[-1] - observed
-
-
 def spectra_jax(params, observed):
-    r = spectra_jax_residual(params, observed)
+    r = residuals(params, observed)
     return 0.5 * jnp.dot(r, r)
 
 
 def spectra(batch: int, n: int = 10, seed: int = 0, dtype: str = "float64") -> Problem:
-    """``spectra``: the demo's noisy 3-peak spectra, half the centers and widths known."""
+    """``spectra``: the demo's noisy 3-peak spectra (``python -m fixedopt demo``, the one
+    generator), half the centers and widths known and the peaks slotted apart."""
     if n != 10:
         raise ValueError(f"spectra has n = 10 (3 peaks and a baseline), got {n}")
-    rng = np.random.default_rng(seed)
-    amplitude = rng.uniform(0.5, 2.0, (batch, 3))
-    center = 0.15 + (0.7 / 3) * (np.arange(3) + rng.uniform(0.25, 0.75, (batch, 3)))
-    width = rng.uniform(0.03, 0.08, (batch, 3))
-    truth = np.concatenate([amplitude, center, width, rng.uniform(-0.1, 0.1, (batch, 1))], axis=1)
-    observed = np.asarray(jax.vmap(spectra_jax_residual, (0, None))(jnp.asarray(truth), 0.0))
-    observed = observed + 0.02 * rng.normal(size=observed.shape)
-    fixed = np.zeros(truth.shape, bool)
-    fixed[:, 3:9] = rng.random((batch, 6)) < 0.5
-    start = truth * rng.uniform(0.8, 1.2, truth.shape)
-    start[:, 3:6] = center + 0.3 * width * rng.normal(size=center.shape)
-    start[:, -1] = 0.0
-    start = rounded(np.clip(rounded(np.where(fixed, truth, start), dtype), *SPECTRA_BOUNDS), dtype)
+    _, observed, start, fixed, bounds = make_data(batch, seed, dtype, known=0.5, slotted=True)
+    start = rounded(np.clip(np.asarray(start, np.float64), *bounds), dtype)
     return Problem("spectra", spectra_jax, spectra_numpy, (rounded(observed, dtype),), start,
-                   fixed, dtype, SPECTRA_BOUNDS, spectra_jax_residual, spectra_residual,
+                   np.asarray(fixed), dtype, bounds, residuals, spectra_residual,
                    spectra_jacobian)  # fmt: skip
 
 
