@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._control import loop
-from fixedopt._solver import Problem, Step
+from fixedopt._solver import Problem, State, Step
 
 Aux = TypeVar("Aux")  # what ``evaluate`` returns besides value and gradient (a pytree)
 
@@ -182,8 +182,8 @@ def projected_backtracking(
 
 
 def step_from_search(
-    search: LineSearchResult[Aux], state: object, predicted: jax.Array, relative_step: jax.Array
-) -> Step:
+    search: LineSearchResult[Aux], state: State, predicted: jax.Array, relative_step: jax.Array
+) -> Step[State]:
     """The :class:`~fixedopt._solver.Step` of a line-search solver: the search's
     point, accepted if the search accepted it; an unaccepted search fails the step."""
     return Step(

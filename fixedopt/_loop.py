@@ -172,14 +172,14 @@ def start(solver: AnySolver, problem: Problem, x: jax.Array, stopping: Stopping)
     return LoopState(x, value, grad, grad_norm, zero, status, reason, infinite, value, solver_state)
 
 
-def _outcome(step: Step) -> jax.Array:
+def _outcome(step: Step[Any]) -> jax.Array:
     """The failure policy's status code of a step: RUNNING unless it ``failed``."""
     failure = jnp.where(step.flat, Status.STALLED, Status.LINESEARCH_FAILED)
     failure = jnp.where(step.nonfinite, Status.NONFINITE, failure)
     return jnp.where(step.failed, failure, RUNNING).astype(jnp.int32)
 
 
-def _relative_reduction(old_value: jax.Array, new_value: jax.Array, step: Step) -> jax.Array:
+def _relative_reduction(old_value: jax.Array, new_value: jax.Array, step: Step[Any]) -> jax.Array:
     """MINPACK's ``ftol`` measure: the larger of the actual and the predicted
     reduction, relative to ``|f|``; ``inf`` unless the step was accepted. After a
     failed step, the model's predicted reduction alone."""

@@ -113,7 +113,7 @@ class StepContext(NamedTuple):
     iteration: jax.Array
 
 
-class Step(NamedTuple):
+class Step(NamedTuple, Generic[State]):
     """One iteration, as a solver reports it; the driver decides what the row keeps.
 
     The driver moves the row to ``x`` (with ``value`` and ``grad``) if ``accepted``,
@@ -140,7 +140,7 @@ class Step(NamedTuple):
     x: jax.Array
     value: jax.Array
     grad: jax.Array
-    state: object
+    state: State
     accepted: jax.Array
     failed: jax.Array
     nonfinite: jax.Array
@@ -206,7 +206,7 @@ class Solver(abc.ABC, Generic[State]):
         grad: jax.Array,
         state: State,
         context: StepContext,
-    ) -> Step:
+    ) -> Step[State]:
         """One iteration from ``x`` (see :class:`Step` and :class:`StepContext`)."""
 
     def gradient_measure(

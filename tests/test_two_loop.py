@@ -6,11 +6,9 @@ over the pairs the ring buffer holds, oldest first, skipped pairs (``rho = 0``) 
 out: the masked inverse Hessian, zero rows and columns at fixed entries. Every ring
 position is visited: the memory empty, partly filled, full, and wrapped around three
 times, so the newest pair sits at every slot. Paths: the recursion with the plain
-slot read and with ``read_slot``; ``two_loop_in_cache`` under ``vmap`` on short rows
-(plain ``vmap``, the program every platform other than the CPU runs) and on long rows
-(the CPU's chunks of rows; ``lax.platform_dependent`` picks the branch by backend, so
-on a CPU-only machine only the CPU branch runs at that length); and the search
-direction ``LBFGS._direction`` with and without bounds.
+slot read and with ``read_slot``; ``two_loop_by_slots`` under ``vmap`` (the batched
+program of every backend) on short and long rows; and the search direction
+``LBFGS._direction`` with and without bounds.
 
 Tolerance: the pairs come from a Hessian with eigenvalues in ``[0.5, 4]``, so ``H``
 has a condition number of order 10; both computations lose ``O(m eps cond)``
@@ -28,13 +26,7 @@ from hypothesis import strategies as st
 import fixedopt
 from fixedopt._ring import read_slot
 from fixedopt._solver import Problem
-from fixedopt._solvers.lbfgs import (
-    CHUNKED_FROM,
-    ROWS_PER_CHUNK,
-    LBFGSState,
-    two_loop,
-    two_loop_in_cache,
-)
+from fixedopt._solvers.lbfgs import LBFGSState, two_loop, two_loop_by_slots
 from tests.test_minimize_reference import heterogeneous_masks
 
 TOLERANCE = 1e-12
@@ -139,13 +131,13 @@ def batch_of_rings(rng, batch, n, memory):
     return fixed, pairs, grad
 
 
-@pytest.mark.parametrize("n", [24, CHUNKED_FROM + 3], ids=["plain-vmap", "cpu-chunks"])
+@pytest.mark.parametrize("n", [24, 259], ids=["short-rows", "long-rows"])
 def test_batched_recursion_is_the_materialized_inverse_hessian_at_every_ring_position(n):
-    """A batch of ``ROWS_PER_CHUNK + 3`` rows: a whole chunk and a remainder."""
+    """A batch of 19 rows, the newest slot one unbatched scalar as in the solver."""
     rng = np.random.default_rng(n)
-    batch, memory = ROWS_PER_CHUNK + 3, 3
+    batch, memory = 19, 3
     fixed, row_pairs, grad = batch_of_rings(rng, batch, n, memory)
-    recursion = jax.jit(jax.vmap(two_loop_in_cache, in_axes=(0, 0, 0, 0, None, 0)))
+    recursion = jax.jit(jax.vmap(two_loop_by_slots, in_axes=(0, 0, 0, 0, None, 0)))
     for count in range(3 * memory + 2):
         rings = [ring(pairs[:count], memory, n) for pairs in row_pairs]
         s_history, y_history, rho, gamma = (np.stack(part) for part in zip(*rings))
@@ -168,7 +160,7 @@ def direction_reference(pairs, memory, fixed, at_bound, grad, gamma):
     return np.where(at_bound, -gamma * grad, direction)
 
 
-@pytest.mark.parametrize("unroll", [False, True], ids=["in-cache", "unrolled"])
+@pytest.mark.parametrize("unroll", [False, True], ids=["by-slots", "unrolled"])
 @pytest.mark.parametrize("bounded", [False, True], ids=["unbounded", "bounded"])
 def test_search_direction_is_minus_the_masked_inverse_hessian_times_the_gradient(bounded, unroll):
     """``LBFGS._direction``: with bounds, entries at a bound the gradient pushes

@@ -200,7 +200,7 @@ class LevenbergMarquardt(_LeastSquaresSolver[LevenbergMarquardtState]):
     def step(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array,
         state: LevenbergMarquardtState, context: StepContext,
-    ) -> Step:  # fmt: skip
+    ) -> Step[LevenbergMarquardtState]:  # fmt: skip
         free = ~problem.fixed & ~problem.at_bound(x, grad, 0.0)
         # The damped step, and the undamped (Gauss–Newton) step the xtol test measures
         # (a step that is short only because the damping grew, at a NaN wall say, says
@@ -300,7 +300,7 @@ class GaussNewton(_LeastSquaresSolver[GaussNewtonState]):
     def step(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array,
         state: GaussNewtonState, context: StepContext,
-    ) -> Step:  # fmt: skip
+    ) -> Step[GaussNewtonState]:  # fmt: skip
         free = ~problem.fixed & ~problem.at_bound(x, grad, 0.0)
         direction = free_block_step(state.jacobian, grad, free, self.regularization)
         evaluate = functools.partial(_residual_evaluation, problem)

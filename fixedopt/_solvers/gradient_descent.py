@@ -53,7 +53,7 @@ class GradientDescent(Solver[GradientDescentState]):
     def step(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array,
         state: GradientDescentState, context: StepContext,
-    ) -> Step:  # fmt: skip
+    ) -> Step[GradientDescentState]:  # fmt: skip
         direction = jnp.where(problem.fixed, 0.0, -grad)
 
         def evaluate(x_trial: jax.Array) -> tuple[jax.Array, jax.Array, None]:

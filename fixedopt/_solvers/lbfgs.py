@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -92,66 +92,12 @@ def two_loop(
     return r
 
 
-ROWS_PER_CHUNK = 16
-CHUNKED_FROM = 256  # entries per row; below this the history fits in cache anyway
-
-
-# The recursion reading the ring buffer with ``read_slot`` (a slice under ``vmap``).
-_two_loop_by_slots = functools.partial(two_loop, read=read_slot)
-
-
-@jax.custom_batching.custom_vmap
-def two_loop_in_cache(
-    grad: jax.Array,
-    s_history: jax.Array,
-    y_history: jax.Array,
-    rho: jax.Array,
-    newest: jax.Array,
-    gamma: jax.Array,
-) -> jax.Array:
-    """:func:`two_loop`, batched a few rows at a time so each row's history stays in
-    cache.
-
-    Plain ``vmap`` turns the recursion into 4 x memory_size passes over batch-wide
-    arrays, each streamed from memory. Run ``ROWS_PER_CHUNK`` rows at a time
-    (``lax.map``), a row's pairs are read from cache after the first pass (on the
-    2-core CPU, 2026-11-29, commit e62c5fe: the recursion alone 1.7x faster at B=256,
-    n=512; no results file holds it). For short rows (n below
-    ``CHUNKED_FROM``) the loop over chunks cost more than it saved in whole solves,
-    so they keep plain ``vmap``. Only a program lowered for the CPU runs by chunks
-    (``lax.platform_dependent``): for GPU and TPU it is the plain batched recursion,
-    which those stream at full bandwidth. (No reverse-mode derivative: unrolled
-    differentiation uses :func:`two_loop` itself.)
-    """
-    return _two_loop_by_slots(grad, s_history, y_history, rho, newest, gamma)
-
-
-@two_loop_in_cache.def_vmap
-def _two_loop_by_chunks(
-    axis_size: int, in_batched: Sequence[bool], *args: jax.Array
-) -> tuple[jax.Array, bool]:
-    in_axes = [0 if batched else None for batched in in_batched]
-
-    def plain(*args: jax.Array) -> jax.Array:
-        return jax.vmap(_two_loop_by_slots, in_axes=in_axes)(*args)
-
-    if args[0].shape[-1] < CHUNKED_FROM:
-        return plain(*args), True
-
-    def by_chunks(*args: jax.Array) -> jax.Array:
-        args = tuple(
-            arg if batched else jnp.broadcast_to(arg, (axis_size, *jnp.shape(arg)))
-            for arg, batched in zip(args, in_batched)
-        )
-        rows_per_chunk = min(ROWS_PER_CHUNK, axis_size)
-        rows: jax.Array = jax.lax.map(
-            lambda row: _two_loop_by_slots(*row), args, batch_size=rows_per_chunk
-        )
-        return rows
-
-    # A CPU trick only: on a GPU/TPU the loop over chunks would serialize the batch.
-    # The choice is made when lowering, so a program exported for CUDA is plain vmap.
-    return jax.lax.platform_dependent(*args, cpu=by_chunks, default=plain), True
+# The recursion reading the ring buffer with ``read_slot`` (a slice under ``vmap``),
+# batched by plain ``vmap`` on every backend. (A CPU variant ran it 16 rows at a time
+# to keep each row's history in cache; by 2026-11-30 it made whole solves at n >= 256
+# about 2x slower than this, so it is gone: ``benchmarks/results/cpu-solvers-2026-11-30``
+# against ``cpu-solvers-chunked-2026-11-30``, the ``quad`` n=512 rows.)
+two_loop_by_slots = functools.partial(two_loop, read=read_slot)
 
 
 def _inverse_or_zero(value: jax.Array, positive: jax.Array) -> jax.Array:
@@ -256,7 +202,7 @@ class LBFGS(Solver[LBFGSState]):
             sy = jnp.sum(s_history * y_history, axis=1)
             rho = _inverse_or_zero(sy, (sy > 0) & (state.rho > 0))
         # Without bounds the pairs are already zero on fixed entries: no masking needed.
-        recursion = two_loop if problem.unroll else two_loop_in_cache
+        recursion = two_loop if problem.unroll else two_loop_by_slots
         quasi_newton = -recursion(
             jnp.where(at_bound, 0.0, grad), s_history, y_history, rho, newest, state.gamma
         )
@@ -268,7 +214,7 @@ class LBFGS(Solver[LBFGSState]):
     def step(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array,
         state: LBFGSState, context: StepContext,
-    ) -> Step:  # fmt: skip
+    ) -> Step[LBFGSState]:  # fmt: skip
         direction = state.direction
         initial_step = jnp.where(state.pairs == 0, first_step(problem, value, grad), 1.0)
 

@@ -63,7 +63,7 @@ class Optax(Solver[optax.OptState]):
     def step(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array,
         state: optax.OptState, context: StepContext,
-    ) -> Step:  # fmt: skip
+    ) -> Step[optax.OptState]:  # fmt: skip
         def value_fn(x_trial: jax.Array) -> jax.Array:
             return problem.value_and_grad(x_trial)[0]
 
