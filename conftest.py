@@ -1,15 +1,6 @@
 """Strict settings for the whole suite (tests and doctests): float64 available, no
 implicit rank promotion."""
 
-import os
-
-# One OpenBLAS thread per LAPACK call, set before NumPy loads (the notebook kernels
-# inherit it). jaxlib 0.10's CPU LAPACK kernels spread a batch over XLA's thread pool
-# and every call may also start OpenBLAS threads; on a 2-core machine the nesting hung
-# once in CI (notebook 03's covariance cell, after scipy had started OpenBLAS's
-# threads). jax-ml/jax#39292 reports the same nesting; its fix (#39383) sets this too.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
 import jax
 import pytest
 

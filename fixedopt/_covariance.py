@@ -228,11 +228,13 @@ def _row(
     m = jacobian.shape[0]
     n_free = jnp.sum(~frozen)
     dof = m - n_free
-    rank_deficient = _rank(jax.lax.stop_gradient(jacobian)) < n_free
-    # The QR must wait for the SVD: two independent LAPACK calls can deadlock jaxlib's
-    # CPU thread pool (see tests/test_hlo.py); the barrier orders them.
-    rank_deficient, jacobian = jax.lax.optimization_barrier((rank_deficient, jacobian))
-    unscaled = _inverse_normal_matrix(jacobian, frozen)
+    rank, largest = _rank(jax.lax.stop_gradient(jacobian))
+    rank_deficient = rank < n_free
+    # The QR reads the SVD's largest singular value, so it runs after the SVD: jaxlib
+    # 0.10's CPU LAPACK kernels deadlock when two run side by side on a 2-core pool (seen:
+    # gesdd and geqrf, both in ParallelBatchMap; an optimization_barrier did not order
+    # them). tests/test_hlo.py checks the dependency.
+    unscaled = _inverse_normal_matrix(jacobian, frozen, largest)
     if absolute_sigma:
         variance = jnp.ones((), jacobian.dtype)
     else:
@@ -255,20 +257,24 @@ def _row(
     )
 
 
-def _rank(jacobian: jax.Array) -> jax.Array:
-    """Numerical rank with scipy's (``curve_fit``'s) cut-off ``eps * max(m, n) * s_max``."""
+def _rank(jacobian: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Numerical rank with scipy's (``curve_fit``'s) cut-off ``eps * max(m, n) * s_max``,
+    and ``s_max``."""
     singular = jnp.linalg.svd(jacobian, compute_uv=False)
     cutoff = jnp.finfo(jacobian.dtype).eps * max(jacobian.shape) * singular[0]
-    return jnp.sum(singular > cutoff)
+    return jnp.sum(singular > cutoff), singular[0]
 
 
-def _inverse_normal_matrix(jacobian: jax.Array, frozen: jax.Array) -> jax.Array:
-    """``(J_F^T J_F)^{-1}`` on the free block (identity elsewhere), from the QR
-    factorization of ``J`` with identity rows appended for the frozen columns (which
-    are zero in ``J``): accurate to ``eps * cond(J)``, not ``cond(J)**2`` as from
-    ``J^T J``, and differentiable (an SVD's derivative is not, at the repeated zero
-    singular values of the frozen columns)."""
-    augmented = jnp.concatenate([jacobian, jnp.diag(frozen.astype(jacobian.dtype))])
+def _inverse_normal_matrix(jacobian: jax.Array, frozen: jax.Array, scale: jax.Array) -> jax.Array:
+    """``(J_F^T J_F)^{-1}`` on the free block, from the QR factorization of ``J`` with
+    rows ``scale * e_j`` appended for the frozen columns ``j`` (zero in ``J``; ``scale``
+    is ``J``'s largest singular value, 1 if it is 0, so ``R`` stays scaled like ``J``;
+    the frozen block, ``1 / scale**2``, is discarded): accurate to ``eps * cond(J)``, not
+    ``cond(J)**2`` as from ``J^T J``, and differentiable (an SVD's derivative is not, at
+    the repeated zero singular values of the frozen columns)."""
+    scale = jnp.where(scale > 0, scale, 1.0)
+    rows = jnp.diag(jnp.where(frozen, scale, 0.0).astype(jacobian.dtype))
+    augmented = jnp.concatenate([jacobian, rows])
     r = jnp.linalg.qr(augmented, mode="r")
     identity = jnp.eye(r.shape[0], dtype=r.dtype)
     r_inverse = jax.scipy.linalg.solve_triangular(r, identity, lower=False)

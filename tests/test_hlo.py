@@ -63,3 +63,48 @@ def test_levenberg_marquardt_factors_its_two_systems_in_one_lapack_call():
     hlo = jax.jit(solve).lower(jnp.ones((8, 3)), jnp.ones((8, 20))).compile().as_text()
     targets = re.findall(r'custom_call_target="([^"]+)"', hlo)
     assert sum("potrf" in target for target in targets) == 1, targets
+
+
+def _operands(hlo: str) -> dict[str, list[str]]:
+    """Each instruction of the program's computations and the instructions it reads."""
+    graph = {}
+    for line in hlo.splitlines():
+        match = re.match(r"\s*(?:ROOT )?%([\w.\-]+) = .*?[\w\-]+\((.*)", line)
+        if match:
+            graph[match[1]] = re.findall(r"%([\w.\-]+)", match[2])
+    return graph
+
+
+def _depends_on(graph: dict[str, list[str]], name: str, ancestor: str) -> bool:
+    seen, stack = set(), [name]
+    while stack:
+        node = stack.pop()
+        if node == ancestor:
+            return True
+        if node not in seen:
+            seen.add(node)
+            stack.extend(graph.get(node, []))
+    return False
+
+
+def test_covariance_runs_its_qr_after_its_svd():
+    """``fixedopt.covariance`` calls LAPACK twice (an SVD for the rank, a QR for the
+    inverse); the QR's input must depend on the SVD's output, so XLA's CPU runtime runs
+    them one after the other (side by side, jaxlib 0.10's kernels deadlocked)."""
+    t = jnp.linspace(0.0, 1.0, 20)
+
+    def residuals(p, y):
+        return p[0] * jnp.exp(-p[1] * t) + p[2] - y
+
+    x = jnp.ones((8, 3))
+    fixed = jnp.zeros((8, 3), bool).at[:, 2].set(True)
+
+    def cov(x, y):
+        return fixedopt.covariance(x, residuals, fixed, args=(y,), batched=True).covariance
+
+    hlo = jax.jit(cov).lower(x, jnp.zeros((8, 20))).compile().as_text()
+    calls = dict(re.findall(r"%([\w.\-]+) = .*custom_call_target=\"lapack_\w?(\w+?)_ffi\"", hlo))
+    svd = [name for name, target in calls.items() if target.startswith("gesdd")]
+    qr = [name for name, target in calls.items() if target.startswith("geqrf")]
+    assert len(svd) == 1 and len(qr) == 1, calls
+    assert _depends_on(_operands(hlo), qr[0], svd[0])
