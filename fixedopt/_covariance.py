@@ -10,8 +10,9 @@ as ``scipy.optimize.curve_fit`` and lmfit compute it (``s^2 = 1`` with
 (bound-active: the data do not determine them, the bound does), get exactly 0
 variance and 0 covariance: they do not vary within the model. The inverse comes
 from a QR factorization of ``J`` (differentiable; see ``_inverse_normal_matrix``).
-The rank is counted as ``curve_fit`` does, singular values of ``J_F`` above
-``eps * max(m, n) * s_max``; when fewer than the free parameters pass, the row is
+The rank is counted as ``curve_fit`` does, singular values above
+``eps * max(m, n) * s_max``, but of ``J_F`` with unit columns, so that it does not
+depend on the units of the parameters; when fewer than the free parameters pass, the row is
 flagged ``rank_deficient`` and its free block is NaN (never a finite number the
 data do not support).
 """
@@ -30,9 +31,8 @@ from jax.typing import ArrayLike
 from fixedopt import _validate
 from fixedopt._arguments import args_tuple, batched_args
 from fixedopt._solution import Solution
-from fixedopt._validate import Mask, PyTree, batch_size
+from fixedopt._validate import Bounds, Mask, PyTree, batch_size, fixed_arrays
 
-Bounds = tuple[PyTree, PyTree]  # (lower, upper), trees like x
 ResidualFun = Callable[..., jax.Array]  # residual_fun(x, *args) -> (m,) residuals
 
 
@@ -127,8 +127,7 @@ def covariance(
     """
     x = sol.x if isinstance(sol, Solution) else sol
     _validate.check_params(x, "sol.x")
-    mask = _validate.normalize_fixed(fixed, x, "fixed")
-    mask = jax.tree.map(lambda m, leaf: jnp.broadcast_to(m, leaf.shape), mask, x)
+    mask = fixed_arrays(fixed, x)
     bounds = _validate.normalize_bounds(bounds, x)
     if not isinstance(absolute_sigma, bool):
         raise TypeError(f"`absolute_sigma` must be a bool, got {type(absolute_sigma).__name__}")
@@ -228,6 +227,11 @@ def _row(
     m = jacobian.shape[0]
     n_free = jnp.sum(~frozen)
     dof = m - n_free
+    # Unit columns: the rank test and the inverse then do not depend on the units of
+    # the parameters (in float32, columns 1e6 apart passed for rank-deficient).
+    squared = jnp.sum(jacobian**2, axis=0)  # 0 at frozen columns: kept off the sqrt,
+    column_scale = jnp.sqrt(jnp.where(squared > 0, squared, 1.0))  # whose slope is inf
+    jacobian = jacobian / column_scale[None, :]
     rank, largest = _rank(jax.lax.stop_gradient(jacobian))
     rank_deficient = rank < n_free
     # The QR reads the SVD's largest singular value, so it runs after the SVD: jaxlib
@@ -235,6 +239,7 @@ def _row(
     # gesdd and geqrf, both in ParallelBatchMap; an optimization_barrier did not order
     # them). tests/test_hlo.py checks the dependency.
     unscaled = _inverse_normal_matrix(jacobian, frozen, largest)
+    unscaled = unscaled / (column_scale[:, None] * column_scale[None, :])
     if absolute_sigma:
         variance = jnp.ones((), jacobian.dtype)
     else:

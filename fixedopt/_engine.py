@@ -14,7 +14,6 @@ from fixedopt._implicit import implicit_solution, with_derivative
 from fixedopt._loop import LoopState, Stopping, iterate, iterate_batch
 from fixedopt._losses import Loss
 from fixedopt._problem import (
-    Bounds,
     DifferentiableObjective,
     Objective,
     RowData,
@@ -26,7 +25,7 @@ from fixedopt._progress import Progress
 from fixedopt._reparam import expand
 from fixedopt._solution import Solution, Status
 from fixedopt._solver import Solver
-from fixedopt._validate import PyTree
+from fixedopt._validate import Bounds, PyTree
 
 Result = tuple[PyTree, jax.Array, jax.Array]  # (x, value, grad_norm) of a row
 
@@ -49,7 +48,7 @@ class Inputs(NamedTuple):
     x0: PyTree
     fixed: PyTree  # the normalized mask, boolean arrays like x0
     fixed_values: PyTree
-    bounds: Bounds  # normalized (lower, upper) trees like x0, or None
+    bounds: Bounds | None  # normalized (lower, upper) trees like x0
     args: tuple[Any, ...]
     split_index: jax.Array | None  # strategy="split": each row's packed free positions
 

@@ -36,12 +36,10 @@ def secant_curvature(s: jax.Array, y: jax.Array, moved: jax.Array, gamma: jax.Ar
     return jnp.where(positive, sy / jnp.where(positive, yy, 1.0), gamma)
 
 
-def secant_gradient_measure(
-    problem: Problem, gamma: jax.Array, value: jax.Array, grad: jax.Array, x: jax.Array
-) -> jax.Array:
+def secant_gradient_measure(projected: jax.Array, gamma: jax.Array, value: jax.Array) -> jax.Array:
     """``|g| sqrt(gamma / (2 |f|))``, ``gamma`` from :func:`secant_curvature`.
 
-    ``g`` is the projected gradient over free entries and ``gamma`` the curvature
+    ``g`` is the projected gradient over free entries (``projected``) and ``gamma`` the curvature
     scale of the last step (the Barzilai–Borwein / L-BFGS initial scaling). Its
     square is the relative reduction a secant model predicts for a step to its
     minimum, an estimate of ``(f - f*) / |f|``; for a least-squares objective it is
@@ -50,7 +48,6 @@ def secant_gradient_measure(
     without positive curvature on the last step (and at the start), 0 for an
     exactly zero gradient.
     """
-    projected = problem.projected_gradient(x, grad)
     size = jnp.linalg.norm(projected)
     measure = jnp.where(size == 0, 0.0, size * jnp.sqrt(gamma / (2.0 * jnp.abs(value))))
     return jnp.where(jnp.isnan(measure), jnp.inf, measure)
@@ -190,13 +187,19 @@ def _relative_reduction(old_value: jax.Array, new_value: jax.Array, step: Step[A
 
 
 def _gradient_test(
-    solver: AnySolver, problem: Problem, kept: LoopState, gamma: jax.Array, state: Any
+    solver: AnySolver,
+    problem: Problem,
+    kept: LoopState,
+    projected: jax.Array,
+    gamma: jax.Array,
+    state: Any,
 ) -> jax.Array:
-    """The measure ``gtol`` compares at the kept iterate (see :class:`Solver`)."""
+    """The measure ``gtol`` compares at the kept iterate (see :class:`Solver`);
+    ``projected`` is the projected gradient there."""
     gradient = solver.gradient_measure(problem, kept.x, kept.value, kept.grad, state)
     if solver.exact_gradient_measure and gradient is not None:
         return gradient
-    secant = secant_gradient_measure(problem, gamma, kept.value, kept.grad, kept.x)
+    secant = secant_gradient_measure(projected, gamma, kept.value)
     return secant if gradient is None else jnp.maximum(gradient, secant)
 
 
@@ -218,13 +221,14 @@ def advance(
         jnp.where(step.accepted, new, old)
         for new, old in ((step.x, state.x), (step.value, state.value), (step.grad, state.grad))
     )
-    grad_norm = problem.grad_norm(x, grad)
+    projected = problem.projected_gradient(x, grad)  # once per step: both tests read it
+    grad_norm = jnp.max(jnp.abs(projected), initial=0.0)
     s, y = problem.free_part(x - state.x), grad - state.grad
     gamma = secant_curvature(s, y, step.accepted, state.gamma)
     kept = state._replace(x=x, value=value, grad=grad)
     tests = Tests(
         grad_norm=grad_norm,
-        gradient=_gradient_test(solver, problem, kept, gamma, step.state),
+        gradient=_gradient_test(solver, problem, kept, projected, gamma, step.state),
         reduction=_relative_reduction(state.value, value, step),
         relative_step=jnp.where(step.accepted | step.failed, step.relative_step, jnp.inf),
         value_drop=jnp.abs(value) / jnp.abs(state.initial_value),

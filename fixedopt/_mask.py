@@ -43,11 +43,6 @@ def tree_select(mask: Mask, if_fixed: PyTree, if_free: PyTree) -> PyTree:
     return jax.tree.map(select, mask, if_fixed, if_free)
 
 
-def zero_fixed(mask: Mask, tree: PyTree) -> PyTree:
-    """``tree`` with every fixed entry set to zero (gradients, directions)."""
-    return jax.tree.map(lambda m, t: select(m, jnp.zeros((), t.dtype), t), mask, tree)
-
-
 def fix(fun: Callable[..., Result], fixed: Mask, fixed_values: PyTree) -> Callable[..., Result]:
     """Wrap ``fun`` so that its fixed entries are pinned *inside* the function.
 

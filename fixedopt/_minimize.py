@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 
 from fixedopt._arguments import args_tuple, batched_args, check_solver, hashable_function
 from fixedopt._engine import Inputs, run
@@ -22,8 +21,8 @@ from fixedopt._validate import (
     batch_size,
     check_params,
     check_values_in_bounds,
+    fixed_arrays,
     normalize_bounds,
-    normalize_fixed,
     normalize_values,
 )
 
@@ -238,8 +237,7 @@ def _solve(
     fun = hashable_function(fun, "residual_fun" if options.least_squares else "fun")
     args = args_tuple(args)
     check_params(x0, "x0")
-    mask = normalize_fixed(fixed, x0, "fixed")
-    mask = jax.tree.map(lambda m, leaf: jnp.broadcast_to(m, leaf.shape), mask, x0)
+    mask = fixed_arrays(fixed, x0)
     values = x0 if fixed_values is None else normalize_values(fixed_values, x0)
     bounds = normalize_bounds(bounds, x0)
     check_values_in_bounds(mask, values, bounds)

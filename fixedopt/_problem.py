@@ -19,7 +19,7 @@ from jax.flatten_util import ravel_pytree
 from fixedopt._losses import Loss
 from fixedopt._reparam import pack, split
 from fixedopt._solver import Problem
-from fixedopt._validate import PyTree
+from fixedopt._validate import Bounds, PyTree
 
 
 class RowData(NamedTuple):
@@ -34,9 +34,6 @@ class RowData(NamedTuple):
     row_args: tuple[Any, ...]  # the leaves of ``args`` that are per row
 
 
-Bounds = tuple[PyTree, PyTree] | None  # normalized (lower, upper) trees like x, or None
-
-
 def _flat(tree: PyTree) -> jax.Array:
     flat: jax.Array = ravel_pytree(tree)[0]
     return flat
@@ -46,7 +43,7 @@ def flatten_row(
     x0: PyTree,
     mask: PyTree,
     values: PyTree,
-    bounds: Bounds,
+    bounds: Bounds | None,
     split_index: jax.Array | None,
     row_args: list[Any],
 ) -> RowData:

@@ -3,7 +3,7 @@
 The comparison strategy to masking (``strategy="split"``): the solver works on
 ``z``, the free entries of a row padded to a common width, and the objective
 scatters ``z`` back into the full vector. It is a transformation of one row's flat
-:class:`~fixedopt._problem.Problem`, so every solver runs on it unchanged. Widths
+:class:`~fixedopt._solver.Problem`, so every solver runs on it unchanged. Widths
 are powers of two (capped at ``n``), so masks with different free counts share a
 compiled program unless they cross a power of two.
 """

@@ -236,13 +236,23 @@ def relative_size(problem: Problem, step: jax.Array, x: jax.Array) -> jax.Array:
     return jnp.max(ratio, initial=0.0)
 
 
+def predicted_reduction(
+    problem: Problem, grad: jax.Array, direction: jax.Array, valid: jax.Array
+) -> jax.Array:
+    """``-grad . direction / 2``, the reduction a quasi-Newton model predicts for its
+    step ``direction = -H grad`` (``>= 0``); ``inf`` where the model is not ``valid``."""
+    predicted = jnp.maximum(-0.5 * jnp.dot(grad, problem.free_part(direction)), 0.0)
+    return jnp.where(valid, predicted, jnp.asarray(jnp.inf, grad.dtype))
+
+
 def quadratic_model(
     problem: Problem, x: jax.Array, grad: jax.Array, direction: jax.Array, valid: jax.Array
 ) -> tuple[jax.Array, jax.Array]:
     """``(predicted, relative_step)`` of a quasi-Newton step ``direction = -H grad``:
     its model predicts the reduction ``-grad . direction / 2``. ``inf`` for both
     where the model is not ``valid`` yet (no curvature information)."""
-    predicted = jnp.maximum(-0.5 * jnp.dot(grad, problem.free_part(direction)), 0.0)
     relative = relative_size(problem, direction, x)
     infinite = jnp.asarray(jnp.inf, x.dtype)
-    return jnp.where(valid, predicted, infinite), jnp.where(valid, relative, infinite)
+    return predicted_reduction(problem, grad, direction, valid), jnp.where(
+        valid, relative, infinite
+    )

@@ -150,6 +150,13 @@ def normalize_fixed(fixed: Mask | Callable[[PyTree], Mask], x: PyTree, name: str
     )
 
 
+def fixed_arrays(fixed: Mask | Callable[[PyTree], Mask], x: PyTree) -> PyTree:
+    """:func:`normalize_fixed`, with every leaf a boolean array of its leaf's shape (a
+    Python ``bool`` broadcast): the form the compiled solves take as data."""
+    mask = normalize_fixed(fixed, x, "fixed")
+    return jax.tree.map(lambda m, leaf: jnp.broadcast_to(m, leaf.shape), mask, x)
+
+
 def _value_leaf(path: KeyPath, value: Any, leaf: jax.Array, name: str) -> jax.Array:
     if not (hasattr(value, "shape") or isinstance(value, (int, float, np.number))):
         raise TypeError(

@@ -261,3 +261,28 @@ def test_standard_errors_are_differentiable():
         central = (total(x, y + step) - total(x, y - step)) / (2 * h)
         np.testing.assert_allclose(grad_y[i], central, rtol=1e-5, atol=1e-9)
     # k = 1 is fixed: the free block's errors still depend on its value (checked above).
+
+
+@pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32], ids=["float64", "float32"])
+def test_standard_errors_follow_the_units_of_the_data(dtype):
+    """Data in physical units from 1e-6 to 1e6: amplitude and offset carry the data's
+    units, the rate does not. Their standard errors scale with them, and no scale
+    makes the fit look rank-deficient (in float32 the raw Jacobian's columns, 1e6
+    apart, would fall under ``curve_fit``'s cut-off)."""
+    t = jnp.linspace(0.0, 1.0, 30, dtype=dtype)
+    noise = 0.01 * np.random.default_rng(0).normal(size=t.size)
+
+    def residuals(p, y):
+        return p[0] * jnp.exp(-p[1] * t) + p[2] - y
+
+    relative = []
+    for scale in (1e-6, 1.0, 1e6):
+        y = jnp.asarray(scale * (2.0 * np.exp(-3.0 * np.asarray(t)) + 0.5 + noise), dtype)
+        x0 = jnp.asarray([2.0 * scale, 3.0, 0.5 * scale], dtype)
+        fit = fixedopt.least_squares(residuals, x0, jnp.zeros(3, bool), args=(y,))
+        result = fixedopt.covariance(fit, residuals, jnp.zeros(3, bool), args=(y,))
+        assert not bool(result.rank_deficient), scale
+        relative.append(np.asarray(result.stderr, np.float64) / [scale, 1.0, scale])
+    tolerance = 1e-6 if dtype == jnp.float64 else 1e-2
+    np.testing.assert_allclose(relative[0], relative[1], rtol=tolerance)
+    np.testing.assert_allclose(relative[2], relative[1], rtol=tolerance)

@@ -3,7 +3,7 @@
 Reference: ``jax.eval_shape`` of ``solver.init`` versus the state ``solver.step``
 returns (optax ``lbfgs_test.py::test_state_shape_dtype_shard_stability``), for every
 solver, float64 and float32, with and without bounds, on a hand-built
-:class:`fixedopt._problem.Problem` (shared by no code with ``minimize``).
+:class:`fixedopt._solver.Problem` (shared by no code with ``minimize``).
 """
 
 import jax

@@ -20,7 +20,14 @@ from fixedopt._linesearch import (
     step_from_search,
 )
 from fixedopt._ring import read_slot, write_slot
-from fixedopt._solver import Problem, Solver, Step, StepContext, quadratic_model
+from fixedopt._solver import (
+    Problem,
+    Solver,
+    Step,
+    StepContext,
+    predicted_reduction,
+    quadratic_model,
+)
 from fixedopt._wolfe import hager_zhang
 
 LINESEARCHES: dict[str, LineSearch] = {
@@ -168,19 +175,24 @@ class LBFGS(Solver[LBFGSState]):
         """``sqrt(-g.d / (2|f|))`` with ``d = -H g`` the model's step: the square root
         of the relative reduction the L-BFGS model predicts (its Newton decrement),
         ``inf`` until the model has a curvature pair."""
-        predicted, _ = self._model(problem, x, grad, state)
-        measure = jnp.sqrt(predicted / jnp.abs(value))
-        return jnp.where(problem.grad_norm(x, grad) == 0, 0.0, measure)
+        step = self._model_step(problem, x, state)
+        predicted = predicted_reduction(problem, grad, step, state.pairs > 0)
+        # 0 for a zero gradient (the model then predicts 0), also where f = 0.
+        return jnp.where(predicted == 0, 0.0, jnp.sqrt(predicted / jnp.abs(value)))
 
     def _model(
         self, problem: Problem, x: jax.Array, grad: jax.Array, state: LBFGSState
     ) -> tuple[jax.Array, jax.Array]:
-        """The model's predicted reduction and relative step, for the step as the
-        bounds let it be taken (entries pressed against a bound do not move)."""
-        step = state.direction
-        if problem.has_bounds:
-            step = problem.free_part(problem.project(x + step) - x)
+        """The model's predicted reduction and relative step, for its step."""
+        step = self._model_step(problem, x, state)
         return quadratic_model(problem, x, grad, step, state.pairs > 0)
+
+    def _model_step(self, problem: Problem, x: jax.Array, state: LBFGSState) -> jax.Array:
+        """The model's step as the bounds let it be taken (entries pressed against a
+        bound do not move)."""
+        if not problem.has_bounds:
+            return state.direction
+        return problem.free_part(problem.project(x + state.direction) - x)
 
     def _direction(
         self, problem: Problem, x: jax.Array, grad: jax.Array, state: LBFGSState, newest: jax.Array
