@@ -289,6 +289,7 @@ def fixedopt_method(**options) -> Callable[[Problem, Settings], Runner]:
     return method
 
 
+WHOLE_BATCH = 1 << 30  # lanes >= B: the whole batch in one vmap (what compact=False was)
 LOOP_ROWS = lambda settings, n: settings.loop_rows
 JAXOPT_ROWS = lambda settings, n: settings.jaxopt_work and settings.jaxopt_work // n
 METHODS = {
@@ -297,9 +298,8 @@ METHODS = {
     "optax-lbfgs-vmap-mask": optax_lbfgs,
     "tfp-lbfgs-batch": tfp_lbfgs,
     "fixedopt-mask": fixedopt_method(),
-    "fixedopt-mask-compact": fixedopt_method(compact=True),
-    "fixedopt-mask-nocompact": fixedopt_method(compact=False),
-    "fixedopt-mask-chunk64": fixedopt_method(chunk_size=64),
+    "fixedopt-mask-vmap": fixedopt_method(lanes=WHOLE_BATCH),  # no lanes: one vmap
+    "fixedopt-mask-lanes64": fixedopt_method(lanes=64),
     "fixedopt-split": fixedopt_method(strategy="split"),
     "fixedopt-hager-zhang": fixedopt_method(solver=fixedopt.LBFGS(linesearch="hager-zhang")),
     "scipy-least-squares-loop": subsampled(scipy_least_squares, LOOP_ROWS),

@@ -1,5 +1,5 @@
 """The scale suite: stragglers (one ill-conditioned row) under plain ``vmap`` vs
-compaction, and XLA's peak memory of batched solves up to 1e6 rows, whole and chunked."""
+lanes, and XLA's peak memory of batched solves up to 1e6 rows, both ways."""
 
 from __future__ import annotations
 
@@ -10,20 +10,22 @@ import numpy as np
 
 from benchmarks import timing
 from benchmarks.cases import SEED
-from benchmarks.methods import Settings, fixedopt_call
+from benchmarks.methods import WHOLE_BATCH, Settings, fixedopt_call
 from benchmarks.problems import quad
 from benchmarks.suites import Plan, grid, run_plan
 
 
-def peak_memory(sizes, chunk_size: int, n: int = 8, timed_batch: int = 100_000) -> list[dict]:
-    """XLA memory of the solve per batch size, whole and in chunks; time up to 1e5 rows."""
+def peak_memory(sizes, n: int = 8, timed_batch: int = 100_000) -> list[dict]:
+    """XLA memory of the solve per batch size, through the default lanes and as one
+    whole-batch vmap; time up to 1e5 rows."""
     records = []
     for batch in sizes:
         problem = quad(batch, n, SEED)
-        for chunk in (None, chunk_size):
-            call, inputs = fixedopt_call(problem, Settings(), chunk_size=chunk)
+        for lanes in (None, WHOLE_BATCH):
+            call, inputs = fixedopt_call(problem, Settings(), lanes=lanes)
             program, stats = timing.compiled(jax.jit(call), *inputs)
-            record = {"kind": "memory", "B": batch, "n": n, "chunk_size": chunk, **stats}
+            shown = "whole batch" if lanes else "default"
+            record = {"kind": "memory", "B": batch, "n": n, "lanes": shown, **stats}
             if batch <= timed_batch:
                 start = time.perf_counter()
                 solution = jax.block_until_ready(program(*inputs))
@@ -35,8 +37,8 @@ def peak_memory(sizes, chunk_size: int, n: int = 8, timed_batch: int = 100_000) 
 
 def run(quick: bool, args) -> list[dict]:
     """Stragglers (B=4096, n=32) and, unless ``--stragglers-only``, peak memory."""
-    sizes, chunk = ((2_000,), 512) if quick else ((10**5, 3 * 10**5, 10**6), 16_384)
-    methods = ("fixedopt-mask-nocompact", "fixedopt-mask")  # plain vmap, then the default
+    sizes = (2_000,) if quick else (10**5, 3 * 10**5, 10**6)
+    methods = ("fixedopt-mask-vmap", "fixedopt-mask")  # plain vmap, then the default
     stragglers = grid(("quad", "straggler"), ((16, 8) if quick else (4096, 32),), methods)
     records = run_plan(Plan(stragglers), args)
-    return records + ([] if args.stragglers_only else peak_memory(sizes, chunk))
+    return records + ([] if args.stragglers_only else peak_memory(sizes))

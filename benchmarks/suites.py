@@ -11,12 +11,12 @@ from benchmarks.micro import new_mask
 from benchmarks.micro import run as run_micro
 
 MINIMIZE = ("scipy-lbfgsb-loop", "jaxopt-lbfgsb-vmap", "optax-lbfgs-vmap-mask", "tfp-lbfgs-batch",
-            "fixedopt-mask", "fixedopt-split", "fixedopt-mask-chunk64")  # fmt: skip
+            "fixedopt-mask", "fixedopt-split", "fixedopt-mask-vmap")  # fmt: skip
 LARGE = MINIMIZE[:5] + MINIMIZE[6:]  # no split at the largest sizes (saves ~2 min on CPU)
-DEVICE = MINIMIZE[:6]  # chunk64 is a CPU cache trick
+DEVICE = MINIMIZE
 LEAST_SQUARES = ("scipy-least-squares-loop", "lmfit-loop", "fixedopt-lm")
-STRAGGLER = ("scipy-lbfgsb-loop", "optax-lbfgs-vmap-mask", "fixedopt-mask-compact",
-             "fixedopt-mask-nocompact")  # fmt: skip
+STRAGGLER = ("scipy-lbfgsb-loop", "optax-lbfgs-vmap-mask", "fixedopt-mask",
+             "fixedopt-mask-vmap")  # fmt: skip
 SOLVERS = ("scipy-lbfgsb-loop", "optax-lbfgs-vmap-mask", "fixedopt-mask")
 LINESEARCH = ("fixedopt-mask", "fixedopt-hager-zhang", "tfp-lbfgs-batch")
 

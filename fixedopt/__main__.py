@@ -78,12 +78,11 @@ def fit(
     observed: jax.Array, start: jax.Array, fixed: jax.Array, bounds: tuple[np.ndarray, np.ndarray]
 ) -> fixedopt.Solution:
     """All spectra in one batched ``least_squares`` call."""
-    # The default tolerances (from the dtype, scale-invariant); compact=True: the few
-    # spectra that need many steps run on in small batches.
+    # The default tolerances (from the dtype, scale-invariant) and lanes: the few
+    # spectra that need many steps take their own steps while the lanes move on.
     return fixedopt.least_squares(
-        residuals, start, fixed, args=(observed,), bounds=bounds, batched=True,
-        max_steps=200, compact=True,
-    )  # fmt: skip
+        residuals, start, fixed, args=(observed,), bounds=bounds, batched=True, max_steps=200
+    )
 
 
 def scipy_fit(

@@ -11,7 +11,8 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._implicit import implicit_solution, with_derivative
-from fixedopt._loop import LoopState, Stopping, iterate, iterate_batch
+from fixedopt._lanes import iterate_lanes
+from fixedopt._loop import LoopState, Stopping, iterate
 from fixedopt._losses import Loss
 from fixedopt._problem import (
     DifferentiableObjective,
@@ -35,9 +36,8 @@ class Plan(NamedTuple):
 
     least_squares: bool | Loss  # False for minimize; True or a robust Loss
     batched_args: tuple[bool, ...] | None  # None: one problem; else per args leaf
-    compact: bool = False
+    lanes: int = 0  # a batch: how many rows the loop advances at a time (see _lanes)
     unroll_length: int | None = None  # None: implicit differentiation
-    chunk_size: int | None = None
     progress: Progress | None = None  # None: no progress callback
 
 
@@ -69,20 +69,17 @@ def run(
         final = iterate(solver, objective.problem(rows), start, stopping, plan.unroll_length)
         return _solution(final, finish(rows, final))
 
-    def solve_rows(rows: RowData) -> LoopState:
-        start = jax.vmap(objective.start)(rows)
-        if plan.unroll_length is None:
-            return iterate_batch(
-                solver, objective.problem, rows, start, stopping, plan.compact, plan.progress
-            )
+    start = jax.vmap(objective.start)(rows)
+    if plan.unroll_length is None:
+        final = iterate_lanes(
+            solver, objective.problem, rows, start, stopping, plan.lanes, plan.progress
+        )
+    else:
 
         def one(row: RowData, x: jax.Array) -> LoopState:
             return iterate(solver, objective.problem(row), x, stopping, plan.unroll_length)
 
-        final: LoopState = jax.vmap(one)(rows, start)
-        return final
-
-    final = in_chunks(solve_rows, rows, plan.chunk_size)
+        final = jax.vmap(one)(rows, start)
     return _solution(final, jax.vmap(finish)(rows, final))
 
 
@@ -111,32 +108,6 @@ def _set_up(fun: Callable[..., Any], plan: Plan, inputs: Inputs) -> tuple[Object
     unroll = plan.unroll_length is not None
     objective = make_objective(fun, plan.least_squares, x0_row, args_of, unroll, one_row)
     return objective, rows
-
-
-def in_chunks(
-    solve_rows: Callable[[RowData], LoopState], rows: RowData, chunk_size: int | None
-) -> LoopState:
-    """``solve_rows(rows)``, or the same over chunks of ``chunk_size`` rows in turn.
-
-    ``lax.map`` runs one chunk at a time, so the solver's working memory is that of
-    one chunk. The last chunk is padded with copies of the first row, whose results
-    are dropped.
-    """
-    batch = jax.tree.leaves(rows)[0].shape[0]
-    if chunk_size is None or chunk_size >= batch:
-        return solve_rows(rows)
-    chunks = -(-batch // chunk_size)
-    padding = chunks * chunk_size - batch
-
-    def to_chunks(a: jax.Array) -> jax.Array:
-        a = jnp.concatenate([a, jnp.repeat(a[:1], padding, axis=0)]) if padding else a
-        return a.reshape(chunks, chunk_size, *a.shape[1:])
-
-    results = jax.lax.map(solve_rows, jax.tree.map(to_chunks, rows))
-    final: LoopState = jax.tree.map(
-        lambda a: a.reshape(chunks * chunk_size, *a.shape[2:])[:batch], results
-    )
-    return final
 
 
 def _finish(objective: Objective, data: RowData, final: LoopState) -> Result:

@@ -3,29 +3,24 @@
 The driver owns everything but the solver's own iteration: the initial evaluation,
 the failure policy (a row keeps its last accepted iterate; a failed step stops it
 with a status saying why), the stopping rules, the status codes and the step count.
-One row runs in one ``lax.while_loop`` (:func:`iterate`); a batch runs in one
-``lax.while_loop`` over the ``vmap`` of one row's iteration (:func:`iterate_batch`):
+One row runs in one ``lax.while_loop`` (:func:`iterate`); a batch runs through lanes
+(:mod:`fixedopt._lanes`) that call :func:`start` and :func:`advance` for each row:
 each row stops on its own (a stopped row keeps what it reports), and one row's NaN
 cannot reach another row.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from fixedopt._control import loop
-from fixedopt._progress import Progress
 from fixedopt._solution import RUNNING, Reason, Status
 from fixedopt._solver import Problem, Solver, Step, StepContext
 
 AnySolver = Solver[Any]  # the driver runs any solver; its state is opaque here
-Rows = TypeVar("Rows")  # a batch's per-row data (a pytree with a leading batch axis)
-Carry = tuple[jax.Array, "LoopState"]  # (iteration, state) of the batch loop
 
 
 def secant_curvature(s: jax.Array, y: jax.Array, moved: jax.Array, gamma: jax.Array) -> jax.Array:
@@ -262,99 +257,3 @@ def iterate(
         start(solver, problem, x, stopping),
         unroll_length,
     )
-
-
-def compaction_sizes(batch: int, factor: int = 8, smallest: int = 8) -> tuple[int, ...]:
-    """The shrinking batch sizes the still-running rows are gathered into."""
-    sizes: list[int] = []
-    size = batch // factor
-    while size >= smallest:
-        sizes.append(size)
-        size //= factor
-    return tuple(sizes)
-
-
-def _progress(state: LoopState, total: int, progress: Progress) -> None:
-    """Every ``progress.every`` steps, a host callback reports rows stopped and the worst
-    gradient (:mod:`fixedopt._progress`)."""
-    running = _running(state)
-    step = jnp.max(jnp.where(running, state.steps, 0))
-    worst = jnp.max(jnp.where(running, state.grad_norm, 0.0))
-
-    def report() -> None:
-        jax.debug.callback(progress.report, step, jnp.sum(running), total, worst)
-
-    jax.lax.cond(step % progress.every == 0, report, lambda: None)
-
-
-def iterate_batch(
-    solver: AnySolver,
-    problem_of: Callable[[Rows], Problem],
-    rows: Rows,
-    x: jax.Array,
-    stopping: Stopping,
-    compact: bool = False,
-    progress: Progress | None = None,
-) -> LoopState:
-    """Run every row of a batch until each stops; rows stop on their own.
-
-    Under ``vmap`` a while loop costs every row as many iterations as the slowest
-    one. With ``compact``, the batch runs until at most ``B / 8`` rows are still
-    running; those rows (padded with finished ones, which do not change) are
-    gathered into a batch of that static size and run on, and so on down to 8 rows.
-    Each row runs the same algorithm as uncompacted, but the smaller batches are
-    different machine code: its iterates agree to rounding, and over hundreds of
-    steps or right at the tolerance its step count can differ by a few. All sizes
-    are static: one program, inside ``jit``.
-
-    Args:
-      solver: the solver.
-      problem_of: ``row -> Problem``, for one row's slice of ``rows``.
-      rows: the per-row data (a pytree whose leaves have the batch axis).
-      x: the starting points, ``(B, n)``.
-      stopping: the stopping rules, shared by all rows.
-      compact: gather the running rows into smaller batches as others finish.
-      progress: report progress on the host (text or a bar, see
-        :mod:`fixedopt._progress`); None adds nothing to the program.
-    """
-    total = x.shape[0]
-
-    def start_row(row: Rows, x: jax.Array) -> LoopState:
-        return start(solver, problem_of(row), x, stopping)
-
-    def advance_row(row: Rows, state: LoopState, iteration: jax.Array) -> LoopState:
-        running = _running(state)
-        new = advance(solver, problem_of(row), state, stopping, StepContext(running, iteration))
-        # A stopped row keeps what it reports. Its solver state is never read again,
-        # so it is not copied back (that copy would stream the whole L-BFGS history).
-        reported: LoopState = jax.tree.map(
-            lambda a, b: jnp.where(running, a, b),
-            new._replace(solver_state=None),
-            state._replace(solver_state=None),
-        )
-        return reported._replace(solver_state=new.solver_state)
-
-    def body(rows: Rows, carry: Carry) -> Carry:
-        iteration, state = carry
-        state = jax.vmap(advance_row, in_axes=(0, 0, None))(rows, state, iteration)
-        if progress is not None:
-            _progress(state, total, progress)
-        return iteration + 1, state
-
-    def run(rows: Rows, state: LoopState, until: int, iteration: jax.Array) -> Carry:
-        carry: Carry = jax.lax.while_loop(
-            lambda carry: jnp.sum(_running(carry[1])) > until,
-            lambda carry: body(rows, carry),
-            (iteration, state),
-        )
-        return carry
-
-    state = jax.vmap(start_row)(rows, x)
-    sizes = compaction_sizes(x.shape[0]) if compact else ()
-    iteration, state = run(rows, state, sizes[0] if sizes else 0, jnp.zeros((), jnp.int32))
-    for size, until in zip(sizes, (*sizes[1:], 0)):
-        _, index = jax.lax.top_k(_running(state).astype(jnp.int32), size)
-        take = functools.partial(jax.tree.map, lambda a, index=index: a[index])
-        iteration, subset = run(take(rows), take(state), until, iteration)
-        state = jax.tree.map(lambda a, b, index=index: a.at[index].set(b), state, subset)
-    return state

@@ -44,9 +44,8 @@ def minimize(
     xtol: float | None = None,
     abs_gtol: float = 0.0,
     max_steps: int = 1000,
-    compact: bool | None = None,
     differentiate: str = "implicit",
-    chunk_size: int | None = None,
+    lanes: int | None = None,
     progress: bool | int | str = False,
 ) -> Solution:
     """Minimize ``fun`` over ``x`` with fixed entries pinned and the rest in bounds.
@@ -96,19 +95,6 @@ def minimize(
         entries at most ``abs_gtol`` (0, the default, only for an exactly zero
         gradient). Set ``gtol=ftol=xtol=0`` to use it alone.
       max_steps: the iteration limit per row (an int below ``2**31``).
-      compact: with ``batched=True``, gather the rows still running into smaller
-        batches (B/8, B/64, ...) as the others finish, so that a few slow rows do not
-        cost every row their step count (``benchmarks/results``: ``scale`` suite). Each
-        row runs the same algorithm, but XLA compiles the smaller batches into
-        different machine code, so a row's iterates may differ in the last bits (a
-        few ulp) from an uncompacted run — enough, over thousands of steps or right
-        at the tolerance, to change its step count by a few — and which rows get
-        compacted, and when, depends on the other rows. ``None`` (the default): on for
-        batches of at least 4096 rows (``COMPACT_FROM``), where a few slow rows would
-        otherwise cost the batch most of its time, off below (a small batch compiles
-        fast and its rows' iterations never depend on the other rows). ``False``:
-        strict row independence at any size. Compiling takes longer (one program per
-        batch size).
       differentiate: how ``jax.grad``/``jax.jvp`` of ``Solution.x`` (and of ``value``
         and ``grad_norm``) with respect to ``fixed_values``, ``args`` and ``bounds``
         is computed. ``"implicit"`` (the default): by the implicit function theorem
@@ -120,14 +106,21 @@ def minimize(
         grows with ``max_steps``; for comparison and for non-converged solves;
         ``fixedopt.Optax`` with an optimizer that has its own while loop, such as
         ``optax.lbfgs``, cannot be unrolled in reverse mode).
-      chunk_size: with ``batched=True``, solve ``chunk_size`` rows at a time (one
-        after the other, in one program) to bound peak memory; the same algorithm
-        per row, results equal to rounding (vectorized code for another batch size).
+      lanes: with ``batched=True``, how many rows the solver loop advances at a time
+        (``W``). When enough of them have stopped, their results are written out and
+        those lanes take the next unsolved rows: one compiled loop whatever the batch
+        size, working memory of ``W`` rows, and a slow row costs its own steps, not
+        the batch's. A row's result does not depend on the other rows: the same bits
+        as in any other batch solved with the same ``lanes``, and equal to rounding
+        with another ``lanes`` (other machine code). ``None`` (the default): per
+        backend, ``DEFAULT_LANES`` (1024 on a CPU, 65536 on an accelerator) but at most
+        an eighth of the batch (at least 8 rows), so that slow rows overlap with
+        others. ``lanes >= B`` runs the whole batch at once, as one ``vmap``.
       progress: with ``batched=True``, print every 10 steps (or every ``progress``
         steps, for an int) how many rows have stopped and the largest projected
         gradient among the rest; ``"bar"`` shows the same as a tqdm bar of rows
         stopped (``tqdm.auto``: a widget in a notebook; needs tqdm, e.g.
-        ``pip install "fixedopt[progress]"``; with ``chunk_size``, one bar per chunk).
+        ``pip install "fixedopt[progress]"``).
         A host callback that works under ``jit``. Off (the default), it adds nothing
         to the program.
 
@@ -155,7 +148,7 @@ def minimize(
     options = solve_options(
         least_squares=False, batched=batched, args_axes=args_axes, strategy=strategy,
         differentiate=differentiate, gtol=gtol, ftol=ftol, xtol=xtol, abs_gtol=abs_gtol,
-        max_steps=max_steps, compact=compact, chunk_size=chunk_size, progress=progress,
+        max_steps=max_steps, lanes=lanes, progress=progress,
     )  # fmt: skip
     return _solve(fun, x0, fixed, fixed_values, bounds, solver, args, options)
 
@@ -177,9 +170,8 @@ def least_squares(
     xtol: float | None = None,
     abs_gtol: float = 0.0,
     max_steps: int = 1000,
-    compact: bool | None = None,
     differentiate: str = "implicit",
-    chunk_size: int | None = None,
+    lanes: int | None = None,
     progress: bool | int | str = False,
     loss: str | Callable[[jax.Array], jax.Array] = "linear",
     f_scale: float = 1.0,
@@ -218,7 +210,7 @@ def least_squares(
         least_squares=robust_loss(loss, f_scale) or True,  # a robust Loss is truthy
         batched=batched, args_axes=args_axes, strategy=strategy, differentiate=differentiate,
         gtol=gtol, ftol=ftol, xtol=xtol, abs_gtol=abs_gtol, max_steps=max_steps,
-        compact=compact, chunk_size=chunk_size, progress=progress,
+        lanes=lanes, progress=progress,
     )  # fmt: skip
     return _solve(residual_fun, x0, fixed, fixed_values, bounds, solver, args, options)
 

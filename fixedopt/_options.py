@@ -9,6 +9,7 @@ static :class:`~fixedopt._engine.Plan` and the traced stopping rules.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any, NamedTuple
 
 import jax
@@ -16,6 +17,7 @@ import jax.numpy as jnp
 
 from fixedopt._arguments import choice, max_steps_option, tolerance
 from fixedopt._engine import Plan
+from fixedopt._lanes import lane_width
 from fixedopt._loop import Stopping
 from fixedopt._losses import Loss
 from fixedopt._progress import Progress, progress_option
@@ -23,7 +25,11 @@ from fixedopt._validate import PyTree
 
 STRATEGIES = ("mask", "split")
 DIFFERENTIATE = ("implicit", "unroll")
-COMPACT_FROM = 4096  # compact=None: gather still-running rows from this batch size on
+# lanes=None: how many rows a batch advances at a time, per backend (see fixedopt._lanes):
+# on a CPU few enough that a step's working set stays in cache, on an accelerator
+# enough to fill it. Measured: benchmarks/results (suite `lanes`).
+DEFAULT_LANES = {"cpu": 1024}
+DEFAULT_LANES_ACCELERATOR = 1 << 16
 
 
 class Tolerances(NamedTuple):
@@ -46,20 +52,22 @@ class Options(NamedTuple):
     differentiate: str
     tolerances: Tolerances
     max_steps: int
-    compact: bool | None
-    chunk_size: int | None
+    lanes: int | None
     progress: Progress | None
 
     def plan(self, batch: int, batched_args: tuple[bool, ...] | None) -> Plan:
         """The static choices of the compiled program, for a batch of ``batch`` rows."""
         unroll = self.differentiate == "unroll"
-        compact = batch >= COMPACT_FROM and not unroll if self.compact is None else self.compact
+        if self.lanes is not None:
+            lanes = min(self.lanes, batch)
+        else:
+            backend = jax.default_backend()
+            lanes = lane_width(DEFAULT_LANES.get(backend, DEFAULT_LANES_ACCELERATOR), batch)
         return Plan(
             least_squares=self.least_squares,
             batched_args=batched_args,
-            compact=compact,
+            lanes=lanes,
             unroll_length=self.max_steps if unroll else None,
-            chunk_size=self.chunk_size,
             progress=self.progress,
         )
 
@@ -103,25 +111,23 @@ def solve_options(
     xtol: Any,
     abs_gtol: Any,
     max_steps: Any,
-    compact: bool | None,
-    chunk_size: int | None,
+    lanes: int | None,
     progress: bool | int | str,
 ) -> Options:
     """The validated :class:`Options`; options that would be silently ignored raise.
 
-    ``args_axes``, ``compact=True``, ``chunk_size`` and ``progress`` apply only to a
-    batch (``batched=True``); ``compact=True`` and ``progress`` do not apply to an
-    unrolled solve (``differentiate="unroll"`` runs fixed-length scans).
+    ``args_axes``, ``lanes`` and ``progress`` apply only to a batch
+    (``batched=True``); ``lanes`` and ``progress`` do not apply to an unrolled solve
+    (``differentiate="unroll"`` runs fixed-length scans over the whole batch).
     """
     choice("strategy", strategy, STRATEGIES)
     choice("differentiate", differentiate, DIFFERENTIATE)
-    if chunk_size is not None and not (isinstance(chunk_size, int) and chunk_size >= 1):
-        raise ValueError(f"`chunk_size` must be None or an int >= 1, got {chunk_size!r}")
-    batch_only = {"args_axes": args_axes is not None, "compact": compact is True}
-    batch_only |= {"chunk_size": chunk_size is not None, "progress": bool(progress)}
+    lanes = None if lanes is None else _lanes_option(lanes)
+    batch_only = {"args_axes": args_axes is not None, "lanes": lanes is not None}
+    batch_only |= {"progress": bool(progress)}
     given = [name for name, set_ in batch_only.items() if set_]
     _reject(given, batched, "without batched=True")
-    given = [name for name in ("compact", "progress") if batch_only[name]]
+    given = [name for name in ("lanes", "progress") if batch_only[name]]
     _reject(given, differentiate != "unroll", 'with differentiate="unroll" (fixed-length scans)')
     given_tolerances = zip(Tolerances._fields, (gtol, ftol, xtol, abs_gtol))
     tolerances = Tolerances(*(tolerance(name, value) for name, value in given_tolerances))
@@ -133,10 +139,16 @@ def solve_options(
         differentiate=differentiate,
         tolerances=tolerances,
         max_steps=max_steps_option(max_steps),
-        compact=compact,
-        chunk_size=chunk_size,
+        lanes=lanes,
         progress=progress_option(progress),
     )
+
+
+def _lanes_option(lanes: object) -> int:
+    """``lanes`` as an int >= 1 (NumPy integers too), else ValueError."""
+    if isinstance(lanes, bool) or not isinstance(lanes, numbers.Integral) or lanes < 1:
+        raise ValueError(f"`lanes` must be None or an int >= 1, got {lanes!r}")
+    return int(lanes)
 
 
 def _reject(names: list[str], allowed: bool, why: str) -> None:

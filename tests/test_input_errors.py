@@ -154,22 +154,22 @@ CASES = {
         ValueError,
         r"`args_axes`.*0.*None",
     ),
-    "compact_unbatched": (
-        lambda: fixedopt.minimize(objective, jnp.zeros(3), False, args=(TARGET[0],), compact=True),
+    "lanes_unbatched": (
+        lambda: fixedopt.minimize(objective, jnp.zeros(3), False, args=(TARGET[0],), lanes=8),
         ValueError,
-        r"`compact` has no effect without batched=True",
+        r"`lanes` has no effect without batched=True",
     ),
-    "chunk_size_and_progress_unbatched": (
+    "lanes_and_progress_unbatched": (
         lambda: fixedopt.minimize(
-            objective, jnp.zeros(3), False, args=(TARGET[0],), chunk_size=2, progress=True
+            objective, jnp.zeros(3), False, args=(TARGET[0],), lanes=2, progress=True
         ),
         ValueError,
-        r"`chunk_size`, `progress` have no effect without batched=True",
+        r"`lanes`, `progress` have no effect without batched=True",
     ),
-    "compact_unrolled": (
-        lambda: minimize(compact=True, differentiate="unroll"),
+    "lanes_unrolled": (
+        lambda: minimize(lanes=8, differentiate="unroll"),
         ValueError,
-        r"`compact` has no effect with differentiate=\"unroll\"",
+        r"`lanes` has no effect with differentiate=\"unroll\"",
     ),
     "progress_unrolled": (
         lambda: minimize(progress="bar", differentiate="unroll"),

@@ -1,4 +1,4 @@
-"""Scale: chunked batches, progress reports, and batches sharded across devices."""
+"""Scale: progress reports, and batches sharded across devices."""
 
 import os
 import pathlib
@@ -21,25 +21,6 @@ def batch(size=100, n=8, seed=1):
     rng = np.random.default_rng(seed)
     args = (jnp.asarray(rng.uniform(1, 100, (size, n))), jnp.asarray(rng.normal(size=(size, n))))
     return jnp.zeros((size, n)), jnp.asarray(rng.random((size, n)) < 0.3), args
-
-
-@pytest.mark.parametrize("chunk_size", [1, 3, 32, 100, 1000])
-def test_chunks_give_the_unchunked_result(chunk_size):
-    """Same steps and statuses; x and values equal to rounding. (XLA vectorizes a
-    batch of 3 rows differently from one of 100, so the last bits of a few entries
-    can differ, as they do between any two batch sizes; chunk sizes that divide the
-    batch evenly usually give identical bits.)"""
-    x0, fixed, args = batch()
-    whole = fixedopt.minimize(quadratic, x0, fixed, args=args, batched=True)
-    chunked = fixedopt.minimize(
-        quadratic, x0, fixed, args=args, batched=True, chunk_size=chunk_size
-    )
-    for field in ("steps", "status", "converged"):
-        np.testing.assert_array_equal(getattr(chunked, field), getattr(whole, field), field)
-    for field in ("x", "value", "grad_norm"):
-        actual, expected = getattr(chunked, field), getattr(whole, field)
-        np.testing.assert_allclose(actual, expected, rtol=1e-12, atol=1e-15, err_msg=field)
-    np.testing.assert_array_equal(np.asarray(chunked.x)[np.asarray(fixed)], 0.0)
 
 
 def test_progress_reports_rows_stopped(capfd):
@@ -69,8 +50,8 @@ def jax_make_jaxpr(function):
 
 def test_bad_scale_options():
     x0, fixed, args = batch(size=8)
-    with pytest.raises(ValueError, match="`chunk_size` must be None or an int >= 1"):
-        fixedopt.minimize(quadratic, x0, fixed, args=args, batched=True, chunk_size=0)
+    with pytest.raises(ValueError, match="`lanes` must be None or an int >= 1"):
+        fixedopt.minimize(quadratic, x0, fixed, args=args, batched=True, lanes=0)
     with pytest.raises(ValueError, match='`progress` must be a bool, an int >= 1 or "bar"'):
         fixedopt.minimize(quadratic, x0, fixed, args=args, batched=True, progress=-1)
 
@@ -100,10 +81,10 @@ SHARDED = textwrap.dedent(
     assert len(sharded.x.sharding.device_set) == 4, sharded.x.sharding
     assert sharded.x.sharding.is_equivalent_to(rows, 2), sharded.x.sharding
 
-    # Per-device solves with shard_map: each device compacts its own rows.
+    # Per-device solves with shard_map: each device runs its own rows through its lanes.
     per_device = jax.jit(jax.shard_map(
         lambda x0, fixed, curvature, center: fixedopt.minimize(
-            quadratic, x0, fixed, args=(curvature, center), batched=True, compact=True),
+            quadratic, x0, fixed, args=(curvature, center), batched=True, lanes=4),
         mesh=mesh, in_specs=P("batch"), out_specs=P("batch"), check_vma=False))
     mapped = per_device(put(x0), put(fixed), *map(put, args))
     np.testing.assert_allclose(mapped.x, reference.x, rtol=1e-10, atol=1e-10)
