@@ -299,7 +299,7 @@ METHODS = {
     "tfp-lbfgs-batch": tfp_lbfgs,
     "fixedopt-mask": fixedopt_method(),
     "fixedopt-mask-vmap": fixedopt_method(lanes=WHOLE_BATCH),  # no lanes: one vmap
-    "fixedopt-mask-lanes64": fixedopt_method(lanes=64),
+    **{f"fixedopt-mask-lanes{w}": fixedopt_method(lanes=w) for w in (64, 256, 1024, 4096)},
     "fixedopt-split": fixedopt_method(strategy="split"),
     "fixedopt-hager-zhang": fixedopt_method(solver=fixedopt.LBFGS(linesearch="hager-zhang")),
     "scipy-least-squares-loop": subsampled(scipy_least_squares, LOOP_ROWS),

@@ -36,7 +36,8 @@ class Plan(NamedTuple):
 
     least_squares: bool | Loss  # False for minimize; True or a robust Loss
     batched_args: tuple[bool, ...] | None  # None: one problem; else per args leaf
-    lanes: int = 0  # a batch: how many rows the loop advances at a time (see _lanes)
+    lanes: int | None = None  # a batch: rows the loop advances at a time (None: default)
+    backend: str = "cpu"  # the platform compiled for: it sets the default lanes
     unroll_length: int | None = None  # None: implicit differentiation
     progress: Progress | None = None  # None: no progress callback
 
@@ -72,7 +73,14 @@ def run(
     start = jax.vmap(objective.start)(rows)
     if plan.unroll_length is None:
         final = iterate_lanes(
-            solver, objective.problem, rows, start, stopping, plan.lanes, plan.progress
+            solver,
+            objective.problem,
+            rows,
+            start,
+            stopping,
+            plan.lanes,
+            plan.backend,
+            plan.progress,
         )
     else:
 

@@ -54,11 +54,24 @@ class Lanes(NamedTuple):
     results: LoopState  # (B, ...) leaves, solver_state None: each row written once
 
 
-def lane_width(width: int, batch: int) -> int:
-    """The number of lanes for a batch of ``batch`` rows: ``width``, but at most an
-    eighth of the batch (at least 8 lanes, at most ``batch``), so that a slow row
-    overlaps with many others."""
-    return max(min(width, -(-batch // 8)), min(8, batch), min(batch, 1))
+# The default number of lanes. On a CPU: as many rows as fit half of a core's L2 cache
+# (1 MiB on the EPYC cores these defaults were measured on: benchmarks/results, suite
+# ``scale``), so a step's working set stays in cache; on an accelerator, enough rows to
+# fill it. Never more than an eighth of the batch, so that slow rows overlap with
+# others, and never fewer than 8.
+CPU_CACHE_BYTES = 1 << 19
+CPU_MOST_LANES = 4096
+ACCELERATOR_LANES = 1 << 16
+
+
+def default_width(batch: int, row_bytes: int, backend: str) -> int:
+    """The default number of lanes for ``batch`` rows whose loop state takes
+    ``row_bytes`` bytes each, on ``backend`` ("cpu", "gpu", "tpu", ...)."""
+    if backend == "cpu":
+        width = min(CPU_MOST_LANES, CPU_CACHE_BYTES // max(row_bytes, 1))
+    else:
+        width = ACCELERATOR_LANES
+    return min(batch, max(min(width, -(-batch // 8)), 8))
 
 
 def iterate_lanes(
@@ -67,7 +80,8 @@ def iterate_lanes(
     rows: Rows,
     x: jax.Array,
     stopping: Stopping,
-    width: int,
+    width: int | None,
+    backend: str,
     progress: Progress | None = None,
 ) -> LoopState:
     """Run every row of a batch through ``width`` lanes until each row stops.
@@ -78,7 +92,9 @@ def iterate_lanes(
       rows: the per-row data (a pytree whose leaves have the batch axis ``B``).
       x: the starting points, ``(B, n)``.
       stopping: the stopping rules, shared by all rows.
-      width: the number of lanes ``W`` (static; at most ``B``).
+      width: the number of lanes ``W`` (static; more than ``B`` means ``B``); None:
+        :func:`default_width`.
+      backend: the platform the program is for, which sets the default width.
       progress: report progress on the host; None adds nothing to the program.
 
     Returns:
@@ -87,7 +103,12 @@ def iterate_lanes(
     """
     total = x.shape[0]
     start_rows = jax.vmap(lambda row, x: start(solver, problem_of(row), x, stopping))
-    width = total if width >= total else width
+    if width is None:
+        row = jax.tree.map(lambda a: a[:1], (rows, x))
+        shapes = jax.eval_shape(start_rows, *row)
+        row_bytes = sum(a.size * a.dtype.itemsize for a in jax.tree.leaves((row, shapes)))
+        width = default_width(total, row_bytes, backend)
+    width = min(width, total)
     lanes = _empty_lanes(start_rows, rows, x, width)
 
     def advance_lane(row: Rows, state: LoopState, iteration: jax.Array) -> LoopState:

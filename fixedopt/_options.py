@@ -17,7 +17,6 @@ import jax.numpy as jnp
 
 from fixedopt._arguments import choice, max_steps_option, tolerance
 from fixedopt._engine import Plan
-from fixedopt._lanes import lane_width
 from fixedopt._loop import Stopping
 from fixedopt._losses import Loss
 from fixedopt._progress import Progress, progress_option
@@ -25,11 +24,6 @@ from fixedopt._validate import PyTree
 
 STRATEGIES = ("mask", "split")
 DIFFERENTIATE = ("implicit", "unroll")
-# lanes=None: how many rows a batch advances at a time, per backend (see fixedopt._lanes):
-# on a CPU few enough that a step's working set stays in cache, on an accelerator
-# enough to fill it. Measured: benchmarks/results (suite `lanes`).
-DEFAULT_LANES = {"cpu": 1024}
-DEFAULT_LANES_ACCELERATOR = 1 << 16
 
 
 class Tolerances(NamedTuple):
@@ -58,15 +52,11 @@ class Options(NamedTuple):
     def plan(self, batch: int, batched_args: tuple[bool, ...] | None) -> Plan:
         """The static choices of the compiled program, for a batch of ``batch`` rows."""
         unroll = self.differentiate == "unroll"
-        if self.lanes is not None:
-            lanes = min(self.lanes, batch)
-        else:
-            backend = jax.default_backend()
-            lanes = lane_width(DEFAULT_LANES.get(backend, DEFAULT_LANES_ACCELERATOR), batch)
         return Plan(
             least_squares=self.least_squares,
             batched_args=batched_args,
-            lanes=lanes,
+            lanes=None if self.lanes is None else min(self.lanes, batch),
+            backend=jax.default_backend(),
             unroll_length=self.max_steps if unroll else None,
             progress=self.progress,
         )

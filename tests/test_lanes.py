@@ -12,7 +12,7 @@ import pytest
 
 import fixedopt
 from fixedopt import Status
-from fixedopt._lanes import lane_width
+from fixedopt._lanes import CPU_CACHE_BYTES, default_width
 from tests.helpers import bits
 
 
@@ -40,12 +40,17 @@ def assert_identical(solution, reference, err_msg=""):
         np.testing.assert_array_equal(bits(mine), bits(theirs), err_msg=f"{err_msg} {field}")
 
 
-def test_default_width_is_at_most_an_eighth_of_the_batch():
-    assert lane_width(1024, 100_000) == 1024
-    assert lane_width(1024, 1024) == 128
-    assert lane_width(1024, 20) == 8
-    assert lane_width(1024, 5) == 5
-    assert lane_width(1024, 0) == 0
+def test_default_width():
+    """On a CPU, rows that fill half of a core's L2 cache; on an accelerator, 65536;
+    at most an eighth of the batch but at least 8 rows (at most the batch)."""
+    assert default_width(10**6, CPU_CACHE_BYTES // 100, "cpu") == 100
+    assert default_width(10**6, 1, "cpu") == 4096
+    assert default_width(10**6, 10**9, "cpu") == 8
+    assert default_width(10**7, 100, "gpu") == 65536
+    assert default_width(1024, 100, "gpu") == 128
+    assert default_width(20, 100, "tpu") == 8
+    assert default_width(5, 100, "cpu") == 5
+    assert default_width(0, 100, "cpu") == 0
 
 
 @pytest.mark.parametrize("solver", [fixedopt.LBFGS(), fixedopt.GradientDescent()], ids=repr)
