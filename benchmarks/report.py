@@ -43,6 +43,13 @@ SECTIONS = {  # kind: (title, text)
     "truth_summary": ("MGH least-squares problems from their standard starts", "Accurate: "
                       "relative error <= 100 sqrt(eps); truthful: CONVERGED exactly if accurate."),
     "truth": ("Every MGH row", ""),
+    "deblur": ("Per-image deconvolution: scipy's L-BFGS-B loop vs fixedopt", "16 images 64x64, "
+               "each its own 7x7 Gaussian blur, 10% of the pixels fixed, bounds [0, 1], stop at "
+               "max |projected gradient| <= gtol (scipy: pgtol, ftol=0). `fixedopt-per-row`: "
+               "`jax.scipy.signal.convolve2d` per row (vmapped); `fixedopt-vectorized`: "
+               "`vectorized=True`, one grouped `lax.conv_general_dilated` over the lanes; "
+               "`-shifted`: the blur as 49 shifted, scaled copies of the image (elementwise "
+               "arithmetic), per row or over the lanes."),
 }  # fmt: skip
 
 

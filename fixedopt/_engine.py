@@ -20,6 +20,7 @@ from fixedopt._problem import (
     RowData,
     differentiable_objective,
     flatten_row,
+    vectorized_objective,
 )
 from fixedopt._problem import objective as make_objective
 from fixedopt._progress import Progress
@@ -38,6 +39,7 @@ class Plan(NamedTuple):
     batched_args: tuple[bool, ...] | None  # None: one problem; else per args leaf
     lanes: int | None = None  # a batch: rows the loop advances at a time (None: default)
     backend: str = "cpu"  # the platform compiled for: it sets the default lanes
+    vectorized: bool = False  # fun takes the lane batch (see fixedopt._vectorized)
     unroll_length: int | None = None  # None: implicit differentiation
     progress: Progress | None = None  # None: no progress callback
 
@@ -105,16 +107,24 @@ def _set_up(fun: Callable[..., Any], plan: Plan, inputs: Inputs) -> tuple[Object
     data = (x0, mask, values, bounds, split_index, row_leaves)
     rows: RowData = jax.vmap(flatten_row)(*data) if batched else flatten_row(*data)
 
-    def args_of(row_args: tuple[Any, ...]) -> tuple[Any, ...]:
+    def merge_args(row_args: tuple[Any, ...], shared: tuple[Any, ...]) -> tuple[Any, ...]:
         row_leaves, shared_leaves = iter(row_args), iter(shared)
         merged = [next(row_leaves if row else shared_leaves) for row in per_row]
         return tuple(jax.tree.unflatten(treedef, merged))
+
+    def args_of(row_args: tuple[Any, ...]) -> tuple[Any, ...]:
+        return merge_args(row_args, tuple(shared))
 
     one_row = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[batched:], a.dtype), rows)
     # One row's structure, for unravel (shapes only: a batch may have no rows).
     x0_row = jax.tree.map(lambda a: jnp.zeros(a.shape[1:], a.dtype), x0) if batched else x0
     unroll = plan.unroll_length is not None
-    objective = make_objective(fun, plan.least_squares, x0_row, args_of, unroll, one_row)
+    if plan.vectorized:
+        objective = vectorized_objective(
+            fun, plan.least_squares, x0_row, unroll, one_row, tuple(shared), merge_args
+        )
+    else:
+        objective = make_objective(fun, plan.least_squares, x0_row, args_of, unroll, one_row)
     return objective, rows
 
 
@@ -161,8 +171,13 @@ def _differentiable_result(
     held = fixed | active_lower | active_upper
     at_bound = jnp.where(active_lower, lower, jnp.where(active_upper, upper, 0.0))
     held_values = jnp.where(fixed, values, at_bound)
-    function = differentiable_objective(objective.fun, objective.least_squares, objective.unravel)
-    args = objective.args_of(data.row_args)
+    function = differentiable_objective(
+        objective.fun, objective.least_squares, objective.unravel, objective.vectorized
+    )
+    row_args = data.row_args
+    if objective.vectorized:  # fun sees this row as a batch of one
+        row_args = jax.tree.map(lambda a: a[None], row_args)
+    args = objective.args_of(row_args)
     x = implicit_solution(function, flat_x, held, held, held_values, args)
     value = with_derivative(function, final.value, x, held, held_values, args)
     grad_norm_of = functools.partial(_projected_grad_norm, function, has_bounds)

@@ -48,6 +48,7 @@ class Options(NamedTuple):
     max_steps: int
     lanes: int | None
     progress: Progress | None
+    vectorized: bool
 
     def plan(self, batch: int, batched_args: tuple[bool, ...] | None) -> Plan:
         """The static choices of the compiled program, for a batch of ``batch`` rows."""
@@ -57,6 +58,7 @@ class Options(NamedTuple):
             batched_args=batched_args,
             lanes=None if self.lanes is None else min(self.lanes, batch),
             backend=jax.default_backend(),
+            vectorized=self.vectorized,
             unroll_length=self.max_steps if unroll else None,
             progress=self.progress,
         )
@@ -103,21 +105,25 @@ def solve_options(
     max_steps: Any,
     lanes: int | None,
     progress: bool | int | str,
+    vectorized: bool = False,
 ) -> Options:
     """The validated :class:`Options`; options that would be silently ignored raise.
 
-    ``args_axes``, ``lanes`` and ``progress`` apply only to a batch
-    (``batched=True``); ``lanes`` and ``progress`` do not apply to an unrolled solve
-    (``differentiate="unroll"`` runs fixed-length scans over the whole batch).
+    ``args_axes``, ``lanes``, ``progress`` and ``vectorized`` apply only to a batch
+    (``batched=True``), and ``lanes``, ``progress`` and ``vectorized`` not to an
+    unrolled solve (``differentiate="unroll"`` runs fixed-length scans over the whole
+    batch, and reverse mode cannot pass a vectorized objective's batching rule).
     """
     choice("strategy", strategy, STRATEGIES)
     choice("differentiate", differentiate, DIFFERENTIATE)
     lanes = None if lanes is None else _lanes_option(lanes)
+    if not isinstance(vectorized, bool):
+        raise TypeError(f"`vectorized` must be a bool, got {vectorized!r}")
     batch_only = {"args_axes": args_axes is not None, "lanes": lanes is not None}
-    batch_only |= {"progress": bool(progress)}
+    batch_only |= {"progress": bool(progress), "vectorized": vectorized}
     given = [name for name, set_ in batch_only.items() if set_]
     _reject(given, batched, "without batched=True")
-    given = [name for name in ("lanes", "progress") if batch_only[name]]
+    given = [name for name in ("lanes", "progress", "vectorized") if batch_only[name]]
     _reject(given, differentiate != "unroll", 'with differentiate="unroll" (fixed-length scans)')
     given_tolerances = zip(Tolerances._fields, (gtol, ftol, xtol, abs_gtol))
     tolerances = Tolerances(*(tolerance(name, value) for name, value in given_tolerances))
@@ -131,6 +137,7 @@ def solve_options(
         max_steps=max_steps_option(max_steps),
         lanes=lanes,
         progress=progress_option(progress),
+        vectorized=vectorized,
     )
 
 

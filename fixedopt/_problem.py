@@ -20,6 +20,7 @@ from fixedopt._losses import Loss
 from fixedopt._reparam import pack, split
 from fixedopt._solver import Problem
 from fixedopt._validate import Bounds, PyTree
+from fixedopt._vectorized import lane_problem, residual_output
 
 
 class RowData(NamedTuple):
@@ -69,9 +70,15 @@ class Objective(NamedTuple):
     args_of: Callable[[tuple[Any, ...]], tuple[Any, ...]]
     unroll: bool  # loops are differentiable scans; nothing is stopped
     jacobian: Callable[..., Any] | None  # jax.jacfwd or jax.jacrev (least squares)
+    vectorized: bool = False  # fun takes the lane batch (see fixedopt._vectorized)
+    shared_args: tuple[Any, ...] = ()  # vectorized: the leaves of args shared by all rows
+    merge_args: Callable[..., tuple[Any, ...]] | None = None  # (row_args, shared) -> args
 
     def full_problem(self, data: RowData) -> Problem:
         """The row's problem in the full flat vector (inputs stopped unless unrolled)."""
+        if self.vectorized:
+            output = residual_output(_loss(self.least_squares)) if self.least_squares else None
+            return lane_problem(self, data, output)
         args = self.args_of(data.row_args)
         if not self.unroll:
             data, args = jax.lax.stop_gradient((data, args))
@@ -130,6 +137,50 @@ def objective(
     return partial._replace(jacobian=jax.jacfwd if out.size >= n else jax.jacrev)
 
 
+def vectorized_objective(
+    fun: Callable[..., Any],
+    least_squares: bool | Loss,
+    x0_row: PyTree,
+    unroll: bool,
+    one_row: RowData,
+    shared: tuple[Any, ...],
+    merge_args: Callable[..., tuple[Any, ...]],
+) -> Objective:
+    """The :class:`Objective` of a ``fun`` that takes the lane batch
+    (``vectorized=True``), its output checked on one row; ``merge_args(row_args,
+    shared)`` makes ``fun``'s args from the per-row and the ``shared`` leaves."""
+    unravel = ravel_pytree(x0_row)[1]
+
+    def args_of(row_args: tuple[Any, ...]) -> tuple[Any, ...]:
+        return merge_args(row_args, shared)
+
+    vectorized = Objective(fun, least_squares, unravel, args_of, unroll, None, True, shared,
+                           merge_args)  # fmt: skip
+    _check_vectorized(vectorized, one_row)
+    return vectorized
+
+
+def _check_vectorized(objective: Objective, one_row: RowData) -> None:
+    """``fun`` of a vectorized objective returns one output per row (checked on one)."""
+    rows = jax.tree.map(lambda a: jax.ShapeDtypeStruct((1, *a.shape), a.dtype), one_row)
+
+    def output(data: RowData) -> Any:
+        x = jax.vmap(objective.unravel)(jnp.where(data.fixed, data.fixed_values, data.x0))
+        return objective.fun(x, *objective.args_of(data.row_args))
+
+    out = jax.eval_shape(output, rows)
+    shape = getattr(out, "shape", None)
+    scalar = not objective.least_squares
+    if shape is None or shape[:1] != (1,) or (scalar and len(shape) != 1):
+        expected = "(rows,)" if scalar else "(rows, ...) residuals"
+        raise ValueError(
+            f"with vectorized=True, `fun` must return {expected} for a batch of rows, got "
+            f"shape {shape} for 1 row"
+        )
+    if not jnp.issubdtype(out.dtype, jnp.floating):
+        raise ValueError(f"`fun` must return floating-point values, got {out.dtype}")
+
+
 def _check_scalar(out: Any) -> None:
     if not (hasattr(out, "shape") and out.shape == () and jnp.issubdtype(out.dtype, jnp.floating)):
         raise ValueError(
@@ -160,16 +211,25 @@ DifferentiableObjective = Callable[[jax.Array, jax.Array, jax.Array, tuple[Any, 
 
 
 def differentiable_objective(
-    fun: Callable[..., Any], least_squares: bool | Loss, unravel: Callable[[jax.Array], PyTree]
+    fun: Callable[..., Any],
+    least_squares: bool | Loss,
+    unravel: Callable[[jax.Array], PyTree],
+    vectorized: bool = False,
 ) -> DifferentiableObjective:
     """``(x, fixed, values, args) -> f``: one row's objective with fixed entries read
     from ``values``, not stopped, for implicit differentiation. It closes over no
-    traced value (``unravel`` holds only shapes), as ``custom_jvp`` requires."""
+    traced value (``unravel`` holds only shapes), as ``custom_jvp`` requires. A
+    ``vectorized`` ``fun`` is called on a batch of this one row (its per-row ``args``
+    already have the leading axis of one row)."""
 
     def objective(
         x: jax.Array, fixed: jax.Array, values: jax.Array, args: tuple[Any, ...]
     ) -> jax.Array:
-        out: jax.Array = fun(unravel(jnp.where(fixed, values, x)), *args)
+        tree = unravel(jnp.where(fixed, values, x))
+        if vectorized:
+            out: jax.Array = fun(jax.tree.map(lambda a: a[None], tree), *args)[0]
+        else:
+            out = fun(tree, *args)
         if not least_squares:
             return out
         loss = _loss(least_squares)

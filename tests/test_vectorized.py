@@ -1,0 +1,146 @@
+"""``vectorized=True``: ``fun`` written for the lane batch gives what the per-row
+``fun`` gives, row by row; misuse is a clear error."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import fixedopt
+from fixedopt import Status
+from tests.helpers import bits
+
+
+def row_objective(x, curvature, target):
+    return 0.5 * jnp.sum(curvature * (x - target) ** 2) + 0.25 * jnp.sum(jnp.diff(x) ** 4)
+
+
+def batch_objective(x, curvature, target):
+    value = 0.5 * jnp.sum(curvature * (x - target) ** 2, axis=1)
+    return value + 0.25 * jnp.sum(jnp.diff(x, axis=1) ** 4, axis=1)
+
+
+def row_residuals(x, curvature, target):
+    return jnp.concatenate([jnp.sqrt(curvature) * (x - target), 0.3 * x[:-1] * x[1:]])
+
+
+def batch_residuals(x, curvature, target):
+    return jnp.concatenate([jnp.sqrt(curvature) * (x - target), 0.3 * x[:, :-1] * x[:, 1:]], 1)
+
+
+def batch(size=40, n=6, seed=0):
+    rng = np.random.default_rng(seed)
+    args = (jnp.asarray(rng.uniform(1, 10, (size, n))), jnp.asarray(rng.normal(size=(size, n))))
+    return jnp.asarray(rng.normal(size=(size, n))), jnp.asarray(rng.random((size, n)) < 0.3), args
+
+
+def assert_same_rows(mine, theirs):
+    for field in ("steps", "status"):
+        np.testing.assert_array_equal(getattr(mine, field), getattr(theirs, field), field)
+    np.testing.assert_allclose(mine.x, theirs.x, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("lanes", [8, 40])
+def test_minimize_agrees_with_the_per_row_objective(lanes):
+    x0, fixed, args = batch()
+    per_row = fixedopt.minimize(row_objective, x0, fixed, args=args, batched=True, lanes=lanes)
+    vectorized = fixedopt.minimize(
+        batch_objective, x0, fixed, args=args, batched=True, lanes=lanes, vectorized=True
+    )
+    assert bool(jnp.all(vectorized.converged))
+    assert_same_rows(vectorized, per_row)
+    np.testing.assert_array_equal(bits(vectorized.x)[np.asarray(fixed)], bits(x0)[fixed])
+
+
+@pytest.mark.parametrize("loss", ["linear", "soft_l1"])
+@pytest.mark.parametrize(
+    "solver", [fixedopt.LevenbergMarquardt(), fixedopt.GaussNewton()], ids=repr
+)
+def test_least_squares_agrees_with_the_per_row_residuals(loss, solver):
+    x0, fixed, args = batch()
+    options = {"args": args, "batched": True, "lanes": 8, "loss": loss, "solver": solver}
+    per_row = fixedopt.least_squares(row_residuals, x0, fixed, **options)
+    vectorized = fixedopt.least_squares(batch_residuals, x0, fixed, vectorized=True, **options)
+    assert bool(jnp.all(vectorized.converged))
+    assert_same_rows(vectorized, per_row)
+
+
+def test_shared_arguments_and_bounds():
+    x0, fixed, (curvature, target) = batch()
+    x0 = jnp.clip(x0, -0.5, 0.5)  # fixed values within the bounds
+    scale = jnp.asarray(2.0)  # shared by every row
+    per_row = fixedopt.minimize(
+        lambda x, c, t, s: s * row_objective(x, c, t), x0, fixed, args=(curvature, target, scale),
+        batched=True, args_axes=(0, 0, None), bounds=(-0.5, 0.5),
+    )  # fmt: skip
+    vectorized = fixedopt.minimize(
+        lambda x, c, t, s: s * batch_objective(x, c, t), x0, fixed, args=(curvature, target, scale),
+        batched=True, args_axes=(0, 0, None), bounds=(-0.5, 0.5), vectorized=True,
+    )  # fmt: skip
+    assert_same_rows(vectorized, per_row)
+
+
+def test_implicit_derivative_agrees_with_the_per_row_objective():
+    x0, fixed, (curvature, target) = batch(size=12)
+
+    def solve(fun, vectorized, target):
+        solution = fixedopt.minimize(fun, x0, fixed, args=(curvature, target), batched=True,
+                                     vectorized=vectorized)  # fmt: skip
+        return jnp.sum(solution.x**2)
+
+    per_row = jax.grad(lambda t: solve(row_objective, False, t))(target)
+    vectorized = jax.grad(lambda t: solve(batch_objective, True, t))(target)
+    np.testing.assert_allclose(vectorized, per_row, rtol=1e-10, atol=1e-12)
+
+
+def test_a_nan_row_stays_in_its_row():
+    x0, fixed, (curvature, target) = batch(size=24)
+
+    def solve(target):
+        return fixedopt.minimize(batch_objective, x0, fixed, args=(curvature, target),
+                                 batched=True, vectorized=True, lanes=8)  # fmt: skip
+
+    clean, broken = solve(target), solve(target.at[5].set(jnp.nan))
+    assert int(broken.status[5]) == Status.NONFINITE
+    others = np.arange(24) != 5
+    np.testing.assert_array_equal(bits(broken.x)[others], bits(clean.x)[others])
+
+
+def test_a_coupled_objective_fails_loudly():
+    x0, fixed, args = batch()
+
+    def coupled(x, curvature, target):  # every row sees the batch mean
+        return batch_objective(x, curvature, target) + jnp.mean(x)
+
+    with pytest.raises(ValueError, match="treat the rows independently"):
+        fixedopt.minimize(coupled, x0, fixed, args=args, batched=True, vectorized=True)
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [({"batched": False}, "`vectorized` has no effect without batched=True"),
+     ({"differentiate": "unroll"}, '`vectorized` has no effect with differentiate="unroll"'),
+     ({"vectorized": 1}, "`vectorized` must be a bool")],
+)  # fmt: skip
+def test_bad_options(options, match):
+    x0, fixed, args = batch()
+    options = {"batched": True, "vectorized": True, **options}
+    with pytest.raises((ValueError, TypeError), match=match):
+        fixedopt.minimize(batch_objective, x0 if options["batched"] else x0[0],
+                          fixed if options["batched"] else fixed[0],
+                          args=args if options["batched"] else tuple(a[0] for a in args),
+                          **options)  # fmt: skip
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_one_value_per_row_is_checked(jitted):
+    """On concrete data the row check says it first; under jit, the trace-time check."""
+    x0, fixed, args = batch()
+
+    def solve(x0):
+        return fixedopt.minimize(lambda x, c, t: jnp.sum(batch_objective(x, c, t)), x0, fixed,
+                                 args=args, batched=True, vectorized=True)  # fmt: skip
+
+    match = r"must return \(rows,\) for a batch of rows" if jitted else "one output per row"
+    with pytest.raises(ValueError, match=match):
+        (jax.jit(solve) if jitted else solve)(x0)
