@@ -43,6 +43,11 @@ SECTIONS = {  # kind: (title, text)
     "truth_summary": ("MGH least-squares problems from their standard starts", "Accurate: "
                       "relative error <= 100 sqrt(eps); truthful: CONVERGED exactly if accurate."),
     "truth": ("Every MGH row", ""),
+    "at_bound": ("Error bars with a bound active: robust spread of z-scores (1 = calibrated)",
+                 "Two exponentials + background >= 0, 128 bins, Gaussian noise sd 10, tau2 "
+                 "fixed in half the rows; `background`: the true background of every row. "
+                 "z = (fit - truth) / stderr over free parameters not at a bound; spread = "
+                 "IQR / 1.349. `weighted`: true sigma, absolute_sigma=True."),
 }  # fmt: skip
 
 

@@ -8,6 +8,7 @@ from fixedopt._covariance import covariance as covariance
 from fixedopt._curve_fit import CurveFit as CurveFit
 from fixedopt._curve_fit import curve_fit as curve_fit
 from fixedopt._flax import mask_from as mask_from
+from fixedopt._hessian_covariance import hessian_covariance as hessian_covariance
 from fixedopt._mask import fix as fix
 from fixedopt._mask import project as project
 from fixedopt._minimize import least_squares as least_squares
@@ -55,6 +56,7 @@ __all__ = [
     "covariance",
     "curve_fit",
     "fix",
+    "hessian_covariance",
     "keep_fixed",
     "least_squares",
     "mask_from",
