@@ -1,9 +1,10 @@
 """The at_bound suite: are the error bars of ``curve_fit`` calibrated when a bound is
 active? Two-exponential decays plus a background bounded below by 0, whose fit sits
 on the bound in a sizeable share of the rows; one lifetime known (fixed) in half the
-rows. Per ``at_bound`` option and weighting: the robust spread (IQR / 1.349) of the
-z-scores ``(fit - truth) / stderr`` of the free parameters not at a bound, in the rows
-with an active bound and in the others (1 is calibrated)."""
+rows. Per ``at_bound`` option and weighting: the robust spread (``median(|z|) /
+0.6745``, bias included) of the z-scores ``(fit - truth) / stderr`` of the free
+parameters not at a bound, in the rows with an active bound and in the others (1 is
+calibrated)."""
 
 from __future__ import annotations
 
@@ -40,10 +41,12 @@ def simulate(batch: int, seed: int, background: float):
 
 
 def robust_spread(z: np.ndarray) -> float:
+    """``median(|z|) / 0.6745``: 1 for unit-normal z-scores; a bias counts (unlike the
+    IQR, which a shift of the z-scores leaves unchanged): it measures the coverage of
+    the error bars."""
     if z.size < 10:
         return float("nan")
-    q75, q25 = np.percentile(z, [75, 25])
-    return float((q75 - q25) / 1.349)
+    return float(np.median(np.abs(z)) / 0.6745)
 
 
 def calibration(batch: int, background: float, seed: int = 0) -> list[dict]:
@@ -81,5 +84,5 @@ def _record(result, truth, fixed, weighting: str, at_bound: str) -> dict:
 
 
 def run(quick: bool, args) -> list[dict]:
-    batch = 2000 if quick else 20000
-    return [r for background in BACKGROUNDS for r in calibration(batch, background)]
+    batch, backgrounds = (500, BACKGROUNDS[:2]) if quick else (20000, BACKGROUNDS)
+    return [r for background in backgrounds for r in calibration(batch, background)]

@@ -24,6 +24,7 @@ jax.config.update("jax_enable_x64", True)  # before any array exists: float64 av
 from benchmarks import (  # noqa: E402
     ase,
     at_bound,
+    curve_fit,
     differentiation,
     fusion,
     report,
@@ -35,7 +36,8 @@ from benchmarks.timing import environment  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 OWN = {"scale": scale.run, "differentiation": differentiation.run, "fusion": fusion.run,
-       "status_truth": status_truth.run, "ase": ase.run, "at_bound": at_bound.run}  # fmt: skip
+       "status_truth": status_truth.run, "ase": ase.run, "at_bound": at_bound.run,
+       "curve_fit": curve_fit.run}  # fmt: skip
 
 
 def parse(argv) -> argparse.Namespace:

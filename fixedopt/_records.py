@@ -18,12 +18,31 @@ def rows_of(sol: Solution) -> int | None:
     return None if value.ndim == 0 else value.shape[0]
 
 
+def path_name(path: tuple[Any, ...]) -> str:
+    """A leaf's path as a reader writes it: ``A1`` for ``{"A1": ...}``, ``peaks.width``
+    for nested dicts or attributes, ``layers[0].bias`` for sequences (not ``['A1']``)."""
+    name = ""
+    for key in path:
+        if isinstance(key, jax.tree_util.SequenceKey):
+            name += f"[{key.idx}]"
+            continue
+        if isinstance(key, jax.tree_util.DictKey):
+            part = str(key.key)
+        elif isinstance(key, jax.tree_util.GetAttrKey):
+            part = key.name
+        else:
+            part = str(key)
+        name += f".{part}" if name else part
+    return name
+
+
 def flat_names(x: PyTree, batched: bool) -> list[str]:
-    """One name per entry of a row of ``x``: ``leaf path`` + ``[index]``."""
+    """One name per entry of a row of ``x``: the leaf's :func:`path_name` + ``[index]``,
+    in ``ravel_pytree`` order (dict keys sorted, as JAX flattens them)."""
     names: list[str] = []
     for path, leaf in jax.tree_util.tree_leaves_with_path(x):
         shape = np.shape(leaf)[1:] if batched else np.shape(leaf)
-        prefix = jax.tree_util.keystr(path) or "x"
+        prefix = path_name(path) or "x"
         if shape == ():
             names.append(prefix)
             continue
