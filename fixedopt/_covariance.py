@@ -37,7 +37,7 @@ from fixedopt._validate import Bounds, Mask, PyTree, batch_size, fixed_arrays
 
 ResidualFun = Callable[..., jax.Array]  # residual_fun(x, *args) -> (m,) residuals
 AT_BOUND = ("free", "fixed")
-AT_BOUND_DEFAULT = "free"  # measured: benchmarks/results/cpu-at-bound.md
+AT_BOUND_DEFAULT = "free"  # measured: benchmarks/results/cpu-at_bound-2026-12-01.md
 
 
 class Covariance(NamedTuple):
@@ -126,7 +126,7 @@ def covariance(
         ``"fixed"``: held like a fixed parameter (0 variance, out of ``J_F``, not
         counted in ``dof``): the covariance of the fit conditional on the bound,
         whose other error bars are smaller. The default is measured:
-        ``benchmarks/results/cpu-at-bound.md``.
+        ``benchmarks/results/cpu-at_bound-2026-12-01.md``.
       args_axes: with ``batched=True``, which ``args`` are per row (as in
         :func:`fixedopt.least_squares`; by default the arrays).
 
