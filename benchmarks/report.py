@@ -52,7 +52,8 @@ SECTIONS = {  # kind: (title, text)
     "curve_fit": ("fixedopt.curve_fit on the whole batch vs per-fit loops on a subsample",
                   "Decays (sd sqrt(mu), sigma given, background >= 0, tau2 fixed in half the "
                   "fits); fits/s from interleaved medians (loops: `fits_timed` fits). "
-                  "Agreement on the loops' fits: free parameters and stderr vs scipy's."),
+                  "Agreement on the loops' fits: free parameters and stderr vs scipy's. The loops "
+                  "run in float64 in every row (`dtype`: fixedopt's)."),
     "crlb": ("Poisson maximum likelihood vs least squares on 2D spots: the Cramér–Rao bound",
              "7x7 pixels, 1000 photons, background 10/pixel, centres jittered U(-0.5, 0.5); "
              "spread: RMS error of the centres over sqrt(CRLB) from the true Fisher "

@@ -144,3 +144,12 @@ def test_bad_row_and_names_are_named():
         fixedopt.report(sol, 6)
     with pytest.raises(ValueError, match="`names` must name each of the 2"):
         fixedopt.report(sol, 0, names=["a"])
+
+
+def test_dict_parameter_names_read_as_written():
+    """``A1``, ``peak.width[1]``, ``layers[0]``: not ``['A1']`` (jax's keystr)."""
+    x0 = {"A1": jnp.zeros(()), "peak": {"width": jnp.ones(2)}, "layers": [jnp.zeros(())]}
+    sol = fixedopt.minimize(lambda p: (p["A1"] - 1.0) ** 2 + jnp.sum(p["peak"]["width"] ** 2)
+                            + p["layers"][0] ** 2, x0, False)  # fmt: skip
+    names = [row[0] for row in fixedopt.report(sol).table]
+    assert names == ["A1", "layers[0]", "peak.width[0]", "peak.width[1]"]
