@@ -178,3 +178,25 @@ def test_poisson_in_both_dtypes(dtype):
     reference = [maximum_likelihood(start[b], counts[b]) for b in range(2)]
     rtol = 1e-3 if dtype == np.float32 else 1e-6  # float32: sqrt(eps) = 3.5e-4
     np.testing.assert_allclose(np.asarray(popt[:2], float), reference, rtol=rtol)
+
+
+@pytest.mark.parametrize("estimator", ["poisson", "least_squares"])
+def test_fit_differentiates_with_respect_to_the_counts(estimator):
+    """Implicit derivative of the fitted centres against central finite differences
+    (step 1e-2 photons on two pixels: the quotient agreed to 1e-6 relative, measured;
+    at 1e-3 the solves' own rounding shows, 3e-3)."""
+    _, counts, start = simulate(2, seed=8)
+
+    def loss(c):
+        popt, _ = fixedopt.curve_fit(
+            spot, PIXELS, c, start, batched=True, estimator=estimator,
+            gtol=1e-14, xtol=1e-14, ftol=1e-16,
+        )  # fmt: skip
+        return jnp.sum(popt[:, 1] * jnp.arange(1.0, 3.0))
+
+    direction = np.zeros_like(counts)
+    direction[0, 24], direction[1, 10] = 1.0, 1.0
+    gradient = jax.grad(loss)(jnp.asarray(counts))
+    h = 1e-2
+    difference = (loss(counts + h * direction) - loss(counts - h * direction)) / (2 * h)
+    np.testing.assert_allclose(jnp.sum(gradient * direction), difference, rtol=1e-4)
