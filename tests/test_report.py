@@ -153,3 +153,15 @@ def test_dict_parameter_names_read_as_written():
                             + p["layers"][0] ** 2, x0, False)  # fmt: skip
     names = [row[0] for row in fixedopt.report(sol).table]
     assert names == ["A1", "layers[0]", "peak.width[0]", "peak.width[1]"]
+
+
+def test_names_from_the_written_tree_keep_its_key_order():
+    """JAX sorts dict keys (``sol.x`` has lost the order); the ``x0`` as written has it."""
+    x0 = {"offset": jnp.zeros(()), "A1": jnp.zeros(2)}
+    sol = fixedopt.minimize(lambda p: jnp.sum((p["A1"] - 1.0) ** 2) + p["offset"] ** 2, x0, False)
+    assert [row[0] for row in fixedopt.report(sol).table] == ["A1[0]", "A1[1]", "offset"]
+    table = fixedopt.report(sol, names=x0).table
+    assert [row[0] for row in table] == ["offset", "A1[0]", "A1[1]"]
+    assert table[1][1] == "1"  # A1[0]'s own value, not offset's
+    with pytest.raises(ValueError, match="structure and shapes"):
+        fixedopt.report(sol, names={"offset": jnp.zeros(3), "A1": jnp.zeros(2)})
