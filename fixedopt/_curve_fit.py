@@ -162,7 +162,7 @@ def curve_fit(
     choice("estimator", estimator, ESTIMATORS)
     choice("at_bound", at_bound, AT_BOUND)
     p0, ydata = _parameters_and_data(p0, ydata, batched)
-    xdata = jax.tree.map(jnp.asarray, xdata)
+    xdata = _xdata(xdata)
     per_fit = _xdata_per_fit(f, xdata, ydata, p0, batched, xdata_per_fit)
     x_axis = 0 if per_fit else None
     fixed = False if fixed is None else fixed
@@ -250,6 +250,17 @@ def _xdata_per_fit(
             "with xdata_per_fit=True or False"
         )
     return matches[0]
+
+
+def _xdata(xdata: Any) -> PyTree:
+    """``xdata`` as arrays: a list or tuple of numbers (or of equal-shape arrays) is one
+    array, as NumPy reads it; any other tree keeps its structure."""
+    if isinstance(xdata, (list, tuple)):
+        try:
+            return jnp.asarray(xdata)
+        except (TypeError, ValueError):
+            pass  # arrays of different shapes: a tree
+    return jax.tree.map(jnp.asarray, xdata)
 
 
 def _curve_shape(f: Model, x: PyTree, p: jax.Array) -> tuple[int, ...] | None:

@@ -112,6 +112,13 @@ def test_one_fit_unbatched_matches_scipy():
     assert_pcov_close(np.asarray(pcov), ref_pcov, 1e-6)
 
 
+def test_lists_are_accepted_as_scipy_accepts_them():
+    f, t, y, _, start, _ = simulate("power_law", 1, seed=23)
+    popt, _ = fixedopt.curve_fit(f, list(t), list(y[0]), list(start[0]))
+    ref_popt, _ = scipy.optimize.curve_fit(numpy_model(f), t, y[0], start[0], **TIGHT)
+    np.testing.assert_allclose(popt, ref_popt, rtol=1e-6)
+
+
 def test_fixed_parameters_per_fit_match_scipy_on_the_reduced_model():
     f, t, y, sigma, start, _ = simulate("gaussian", 4, seed=5)
     fixed = np.array([[0, 0, 0, 0], [1, 0, 0, 0], [0, 1, 0, 1], [0, 0, 1, 0]], bool)
