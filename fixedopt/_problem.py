@@ -64,7 +64,7 @@ class Objective(NamedTuple):
     """
 
     fun: Callable[..., Any]
-    least_squares: bool | Loss  # False for minimize; True or a robust Loss otherwise
+    least_squares: bool | Loss  # False for minimize; True or a Loss (robust, Poisson)
     unravel: Callable[[jax.Array], PyTree]
     args_of: Callable[[tuple[Any, ...]], tuple[Any, ...]]
     unroll: bool  # loops are differentiable scans; nothing is stopped
