@@ -1,5 +1,6 @@
 """``python -m benchmarks.run --suite NAME [--quick] [--out DIR]``: run a suite (solvers, cpu,
-gpu, micro, linesearch, small_n, scale, differentiation, fusion, status_truth, ase; ``auto``:
+gpu, micro, linesearch, small_n, scale, differentiation, fusion, status_truth, ase, at_bound,
+curve_fit; ``auto``:
 cpu or gpu by backend), write ``<out>/<backend>-<suite>[-quick]-<date>.{json,md}``, plots."""
 
 from __future__ import annotations
@@ -20,13 +21,24 @@ import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)  # before any array exists: float64 available
 
-from benchmarks import ase, deblur, differentiation, fusion, report, scale, status_truth  # noqa: E402
+from benchmarks import (  # noqa: E402
+    ase,
+    at_bound,
+    curve_fit,
+    deblur,
+    differentiation,
+    fusion,
+    report,
+    scale,
+    status_truth,
+)
 from benchmarks.suites import PLANS, run_plan  # noqa: E402
 from benchmarks.timing import environment  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 OWN = {"scale": scale.run, "differentiation": differentiation.run, "fusion": fusion.run,
-       "status_truth": status_truth.run, "ase": ase.run, "deblur": deblur.run}  # fmt: skip
+       "status_truth": status_truth.run, "ase": ase.run, "at_bound": at_bound.run,
+       "curve_fit": curve_fit.run, "deblur": deblur.run}  # fmt: skip
 
 
 def parse(argv) -> argparse.Namespace:

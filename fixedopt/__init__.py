@@ -5,7 +5,10 @@ The public surface; every name is defined in a private module and re-exported he
 
 from fixedopt._covariance import Covariance as Covariance
 from fixedopt._covariance import covariance as covariance
+from fixedopt._curve_fit import CurveFit as CurveFit
+from fixedopt._curve_fit import curve_fit as curve_fit
 from fixedopt._flax import mask_from as mask_from
+from fixedopt._hessian_covariance import hessian_covariance as hessian_covariance
 from fixedopt._mask import fix as fix
 from fixedopt._mask import project as project
 from fixedopt._minimize import least_squares as least_squares
@@ -35,6 +38,7 @@ __version__ = "0.1.0"
 __all__ = [
     "LBFGS",
     "Covariance",
+    "CurveFit",
     "GaussNewton",
     "GradientDescent",
     "KeepFixedState",
@@ -50,7 +54,9 @@ __all__ = [
     "StepContext",
     "apply_updates",
     "covariance",
+    "curve_fit",
     "fix",
+    "hessian_covariance",
     "keep_fixed",
     "least_squares",
     "mask_from",

@@ -6,9 +6,11 @@ At a least-squares solution ``x`` with residuals ``r`` (``m`` of them) and Jacob
     cov_FF = s^2 (J_F^T J_F)^{-1},      s^2 = sum(r^2) / (m - n_F),
 
 as ``scipy.optimize.curve_fit`` and lmfit compute it (``s^2 = 1`` with
-``absolute_sigma=True``). Fixed parameters, and free ones sitting exactly on a bound
-(bound-active: the data do not determine them, the bound does), get exactly 0
-variance and 0 covariance: they do not vary within the model. The inverse comes
+``absolute_sigma=True``). Fixed parameters get exactly 0 variance and 0 covariance:
+they do not vary within the model. A free parameter exactly on a bound
+(bound-active) is flagged; with ``at_bound="free"`` (the default, ``curve_fit``'s and
+lmfit's convention) it stays in ``F``, with ``at_bound="fixed"`` it is held like a
+fixed one (the covariance conditional on the bound). The inverse comes
 from a QR factorization of ``J`` (differentiable; see ``_inverse_normal_matrix``).
 The rank is counted as ``curve_fit`` does, singular values above
 ``eps * max(m, n) * s_max``, but of ``J_F`` with unit columns, so that it does not
@@ -29,11 +31,13 @@ from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
 
 from fixedopt import _validate
-from fixedopt._arguments import args_tuple, batched_args
+from fixedopt._arguments import args_tuple, batched_args, choice
 from fixedopt._solution import Solution
 from fixedopt._validate import Bounds, Mask, PyTree, batch_size, fixed_arrays
 
 ResidualFun = Callable[..., jax.Array]  # residual_fun(x, *args) -> (m,) residuals
+AT_BOUND = ("free", "fixed")
+AT_BOUND_DEFAULT = "free"  # measured: benchmarks/results/cpu-at_bound-2026-12-01.md
 
 
 class Covariance(NamedTuple):
@@ -45,18 +49,21 @@ class Covariance(NamedTuple):
       covariance: ``(n, n)``, over the flat parameter vector ``ravel_pytree(x)``
         (leaves in ``jax.tree.leaves`` order, each raveled in C order): entry
         ``[index[a], index[b]]`` couples parameters ``a`` and ``b``. Rows and columns
-        of fixed and bound-active parameters are exactly 0.
-      stderr: the standard errors, a tree like ``x``; 0 at fixed and bound-active
-        entries, NaN on the free block of a rank-deficient row.
+        of fixed parameters (and, with ``at_bound="fixed"``, bound-active ones) are
+        exactly 0.
+      stderr: the standard errors, a tree like ``x``; 0 where ``covariance``'s
+        diagonal is, NaN on the free block of a rank-deficient row.
       rank_deficient: ``J_F`` has numerical rank below the number of free
         parameters (its covariance does not exist): the row's free block is NaN.
-      dof: degrees of freedom ``m - n_free`` (``n_free`` counts neither fixed nor
-        bound-active entries). With ``dof <= 0`` and ``absolute_sigma=False`` the
-        free block is ``inf``, as in ``curve_fit``.
+      dof: degrees of freedom ``m - n_free`` (``n_free`` counts the parameters in
+        ``F``: neither fixed nor, with ``at_bound="fixed"``, bound-active ones).
+        With ``dof <= 0`` and ``absolute_sigma=False`` the free block is ``inf``,
+        as in ``curve_fit``.
       residual_variance: ``s^2``, the factor applied to ``(J_F^T J_F)^{-1}`` (1 with
         ``absolute_sigma=True``).
       fixed: the fixed mask, a tree of booleans like ``x``.
-      at_bound: free entries exactly on a bound (treated as not varying).
+      at_bound: free entries exactly on a bound, flagged with either ``at_bound``
+        option (with ``"fixed"``, held like fixed ones).
       index: a tree like one row of ``x`` (no batch axis) of ``int32`` positions in
         the flat vector.
     """
@@ -88,14 +95,16 @@ def covariance(
     bounds: Bounds | None = None,
     sigma: ArrayLike | None = None,
     absolute_sigma: bool = False,
+    at_bound: str = AT_BOUND_DEFAULT,
+    args_axes: Any = None,
 ) -> Covariance:
     """Covariance and standard errors of the free parameters of a least-squares fit.
 
-    Per row: ``s^2 (J_F^T J_F)^{-1}`` on the free block ``F`` (not fixed, not on a
-    bound), ``s^2 = sum(r^2) / (m - n_F)``, where ``r = residual_fun(x, *args) /
-    sigma``; the convention of ``scipy.optimize.curve_fit`` (``pcov``) and of lmfit
-    (``vary=False`` parameters excluded). Fixed and bound-active parameters get 0
-    variance and 0 covariance.
+    Per row: ``s^2 (J_F^T J_F)^{-1}`` on the free block ``F`` (not fixed; with
+    ``at_bound="fixed"``, not on a bound either), ``s^2 = sum(r^2) / (m - n_F)``,
+    where ``r = residual_fun(x, *args) / sigma``; the convention of
+    ``scipy.optimize.curve_fit`` (``pcov``) and of lmfit (``vary=False`` parameters
+    excluded). Fixed parameters get 0 variance and 0 covariance.
 
     Args:
       sol: a :class:`fixedopt.Solution` of :func:`fixedopt.least_squares` (or its
@@ -105,11 +114,21 @@ def covariance(
       fixed: the fixed mask of the fit (any form ``least_squares`` accepts).
       args: the fit's ``args`` (with ``batched=True``, arrays have the batch axis).
       batched: ``sol`` holds one fit per row; each row gets its own free set.
-      bounds: the fit's bounds; free entries exactly on a bound count as fixed.
+      bounds: the fit's bounds, to flag free entries exactly on a bound.
       sigma: the standard deviations of the residuals, an array broadcastable to
         ``residual_fun``'s output (with ``batched=True``, with the batch axis), as
         ``curve_fit``'s 1-D ``sigma``; fit the same weighted residuals.
       absolute_sigma: ``sigma`` is absolute: no rescaling by ``s^2``.
+      at_bound: how a free parameter exactly on a bound enters (``Covariance.at_bound``
+        flags it either way). ``"free"`` (the default): like any free parameter, its
+        Jacobian column stays in ``J_F``, as ``curve_fit`` and lmfit compute it; the
+        error bars of the other parameters include its correlation with them.
+        ``"fixed"``: held like a fixed parameter (0 variance, out of ``J_F``, not
+        counted in ``dof``): the covariance of the fit conditional on the bound,
+        whose other error bars are smaller. The default is measured:
+        ``benchmarks/results/cpu-at_bound-2026-12-01.md``.
+      args_axes: with ``batched=True``, which ``args`` are per row (as in
+        :func:`fixedopt.least_squares`; by default the arrays).
 
     Returns:
       A :class:`fixedopt.Covariance`.
@@ -133,19 +152,22 @@ def covariance(
         raise TypeError(f"`absolute_sigma` must be a bool, got {type(absolute_sigma).__name__}")
     batch = batch_size(x, "sol.x") if batched else None
     args = args_tuple(args)
-    axes = _args_in_axes(args, batch) if batch is not None else None
+    choice("at_bound", at_bound, AT_BOUND)
+    axes = args_in_axes(args, args_axes, batch) if batch is not None else None
     if sigma is not None:
         sigma = _check_sigma(sigma, batch)
+    hold = at_bound == "fixed"
     result: Covariance = _compiled(
-        residual_fun, batched, absolute_sigma, axes, x, mask, bounds, sigma, args
+        residual_fun, batched, absolute_sigma, hold, axes, x, mask, bounds, sigma, args
     )
     row = jax.tree.map(lambda leaf: leaf[0], x) if batched else x
-    return result._replace(index=_flat_index(row))
+    return result._replace(index=flat_index(row))
 
 
-def _args_in_axes(args: tuple[Any, ...], batch: int) -> PyTree:
-    """``vmap`` axes for ``args``: 0 for per-row arrays (checked), None for the rest."""
-    flags = iter(batched_args(args, None, batch))
+def args_in_axes(args: tuple[Any, ...], args_axes: Any, batch: int) -> PyTree:
+    """``vmap`` axes for ``args``: 0 for per-row arrays (checked), None for the rest
+    (``args_axes`` as in ``least_squares``)."""
+    flags = iter(batched_args(args, args_axes, batch))
     return jax.tree.map(lambda _: 0 if next(flags) else None, args)
 
 
@@ -161,7 +183,7 @@ def _check_sigma(value: ArrayLike, batch: int | None) -> jax.Array:
     return sigma
 
 
-def _flat_index(row: PyTree) -> PyTree:
+def flat_index(row: PyTree) -> PyTree:
     """A tree like ``row`` of each entry's position in ``ravel_pytree(row)``."""
     leaves, treedef = jax.tree.flatten(row)
     offsets = [0]
@@ -174,11 +196,12 @@ def _flat_index(row: PyTree) -> PyTree:
     return jax.tree.unflatten(treedef, index)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
 def _compiled(
     residual_fun: ResidualFun,
     batched: bool,
     absolute_sigma: bool,
+    hold: bool,
     axes: PyTree,
     x: PyTree,
     mask: PyTree,
@@ -192,7 +215,7 @@ def _compiled(
     def one(
         x: PyTree, mask: PyTree, bounds: Bounds | None, sigma: jax.Array | None, args: PyTree
     ) -> Covariance:
-        return _row(residual_fun, absolute_sigma, x, mask, bounds, sigma, args)
+        return _row(residual_fun, absolute_sigma, hold, x, mask, bounds, sigma, args)
 
     if not batched:
         return one(x, mask, bounds, sigma, args)
@@ -203,6 +226,7 @@ def _compiled(
 def _row(
     residual_fun: ResidualFun,
     absolute_sigma: bool,
+    hold: bool,
     x: PyTree,
     mask: PyTree,
     bounds: Bounds | None,
@@ -215,7 +239,7 @@ def _row(
     if bounds is not None:
         lower, upper = (ravel_pytree(b)[0] for b in bounds)
         at_bound = ((flat_x == lower) | (flat_x == upper)) & ~fixed
-    frozen = fixed | at_bound
+    frozen = fixed | at_bound if hold else fixed
 
     # Frozen entries read a constant: exact zero Jacobian columns.
     def weighted(flat: jax.Array) -> jax.Array:
@@ -257,7 +281,7 @@ def _row(
         dof=dof.astype(jnp.int32),
         residual_variance=variance,
         fixed=mask,
-        at_bound=_unravel_bool(at_bound, mask),
+        at_bound=unravel_bool(at_bound, mask),
         index=None,
     )
 
@@ -286,7 +310,7 @@ def _inverse_normal_matrix(jacobian: jax.Array, frozen: jax.Array, scale: jax.Ar
     return r_inverse @ r_inverse.T
 
 
-def _unravel_bool(flat: jax.Array, like: PyTree) -> PyTree:
+def unravel_bool(flat: jax.Array, like: PyTree) -> PyTree:
     """``flat``, ``(n,)``, as a tree like ``like`` (leaves of its shapes)."""
     leaves, treedef = jax.tree.flatten(like)
     sizes = [leaf.size for leaf in leaves]

@@ -29,12 +29,15 @@ path to them differs.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import numbers
 from collections.abc import Callable
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
+from jax.scipy.special import xlogy
 
 LOSSES = ("linear", "soft_l1", "huber", "cauchy", "arctan")
 
@@ -57,9 +60,39 @@ _RHO: dict[str, Rho] = {
 }
 
 
+class Loss(abc.ABC):
+    """How a least-squares solve turns ``residual_fun``'s output into its cost, and
+    the residuals and Jacobian its Gauss–Newton step sees (static: part of the program).
+
+    Two kinds: a :class:`RobustLoss` of the residuals, and the :class:`Poisson`
+    likelihood of a model against counts (``needs_data``: the last of the solve's
+    ``args`` holds the data, which ``residual_fun`` does not receive).
+    """
+
+    needs_data: ClassVar[bool] = False
+    name: str
+
+    @abc.abstractmethod
+    def cost(self, out: jax.Array, data: jax.Array | None) -> jax.Array:
+        """The ``()`` cost of ``residual_fun``'s output ``out`` (any shape)."""
+
+    @abc.abstractmethod
+    def value_and_cotangent(
+        self, out: jax.Array, data: jax.Array | None
+    ) -> tuple[jax.Array, jax.Array]:
+        """The cost and its derivative with respect to ``out``, ``(m,)`` (raveled)."""
+
+    @abc.abstractmethod
+    def rescale(
+        self, out: jax.Array, jacobian: jax.Array, data: jax.Array | None
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """The cost and the ``(m,)`` residual and ``(m, n)`` Jacobian a Gauss–Newton
+        step uses: ``J^T r`` is the cost's gradient, ``J^T J`` its model Hessian."""
+
+
 @dataclasses.dataclass(frozen=True)
-class Loss:
-    """A robust loss ``rho`` with its scale ``f_scale`` (static: part of the program).
+class RobustLoss(Loss):
+    """A robust loss ``rho`` with its scale ``f_scale``.
 
     Attributes:
       rho: ``z -> rho(z)``, element-wise, traceable by JAX; its first and second
@@ -84,27 +117,84 @@ class Loss:
         curvatures = jax.vmap(jax.grad(first))(z)
         return values * scale2, slopes, curvatures / scale2
 
-    def cost(self, residual: jax.Array) -> jax.Array:
-        """``0.5 * sum(f_scale**2 * rho((residual / f_scale)**2))``, a ``()`` array;
-        ``residual`` of any shape."""
-        return 0.5 * jnp.sum(self.terms(jnp.ravel(residual))[0])
+    def cost(self, out: jax.Array, data: jax.Array | None = None) -> jax.Array:
+        """``0.5 * sum(f_scale**2 * rho((out / f_scale)**2))``, a ``()`` array;
+        ``out`` (the residuals) of any shape."""
+        return 0.5 * jnp.sum(self.terms(jnp.ravel(out))[0])
+
+    def value_and_cotangent(
+        self, out: jax.Array, data: jax.Array | None = None
+    ) -> tuple[jax.Array, jax.Array]:
+        values, slopes, _ = self.terms(out)
+        return 0.5 * jnp.sum(values), slopes * out
 
     def rescale(
-        self, residual: jax.Array, jacobian: jax.Array
+        self, out: jax.Array, jacobian: jax.Array, data: jax.Array | None = None
     ) -> tuple[jax.Array, jax.Array, jax.Array]:
         """The robust cost and the rescaled ``(residual, jacobian)`` (see the module).
 
-        ``residual``: ``(m,)``; ``jacobian``: ``(m, n)``. Returns the ``()`` cost and
-        the rescaled ``(m,)`` residual and ``(m, n)`` Jacobian."""
-        values, slopes, curvatures = self.terms(residual)
-        eps = jnp.finfo(residual.dtype).eps
-        curvature = jnp.maximum(slopes + 2 * curvatures * residual**2, slopes / 10)
+        ``out``: the ``(m,)`` residual; ``jacobian``: ``(m, n)``. Returns the ``()``
+        cost and the rescaled ``(m,)`` residual and ``(m, n)`` Jacobian."""
+        values, slopes, curvatures = self.terms(out)
+        eps = jnp.finfo(out.dtype).eps
+        curvature = jnp.maximum(slopes + 2 * curvatures * out**2, slopes / 10)
         scale = jnp.sqrt(jnp.maximum(curvature, eps))
-        return 0.5 * jnp.sum(values), residual * slopes / scale, jacobian * scale[:, None]
+        return 0.5 * jnp.sum(values), out * slopes / scale, jacobian * scale[:, None]
 
 
-def robust_loss(loss: str | Rho, f_scale: float) -> Loss | None:
-    """The :class:`Loss` for ``least_squares(loss=..., f_scale=...)``; None for linear.
+@dataclasses.dataclass(frozen=True)
+class Poisson(Loss):
+    """Poisson maximum likelihood: ``residual_fun`` returns the model's expected
+    counts ``mu``, the data (the last of ``args``) are the observed counts ``y``.
+
+    The cost is half the Poisson deviance, ``sum(mu - y - y log(mu / y))`` (a term
+    with ``y = 0`` is ``mu``): the negative log-likelihood up to a constant, 0 for a
+    perfect model, and for large counts close to half the chi-square of
+    ``(mu - y) / sqrt(mu)``. The Gauss–Newton step sees ``r = (mu - y) / sqrt(mu)``
+    and ``J = J_mu / sqrt(mu)``: ``J^T r`` is the cost's exact gradient and
+    ``J^T J`` the Fisher information, so Levenberg–Marquardt runs Fisher scoring
+    (Laurence and Chromy, Nature Methods 7, 338, 2010; Gpufit's MLE estimator).
+    A model value ``mu <= 0`` makes the cost infinite: Levenberg–Marquardt rejects
+    that step like a non-finite one and raises its damping; a start there stops the
+    row with ``Status.NONFINITE``, and so do NaN or negative counts.
+    """
+
+    needs_data: ClassVar[bool] = True
+    name: str = "poisson"
+
+    def _terms(self, mu: jax.Array, counts: jax.Array | None) -> tuple[jax.Array, jax.Array]:
+        """The cost and the raveled ``(mu, counts)`` broadcast together."""
+        if counts is None:
+            raise TypeError("the Poisson likelihood needs the counts")
+        mu = jnp.ravel(mu)
+        counts = jnp.ravel(jnp.broadcast_to(counts, jnp.shape(mu)).astype(mu.dtype))
+        positive = jnp.all(mu > 0)
+        safe = jnp.where(mu > 0, mu, 1.0)
+        terms = safe - counts - xlogy(counts, safe) + xlogy(counts, counts)
+        cost = jnp.where(positive, jnp.sum(terms), jnp.inf)
+        return cost, counts
+
+    def cost(self, out: jax.Array, data: jax.Array | None) -> jax.Array:
+        return self._terms(out, data)[0]
+
+    def value_and_cotangent(
+        self, out: jax.Array, data: jax.Array | None
+    ) -> tuple[jax.Array, jax.Array]:
+        cost, counts = self._terms(out, data)
+        mu = jnp.ravel(out)
+        return cost, (mu - counts) / jnp.where(mu > 0, mu, 1.0)
+
+    def rescale(
+        self, out: jax.Array, jacobian: jax.Array, data: jax.Array | None
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        cost, counts = self._terms(out, data)
+        mu = jnp.ravel(out)
+        root = jnp.sqrt(jnp.where(mu > 0, mu, 1.0))
+        return cost, (mu - counts) / root, jacobian / root[:, None]
+
+
+def robust_loss(loss: str | Rho, f_scale: float) -> RobustLoss | None:
+    """The :class:`RobustLoss` for ``least_squares(loss=..., f_scale=...)``; None for linear.
 
     Args:
       loss: one of ``"linear"``, ``"soft_l1"``, ``"huber"``, ``"cauchy"``,
@@ -121,7 +211,7 @@ def robust_loss(loss: str | Rho, f_scale: float) -> Loss | None:
     if isinstance(f_scale, bool) or not (isinstance(f_scale, numbers.Real) and f_scale > 0):
         raise ValueError(f"`f_scale` must be a positive number, got {f_scale!r}")
     if callable(loss):
-        return Loss(loss, float(f_scale), getattr(loss, "__name__", type(loss).__name__))
+        return RobustLoss(loss, float(f_scale), getattr(loss, "__name__", type(loss).__name__))
     if loss not in LOSSES:
         raise ValueError(f"`loss` must be one of {LOSSES} or a callable rho(z), got {loss!r}")
-    return None if loss == "linear" else Loss(_RHO[loss], float(f_scale), loss)
+    return None if loss == "linear" else RobustLoss(_RHO[loss], float(f_scale), loss)

@@ -6,10 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+from jax.typing import ArrayLike
 
 from fixedopt._arguments import args_tuple, batched_args, check_solver, hashable_function
 from fixedopt._engine import Inputs, run
-from fixedopt._losses import robust_loss
+from fixedopt._fit_data import fit_data
 from fixedopt._options import Options, solve_options
 from fixedopt._reparam import split_indices
 from fixedopt._solution import Solution
@@ -184,6 +185,9 @@ def least_squares(
     vectorized: bool = False,
     loss: str | Callable[[jax.Array], jax.Array] = "linear",
     f_scale: float = 1.0,
+    sigma: ArrayLike | None = None,
+    estimator: str = "least_squares",
+    counts: ArrayLike | None = None,
 ) -> Solution:
     """Minimize ``0.5 * sum(residual_fun(x, *args) ** 2)`` with fixed entries pinned.
 
@@ -200,6 +204,22 @@ def least_squares(
     ``Solution.value``), minimized by the same solvers on scipy's rescaled residuals
     and Jacobian (see ``fixedopt._losses``).
 
+    ``sigma`` (the standard deviation of each residual) fits the weighted residuals
+    ``residual_fun(x, *args) / sigma``, as ``scipy.optimize.curve_fit``'s 1-D
+    ``sigma``: an array that broadcasts to one row's residuals (with ``batched=True``,
+    with the leading batch axis, or a scalar for every row); positive. It is data:
+    a new ``sigma`` reuses the compiled solve. ``Solution.value`` is then half the
+    chi-square.
+
+    ``estimator="poisson"`` fits counting data by maximum likelihood: ``residual_fun``
+    then returns the model's expected counts ``mu`` (positive), ``counts`` the
+    observed counts (shaped like ``sigma``), and the cost (``Solution.value``) is
+    half the Poisson deviance ``sum(mu - y - y log(mu / y))``, minimized by the same
+    solvers on the Fisher-scoring residuals ``(mu - y) / sqrt(mu)`` and Jacobian
+    ``J_mu / sqrt(mu)`` (see ``fixedopt._losses.Poisson``). Counts of 0 are allowed;
+    NaN or negative counts, or a start where ``mu <= 0``, stop the row with
+    ``Status.NONFINITE``. :func:`fixedopt.curve_fit` gives its error bars.
+
     Example:
       >>> import jax.numpy as jnp
       >>> import fixedopt
@@ -215,8 +235,14 @@ def least_squares(
     """
     solver = LevenbergMarquardt() if solver is None else solver
     check_solver(solver, needs_residuals=True, caller="least_squares")
+    residual_fun = hashable_function(residual_fun, "residual_fun")
+    data = fit_data(
+        residual_fun, x0, args_tuple(args), args_axes, batched, sigma=sigma,
+        estimator=estimator, counts=counts, loss=loss, f_scale=f_scale,
+    )  # fmt: skip
+    residual_fun, args, args_axes = data.residual_fun, data.args, data.args_axes
     options = solve_options(
-        least_squares=robust_loss(loss, f_scale) or True,  # a robust Loss is truthy
+        least_squares=data.loss or True,  # a Loss is truthy
         batched=batched, args_axes=args_axes, strategy=strategy, differentiate=differentiate,
         gtol=gtol, ftol=ftol, xtol=xtol, abs_gtol=abs_gtol, max_steps=max_steps,
         lanes=lanes, progress=progress, vectorized=vectorized,

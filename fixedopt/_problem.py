@@ -65,7 +65,7 @@ class Objective(NamedTuple):
     """
 
     fun: Callable[..., Any]
-    least_squares: bool | Loss  # False for minimize; True or a robust Loss otherwise
+    least_squares: bool | Loss  # False for minimize; True or a Loss (robust, Poisson)
     unravel: Callable[[jax.Array], PyTree]
     args_of: Callable[[tuple[Any, ...]], tuple[Any, ...]]
     unroll: bool  # loops are differentiable scans; nothing is stopped
@@ -82,6 +82,7 @@ class Objective(NamedTuple):
         args = self.args_of(data.row_args)
         if not self.unroll:
             data, args = jax.lax.stop_gradient((data, args))
+        args, counts = split_data(self.least_squares, args)
 
         def call(flat_x: jax.Array) -> Any:
             out = self.fun(self.unravel(jnp.where(data.fixed, data.fixed_values, flat_x)), *args)
@@ -89,7 +90,7 @@ class Objective(NamedTuple):
             # the loop's carry: the solve runs in the dtype of x0.
             return _cast_floating(out, flat_x.dtype)
 
-        functions = _residual_functions(call, self) if self.least_squares else {}
+        functions = _residual_functions(call, self, counts) if self.least_squares else {}
         value_and_grad = functions.pop("value_and_grad", jax.value_and_grad(call))
         return Problem(
             value_and_grad, data.fixed, data.fixed_values, data.lower, data.upper,
@@ -124,7 +125,7 @@ def objective(
     partial = Objective(fun, least_squares, unravel, args_of, unroll, None)
 
     def output(data: RowData) -> Any:
-        args = args_of(data.row_args)
+        args = split_data(least_squares, args_of(data.row_args))[0]
         return fun(unravel(jnp.where(data.fixed, data.fixed_values, data.x0)), *args)
 
     out = jax.eval_shape(output, one_row)
@@ -207,6 +208,18 @@ def _loss(least_squares: bool | Loss) -> Loss | None:
     return least_squares if isinstance(least_squares, Loss) else None
 
 
+def split_data(
+    least_squares: bool | Loss, args: tuple[Any, ...]
+) -> tuple[tuple[Any, ...], jax.Array | None]:
+    """``(args of fun, data)``: a :class:`~fixedopt._losses.Loss` that ``needs_data``
+    (the Poisson likelihood's counts) reads the last of ``args``, which ``fun`` does
+    not receive; otherwise ``(args, None)``."""
+    loss = _loss(least_squares)
+    if loss is None or not loss.needs_data:
+        return args, None
+    return args[:-1], args[-1]
+
+
 DifferentiableObjective = Callable[[jax.Array, jax.Array, jax.Array, tuple[Any, ...]], jax.Array]
 
 
@@ -225,22 +238,26 @@ def differentiable_objective(
     def objective(
         x: jax.Array, fixed: jax.Array, values: jax.Array, args: tuple[Any, ...]
     ) -> jax.Array:
+        fun_args, counts = split_data(least_squares, args)
         tree = unravel(jnp.where(fixed, values, x))
         if vectorized:
-            out: jax.Array = fun(jax.tree.map(lambda a: a[None], tree), *args)[0]
+            out: jax.Array = fun(jax.tree.map(lambda a: a[None], tree), *fun_args)[0]
         else:
-            out = fun(tree, *args)
+            out = fun(tree, *fun_args)
         if not least_squares:
             return out
         loss = _loss(least_squares)
-        return 0.5 * jnp.sum(jnp.ravel(out) ** 2) if loss is None else loss.cost(out)
+        return 0.5 * jnp.sum(jnp.ravel(out) ** 2) if loss is None else loss.cost(out, counts)
 
     return objective
 
 
-def _residual_functions(call: Callable[[jax.Array], Any], objective: Objective) -> dict[str, Any]:
+def _residual_functions(
+    call: Callable[[jax.Array], Any], objective: Objective, counts: jax.Array | None
+) -> dict[str, Any]:
     """``value_and_grad`` and ``residual_and_jacobian`` of a least-squares row
-    (scipy's rescaled residuals and Jacobian for a robust loss)."""
+    (the rescaled residuals and Jacobian of a robust loss or of the Poisson
+    likelihood, whose data are ``counts``)."""
     loss = _loss(objective.least_squares)
     jacobian_of = objective.jacobian
     assert jacobian_of is not None  # set by objective() for least squares
@@ -251,8 +268,8 @@ def _residual_functions(call: Callable[[jax.Array], Any], objective: Objective) 
     def value_and_grad(flat_x: jax.Array) -> tuple[jax.Array, jax.Array]:
         r, pullback = jax.vjp(residual, flat_x)
         if loss is not None:
-            values, slopes, _ = loss.terms(r)
-            return 0.5 * jnp.sum(values), pullback(slopes * r)[0]
+            value, cotangent = loss.value_and_cotangent(r, counts)
+            return value, pullback(cotangent)[0]
         return 0.5 * jnp.dot(r, r), pullback(r)[0]
 
     def residual_and_jacobian(flat_x: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -262,7 +279,7 @@ def _residual_functions(call: Callable[[jax.Array], Any], objective: Objective) 
 
         jacobian, r = jacobian_of(with_aux, has_aux=True)(flat_x)
         if loss is not None:
-            return loss.rescale(r, jacobian)[1:]
+            return loss.rescale(r, jacobian, counts)[1:]
         return r, jacobian
 
     return {

@@ -18,12 +18,61 @@ def rows_of(sol: Solution) -> int | None:
     return None if value.ndim == 0 else value.shape[0]
 
 
+def path_name(path: tuple[Any, ...]) -> str:
+    """A leaf's path as a reader writes it: ``A1`` for ``{"A1": ...}``, ``peaks.width``
+    for nested dicts or attributes, ``layers[0].bias`` for sequences (not ``['A1']``)."""
+    name = ""
+    for key in path:
+        if isinstance(key, jax.tree_util.SequenceKey):
+            name += f"[{key.idx}]"
+            continue
+        if isinstance(key, jax.tree_util.DictKey):
+            part = str(key.key)
+        elif isinstance(key, jax.tree_util.GetAttrKey):
+            part = key.name
+        else:
+            part = str(key)
+        name += f".{part}" if name else part
+    return name
+
+
 def flat_names(x: PyTree, batched: bool) -> list[str]:
-    """One name per entry of a row of ``x``: ``leaf path`` + ``[index]``."""
+    """One name per entry of a row of ``x``: the leaf's :func:`path_name` + ``[index]``,
+    in ``ravel_pytree`` order (dict keys sorted, as JAX flattens them)."""
+    return _entry_names(jax.tree_util.tree_leaves_with_path(x), batched)
+
+
+def _leaves_in_written_order(tree: PyTree, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, Any]]:
+    """``(path, leaf)`` pairs with dicts walked in their own key order (``jax.tree``
+    sorts dict keys; a user wrote them in an order of their own)."""
+    if isinstance(tree, dict):
+        pairs = []
+        for key in tree:
+            pairs += _leaves_in_written_order(tree[key], (*prefix, jax.tree_util.DictKey(key)))
+        return pairs
+    return [((*prefix, *path), leaf) for path, leaf in jax.tree_util.tree_leaves_with_path(tree)]
+
+
+def written_order(template: PyTree, x: PyTree, batched: bool) -> list[int]:
+    """The positions, in ``ravel_pytree`` order, of the entries of a row of ``x`` listed
+    in ``template``'s own key order (``template``: ``x``'s tree as the user wrote it,
+    e.g. the ``x0`` of the call: same structure and shapes)."""
+    names = flat_names(x, batched)
+    written = _entry_names(_leaves_in_written_order(template), batched)
+    if sorted(written) != sorted(names):
+        raise ValueError(
+            f"`names` given as a tree must have the parameters' structure and shapes "
+            f"(entries {names}), got entries {written}"
+        )
+    return [names.index(name) for name in written]
+
+
+def _entry_names(pairs: list[tuple[Any, Any]], batched: bool) -> list[str]:
+    """One name per entry of a row: the leaf's :func:`path_name` + ``[index]``."""
     names: list[str] = []
-    for path, leaf in jax.tree_util.tree_leaves_with_path(x):
+    for path, leaf in pairs:
         shape = np.shape(leaf)[1:] if batched else np.shape(leaf)
-        prefix = jax.tree_util.keystr(path) or "x"
+        prefix = path_name(path) or "x"
         if shape == ():
             names.append(prefix)
             continue

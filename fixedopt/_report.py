@@ -11,7 +11,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from fixedopt import _solution, _validate
-from fixedopt._records import flat_names, flat_rows, rows_of
+from fixedopt._records import flat_names, flat_rows, rows_of, written_order
 from fixedopt._solution import Solution, Status
 from fixedopt._validate import Mask, PyTree
 
@@ -71,7 +71,7 @@ def report(
     covariance: Covariance | None = None,
     fixed: Mask | None = None,
     bounds: FlatBounds | None = None,
-    names: list[str] | None = None,
+    names: list[str] | PyTree | None = None,
 ) -> Report:
     """A report of a solve: the whole batch, or one fit with its parameters.
 
@@ -89,7 +89,10 @@ def report(
       fixed: the fixed mask (without ``covariance``), to mark fixed parameters.
       bounds: ``(lower, upper)`` broadcastable to one row's flat parameters (without
         ``covariance``), to mark parameters exactly on a bound.
-      names: one name per parameter (default: from the parameter tree).
+      names: one name per parameter, in ``ravel_pytree`` order; or a parameter tree
+        as you wrote it (the ``x0`` of the call): the parameters are then listed by
+        their paths (``A1``, ``peak.width[0]``), dicts in their own key order (JAX
+        sorts dict keys: ``sol.x`` has lost it). Default: the paths in sorted order.
 
     Returns:
       A :class:`Report`; ``print`` it, or let a notebook render it.
@@ -172,18 +175,19 @@ def _row_report(
     covariance: Covariance | None,
     fixed: Mask | None,
     bounds: FlatBounds | None,
-    names: list[str] | None,
+    names: list[str] | PyTree | None,
 ) -> Report:
     def pick(field: jax.Array) -> np.ndarray:  # the row's entry of a per-row field
         return np.asarray(field)[row] if batched else np.asarray(field)
 
     x = flat_rows(sol.x, batched)[row if batched else 0]
-    names = flat_names(sol.x, batched) if names is None else list(names)
+    names, order = _names_and_order(names, sol.x, batched)
     if len(names) != x.size:
         raise ValueError(f"`names` must name each of the {x.size} parameters, got {len(names)}")
     stderr, is_fixed, at_bound = _flags(covariance, fixed, bounds, sol.x, x, row, batched)
     table: list[tuple[str, ...]] = []
-    for k, name in enumerate(names):
+    for k in order:
+        name = names[k]
         note = "fixed" if is_fixed[k] else ("at bound" if at_bound[k] else "")
         error = "" if stderr is None else f"{stderr[k]:.3g}"
         table.append((name, f"{x[k]:.5g}", error, note))
@@ -193,6 +197,18 @@ def _row_report(
     title = f"fixedopt report: {where}{status} after {int(pick(sol.steps))} steps"
     facts = [("value", _g(pick(sol.value))), ("grad_norm", _g(pick(sol.grad_norm)))]
     return Report(title, facts, header, table)
+
+
+def _names_and_order(
+    names: list[str] | PyTree | None, tree: PyTree, batched: bool
+) -> tuple[list[str], list[int]]:
+    """The parameters' names (in ``ravel_pytree`` order) and the order to list them
+    in: as given for a list of names; the paths, in a written tree's key order."""
+    if isinstance(names, (list, tuple)) and all(isinstance(n, str) for n in names):
+        return list(names), list(range(len(names)))
+    order = None if names is None else written_order(names, tree, batched)
+    paths = flat_names(tree, batched)
+    return paths, list(range(len(paths))) if order is None else order
 
 
 def _flags(

@@ -39,9 +39,9 @@ class Problem(NamedTuple):
         else ``None``.
       unroll: loops run as fixed-length scans, so that a solve can be differentiated
         by unrolling (static).
-      robust: ``residual_and_jacobian`` gives scipy's rescaled residuals and Jacobian
-        of a robust loss (see ``fixedopt._losses``), whose half sum of squares is not
-        the objective (static).
+      robust: ``residual_and_jacobian`` gives rescaled residuals and Jacobian (of a
+        robust loss, or the Poisson likelihood's Fisher scoring; see
+        ``fixedopt._losses``), whose half sum of squares is not the objective (static).
     """
 
     value_and_grad: ValueAndGrad

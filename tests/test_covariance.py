@@ -138,9 +138,10 @@ def test_stderr_matches_lmfit_with_vary_false():
             assert out.params[f"p{k}"].stderr in (None, 0.0) and stderr[b, k] == 0.0
 
 
-def test_fixed_and_bound_active_parameters_have_exactly_zero_variance():
+def test_at_bound_fixed_holds_bound_active_parameters_with_zero_variance():
     """The offset's upper bound lies below every row's true offset, so it is active;
-    the rest matches curve_fit with the offset removed as well."""
+    with ``at_bound="fixed"`` the rest matches curve_fit with the offset removed as
+    well."""
     _, data, sigma, fixed, start = make_rows(8, seed=4)
     fixed[:, 2] = False
     lower = np.array([-np.inf, -np.inf, -np.inf, -np.inf])
@@ -148,8 +149,9 @@ def test_fixed_and_bound_active_parameters_have_exactly_zero_variance():
     start = np.minimum(start, upper)
     solution = fit(data, sigma, fixed, start, bounds=(lower, upper))
     result = fixedopt.covariance(
-        solution, residual, fixed, args=(data, sigma), batched=True, bounds=(lower, upper)
-    )
+        solution, residual, fixed, args=(data, sigma), batched=True, bounds=(lower, upper),
+        at_bound="fixed",
+    )  # fmt: skip
     x, stderr, cov = (np.asarray(a) for a in (solution.x, result.stderr, result.covariance))
     at_bound = np.asarray(result.at_bound)
     np.testing.assert_array_equal(at_bound[:, 2], True)

@@ -144,3 +144,24 @@ def test_bad_row_and_names_are_named():
         fixedopt.report(sol, 6)
     with pytest.raises(ValueError, match="`names` must name each of the 2"):
         fixedopt.report(sol, 0, names=["a"])
+
+
+def test_dict_parameter_names_read_as_written():
+    """``A1``, ``peak.width[1]``, ``layers[0]``: not ``['A1']`` (jax's keystr)."""
+    x0 = {"A1": jnp.zeros(()), "peak": {"width": jnp.ones(2)}, "layers": [jnp.zeros(())]}
+    sol = fixedopt.minimize(lambda p: (p["A1"] - 1.0) ** 2 + jnp.sum(p["peak"]["width"] ** 2)
+                            + p["layers"][0] ** 2, x0, False)  # fmt: skip
+    names = [row[0] for row in fixedopt.report(sol).table]
+    assert names == ["A1", "layers[0]", "peak.width[0]", "peak.width[1]"]
+
+
+def test_names_from_the_written_tree_keep_its_key_order():
+    """JAX sorts dict keys (``sol.x`` has lost the order); the ``x0`` as written has it."""
+    x0 = {"offset": jnp.zeros(()), "A1": jnp.zeros(2)}
+    sol = fixedopt.minimize(lambda p: jnp.sum((p["A1"] - 1.0) ** 2) + p["offset"] ** 2, x0, False)
+    assert [row[0] for row in fixedopt.report(sol).table] == ["A1[0]", "A1[1]", "offset"]
+    table = fixedopt.report(sol, names=x0).table
+    assert [row[0] for row in table] == ["offset", "A1[0]", "A1[1]"]
+    assert table[1][1] == "1"  # A1[0]'s own value, not offset's
+    with pytest.raises(ValueError, match="structure and shapes"):
+        fixedopt.report(sol, names={"offset": jnp.zeros(3), "A1": jnp.zeros(2)})
