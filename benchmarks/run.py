@@ -1,6 +1,7 @@
 """``python -m benchmarks.run --suite NAME [--quick] [--out DIR]``: run a suite (solvers, cpu,
-gpu, micro, linesearch, small_n, scale, differentiation, fusion, status_truth, ase; ``auto``:
-cpu or gpu by backend), write ``<out>/<backend>-<suite>[-quick]-<date>.{json,md}``, plots."""
+gpu, micro, linesearch, small_n, scale, differentiation, fusion, status_truth, ase, tiny;
+``auto``: cpu or gpu by backend), write ``<out>/<backend>-<suite>[-quick]-<date>.{json,md}``,
+plots."""
 
 from __future__ import annotations
 
@@ -20,13 +21,13 @@ import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)  # before any array exists: float64 available
 
-from benchmarks import ase, differentiation, fusion, report, scale, status_truth  # noqa: E402
+from benchmarks import ase, differentiation, fusion, report, scale, status_truth, tiny  # noqa: E402
 from benchmarks.suites import PLANS, run_plan  # noqa: E402
 from benchmarks.timing import environment  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 OWN = {"scale": scale.run, "differentiation": differentiation.run, "fusion": fusion.run,
-       "status_truth": status_truth.run, "ase": ase.run}  # fmt: skip
+       "status_truth": status_truth.run, "ase": ase.run, "tiny": tiny.run}  # fmt: skip
 
 
 def parse(argv) -> argparse.Namespace:
