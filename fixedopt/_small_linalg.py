@@ -3,14 +3,20 @@
 For a system of ``n <= SMALL_N`` unknowns, :func:`spd_solve` writes the Cholesky
 factorization and both triangular solves as a Python loop over the static ``n``: every
 operation reads and writes whole arrays of matrix entries. Under ``vmap`` each one is
-an elementwise operation over the batch, so XLA fuses a whole solve (with the
-arithmetic around it) into a few loop fusions: no LAPACK custom call per tiny system,
-which cannot fuse, costs a call per batch and reads the matrices from memory again.
+an elementwise operation over the batch, which XLA fuses into loop fusions with the
+arithmetic around it: no LAPACK custom call per tiny system, which cannot fuse, costs
+a call per batch and reads the matrices from memory again. The products with the
+Jacobian (the normal matrix, the gradient, the model's ``|J s|^2``) are unrolled the
+same way while they are small (:data:`PRODUCT_TERMS`).
 
 The operation count grows as ``n^3 / 6`` (the program's size too); past ``SMALL_N``
 the batched LAPACK path (``jax.scipy.linalg.cho_factor``) is faster and compiles
-sooner. Golub & Van Loan, *Matrix Computations*, 4th ed., Algorithm 4.2.1 (the
-``gaxpy`` Cholesky, here by columns), and 3.1.1-3.1.2 (the triangular solves).
+sooner. XLA:CPU still splits the factorization into one loop fusion per few entries
+(every entry feeds several later ones): ~30 small fusions for two 5x5 systems, which
+cost ~1.5 s of compile time (one LLVM kernel each) but stay in cache in a small batch.
+
+Golub & Van Loan, *Matrix Computations*, 4th ed., Algorithm 4.2.1 (the ``gaxpy``
+Cholesky, here by columns), and 3.1.1-3.1.2 (the triangular solves).
 """
 
 from __future__ import annotations
@@ -21,10 +27,12 @@ import jax.numpy as jnp
 # Free blocks of at most this many entries are solved here; larger ones by LAPACK.
 # 0 sends every solve to LAPACK and every product to XLA's dot (the path before).
 SMALL_N = 16
-# Products with a tall (m, n) matrix are unrolled up to this many multiply-adds:
-# XLA:CPU runs a batch of tiny dots or reductions ~10x slower than the same sums
-# written elementwise, but the program grows with the count (compile time).
-PRODUCT_TERMS = 4096
+# Products with a tall (m, n) matrix are unrolled up to this many multiply-adds (the
+# Gram matrix's m n (n + 1) / 2). XLA:CPU runs a batch of tiny dots or reductions far
+# slower than the same sums written elementwise (Gpufit's 5x5 Gaussian, m = 25, n = 5:
+# 375 terms, LM ~2x faster at 1e5 fits), but the program grows with the count: for a
+# 128-bin decay (1920 terms) the dots were faster and compiled sooner (measured).
+PRODUCT_TERMS = 1024
 
 
 def is_small(n: int) -> bool:
