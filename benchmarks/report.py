@@ -65,6 +65,24 @@ SECTIONS = {  # kind: (title, text)
              "7x7 pixels, 1000 photons, background 10/pixel, centres jittered U(-0.5, 0.5); "
              "spread: RMS error of the centres over sqrt(CRLB) from the true Fisher "
              "information; stderr: the fit's own error bars over it."),
+    "tiny_before_after": ("Before (LAPACK path, the branch's start) and after (unrolled small-n "
+                          "kernels)", "Both programs compiled and timed interleaved in this run "
+                          "(`fixedopt.testing.lapack_solves` selects the path before)."),
+    "tiny_published": ("Published reference figures (cited, NOT measured in this run)", ""),
+    "tiny_fit": ("fixedopt fits", "Gpufit protocol (`options` gpufit): float32, ftol=1e-4 "
+                 "(relative reduction of chi-square), max_steps=10, gtol=xtol=0 (Gpufit has no "
+                 "such tests), default lanes. Decay: default options. "
+                 "`program_bytes_per_row`: XLA's bytes accessed by the whole program per row (a "
+                 "while body counted once); `rel_err_*`: median over fits vs the truth."),
+    "tiny_loop": ("Per-fit loops on a subsample (float64 on the same data)", "`vs_fixedopt_*`: "
+                  "max over free parameters of |x_loop - x_fixedopt| / |truth|, median and max "
+                  "over fits; `evaluations_mean`: residual evaluations per fit."),
+    "tiny_bytes": ("Bytes accessed per row by one step vs the floor", "The program of two "
+                   "unrolled steps less the program of one (XLA's cost analysis); floor: the "
+                   "row's data and parameters read and the parameters written once (float32)."),
+    "tiny_compile": ("Trace + lower + compile of least_squares on the 2D Gaussian", "Shapes "
+                     "only (no data); `defaults`: through the default lanes (one loop at any B); "
+                     "`whole batch`: lanes >= B, one vmap of the whole batch."),
 }  # fmt: skip
 
 

@@ -6,6 +6,10 @@ never reach into fixedopt's private modules.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
+from fixedopt import _small_linalg
 from fixedopt._engine import run as _compiled_solve
 
 
@@ -33,3 +37,36 @@ def compiled_solves() -> int:
     # of ``jax.jit``'s result (``JitWrapped``) do not list it.
     size: int = _compiled_solve._cache_size()  # type: ignore[attr-defined]
     return size
+
+
+@contextlib.contextmanager
+def lapack_solves() -> Iterator[None]:
+    """Within this block, least-squares steps solve every free block with LAPACK.
+
+    Free blocks of up to 16 entries are normally solved by unrolled elementwise
+    arithmetic that XLA fuses (``fixedopt._small_linalg``); inside this block the
+    solvers call LAPACK's Cholesky and XLA's dot instead, as larger blocks do. Both
+    give the same steps to rounding: the block exists so that benchmarks and tests
+    can compare the two programs in one process. Compiled solves are dropped on
+    entry and on exit, so each side compiles its own program; a function the caller
+    jits itself around the solve must be a new function on each side.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> import fixedopt
+      >>> from fixedopt.testing import lapack_solves
+      >>> t = jnp.linspace(0.0, 1.0, 8)
+      >>> line = lambda p: p[0] * t + p[1] - (2.0 * t + 1.0)
+      >>> with lapack_solves():
+      ...     sol = fixedopt.least_squares(line, jnp.zeros(2), jnp.zeros(2, bool))
+      >>> print(sol.x.round(6))
+      [2. 1.]
+    """
+    saved = _small_linalg.SMALL_N
+    _small_linalg.SMALL_N = 0
+    _compiled_solve.clear_cache()  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        _small_linalg.SMALL_N = saved
+        _compiled_solve.clear_cache()  # type: ignore[attr-defined]

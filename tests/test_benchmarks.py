@@ -14,8 +14,9 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SUITES = ("solvers", "cpu", "gpu", "micro", "linesearch", "small_n", "scale",
-          "differentiation", "fusion", "status_truth", "ase", "at_bound", "curve_fit")  # fmt: skip
-PLOTTED = ("solvers", "cpu", "gpu")  # suites with solver cases against the scipy loop
+          "differentiation", "fusion", "status_truth", "ase", "at_bound", "curve_fit", "tiny",
+          "deblur")  # fmt: skip
+PLOTTED = ("solvers", "cpu", "gpu", "tiny")  # suites with solver cases against the scipy loop
 DRIVER = """
 import sys
 from benchmarks.run import main

@@ -13,6 +13,9 @@ Tolerance: ``J`` has singular values in ``[1, 10]``, so ``J_F`` (a column subset
 and ``cond(J_F^T J_F + damping D_F) <= 100``; Cholesky and LU both have forward
 errors of order ``n cond eps``, about ``1e-13`` for ``n = 6`` (observed below
 ``1e-14``): checked at ``1e-11`` relative, in max-norm.
+
+Every test runs on both paths: the unrolled elementwise solve of small blocks
+(``fixedopt._small_linalg``, the default for these sizes) and LAPACK's.
 """
 
 import jax
@@ -22,10 +25,22 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fixedopt import _small_linalg
 from fixedopt._solvers.gauss_newton import free_block_step
 
 ROWS, N = 15, 6
 TOLERANCE = 1e-11
+
+
+@pytest.fixture(autouse=True, scope="module", params=["unrolled", "lapack"])
+def linear_algebra_path(request):
+    """Module-scoped (hypothesis rejects function-scoped fixtures): set by hand."""
+    saved = _small_linalg.SMALL_N
+    _small_linalg.SMALL_N = saved if request.param == "unrolled" else 0
+    both_steps.clear_cache()  # traced for the other path
+    yield request.param
+    _small_linalg.SMALL_N = saved
+    both_steps.clear_cache()
 
 
 def well_conditioned_jacobian(rng):

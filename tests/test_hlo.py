@@ -1,5 +1,6 @@
 """The compiled programs: no per-row copy of a shared constant; no two LAPACK
-factorizations that could run (and deadlock) side by side."""
+factorizations that could run (and deadlock) side by side; no LAPACK call or dot in
+the least-squares step of a small problem."""
 
 import re
 
@@ -10,6 +11,7 @@ import optax
 import pytest
 
 import fixedopt
+from fixedopt import _small_linalg
 
 BATCH, N = 16, 24
 _rng = np.random.default_rng(0)
@@ -45,12 +47,14 @@ def test_no_per_row_copy_of_a_shared_matrix(solver):
     assert re.search(rf"\[{N},{N}\]", hlo)
 
 
-def test_levenberg_marquardt_factors_its_two_systems_in_one_lapack_call():
+def test_levenberg_marquardt_factors_its_two_systems_in_one_lapack_call(monkeypatch):
     """The damped step and the undamped step of the xtol test are factored in ONE
     batched Cholesky: two independent LAPACK calls in one loop body can deadlock
     jaxlib's CPU thread pool (each blocks in ParallelBatchMap waiting for pool threads
     the other holds; it hung a 2-core machine). One factorization, then its two
-    dependent triangular solves."""
+    dependent triangular solves. (Free blocks above ``SMALL_N`` take this path; the
+    threshold is lowered so that the program stays small.)"""
+    monkeypatch.setattr(_small_linalg, "SMALL_N", 0)
     t = jnp.linspace(0.0, 1.0, 20)
 
     def residuals(p, y):
@@ -63,6 +67,29 @@ def test_levenberg_marquardt_factors_its_two_systems_in_one_lapack_call():
     hlo = jax.jit(solve).lower(jnp.ones((8, 3)), jnp.ones((8, 20))).compile().as_text()
     targets = re.findall(r'custom_call_target="([^"]+)"', hlo)
     assert sum("potrf" in target for target in targets) == 1, targets
+
+
+@pytest.mark.parametrize("solver", [fixedopt.LevenbergMarquardt(), fixedopt.GaussNewton()],
+                         ids=lambda solver: type(solver).__name__)  # fmt: skip
+def test_a_small_least_squares_step_has_no_lapack_call_and_no_dot(solver):
+    """Gpufit's 2D Gaussian (25 pixels, 5 parameters): the normal matrix, the
+    gradient, the model's products and both Cholesky solves are elementwise
+    arithmetic, which XLA fuses; a LAPACK custom call or a batched dot per tiny
+    system could not fuse (and XLA:CPU runs a batch of tiny dots ~10x slower)."""
+    grid = jnp.arange(5.0)
+    x, y = jnp.repeat(grid, 5), jnp.tile(grid, 5)
+
+    def residuals(p, data):
+        return p[0] * jnp.exp(-((x - p[1]) ** 2 + (y - p[2]) ** 2) / (2 * p[3] ** 2)) + p[4] - data
+
+    def solve(x0, data):
+        return fixedopt.least_squares(residuals, x0, jnp.zeros((8, 5), bool), args=(data,),
+                                      batched=True, solver=solver).x  # fmt: skip
+
+    x0, data = jnp.ones((8, 5), jnp.float32), jnp.ones((8, 25), jnp.float32)
+    hlo = jax.jit(solve).lower(x0, data).compile().as_text()
+    assert re.findall(r'custom_call_target="([^"]+)"', hlo) == []
+    assert re.findall(r" dot\(", hlo) == []
 
 
 def _operands(hlo: str) -> dict[str, list[str]]:

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
+from fixedopt import _small_linalg as small_linalg
 from fixedopt._arguments import positive_int
 from fixedopt._linesearch import SearchStart, projected_backtracking, step_from_search
 from fixedopt._solver import Problem, Solver, Step, StepContext
@@ -36,7 +37,7 @@ def _residual_evaluation(
     """``(value, grad, (residual, jacobian))`` at ``x``: a line search's evaluation."""
     residual, jacobian = _residuals(problem, x)
     value = problem.residual_value(x, residual)  # robust losses: not 0.5 |residual|^2
-    return value, jacobian.T @ residual, (residual, jacobian)
+    return value, small_linalg.rmatvec(jacobian, residual), (residual, jacobian)
 
 
 def free_block_step(
@@ -55,25 +56,46 @@ def free_block_step(
     the running maximum of it (Moré 1978), which keeps the damping unit-free and the
     step bounded where a Jacobian column vanishes. Entries that are not free get an
     identity row/column and a zero right-hand side: their step is 0. Half-precision
-    inputs are solved in float32 (XLA has no half-precision Cholesky).
+    inputs are solved in float32 (XLA has no half-precision Cholesky). Up to
+    ``fixedopt._small_linalg.SMALL_N`` entries, the Cholesky solve is unrolled
+    elementwise arithmetic (no LAPACK call; see :mod:`fixedopt._small_linalg`).
     """
+    return normal_equations_step(normal_matrix(jacobian), grad, free, damping, scale)
+
+
+def normal_matrix(jacobian: jax.Array) -> jax.Array:
+    """``J^T J``, formed in float32 at least (no half-precision Cholesky; no overflow
+    of half-precision squares)."""
+    return small_linalg.gram(jacobian.astype(jnp.promote_types(jacobian.dtype, jnp.float32)))
+
+
+def normal_equations_step(
+    normal: jax.Array,
+    grad: jax.Array,
+    free: jax.Array,
+    damping: ArrayLike,
+    scale: jax.Array | None = None,
+) -> jax.Array:
+    """:func:`free_block_step` from the normal matrix ``J^T J`` (``(n, n)``)."""
     dtype = grad.dtype
     if jnp.finfo(dtype).bits < 32:  # no low-precision Cholesky: solve in float32
-        jacobian, grad = jacobian.astype(jnp.float32), grad.astype(jnp.float32)
-    normal = jacobian.T @ jacobian
+        normal, grad = normal.astype(jnp.float32), grad.astype(jnp.float32)
     diagonal = jnp.diagonal(normal) if scale is None else scale.astype(normal.dtype)
     floor = jnp.finfo(normal.dtype).eps * jnp.max(jnp.where(free, diagonal, 0.0), initial=0.0)
     diagonal = jnp.maximum(diagonal, jnp.maximum(floor, jnp.finfo(normal.dtype).tiny))
     both_free = free[:, None] & free[None, :]
     matrix = jnp.where(both_free, normal + jnp.diag(damping * diagonal), 0.0)
     matrix = matrix + jnp.diag(jnp.where(free, 0.0, 1.0))
+    rhs = jnp.where(free, -grad, 0.0)
+    if small_linalg.is_small(grad.shape[-1]):  # unrolled: fuses with what surrounds it
+        return jnp.where(free, small_linalg.spd_solve(matrix, rhs), 0.0).astype(dtype)
     factor = jax.scipy.linalg.cho_factor(matrix)
-    return jax.scipy.linalg.cho_solve(factor, jnp.where(free, -grad, 0.0)).astype(dtype)
+    return jax.scipy.linalg.cho_solve(factor, rhs).astype(dtype)
 
 
 def column_norms_squared(problem: Problem, jacobian: jax.Array) -> jax.Array:
     """``diag(J^T J)``, zero at fixed entries (their columns are exactly zero)."""
-    return problem.free_part(jnp.sum(jacobian**2, axis=0))
+    return problem.free_part(small_linalg.column_norms_squared(jacobian))
 
 
 def residual_cosine(
@@ -82,9 +104,17 @@ def residual_cosine(
     """MINPACK's ``gtol`` measure: the largest ``|J_j . r| / (|J_j| |r|)`` over free,
     not bound-active columns (the projected gradient in the numerator); 0 for a zero
     residual or a zero column."""
+    return cosine(problem, x, grad, column_norms_squared(problem, jacobian),
+                  jnp.linalg.norm(residual))  # fmt: skip
+
+
+def cosine(
+    problem: Problem, x: jax.Array, grad: jax.Array, columns: jax.Array, residual_norm: jax.Array
+) -> jax.Array:
+    """:func:`residual_cosine` from the squared column norms (zero at fixed entries)
+    and ``|r|``."""
     projected = jnp.abs(problem.projected_gradient(x, grad))
-    column = jnp.sqrt(column_norms_squared(problem, jacobian))
-    denominator = column * jnp.linalg.norm(residual)
+    denominator = jnp.sqrt(columns) * residual_norm
     cosine = jnp.where(projected == 0, 0.0, projected / jnp.where(projected == 0, 1.0, denominator))
     return jnp.max(cosine, initial=0.0)
 
@@ -93,18 +123,25 @@ def gauss_newton_model(
     problem: Problem,
     x: jax.Array,
     grad: jax.Array,
-    jacobian: jax.Array,
+    curvature: jax.Array,
     step: jax.Array,
     scale: jax.Array,
 ) -> tuple[jax.Array, jax.Array]:
     """``(predicted, relative_step)`` of a step of the Gauss–Newton model: the
     predicted reduction ``-(g.s + |J s|^2 / 2)`` (negative for a projected step that
-    the model says goes uphill) and ``|D s| / |D x|``, ``D^2 = scale``."""
-    predicted = -(jnp.dot(grad, step) + 0.5 * jnp.sum((jacobian @ step) ** 2))
+    the model says goes uphill), ``curvature = |J s|^2``, and ``|D s| / |D x|``,
+    ``D^2 = scale``."""
+    predicted = -(jnp.dot(grad, step) + 0.5 * curvature)
+    return predicted, relative_step_size(problem, x, step, scale)
+
+
+def relative_step_size(
+    problem: Problem, x: jax.Array, step: jax.Array, scale: jax.Array
+) -> jax.Array:
+    """``|D s| / |D x|`` over free entries, ``D^2 = scale`` (MINPACK's xtol measure)."""
     d = jnp.sqrt(scale)
     step_norm = jnp.linalg.norm(d * step)
-    relative = jnp.where(step_norm == 0, 0.0, step_norm / jnp.linalg.norm(problem.free_part(d * x)))
-    return predicted, relative
+    return jnp.where(step_norm == 0, 0.0, step_norm / jnp.linalg.norm(problem.free_part(d * x)))
 
 
 class _ResidualState(Protocol):
@@ -139,15 +176,15 @@ class _LeastSquaresSolver(Solver[ResidualState]):
 
 
 class LevenbergMarquardtState(NamedTuple):
-    residual: jax.Array
-    jacobian: jax.Array
+    normal: jax.Array  # J^T J at the point, (n, n): all a step reads of J
+    residual_norm: jax.Array  # |r| at the point (MINPACK's gtol measure)
     damping: jax.Array
     growth: jax.Array  # Nielsen's factor for the next rejection
     scale: jax.Array  # D^2: running max of diag(J^T J) (Moré's scaling)
 
 
 @dataclasses.dataclass(frozen=True)
-class LevenbergMarquardt(_LeastSquaresSolver[LevenbergMarquardtState]):
+class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
     """Levenberg–Marquardt with Moré's scaling and Nielsen's damping update.
 
     Each iteration evaluates the residual and its Jacobian once, at the trial point,
@@ -187,14 +224,30 @@ class LevenbergMarquardt(_LeastSquaresSolver[LevenbergMarquardtState]):
                 f"{self.initial_damping!r} and {self.max_damping!r}"
             )
 
+    needs_residuals = True
+    exact_gradient_measure = True
+
+    def gradient_measure(
+        self,
+        problem: Problem,
+        x: jax.Array,
+        value: jax.Array,
+        grad: jax.Array,
+        state: LevenbergMarquardtState,
+    ) -> jax.Array:
+        """MINPACK's residual–Jacobian cosine (see :func:`residual_cosine`)."""
+        columns = problem.free_part(jnp.diagonal(state.normal).astype(x.dtype))
+        return cosine(problem, x, grad, columns, state.residual_norm)
+
     def init(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array
     ) -> LevenbergMarquardtState:
         residual, jacobian = _residuals(problem, x)
+        normal = normal_matrix(jacobian)
         damping = jnp.asarray(self.initial_damping, x.dtype)
-        scale = column_norms_squared(problem, jacobian)
+        scale = problem.free_part(jnp.diagonal(normal).astype(x.dtype))
         return LevenbergMarquardtState(
-            residual, jacobian, damping, jnp.asarray(2.0, x.dtype), scale
+            normal, jnp.linalg.norm(residual), damping, jnp.asarray(2.0, x.dtype), scale
         )
 
     def step(
@@ -210,18 +263,21 @@ class LevenbergMarquardt(_LeastSquaresSolver[LevenbergMarquardtState]):
         dampings = jnp.stack([state.damping, jnp.asarray(_UNDAMPED, state.damping.dtype)])
 
         def solve(damping: jax.Array) -> jax.Array:
-            return free_block_step(state.jacobian, grad, free, damping, state.scale)
+            return normal_equations_step(state.normal, grad, free, damping, state.scale)
 
         step, gauss_newton = jax.vmap(solve)(dampings)
         x_trial = problem.project(x + step)
         step = problem.free_part(x_trial - x)
         trial_value, trial_grad, (residual, jacobian) = _residual_evaluation(problem, x_trial)
-        predicted, _ = gauss_newton_model(problem, x, grad, state.jacobian, step, state.scale)
-        _, relative_step = gauss_newton_model(
-            problem, x, grad, state.jacobian, gauss_newton, state.scale
-        )
+        normal = normal_matrix(jacobian)  # the next step's system, formed once
+        wide_step = step.astype(state.normal.dtype)
+        curvature = jnp.dot(wide_step, small_linalg.matvec(state.normal, wide_step))  # |J s|^2
+        curvature = curvature.astype(x.dtype)
+        predicted, _ = gauss_newton_model(problem, x, grad, curvature, step, state.scale)
+        relative_step = relative_step_size(problem, x, gauss_newton, state.scale)
         gain = (value - trial_value) / jnp.where(predicted > 0, predicted, 1.0)
-        finite = jnp.isfinite(trial_value) & jnp.all(jnp.isfinite(jacobian))
+        # J is finite where J^T J is (bar overflow, which would break the next step).
+        finite = jnp.isfinite(trial_value) & jnp.all(jnp.isfinite(normal))
         accepted = finite & (predicted > 0) & (gain > 1e-4)
         shrink = jnp.maximum(1.0 / 3.0, 1.0 - (2.0 * gain - 1.0) ** 3)
         damping = jnp.where(accepted, state.damping * shrink, state.damping * state.growth)
@@ -230,10 +286,10 @@ class LevenbergMarquardt(_LeastSquaresSolver[LevenbergMarquardtState]):
         def keep(new: jax.Array, old: jax.Array) -> jax.Array:
             return jnp.where(accepted, new, old)
 
-        scale = jnp.maximum(state.scale, column_norms_squared(problem, jacobian))
+        scale = jnp.maximum(state.scale, problem.free_part(jnp.diagonal(normal).astype(x.dtype)))
         new_state = LevenbergMarquardtState(
-            keep(residual, state.residual),
-            keep(jacobian, state.jacobian),
+            keep(normal, state.normal),
+            keep(jnp.linalg.norm(residual), state.residual_norm),
             damping,
             growth,
             keep(scale, state.scale),
@@ -311,9 +367,9 @@ class GaussNewton(_LeastSquaresSolver[GaussNewtonState]):
             jnp.where(search.accepted, jacobian, state.jacobian),
             jnp.where(search.accepted, residual, state.residual),
         )
+        curvature = jnp.sum(small_linalg.matvec(state.jacobian, direction) ** 2)
         predicted, relative_step = gauss_newton_model(
-            problem, x, grad, state.jacobian, direction,
-            column_norms_squared(problem, state.jacobian),
-        )  # fmt: skip
+            problem, x, grad, curvature, direction, column_norms_squared(problem, state.jacobian)
+        )
         model = (jnp.maximum(predicted, 0.0), relative_step)
         return step_from_search(search, new_state, *model)

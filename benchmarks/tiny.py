@@ -1,0 +1,246 @@
+"""The ``tiny`` suite: millions of small fits (Gpufit's protocol, decay curves), the
+small-n L-BFGS case against TFP and optax, and what one step costs in memory traffic.
+
+Every fixedopt program is compiled twice in the same process: ``unrolled`` (the small
+free blocks solved by fused elementwise arithmetic, the default) and ``lapack`` (the
+path before: LAPACK Cholesky and XLA dots, selected by ``fixedopt.testing.lapack_solves``);
+their calls are timed interleaved. The lapack path is the code of the branch's start.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import fixedopt
+from benchmarks import timing
+from benchmarks.cases import Case, run_case
+from benchmarks.methods import GTOL, Settings
+from benchmarks.tiny_loops import loop_records
+from benchmarks.tiny_problems import MODELS, PARAMETERS, Fits
+from fixedopt.testing import lapack_solves
+
+# The batch options of every fit: the default lanes (fixedopt._lanes). WHOLE_BATCH lanes
+# run the whole batch as one vmap, for the compile comparison.
+LANES: dict = {}
+WHOLE_BATCH = {"lanes": 1 << 30}
+# Gpufit stops a fit when the relative change of chi-square is below 1e-4 or after 10
+# iterations. fixedopt's ftol is that test (MINPACK's: the larger of the actual and the
+# predicted relative reduction of 0.5 |r|^2, which is chi-square / 2), max_steps counts
+# iterations (accepted or not, as Gpufit's); gtol and xtol are turned off (0), since
+# Gpufit has no such tests.
+GPUFIT = {"ftol": 1e-4, "gtol": 0.0, "xtol": 0.0, "max_steps": 10}
+PATHS = ("unrolled", "lapack")
+FLOOR_VALUES = {"gaussian": 25 + 5 + 5, "decay": 128 + 5 + 5}  # data + x read, x written
+PUBLISHED = (  # (method, fits/s, at fits, source): cited, not measured here
+    ("Cpufit, 1 CPU thread", 60_000, 10**7, "Gpufit README; Przybylski et al., Sci. Rep. 2017"),
+    ("Gpufit, GTX 1080", 3_000_000, 10**7, "Gpufit README; Przybylski et al., Sci. Rep. 2017"),
+    ("Cpufit built -O3 on these 2-core machines", 165_000, 10**5,
+     "issue 18 (measured by another session, not in this run)"),
+)  # fmt: skip
+
+
+def residual_of(model):
+    """A new residual function (so that each path traces its own program)."""
+    return lambda p, data: model(p) - data
+
+
+def program(fits: Fits, path: str, options: dict):
+    """The jitted batched ``least_squares`` of ``fits`` on ``path``, compiled; its info."""
+    residual = residual_of(MODELS[fits.name][0])
+
+    def solve(x0, fixed, data):
+        return fixedopt.least_squares(residual, x0, fixed, args=(data,), batched=True, **options)
+
+    inputs = (jnp.asarray(fits.x0), jnp.asarray(fits.fixed), jnp.asarray(fits.data))
+    if path == "lapack":
+        with lapack_solves():
+            compiled, info = timing.compiled(jax.jit(solve), *inputs)
+    else:
+        compiled, info = timing.compiled(jax.jit(solve), *inputs)
+    return compiled, inputs, info | structure(compiled, fits.x0.shape[0])
+
+
+def structure(compiled, rows: int) -> dict:
+    """What XLA's program holds: fusions, custom calls, dots, and bytes accessed per row
+    (XLA counts a while loop's body once: setup + one iteration + finish)."""
+    hlo = compiled.as_text()
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost
+    return {"fusions": len(re.findall(r" fusion\(", hlo)),
+            "custom_calls": len(re.findall(r"custom_call_target=", hlo)),
+            "dots": len(re.findall(r" dot\(", hlo)),
+            "program_bytes_per_row": float(cost["bytes accessed"]) / rows}  # fmt: skip
+
+
+def accuracy(fits: Fits, solution) -> dict:
+    """Median relative error of each free parameter against the truth; convergence."""
+    x = np.asarray(solution.x, np.float64)
+    error = np.abs(x - fits.truth) / np.abs(fits.truth)
+    names = PARAMETERS[fits.name]
+    medians = {f"rel_err_{name}": float(np.median(error[~fits.fixed[:, k], k]))
+               for k, name in enumerate(names)}  # fmt: skip
+    exact = np.array_equal(x[fits.fixed], fits.x0[fits.fixed].astype(np.float64))
+    return medians | {"converged_frac": float(np.mean(np.asarray(solution.converged))),
+                      "steps_mean": float(np.mean(np.asarray(solution.steps))),
+                      "fixed_exact": bool(exact)}  # fmt: skip
+
+
+def fit_records(
+    fits: Fits, options: dict, repeats: int, label: str, paths=PATHS
+) -> tuple[list[dict], dict]:
+    """Each path on ``fits``, timed interleaved: one record each; the solutions."""
+    built = {path: program(fits, path, options) for path in paths}
+    calls = {path: (lambda c=c, i=i: jax.block_until_ready(c(*i))) for path, (c, i, _) in
+             built.items()}  # fmt: skip
+    for call in calls.values():
+        call()  # warm-up
+    times, outputs = timing.interleaved(calls, repeats)
+    records = []
+    for path, (_, _, info) in built.items():
+        seconds = statistics.median(times[path])
+        rows = fits.x0.shape[0]
+        records.append({"kind": "tiny_fit", "problem": fits.name, "options": label,
+                        "path": path, "B": rows, "fits_per_s": rows / seconds,
+                        **timing.summary(times[path]), "compile_s": info["compile_s"],
+                        **{k: info[k] for k in ("fusions", "custom_calls", "dots",
+                                                "program_bytes_per_row")},
+                        **accuracy(fits, outputs[path])})  # fmt: skip
+        print(
+            f"{fits.name} B={rows} {path}: {rows / seconds:,.0f} fits/s, compile "
+            f"{info['compile_s']:.2f} s",
+            flush=True,
+        )
+    return records, outputs
+
+
+def step_bytes(fits: Fits, options: dict) -> list[dict]:
+    """Bytes accessed per row by one step, per path: the program of two iterations less
+    the program of one (``differentiate="unroll"``: a scan of ``max_steps``; XLA inlines
+    a scan of one and keeps a loop of two), against the floor of the step."""
+    records = []
+    for path in PATHS:
+        unrolled = {k: v for k, v in options.items() if k != "lanes"}  # unrolled: no lanes
+        one_step_options = unrolled | {"differentiate": "unroll"}
+        costs = []
+        for steps in (1, 2):
+            _, _, info = program(fits, path, one_step_options | {"max_steps": steps})
+            costs.append(info["program_bytes_per_row"])
+        floor = 4 * FLOOR_VALUES[fits.name]  # float32
+        step = costs[1] - costs[0]
+        records.append(
+            {
+                "kind": "tiny_bytes",
+                "problem": fits.name,
+                "path": path,
+                "bytes_per_row_per_step": step,
+                "floor_bytes_per_row": floor,
+                "times_floor": step / floor,
+                "one_step_program_bytes_per_row": costs[0],
+            }
+        )
+    return records  # fmt: skip
+
+
+def compile_records(sizes) -> list[dict]:
+    """Trace + lower + compile of ``least_squares`` on the 2D Gaussian at each ``B``
+    (shapes only: no data), default options (lanes) and the whole batch as one vmap,
+    each path."""
+    records = []
+    variants = {"defaults": LANES, "whole batch": WHOLE_BATCH}
+    for (label, options), batch, path in (
+        (v, b, p) for v in variants.items() for b in sizes for p in PATHS
+    ):
+        residual = residual_of(MODELS["gaussian"][0])
+        shapes = (jax.ShapeDtypeStruct((batch, 5), jnp.float32),
+                  jax.ShapeDtypeStruct((batch, 5), jnp.bool_),
+                  jax.ShapeDtypeStruct((batch, 25), jnp.float32))  # fmt: skip
+
+        def solve(x0, fixed, data, residual=residual, options=options):
+            return fixedopt.least_squares(residual, x0, fixed, args=(data,), batched=True,
+                                          **options)  # fmt: skip
+
+        start = time.perf_counter()
+        if path == "lapack":
+            with lapack_solves():
+                compiled = jax.jit(solve).lower(*shapes).compile()
+        else:
+            compiled = jax.jit(solve).lower(*shapes).compile()
+        seconds = time.perf_counter() - start
+        hlo_lines = len(compiled.as_text().splitlines())
+        records.append({"kind": "tiny_compile", "problem": "gaussian", "options": label,
+                        "path": path, "B": batch, "trace_lower_compile_s": seconds,
+                        "hlo_lines": hlo_lines, **structure(compiled, batch)})  # fmt: skip
+    return records
+
+
+def before_after(records: list[dict]) -> list[dict]:
+    """One row per measure: the lapack path (before) and the unrolled one (after)."""
+    measures = {"tiny_fit": ("fits_per_s", "compile_s", "program_bytes_per_row"),
+                "tiny_bytes": ("bytes_per_row_per_step",),
+                "tiny_compile": ("trace_lower_compile_s",)}  # fmt: skip
+    same = ("kind", "problem", "B", "options")
+    rows = []
+    for after in (r for r in records if r["kind"] in measures and r["path"] == "unrolled"):
+        key = tuple(after.get(k) for k in same)
+        before = [r for r in records if r.get("path") == "lapack"
+                  and tuple(r.get(k) for k in same) == key]  # fmt: skip
+        for measure in measures[after["kind"]] if before else ():
+            rows.append({"kind": "tiny_before_after", "problem": after["problem"],
+                         "B": after.get("B"), "options": after.get("options"),
+                         "measure": measure, "before": before[0][measure],
+                         "after": after[measure],
+                         "after_vs_before": after[measure] / before[0][measure]})  # fmt: skip
+    return rows
+
+
+def quad_records(quick: bool, args) -> list[dict]:
+    """quad n = 8, B = 1024: fixedopt's L-BFGS against TFP's batched L-BFGS and optax
+    (the solvers suite's methods and checks; the scipy loop is the reference)."""
+    methods = ("scipy-lbfgsb-loop", "optax-lbfgs-vmap-mask", "tfp-lbfgs-batch",
+               "fixedopt-mask")  # fmt: skip
+    if quick:  # optax and TFP compile for ~10 s each here; the cpu suite smoke-runs them
+        methods = (methods[0], methods[-1])
+    case = Case(("quad",), 16 if quick else 1024, 8, methods)
+    settings = Settings(GTOL["float64"], 5000, loop_rows=4 if quick else 256)
+    return [r | {"max_steps": settings.max_steps} for r in run_case(case, settings, args)]
+
+
+def warm_up() -> None:
+    """One small solve compiled on each path first: a process's first compilation
+    carries one-time costs that would be charged to whichever program came first."""
+    fits = MODELS["gaussian"][2](8)
+    for path in PATHS:
+        program(fits, path, GPUFIT)
+
+
+def run(quick: bool, args=None) -> list[dict]:
+    """The tiny suite (quick: 1e3 Gaussian fits, 32 decays, quad B = 16; under a minute)."""
+    gaussian, decay = (MODELS[name][2] for name in ("gaussian", "decay"))
+    sizes = (10**3,) if quick else (10**3, 10**4, 10**5, 10**6)
+    warm_up()
+    records = []
+    for batch in sizes:
+        repeats = 1 if quick else (7 if batch <= 10**4 else 3)
+        fits = gaussian(batch)
+        found, outputs = fit_records(fits, GPUFIT | LANES, repeats, "gpufit")
+        records += found
+    records += loop_records(fits.rows(20 if quick else 500), GPUFIT, outputs["unrolled"])
+    decays = decay(32 if quick else 20_000)
+    paths = PATHS[:1] if quick else PATHS
+    found, outputs = fit_records(decays, LANES, 1 if quick else 5, "defaults", paths)
+    records += found
+    records += loop_records(decays.rows(8 if quick else 200), {}, outputs["unrolled"])
+    records += step_bytes(gaussian(1000), GPUFIT | LANES)
+    if not quick:
+        records += step_bytes(decay(1000), LANES)
+        records += compile_records((10**3, 10**5, 10**7))
+    records += quad_records(quick, args)
+    published = [{"kind": "tiny_published", "method": m, "fits_per_s": f, "fits": n,
+                  "source": s, "measured_here": False} for m, f, n, s in PUBLISHED]  # fmt: skip
+    return records + before_after(records) + published
