@@ -1,6 +1,6 @@
 """``python -m benchmarks.run --suite NAME [--quick] [--out DIR]``: run a suite (solvers, cpu,
 gpu, micro, linesearch, small_n, scale, differentiation, fusion, status_truth, ase, at_bound,
-curve_fit, tiny, deblur; ``auto``: cpu or gpu by backend), write
+curve_fit, tiny, tiny_large, deblur; ``auto``: cpu or gpu by backend), write
 ``<out>/<backend>-<suite>[-quick]-<date>.{json,md}``, plots."""
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from benchmarks import (  # noqa: E402
     scale,
     status_truth,
     tiny,
+    tiny_large,
 )
 from benchmarks.suites import PLANS, run_plan  # noqa: E402
 from benchmarks.timing import environment  # noqa: E402
@@ -39,7 +40,8 @@ from benchmarks.timing import environment  # noqa: E402
 RESULTS = pathlib.Path(__file__).parent / "results"
 OWN = {"scale": scale.run, "differentiation": differentiation.run, "fusion": fusion.run,
        "status_truth": status_truth.run, "ase": ase.run, "at_bound": at_bound.run,
-       "curve_fit": curve_fit.run, "deblur": deblur.run, "tiny": tiny.run}  # fmt: skip
+       "curve_fit": curve_fit.run, "deblur": deblur.run, "tiny": tiny.run,
+       "tiny_large": tiny_large.run}  # fmt: skip
 
 
 def parse(argv) -> argparse.Namespace:

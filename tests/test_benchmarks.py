@@ -15,7 +15,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SUITES = ("solvers", "cpu", "gpu", "micro", "linesearch", "small_n", "scale",
           "differentiation", "fusion", "status_truth", "ase", "at_bound", "curve_fit", "tiny",
-          "deblur")  # fmt: skip
+          "tiny_large", "deblur")  # fmt: skip
 PLOTTED = ("solvers", "cpu", "gpu", "tiny")  # suites with solver cases against the scipy loop
 DRIVER = """
 import sys
@@ -30,7 +30,7 @@ main(["--suite", "scale", "--quick", "--stragglers-only", "--out", sys.argv[1]])
 def results(tmp_path_factory) -> pathlib.Path:
     out = tmp_path_factory.mktemp("results")
     command = [sys.executable, "-c", DRIVER, str(out), *SUITES]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1500)
     assert done.returncode == 0, done.stderr[-3000:]
     return out
 
