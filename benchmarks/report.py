@@ -43,6 +43,12 @@ SECTIONS = {  # kind: (title, text)
     "truth_summary": ("MGH least-squares problems from their standard starts", "Accurate: "
                       "relative error <= 100 sqrt(eps); truthful: CONVERGED exactly if accurate."),
     "truth": ("Every MGH row", ""),
+    "minimize_summary": ("minimize (LBFGS, defaults) on tests/minimize_truth.py: problem x start "
+                         "x dtype x objective scale", "Accurate: `f - f* <= sqrt(eps) max(|f*|, "
+                         "eps (f(x0) - f*))`, `f*` from scipy's float64 polish of the returned "
+                         "point; truthful: CONVERGED exactly if accurate."),
+    "minimize_lie": ("minimize rows whose status does not tell the truth", ""),
+    "minimize_truth": ("Every minimize row", ""),
 }  # fmt: skip
 
 

@@ -120,7 +120,11 @@ def objective(
         args = args_of(data.row_args)
         return fun(unravel(jnp.where(data.fixed, data.fixed_values, data.x0)), *args)
 
-    out = jax.eval_shape(output, one_row)
+    try:
+        out = jax.eval_shape(output, one_row)
+    except Exception as error:  # the user's function failed while tracing: say how it was called
+        error.add_note(_call_note(x0_row))
+        raise
     n = one_row.x0.shape[-1]
     if not least_squares:
         _check_scalar(out)
@@ -128,6 +132,21 @@ def objective(
     _check_residuals(out)
     # Forward mode when there are at least as many residuals as unknowns.
     return partial._replace(jacobian=jax.jacfwd if out.size >= n else jax.jacrev)
+
+
+def _call_note(x0_row: PyTree) -> str:
+    """How fixedopt called the user's function, and the likely fixes."""
+    shapes = [tuple(jnp.shape(leaf)) for leaf in jax.tree.leaves(x0_row)]
+    shown = shapes[0] if len(shapes) == 1 else shapes
+    note = (
+        f"fixedopt traced `fun(x, *args)` with x of shape {shown}: one row of x0 with "
+        "batched=True (and one row of each per-row argument), all of x0 without it."
+    )
+    if any(len(shape) >= 2 for shape in shapes):
+        note += (
+            " If each row of x0 is a separate problem, pass batched=True: `fun` then sees one row."
+        )
+    return note + " Shared arrays (a grid of x values) can be closed over in `fun`."
 
 
 def _check_scalar(out: Any) -> None:
