@@ -90,7 +90,8 @@ def minimize_cases(problems, dtypes, solver=None) -> list[dict]:
         x0 = jnp.asarray([start for _, start, _ in cases], dtype)
         scales = jnp.asarray([scale for *_, scale in cases], dtype)
         fun = minimize_truth.objective(problem.residuals)
-        solution = fixedopt.minimize(fun, x0, False, args=(scales,), batched=True, solver=solver)
+        solution = fixedopt.minimize(fun, x0, False, args=(scales,), batched=True, args_axes=0,
+                                     solver=solver)  # fmt: skip
         statuses = status_names(solution)
         for row, (start_index, start, scale) in enumerate(cases):
             verdict = minimize_truth.judge(problem.residuals, np.asarray(start),
@@ -99,7 +100,8 @@ def minimize_cases(problems, dtypes, solver=None) -> list[dict]:
             rows.append({"kind": "minimize_truth", "problem": name, "start": start_index,
                          "dtype": np.dtype(dtype).name, "scale": scale, "status": statuses[row],
                          "steps": int(solution.steps[row]), "gap": verdict["gap"],
-                         "allowed": verdict["allowed"], "accurate": verdict["accurate"],
+                         "allowed": verdict["allowed"], "error": verdict["error"],
+                         "accurate": verdict["accurate"],
                          "truthful": verdict["accurate"] == converged})  # fmt: skip
     return rows
 
