@@ -1,5 +1,6 @@
 """The status_truth suite (defaults only): statuses and digits of fits in other units;
-CONVERGED exactly when within 100 sqrt(eps) on ``tests/mgh_least_squares.py``'s problems."""
+CONVERGED exactly when within 100 sqrt(eps) on ``tests/mgh_least_squares.py``'s problems;
+``minimize`` on ``tests/minimize_truth.py``'s cases (problem x start x dtype x scale)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import fixedopt
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from tests import mgh_least_squares as mgh
+from tests import minimize_truth
 
 FITS = (  # (label, call, model, data, units of each parameter: 1 = the data's, 0 = none)
     ("least_squares (LM), decay", fixedopt.least_squares, mgh.decay, mgh.decay_batch, [1, 0, 1]),
@@ -78,6 +80,48 @@ def truth(problems, dtypes) -> list[dict]:
     return rows
 
 
+def minimize_cases(problems, dtypes, solver=None) -> list[dict]:
+    """``minimize`` (defaults) on every problem, start, dtype and objective scale of
+    ``tests/minimize_truth.py``, each row judged there (float64, scipy's polish)."""
+    rows = []
+    for (name, problem), dtype in ((p, d) for p in problems.items() for d in dtypes):
+        cases = [(i, start, scale) for i, start in enumerate(problem.starts)
+                 for scale in minimize_truth.SCALES]  # fmt: skip
+        x0 = jnp.asarray([start for _, start, _ in cases], dtype)
+        scales = jnp.asarray([scale for *_, scale in cases], dtype)
+        fun = minimize_truth.objective(problem.residuals)
+        solution = fixedopt.minimize(fun, x0, False, args=(scales,), batched=True, args_axes=0,
+                                     solver=solver)  # fmt: skip
+        statuses = status_names(solution)
+        for row, (start_index, start, scale) in enumerate(cases):
+            verdict = minimize_truth.judge(problem.residuals, np.asarray(start),
+                                           np.asarray(solution.x[row]), dtype)  # fmt: skip
+            converged = bool(solution.converged[row])
+            rows.append({"kind": "minimize_truth", "problem": name, "start": start_index,
+                         "dtype": np.dtype(dtype).name, "scale": scale, "status": statuses[row],
+                         "steps": int(solution.steps[row]), "gap": verdict["gap"],
+                         "allowed": verdict["allowed"], "error": verdict["error"],
+                         "accurate": verdict["accurate"],
+                         "truthful": verdict["accurate"] == converged})  # fmt: skip
+    return rows
+
+
+def minimize_summary(rows: list[dict]) -> list[dict]:
+    """Per dtype and in all: truthful, false CONVERGED, accurate rows at max_steps."""
+    out = []
+    for dtype in (*dict.fromkeys(r["dtype"] for r in rows), "all"):
+        mine = [r for r in rows if dtype in ("all", r["dtype"])]
+        out.append({"kind": "minimize_summary", "dtype": dtype, "cases": len(mine),
+                    "truthful": sum(r["truthful"] for r in mine),
+                    "false_converged": sum(r["status"].startswith("CONVERGED")
+                                           and not r["accurate"] for r in mine),
+                    "accurate_not_converged": sum(r["accurate"] and not r["truthful"]
+                                                  for r in mine),
+                    "accurate_at_max_steps": sum(r["accurate"] and r["status"] == "MAX_STEPS"
+                                                 for r in mine)})  # fmt: skip
+    return out
+
+
 def summary(rows: list[dict]) -> list[dict]:
     """Per solver and dtype: truthful, converged and accurate rows."""
     out = []
@@ -91,8 +135,15 @@ def summary(rows: list[dict]) -> list[dict]:
 
 
 def run(quick: bool, args) -> list[dict]:
-    """Both tables (quick: the first fit and the first MGH problem, in float64)."""
+    """All tables (quick: the first fit, the first MGH problem and the first two
+    minimize problems, in float64)."""
     problems = dict(list(mgh.PROBLEMS.items())[:1]) if quick else mgh.PROBLEMS
     dtypes = DTYPES[1:] if quick else DTYPES
     rows = truth(problems, dtypes)
-    return units(FITS[:1] if quick else FITS, dtypes) + summary(rows) + rows
+    minimize_problems = minimize_truth.PROBLEMS
+    if quick:
+        minimize_problems = dict(list(minimize_problems.items())[:2])
+    cases = minimize_cases(minimize_problems, dtypes)
+    lies = [r | {"kind": "minimize_lie"} for r in cases if not r["truthful"]]
+    return (units(FITS[:1] if quick else FITS, dtypes) + summary(rows) + rows
+            + minimize_summary(cases) + lies + cases)  # fmt: skip

@@ -128,7 +128,11 @@ def objective(
         args = split_data(least_squares, args_of(data.row_args))[0]
         return fun(unravel(jnp.where(data.fixed, data.fixed_values, data.x0)), *args)
 
-    out = jax.eval_shape(output, one_row)
+    try:
+        out = jax.eval_shape(output, one_row)
+    except Exception as error:  # the user's function failed while tracing: say how it was called
+        error.add_note(_call_note(x0_row))
+        raise
     n = one_row.x0.shape[-1]
     if not least_squares:
         _check_scalar(out)
@@ -180,6 +184,21 @@ def _check_vectorized(objective: Objective, one_row: RowData) -> None:
         )
     if not jnp.issubdtype(out.dtype, jnp.floating):
         raise ValueError(f"`fun` must return floating-point values, got {out.dtype}")
+
+
+def _call_note(x0_row: PyTree) -> str:
+    """How fixedopt called the user's function, and the likely fixes."""
+    shapes = [tuple(jnp.shape(leaf)) for leaf in jax.tree.leaves(x0_row)]
+    shown = shapes[0] if len(shapes) == 1 else shapes
+    note = (
+        f"fixedopt traced `fun(x, *args)` with x of shape {shown}: one row of x0 with "
+        "batched=True (and one row of each per-row argument), all of x0 without it."
+    )
+    if any(len(shape) >= 2 for shape in shapes):
+        note += (
+            " If each row of x0 is a separate problem, pass batched=True: `fun` then sees one row."
+        )
+    return note + " Shared arrays (a grid of x values) can be closed over in `fun`."
 
 
 def _check_scalar(out: Any) -> None:

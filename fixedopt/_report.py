@@ -156,16 +156,30 @@ def _batch_report(sol: Solution, batch: int) -> Report:
                 count = int(np.sum(chosen & (reason == why)))
                 facts.append((f"  {_code_name(reason_enum, int(why))}", f"{count} rows"))
     steps, grad_norm, value = (np.asarray(a) for a in (sol.steps, sol.grad_norm, sol.value))
-    worst = int(np.nanargmax(np.where(np.isnan(grad_norm), np.inf, grad_norm)))
-    low, median, high = np.nanpercentile(value, [0, 50, 100]) if batch else (np.nan,) * 3
-    facts += [
-        ("steps", f"median {np.median(steps):.3g}, max {int(steps.max())}"),
-        ("grad_norm", f"largest {_g(grad_norm[worst])} (row {worst})"),
-        ("value", f"min {_g(low)}, median {_g(median)}, max {_g(high)}"),
-    ]
-    if np.any(~np.isfinite(value)):
-        facts.append(("non-finite values", f"{int(np.sum(~np.isfinite(value)))} rows"))
+    facts.append(("steps", f"median {np.median(steps):.3g}, max {int(steps.max())}"))
+    facts += _finite_facts(grad_norm, value)
     return Report(f"fixedopt report: {batch} rows", facts, (), [])
+
+
+def _finite_facts(grad_norm: np.ndarray, value: np.ndarray) -> list[tuple[str, str]]:
+    """The worst gradient and the values of the finite rows, and apart from them the
+    count of rows whose value or gradient is NaN/Inf (one such row must not hide the
+    worst gradient of the others)."""
+    finite = np.isfinite(grad_norm) & np.isfinite(value)
+    if not np.any(finite):
+        facts = [("grad_norm", "no finite row"), ("value", "no finite row")]
+    else:
+        worst = int(np.argmax(np.where(finite, grad_norm, -np.inf)))
+        low, median, high = np.percentile(value[finite], [0, 50, 100])
+        facts = [
+            ("grad_norm", f"largest {_g(grad_norm[worst])} (row {worst})"),
+            ("value", f"min {_g(low)}, median {_g(median)}, max {_g(high)}"),
+        ]
+    if not np.all(finite):
+        rows = np.flatnonzero(~finite)
+        shown = ", ".join(map(str, rows[:5])) + (", ..." if rows.size > 5 else "")
+        facts.append(("non-finite", f"{rows.size} rows (value or grad_norm NaN/Inf: {shown})"))
+    return facts
 
 
 def _row_report(

@@ -311,3 +311,34 @@ def test_a_nonfinite_fixed_value_the_objective_ignores_never_enters_a_product(so
     assert bool(sol.converged), fixedopt.Status(int(sol.status)).name
     assert np.isnan(float(sol.x[0]))
     np.testing.assert_allclose(np.asarray(sol.x[1:]), [2.0, -1.0], atol=1e-6)
+
+
+def _needs_one_row(x, y):
+    """Written for one row: ``x`` of shape (2,), ``y`` of shape (5,)."""
+    t = jnp.linspace(0.0, 1.0, 5)
+    return jnp.sum((x[0] * t + x[1] - y) ** 2)
+
+
+def _raises_inside(x):
+    raise RuntimeError("boom inside fun")
+
+
+@pytest.mark.parametrize(
+    ("fun", "x0", "args", "batched", "error", "shape", "hint"),
+    [  # forgetting batched=True: fun sees all of x0 (3, 2) and fails to broadcast
+        (_needs_one_row, jnp.zeros((3, 2)), (jnp.zeros((3, 5)),), False, TypeError, "(3, 2)",
+         True),
+        (_raises_inside, jnp.zeros((3, 2)), (), True, RuntimeError, "(2,)", False),
+        (_raises_inside, jnp.zeros(4), (), False, RuntimeError, "(4,)", False),
+    ],
+)  # fmt: skip
+def test_errors_inside_fun_while_tracing_say_how_fixedopt_called_it(
+    fun, x0, args, batched, error, shape, hint
+):
+    """The user's own error propagates unchanged, with a note: the shape of ``x``
+    fixedopt passed, and for a 2-D ``x`` the hint to pass batched=True."""
+    with pytest.raises(error) as info:
+        fixedopt.minimize(fun, x0, False, args=args, batched=batched)
+    notes = " ".join(getattr(info.value, "__notes__", []))
+    assert f"x of shape {shape}" in notes, notes
+    assert ("pass batched=True" in notes) == hint, notes

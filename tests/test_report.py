@@ -165,3 +165,41 @@ def test_names_from_the_written_tree_keep_its_key_order():
     assert table[1][1] == "1"  # A1[0]'s own value, not offset's
     with pytest.raises(ValueError, match="structure and shapes"):
         fixedopt.report(sol, names={"offset": jnp.zeros(3), "A1": jnp.zeros(2)})
+
+
+def _with_bad_rows(bad):
+    """A batch of 5 rows (``fun`` of row b is NaN where ``bad[b]``): their statuses are
+    NONFINITE, the other rows converge with different gradients."""
+    target = jnp.arange(5.0)[:, None] * jnp.ones((5, 2))
+
+    def fun(x, target, bad):
+        return jnp.sum((x - target) ** 2) + jnp.where(bad, jnp.nan, 0.0)
+
+    args = (target, jnp.asarray(bad))
+    return fixedopt.minimize(fun, jnp.zeros((5, 2)), False, args=args, batched=True, max_steps=1)
+
+
+@pytest.mark.parametrize(
+    "bad", [[False] * 5, [False, False, False, True, False], [True, False, True, False, False],
+            [True] * 5],
+)  # fmt: skip
+def test_batch_report_keeps_the_worst_finite_gradient_apart_from_nonfinite_rows(bad):
+    """The worst gradient and the values are those of the finite rows (computed here
+    with numpy from the solution); the NaN rows are counted apart, by row."""
+    sol = _with_bad_rows(bad)
+    facts = dict(fixedopt.report(sol).facts)
+    bad = np.array(bad)
+    assert np.all(np.asarray(sol.status)[bad] == fixedopt.Status.NONFINITE)
+    grad_norm, value = np.asarray(sol.grad_norm), np.asarray(sol.value)
+    if bad.all():
+        assert facts["grad_norm"] == "no finite row"
+    else:
+        worst = int(np.flatnonzero(~bad)[np.argmax(grad_norm[~bad])])
+        assert facts["grad_norm"] == f"largest {grad_norm[worst]:.3g} (row {worst})"
+        low, mid, high = np.percentile(value[~bad], [0, 50, 100])
+        assert facts["value"] == f"min {low:.3g}, median {mid:.3g}, max {high:.3g}"
+    if bad.any():
+        rows = ", ".join(map(str, np.flatnonzero(bad)))
+        assert facts["non-finite"] == f"{bad.sum()} rows (value or grad_norm NaN/Inf: {rows})"
+    else:
+        assert "non-finite" not in facts
