@@ -11,7 +11,6 @@ cannot reach another row.
 
 from __future__ import annotations
 
-import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -32,27 +31,8 @@ def secant_curvature(s: jax.Array, y: jax.Array, moved: jax.Array, gamma: jax.Ar
     return jnp.where(positive, sy / jnp.where(positive, yy, 1.0), gamma)
 
 
-def objective_scale(value: jax.Array, initial_value: jax.Array, precision: jax.Array) -> jax.Array:
-    """``max(|f|, eps (f0 - f))``, ``eps = precision ** 2``: the scale of ``f`` that the
-    relative tests (``gtol``, ``ftol``) compare against.
-
-    ``|f|`` alone leaves no scale at a minimum with ``f* = 0`` (zero residuals, a
-    singular minimum): there ``|g| sqrt(gamma / 2|f|)``, the relative reduction and
-    the relative step all tend to constants, and no relative test can pass. The
-    progress made so far, ``f0 - f``, is a scale in the problem's own units too
-    (unchanged by an offset or a rescaling of ``f``). ``eps`` of it is the rounding
-    level of that progress: with ``gtol = sqrt(eps)`` the gradient test then asks
-    for a gap ``f - f*`` of ``eps**2 (f0 - f)``, which at a quartic minimum puts
-    ``x`` within about ``sqrt(eps)`` of the distance travelled, as ``xtol`` would at
-    a regular one. Where ``|f|`` is larger, nothing changes.
-    """
-    eps = precision**2
-    return jnp.maximum(jnp.abs(value), eps * jnp.maximum(initial_value - value, 0.0))
-
-
 def secant_gradient_measure(projected: jax.Array, gamma: jax.Array, value: jax.Array) -> jax.Array:
-    """``|g| sqrt(gamma / (2 |f|))``, ``gamma`` from :func:`secant_curvature`; the
-    driver passes :func:`objective_scale` for ``|f|``.
+    """``|g| sqrt(gamma / (2 |f|))``, ``gamma`` from :func:`secant_curvature`.
 
     ``g`` is the projected gradient over free entries (``projected``) and ``gamma`` the curvature
     scale of the last step (the Barzilai–Borwein / L-BFGS initial scaling). Its
@@ -191,17 +171,14 @@ def _outcome(step: Step[Any]) -> jax.Array:
     return jnp.where(step.failed, failure, RUNNING).astype(jnp.int32)
 
 
-def _relative_reduction(
-    old_value: jax.Array, new_value: jax.Array, step: Step[Any], scale: jax.Array
-) -> jax.Array:
+def _relative_reduction(old_value: jax.Array, new_value: jax.Array, step: Step[Any]) -> jax.Array:
     """MINPACK's ``ftol`` measure: the larger of the actual and the predicted
-    reduction, relative to ``scale`` (:func:`objective_scale` at the old value);
-    ``inf`` unless the step was accepted. After a failed step, the model's predicted
-    reduction alone."""
+    reduction, relative to ``|f|``; ``inf`` unless the step was accepted. After a
+    failed step, the model's predicted reduction alone."""
     actual = old_value - new_value
-    reduction = jnp.maximum(actual, step.predicted) / scale
+    reduction = jnp.maximum(actual, step.predicted) / jnp.abs(old_value)
     reduction = jnp.where(step.accepted & (actual >= 0), reduction, jnp.inf)
-    return jnp.where(step.failed, step.predicted / scale, reduction)
+    return jnp.where(step.failed, step.predicted / jnp.abs(old_value), reduction)
 
 
 def _gradient_test(
@@ -211,23 +188,14 @@ def _gradient_test(
     projected: jax.Array,
     gamma: jax.Array,
     state: Any,
-    scale: jax.Array,
 ) -> jax.Array:
     """The measure ``gtol`` compares at the kept iterate (see :class:`Solver`);
-    ``projected`` is the projected gradient there, ``scale`` :func:`objective_scale`.
-
-    A model's measure relative to ``|f|`` (L-BFGS's Newton decrement) is taken
-    relative to ``scale`` instead; an exact one (least squares) is used as it is."""
+    ``projected`` is the projected gradient there."""
     gradient = solver.gradient_measure(problem, kept.x, kept.value, kept.grad, state)
     if solver.exact_gradient_measure and gradient is not None:
         return gradient
-    secant = secant_gradient_measure(projected, gamma, scale)
-    if gradient is None:
-        return secant
-    size = jnp.abs(kept.value)
-    rescaled = gradient * jnp.sqrt(size / jnp.where(size > 0, scale, 1.0))
-    rescaled = jnp.where(gradient == 0, 0.0, jnp.where(size > 0, rescaled, jnp.inf))
-    return jnp.maximum(rescaled, secant)
+    secant = secant_gradient_measure(projected, gamma, kept.value)
+    return secant if gradient is None else jnp.maximum(gradient, secant)
 
 
 def advance(
@@ -253,13 +221,10 @@ def advance(
     s, y = problem.free_part(x - state.x), grad - state.grad
     gamma = secant_curvature(s, y, step.accepted, state.gamma)
     kept = state._replace(x=x, value=value, grad=grad)
-    scale = functools.partial(
-        objective_scale, initial_value=state.initial_value, precision=stopping.precision
-    )
     tests = Tests(
         grad_norm=grad_norm,
-        gradient=_gradient_test(solver, problem, kept, projected, gamma, step.state, scale(value)),
-        reduction=_relative_reduction(state.value, value, step, scale(state.value)),
+        gradient=_gradient_test(solver, problem, kept, projected, gamma, step.state),
+        reduction=_relative_reduction(state.value, value, step),
         relative_step=jnp.where(step.accepted | step.failed, step.relative_step, jnp.inf),
         value_drop=jnp.abs(value) / jnp.abs(state.initial_value),
     )

@@ -79,12 +79,7 @@ def test_the_same_fit_in_other_units_gets_the_same_verdict_and_digits(name):
             digits.append(correct_digits(np.asarray(sol.x, float) / factor, reference))
         for status, reason in verdicts[1:]:
             np.testing.assert_array_equal(status, verdicts[0][0])
-            # The reason too, except where one unit's row met its test at the step the
-            # line search could no longer progress (PRECISION: the same tests, at
-            # sqrt(eps), the default gtol) and another's one step before: rounding in
-            # the last bits decides which comes first.
-            either = (reason == Reason.PRECISION) | (verdicts[0][1] == Reason.PRECISION)
-            np.testing.assert_array_equal(reason[~either], verdicts[0][1][~either])
+            np.testing.assert_array_equal(reason, verdicts[0][1])
         converged = verdicts[0][0] == Status.CONVERGED
         if name != "gradient_descent":  # too slow for 3000 steps here: MAX_STEPS, honestly
             assert np.all(converged), (dtype, verdicts[0])
@@ -267,77 +262,3 @@ def test_levenberg_marquardt_needs_at_most_twice_minpacks_evaluations_on_meyer()
     assert bool(sol.converged)
     assert relative_error(sol.x, minpack.x) < 1e-6
     assert int(sol.steps) + 1 <= 2 * minpack.nfev, (int(sol.steps), minpack.nfev)
-
-
-# ------------------------------------------- minima with f* = 0, singular minima
-
-
-def weighted_quartic(x, scale):
-    """``scale * sum(i (x_i - 1)^4)``: minimum 0 at ``x = 1``, Hessian 0 there."""
-    return scale * jnp.sum(jnp.arange(1, x.size + 1, dtype=x.dtype) * (x - 1.0) ** 4)
-
-
-def powell_singular(x, scale):
-    """MGH #13 (Powell's singular function) times ``scale``: minimum 0 at ``x = 0``,
-    Hessian of rank 2 there."""
-    a, b, c, d = x[0], x[1], x[2], x[3]
-    return scale * (
-        (a + 10.0 * b) ** 2 + 5.0 * (c - d) ** 2 + (b - 2.0 * c) ** 4 + 10.0 * (a - d) ** 4
-    )
-
-
-SINGULAR = {  # objective, minimizer, starts (rows)
-    "quartic": (weighted_quartic, np.ones(5), np.full((3, 5), 3.0) + np.arange(3)[:, None]),
-    "powell_singular": (
-        powell_singular, np.zeros(4), np.array([[3.0, -1.0, 0.0, 1.0], [-3.0, 1.0, 2.0, 0.5]])
-    ),
-}  # fmt: skip
-
-
-@pytest.mark.parametrize("name", list(SINGULAR))
-def test_singular_minima_with_zero_value_converge_in_any_units(name):
-    """At a minimum with f* = 0 and a singular Hessian none of the tests relative to
-    |f| can pass (each tends to a constant); relative to the progress made, f0 - f,
-    they can. Every row converges well before max_steps, with the same verdict for
-    the objective times 1e-6, 1 and 1e6, at a point whose objective gap is at most
-    eps (f0 - f*) (the known minimum, 0) and x within eps^(1/4) of the known
-    minimizer, relative to the start's distance."""
-    fun, x_star, starts = SINGULAR[name]
-    for dtype in DTYPES:
-        eps = float(np.finfo(dtype).eps)
-        verdicts = []
-        for scale in SCALES:
-            x0 = jnp.asarray(starts, dtype)
-            args = (jnp.full(len(starts), scale, dtype),)
-            sol = fixedopt.minimize(fun, x0, False, args=args, batched=True, max_steps=2000)
-            assert np.all(np.asarray(sol.converged)), (dtype, scale, np.asarray(sol.status))
-            assert int(np.max(np.asarray(sol.steps))) < 1000
-            verdicts.append(np.asarray(sol.reason))
-            x = np.asarray(sol.x, np.float64)
-            f0 = np.array([float(fun(jnp.asarray(s), scale)) for s in starts])
-            f = np.array([float(fun(jnp.asarray(row), scale)) for row in x])
-            assert np.all(f <= eps * f0), (dtype, scale, f / f0)
-            distance = np.max(np.abs(x - x_star), axis=1) / np.max(np.abs(starts - x_star), axis=1)
-            assert np.all(distance <= eps**0.25), (dtype, scale, distance)
-        for reason in verdicts[1:]:
-            np.testing.assert_array_equal(reason, verdicts[0])
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_a_row_at_the_floating_point_floor_stops_within_a_few_steps(dtype):
-    """Started within rounding of the minimizer (f at its floor: Rosenbrock's and
-    Powell's zero minima), a row converges in a few steps instead of running on."""
-
-    def rosenbrock(x):
-        return jnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
-
-    eps = float(np.finfo(dtype).eps)
-    offset = np.array([1.0, -0.5, 0.3, 0.7])
-    cases = (
-        (rosenbrock, np.ones(4), 10 * eps),
-        (lambda x: powell_singular(x, 1.0), np.zeros(4), 1e-9),
-    )
-    for fun, x_star, delta in cases:
-        sol = fixedopt.minimize(fun, jnp.asarray(x_star + delta * offset, dtype), False)
-        assert bool(sol.converged), (dtype, Status(int(sol.status)).name)
-        assert int(sol.steps) <= 10, int(sol.steps)

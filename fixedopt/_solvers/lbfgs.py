@@ -261,15 +261,10 @@ class LBFGS(Solver[LBFGSState]):
         """Store the pair ``(s, y)`` in ``slot``; a pair without positive curvature
         is stored empty (``rho = 0``), so it drops out of the two-loop recursion.
 
-        Positive means a cosine ``s.y / (|s| |y|)`` above ``eps``: unchanged when ``f``
-        or ``x`` is rescaled (``s.y > eps y.y`` rejected every pair of a float32
-        objective in units 1e6 times larger).
-
         Writes one slot of the ring buffer rather than shifting the whole history.
         """
         sy, yy = jnp.dot(s, y), jnp.dot(y, y)
-        size = jnp.sqrt(jnp.dot(s, s)) * jnp.sqrt(yy)
-        good = accepted & (sy > jnp.finfo(s.dtype).eps * size)
+        good = accepted & (sy > jnp.finfo(s.dtype).eps * yy)
         return LBFGSState(
             s_history=write(state.s_history, slot, jnp.where(good, s, 0.0)),
             y_history=write(state.y_history, slot, jnp.where(good, y, 0.0)),
