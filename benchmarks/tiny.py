@@ -25,7 +25,7 @@ from benchmarks.tiny_loops import loop_records
 from benchmarks.tiny_problems import MODELS, PARAMETERS, Fits
 from fixedopt.testing import lapack_solves
 
-# The batch options of every fit: the default lanes (fixedopt._lanes). WHOLE_BATCH lanes
+# The batch options of every fit: the default lanes (`lanes=None`). WHOLE_BATCH lanes
 # run the whole batch as one vmap, for the compile comparison.
 LANES: dict = {}
 WHOLE_BATCH = {"lanes": 1 << 30}

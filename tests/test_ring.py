@@ -31,15 +31,30 @@ def weighted(x, target):
     return jnp.sum(jnp.arange(1.0, 9.0) * (x - target) ** 2)
 
 
-def primitives(jaxpr, found):
+def primitives(jaxpr, found, skip=()):
+    """The primitives of ``jaxpr`` and its sub-jaxprs, but those of ``skip`` equations."""
     for eqn in jaxpr.eqns:
         found.add(eqn.primitive.name)
+        if eqn.primitive.name in skip:
+            continue
         for param in eqn.params.values():
             for sub in param if isinstance(param, tuple | list) else [param]:
                 inner = getattr(sub, "jaxpr", sub)
                 if hasattr(inner, "eqns"):
-                    primitives(inner, found)
+                    primitives(inner, found, skip)
     return found
+
+
+def loop_body(jaxpr):
+    """The body of the first ``while`` loop in ``jaxpr`` (depth first): the lanes' loop."""
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "while":
+            return eqn.params["body_jaxpr"].jaxpr
+        for param in eqn.params.values():
+            inner = getattr(param, "jaxpr", param)
+            if hasattr(inner, "eqns") and (body := loop_body(inner)) is not None:
+                return body
+    return None
 
 
 def test_batched_lbfgs_reads_and_writes_its_history_without_gathers():
@@ -48,6 +63,8 @@ def test_batched_lbfgs_reads_and_writes_its_history_without_gathers():
 
     x0 = jnp.zeros((16, 8))
     jaxpr = jax.make_jaxpr(solve)(x0, x0 > 0, x0 + 1.0)
-    found = primitives(jaxpr.jaxpr, set())
+    # Each step of the lanes' loop; its refill (a cond) gathers the next rows and
+    # scatters the stopped rows' results by design, once per refill, not per step.
+    found = primitives(loop_body(jaxpr.jaxpr), set(), skip=("cond",))
     assert "dynamic_update_slice" in found  # the parser reaches the loop body
     assert not found & {"gather", "scatter"}, found & {"gather", "scatter"}
