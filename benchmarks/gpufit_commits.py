@@ -2,7 +2,8 @@
 ``PYTHONPATH=<checkout> python benchmarks/gpufit_commits.py B [lanes|default|compact=False]``
 in alternating processes (A B A B). Prints fits/s (median of 3 compiled calls), process
 CPU seconds, first-call seconds (with compilation), convergence, mean steps and the
-median relative error of each parameter. Results: benchmarks/results/cpu-gpufit-commits-2026-12-01.md.
+median relative error of each parameter.
+Results: benchmarks/results/cpu-gpufit-commits-2026-12-01.md.
 """
 
 import sys
