@@ -223,6 +223,19 @@ def _compiled(
     return jax.vmap(one, in_axes=(0, 0, 0, sigma_axis, axes))(x, mask, bounds, sigma, args)
 
 
+def held_entries(
+    flat_x: jax.Array, mask: PyTree, bounds: Bounds | None, hold: bool
+) -> tuple[jax.Array, jax.Array]:
+    """``(at_bound, frozen)`` of one row, flat: free entries exactly on a bound, and
+    the entries the covariance holds (fixed ones, and at-bound ones if ``hold``)."""
+    fixed = ravel_pytree(mask)[0]
+    at_bound = jnp.zeros_like(fixed)
+    if bounds is not None:
+        lower, upper = (ravel_pytree(b)[0] for b in bounds)
+        at_bound = ((flat_x == lower) | (flat_x == upper)) & ~fixed
+    return at_bound, fixed | at_bound if hold else fixed
+
+
 def _row(
     residual_fun: ResidualFun,
     absolute_sigma: bool,
@@ -234,12 +247,7 @@ def _row(
     args: PyTree,
 ) -> Covariance:
     flat_x, unravel = ravel_pytree(x)
-    fixed = ravel_pytree(mask)[0]
-    at_bound = jnp.zeros_like(fixed)
-    if bounds is not None:
-        lower, upper = (ravel_pytree(b)[0] for b in bounds)
-        at_bound = ((flat_x == lower) | (flat_x == upper)) & ~fixed
-    frozen = fixed | at_bound if hold else fixed
+    at_bound, frozen = held_entries(flat_x, mask, bounds, hold)
 
     # Frozen entries read a constant: exact zero Jacobian columns.
     def weighted(flat: jax.Array) -> jax.Array:

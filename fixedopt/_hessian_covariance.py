@@ -34,6 +34,7 @@ from fixedopt._covariance import (
     Covariance,
     args_in_axes,
     flat_index,
+    held_entries,
     unravel_bool,
 )
 from fixedopt._solution import Solution
@@ -137,12 +138,7 @@ def _row(
     args: PyTree,
 ) -> Covariance:
     flat_x, unravel = ravel_pytree(x)
-    fixed = ravel_pytree(mask)[0]
-    at_bound = jnp.zeros_like(fixed)
-    if bounds is not None:
-        lower, upper = (ravel_pytree(b)[0] for b in bounds)
-        at_bound = ((flat_x == lower) | (flat_x == upper)) & ~fixed
-    frozen = fixed | at_bound if hold else fixed
+    at_bound, frozen = held_entries(flat_x, mask, bounds, hold)
 
     def objective(flat: jax.Array) -> jax.Array:  # frozen entries read a constant
         value: jax.Array = fun(unravel(jnp.where(frozen, flat_x, flat)), *args)
