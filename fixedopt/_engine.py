@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._implicit import implicit_solution, with_derivative
-from fixedopt._lanes import iterate_lanes
+from fixedopt._lanes import Report, iterate_lanes
 from fixedopt._loop import LoopState, Stopping, iterate
 from fixedopt._losses import Loss
 from fixedopt._problem import (
@@ -73,8 +73,9 @@ def run(
         return _solution(final, finish(rows, final))
 
     start = jax.vmap(objective.start)(rows)
+    rows_final: LoopState | Report
     if plan.unroll_length is None:
-        final = iterate_lanes(
+        rows_final = iterate_lanes(
             solver,
             objective.problem,
             rows,
@@ -89,8 +90,8 @@ def run(
         def one(row: RowData, x: jax.Array) -> LoopState:
             return iterate(solver, objective.problem(row), x, stopping, plan.unroll_length)
 
-        final = jax.vmap(one)(rows, start)
-    return _solution(final, jax.vmap(finish)(rows, final))
+        rows_final = jax.vmap(one)(rows, start)
+    return _solution(rows_final, jax.vmap(finish)(rows, rows_final))
 
 
 def _set_up(fun: Callable[..., Any], plan: Plan, inputs: Inputs) -> tuple[Objective, RowData]:
@@ -128,7 +129,7 @@ def _set_up(fun: Callable[..., Any], plan: Plan, inputs: Inputs) -> tuple[Object
     return objective, rows
 
 
-def _finish(objective: Objective, data: RowData, final: LoopState) -> Result:
+def _finish(objective: Objective, data: RowData, final: LoopState | Report) -> Result:
     """``(x, value, grad_norm)`` of a row's final loop state, in the user's pytree.
 
     Implicit differentiation: the solver ran on stopped inputs, and the true
@@ -148,7 +149,11 @@ def _finish(objective: Objective, data: RowData, final: LoopState) -> Result:
 
 
 def _differentiable_result(
-    objective: Objective, data: RowData, flat_x: jax.Array, grad: jax.Array, final: LoopState
+    objective: Objective,
+    data: RowData,
+    flat_x: jax.Array,
+    grad: jax.Array,
+    final: LoopState | Report,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``(x, value, grad_norm)`` with their true derivatives, computed only when
     differentiated.
@@ -205,7 +210,7 @@ def _projected_grad_norm(
     return jnp.max(jnp.abs(jnp.where(fixed, 0.0, grad)), initial=0.0)
 
 
-def _solution(final: LoopState, result: Result) -> Solution:
+def _solution(final: LoopState | Report, result: Result) -> Solution:
     x, value, grad_norm = result
     return Solution(
         x=x,

@@ -13,6 +13,10 @@ them. So
   written once per row);
 - a slow row costs its own steps: the other lanes go on with other rows meanwhile.
 
+The lanes' data and states are carried packed (:mod:`fixedopt._packing`): one array
+per dtype for their scalars and vectors, so that a trip, a refill or a write handles
+a few arrays, not one per leaf (each array written is a kernel that XLA compiles).
+
 What a row's result depends on: only its own data. Its iterates are computed by the
 same elementwise program whatever lane it runs in and whoever its neighbours are, so
 it gets the same bits as when solved alone in any other batch through lanes of the
@@ -32,15 +36,29 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._loop import LoopState, Stopping, advance, start
+from fixedopt._packing import Packing
 from fixedopt._progress import Progress
 from fixedopt._solution import RUNNING
 from fixedopt._solver import Problem, Solver, StepContext
 
 Rows = TypeVar("Rows")  # a batch's per-row data (a pytree with a leading batch axis)
+Packed = tuple[jax.Array, ...]  # a tree packed by its Packing
 
 # A refill costs about one trip of the loop (it starts the new rows, one evaluation
 # each): this many trips.
 REFILL_COST = 1.0
+
+
+class Report(NamedTuple):
+    """What the loop reports of each row: its last iterate and how it stopped."""
+
+    x: jax.Array
+    value: jax.Array
+    grad: jax.Array
+    grad_norm: jax.Array
+    steps: jax.Array
+    status: jax.Array
+    reason: jax.Array
 
 
 class Lanes(NamedTuple):
@@ -48,10 +66,21 @@ class Lanes(NamedTuple):
 
     iteration: jax.Array  # () int32: steps taken by the loop (StepContext.iteration)
     queued: jax.Array  # () int32: the first row no lane has taken yet
+    idle: jax.Array  # () int32: the lanes not running
+    idle_steps: jax.Array  # () int32: the sum of their rows' steps
     row: jax.Array  # (W,) int32: the row each lane holds; B for none
-    data: Any  # the lanes' rows' data, (W, ...) leaves
-    state: LoopState  # the lanes' loop states, (W, ...) leaves
-    results: LoopState  # (B, ...) leaves, solver_state None: each row written once
+    data: Packed  # the lanes' rows' data, packed
+    state: Packed  # the lanes' loop states, packed
+    results: Packed  # the B rows' Reports, packed: each row written once
+
+
+class Plan(NamedTuple):
+    """The static layout of a solve through lanes."""
+
+    data: Packing  # of the lanes' rows' data
+    state: Packing  # of their loop states
+    results: Packing  # of the rows' Reports
+    always_new: tuple[Any, ...]  # state's columns a stopped lane takes anyway (solver state)
 
 
 # The default number of lanes. On a CPU: as many rows as fit half of a core's L2 cache
@@ -83,7 +112,7 @@ def iterate_lanes(
     width: int | None,
     backend: str,
     progress: Progress | None = None,
-) -> LoopState:
+) -> Report:
     """Run every row of a batch through ``width`` lanes until each row stops.
 
     Args:
@@ -98,62 +127,99 @@ def iterate_lanes(
       progress: report progress on the host; None adds nothing to the program.
 
     Returns:
-      The final :class:`~fixedopt._loop.LoopState` of every row, ``(B, ...)`` leaves,
-      with ``solver_state=None``.
+      The :class:`Report` of every row, ``(B, ...)`` leaves.
     """
     total = x.shape[0]
-    start_rows = jax.vmap(lambda row, x: start(solver, problem_of(row), x, stopping))
+    # Jitted, one row is traced once: for its shapes here and for the refill's start.
+    start_row = jax.jit(lambda row, x: start(solver, problem_of(row), x, stopping))
+    start_rows = jax.vmap(start_row)
+    one_row = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[1:], a.dtype), (rows, x))
+    started = jax.eval_shape(start_row, *one_row)  # one row's loop state (shapes)
     if width is None:
-        row = jax.tree.map(lambda a: a[:1], (rows, x))
-        shapes = jax.eval_shape(start_rows, *row)
-        row_bytes = sum(a.size * a.dtype.itemsize for a in jax.tree.leaves((row, shapes)))
+        row_bytes = sum(a.size * a.dtype.itemsize for a in jax.tree.leaves((one_row, started)))
         width = default_width(total, row_bytes, backend)
     width = min(width, total)
-    lanes = _empty_lanes(start_rows, rows, x, width)
+    plan = _plan(*jax.tree.map(_rows_of_one, (one_row[0], started)))
 
-    def advance_lane(row: Rows, state: LoopState, iteration: jax.Array) -> LoopState:
-        running = state.status == RUNNING
-        new = advance(solver, problem_of(row), state, stopping, StepContext(running, iteration))
-        # A stopped lane keeps what it reports. Its solver state is never read again,
-        # so it is not copied back (that copy would stream the whole L-BFGS history).
-        reported: LoopState = jax.tree.map(
-            lambda a, b: jnp.where(running, a, b),
-            new._replace(solver_state=None),
-            state._replace(solver_state=None),
-        )
-        return reported._replace(solver_state=new.solver_state)
+    def advance_lanes(data: Any, state: Packed, iteration: jax.Array) -> Packed:
+        return _advance(solver, problem_of, stopping, plan, data, state, iteration)
+
+    def report(state: Packed, iteration: jax.Array, queued: jax.Array) -> None:
+        if progress is not None:
+            _report(plan.state.unpack(state), iteration, queued, total, progress)
 
     def refill(lanes: Lanes) -> Lanes:
-        return _refill(lanes, rows, x, start_rows, total)
+        return _refill(lanes, rows, x, start_rows, plan, total)
 
     def body(lanes: Lanes) -> Lanes:
         # Refill first: the first trip fills the empty lanes, so the rows are started
         # by one piece of code (traced and compiled once).
-        wanted = _refill_due(lanes.state, width)
-        lanes = jax.lax.cond(wanted & (lanes.queued < total), refill, lambda lanes: lanes, lanes)
-        advance_lanes = jax.vmap(advance_lane, in_axes=(0, 0, None))
-        state = advance_lanes(lanes.data, lanes.state, lanes.iteration)
-        lanes = lanes._replace(iteration=lanes.iteration + 1, state=state)
-        if progress is not None:
-            _report(lanes, total, progress)
+        wanted = _refill_due(lanes.idle, lanes.idle_steps, width) & (lanes.queued < total)
+        lanes = jax.lax.cond(wanted, refill, lambda lanes: lanes, lanes)
+        state = advance_lanes(plan.data.unpack(lanes.data), lanes.state, lanes.iteration)
+        idle, idle_steps = _idle(plan.state.unpack(state))
+        lanes = lanes._replace(iteration=lanes.iteration + 1, state=state, idle=idle,
+                               idle_steps=idle_steps)  # fmt: skip
+        report(state, lanes.iteration, lanes.queued)
         return lanes
 
     def going(lanes: Lanes) -> jax.Array:
-        return jnp.any(lanes.state.status == RUNNING) | (lanes.queued < total)
+        return (lanes.idle < width) | (lanes.queued < total)
 
-    final = jax.lax.while_loop(going, body, lanes)
-    return _write(final.results, final.row, final.state, final.row < total)
+    final = jax.lax.while_loop(going, body, _empty_lanes(plan, x, width))
+    results = _write(final.results, final.row, final.state, final.row < total, plan)
+    unpacked: Report = plan.results.unpack(results)
+    return unpacked
 
 
-def _empty_lanes(
-    start_rows: Callable[[Any, jax.Array], LoopState], rows: Any, x: jax.Array, width: int
-) -> Lanes:
+def _rows_of_one(a: jax.ShapeDtypeStruct) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct((1, *a.shape), a.dtype)
+
+
+def _plan(one_row: Any, started: LoopState) -> Plan:
+    """The packings of a solve, from one row's data and loop state (shapes)."""
+    state = Packing.of(started)
+    flags = jax.tree.map(lambda _: False, started._replace(solver_state=None))
+    flags = flags._replace(solver_state=jax.tree.map(lambda _: True, started.solver_state))
+    return Plan(
+        Packing.of(one_row),
+        state,
+        Packing.of(_reported(started), vectors=True),
+        state.columns(flags),
+    )
+
+
+def _reported(state: LoopState) -> Report:
+    return Report(*state[: len(Report._fields)])
+
+
+def _advance(
+    solver: Solver[Any],
+    problem_of: Callable[[Rows], Problem],
+    stopping: Stopping,
+    plan: Plan,
+    data: Any,
+    packed: Packed,
+    iteration: jax.Array,
+) -> Packed:
+    """One step of every running lane. A stopped lane keeps what it reports; its
+    solver state is never read again, so it takes the new one (keeping the old would
+    stream the whole L-BFGS history through a select)."""
+    state: LoopState = plan.state.unpack(packed)
+    running = state.status == RUNNING
+
+    def one(row: Any, state: LoopState, running: jax.Array) -> LoopState:
+        context = StepContext(running, iteration)
+        return advance(solver, problem_of(row), state, stopping, context)
+
+    new = plan.state.pack(jax.vmap(one)(data, state, running))
+    return _select(running, new, packed, plan.always_new)
+
+
+def _empty_lanes(plan: Plan, x: jax.Array, width: int) -> Lanes:
     """``width`` lanes that hold no row (row ``B``, not running), and empty results."""
     total = x.shape[0]
-    data = jax.tree.map(lambda a: jnp.zeros((width, *a.shape[1:]), a.dtype), rows)
-    shapes = jax.eval_shape(start_rows, data, x[:width])
-    state = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), shapes)
-    state = state._replace(status=jnp.zeros((width,), jnp.int32))  # 0: not RUNNING
+    state = plan.state.zeros(width)  # status 0: not RUNNING
     # The results are made from x, so that a batch sharded across devices gets results
     # sharded the same way (XLA propagates the sharding of x to them).
     like_x = jnp.sum(x[:, :1] * 0, axis=1)  # (B,); also for n = 0
@@ -162,35 +228,41 @@ def _empty_lanes(
         column = like_x.astype(a.dtype).reshape(total, *(1,) * (a.ndim - 1))
         return jnp.broadcast_to(column, (total, *a.shape[1:]))
 
-    results = jax.tree.map(empty, state._replace(solver_state=None))
+    results = tuple(empty(a) for a in plan.results.zeros(0))
     zero = jnp.zeros((), jnp.int32)
-    return Lanes(zero, zero, jnp.full((width,), total, jnp.int32), data, state, results)
+    idle = jnp.full((), width, jnp.int32)
+    return Lanes(zero, zero, idle, zero, jnp.full((width,), total, jnp.int32),
+                 plan.data.zeros(width), state, results)  # fmt: skip
 
 
-def _refill_due(state: LoopState, width: int) -> jax.Array:
-    """Whether enough lanes are idle for a refill to pay.
+def _idle(state: LoopState) -> tuple[jax.Array, jax.Array]:
+    """The lanes not running and the sum of their rows' steps (one reduction)."""
+    idle = state.status != RUNNING
+    counts = jnp.stack([idle.astype(jnp.int32), jnp.where(idle, state.steps, 0)])
+    count, steps = jnp.sum(counts, axis=1, dtype=jnp.int32)
+    return count, steps
+
+
+def _refill_due(count: jax.Array, steps_sum: jax.Array, width: int) -> jax.Array:
+    """Whether enough lanes are idle for a refill to pay: ``count`` lanes, whose rows
+    took ``steps_sum`` steps in all.
 
     Rows that take ``k`` steps each leave about ``W / k`` lanes idle per trip. Waiting
     for a share ``s`` of idle lanes wastes ``s / 2`` of each trip on average and
     refills every ``s k`` trips, each refill costing ``REFILL_COST`` trips: the sum is
     least at ``s = sqrt(2 REFILL_COST / k)``, with ``k`` the mean steps of the rows
     stopped in the lanes now. (All lanes idle: always.)"""
-    idle = state.status != RUNNING
-    count = jnp.sum(idle)
-    steps = jnp.sum(jnp.where(idle, state.steps, 0)) / jnp.maximum(count, 1)
+    steps = steps_sum / jnp.maximum(count, 1)
     share = jnp.minimum(1.0, jnp.sqrt(2.0 * REFILL_COST / jnp.maximum(steps, 1.0)))
     return count >= jnp.maximum(share * width, 1.0)
 
 
-def _write(results: LoopState, row: jax.Array, state: LoopState, done: jax.Array) -> LoopState:
+def _write(results: Packed, row: jax.Array, state: Packed, done: jax.Array, plan: Plan) -> Packed:
     """``results`` with the lanes that are ``done`` written at their rows."""
-    total = results.steps.shape[0]
+    total = results[0].shape[0]
     index = jnp.where(done, row, total)  # out of range: dropped
-    reported = state._replace(solver_state=None)
-    written: LoopState = jax.tree.map(
-        lambda out, new: out.at[index].set(new, mode="drop"), results, reported
-    )
-    return written
+    reported = plan.results.pack(_reported(plan.state.unpack(state)))
+    return tuple(out.at[index].set(new, mode="drop") for out, new in zip(results, reported))
 
 
 def _refill(
@@ -198,41 +270,52 @@ def _refill(
     rows: Any,
     x: jax.Array,
     start_rows: Callable[[Any, jax.Array], LoopState],
+    plan: Plan,
     total: int,
 ) -> Lanes:
     """Write the stopped lanes' rows out and give the idle lanes the next queued rows.
 
     The ``k``-th idle lane (in lane order: stopped, or holding no row) takes row
     ``queued + k``; an idle lane left without a row holds row ``B`` (none)."""
-    idle = lanes.state.status != RUNNING
-    results = _write(lanes.results, lanes.row, lanes.state, idle & (lanes.row < total))
+    idle = plan.state.unpack(lanes.state).status != RUNNING
+    results = _write(lanes.results, lanes.row, lanes.state, idle & (lanes.row < total), plan)
     new_row = lanes.queued + jnp.cumsum(idle) - 1
     takes = idle & (new_row < total)
     source = jnp.where(takes, new_row, 0)
-    data = _select(takes, jax.tree.map(lambda a: a[source], rows), lanes.data)
-    state = _select(takes, start_rows(data, x[source]), lanes.state)
+    gathered = plan.data.pack(jax.tree.map(lambda a: a[source], rows))
+    data = _select(takes, gathered, lanes.data)
+    started = plan.state.pack(start_rows(plan.data.unpack(data), x[source]))
+    state = _select(takes, started, lanes.state)
     row = jnp.where(takes, new_row, jnp.where(idle, total, lanes.row))
     queued = jnp.minimum(lanes.queued + jnp.sum(idle), total).astype(jnp.int32)
     return lanes._replace(queued=queued, row=row.astype(jnp.int32), data=data, state=state,
                           results=results)  # fmt: skip
 
 
-def _select(lanes: jax.Array, new: Any, old: Any) -> Any:
-    """``new`` in the given lanes, ``old`` in the others, leaf by leaf."""
+def _select(lanes: jax.Array, new: Packed, old: Packed, always: tuple[Any, ...] = ()) -> Packed:
+    """``new`` in the given lanes, ``old`` in the others, array by array; columns
+    flagged in ``always`` (one flag array per packed array) take ``new`` in every lane."""
 
-    def pick(a: jax.Array, b: jax.Array) -> jax.Array:
-        return jnp.where(lanes.reshape(lanes.shape + (1,) * (a.ndim - 1)), a, b)
+    def pick(a: jax.Array, b: jax.Array, always: Any) -> jax.Array:
+        if always is True:
+            return a
+        chosen = lanes.reshape(lanes.shape + (1,) * (a.ndim - 1))
+        if always is not None:  # a (columns,) mask of a packed array
+            chosen = chosen | jnp.asarray(always)[None, :]
+        return jnp.where(chosen, a, b)
 
-    return jax.tree.map(pick, new, old)
+    flags = always or (None,) * len(new)
+    return tuple(pick(a, b, f) for a, b, f in zip(new, old, flags))
 
 
-def _report(lanes: Lanes, total: int, progress: Progress) -> None:
+def _report(
+    state: LoopState, step: jax.Array, queued: jax.Array | int, total: int, progress: Progress
+) -> None:
     """Every ``progress.every`` steps, a host callback reports rows stopped and the worst
     gradient among the running lanes (:mod:`fixedopt._progress`)."""
-    running = lanes.state.status == RUNNING
-    left = total - lanes.queued + jnp.sum(running)
-    worst = jnp.max(jnp.where(running, lanes.state.grad_norm, 0.0), initial=0.0)
-    step = lanes.iteration
+    running = state.status == RUNNING
+    left = total - queued + jnp.sum(running)
+    worst = jnp.max(jnp.where(running, state.grad_norm, 0.0), initial=0.0)
 
     def report() -> None:
         jax.debug.callback(progress.report, step, left, total, worst)

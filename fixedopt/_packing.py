@@ -1,0 +1,110 @@
+"""A tree of per-row arrays whose scalars are held as one ``(rows, count)`` array per dtype.
+
+The lanes' loop (:mod:`fixedopt._lanes`) carries every row's data and loop state, a
+pytree of a dozen or more leaves, most of them one number per row (the value, the
+gradient's norm, the step count, the status, the solver's damping, ...). XLA:CPU emits
+one kernel for each array that a loop trip or a refill writes (it has no multi-output
+fusion), and each kernel costs compile time (~10-20 ms of LLVM on these machines):
+selecting the refilled lanes leaf by leaf, or writing the stopped rows out leaf by
+leaf, costs a kernel per leaf. Stacked, the scalars of one dtype are selected or
+written by one kernel. Stacking moves data only: the values are the same bits.
+
+Leaves with more than one number per row (the point, the gradient, a normal matrix, an
+L-BFGS history that is updated one slot at a time in place) stay as they are: stacked,
+they would be copied whole on every trip (measured: more kernels, not fewer, since an
+array that other kernels read is written anyway), and a reduction over a slice of a
+stacked array may be summed in another order than over the array itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+Tree = Any  # a pytree of arrays, every leaf with the leading axis of rows
+
+
+@dataclasses.dataclass(frozen=True)
+class Packing:
+    """Where each leaf of a tree lives once packed (static: shapes and dtypes only).
+
+    ``place[i]`` is ``(group, start)`` for the ``i``-th leaf, held in the columns from
+    ``start`` on of the packed array ``group``, or ``None`` for a leaf kept as it is.
+    """
+
+    treedef: Any
+    leaves: tuple[jax.ShapeDtypeStruct, ...]  # each leaf's shape per row, and dtype
+    place: tuple[tuple[int, int] | None, ...]
+    groups: tuple[tuple[Any, int], ...]  # (dtype, columns) of each packed array
+
+    @classmethod
+    def of(cls, tree: Tree, vectors: bool = False) -> Packing:
+        """The packing of ``tree`` (arrays or ``jax.ShapeDtypeStruct``, rows first): its
+        scalars per row, and its vectors too if ``vectors``."""
+        leaves, treedef = jax.tree.flatten(tree)
+        columns: dict[Any, int] = {}
+        place: list[tuple[int, int] | None] = []
+        for leaf in leaves:
+            dtype = np.dtype(leaf.dtype)
+            if leaf.ndim != 1 and not (vectors and leaf.ndim == 2):
+                place.append(None)
+                continue
+            group = list(columns).index(dtype) if dtype in columns else len(columns)
+            place.append((group, columns.get(dtype, 0)))
+            columns[dtype] = columns.get(dtype, 0) + math.prod(leaf.shape[1:])
+        shapes = tuple(jax.ShapeDtypeStruct(leaf.shape[1:], leaf.dtype) for leaf in leaves)
+        return cls(treedef, shapes, tuple(place), tuple(columns.items()))
+
+    def pack(self, tree: Tree) -> tuple[jax.Array, ...]:
+        """``tree`` as its packed arrays, then the leaves kept as they are, in order."""
+        leaves = self.treedef.flatten_up_to(tree)
+        parts: list[list[jax.Array]] = [[] for _ in self.groups]
+        kept = []
+        for leaf, place in zip(leaves, self.place):
+            if place is None:
+                kept.append(leaf)
+            else:
+                parts[place[0]].append(
+                    jnp.reshape(leaf, (leaf.shape[0], math.prod(leaf.shape[1:])))
+                )
+        return (*(jnp.concatenate(part, axis=1) for part in parts), *kept)
+
+    def unpack(self, arrays: tuple[jax.Array, ...]) -> Tree:
+        """The tree that :meth:`pack` packed into ``arrays``."""
+        packed, kept = arrays[: len(self.groups)], iter(arrays[len(self.groups) :])
+        leaves = []
+        for leaf, place in zip(self.leaves, self.place):
+            if place is None:
+                leaves.append(next(kept))
+                continue
+            group, start = place
+            block = packed[group][:, start : start + math.prod(leaf.shape)]
+            leaves.append(block.reshape(block.shape[0], *leaf.shape))
+        return jax.tree.unflatten(self.treedef, leaves)
+
+    def zeros(self, rows: int) -> tuple[jax.Array, ...]:
+        """Packed arrays of ``rows`` rows of zeros, as :meth:`pack` makes them."""
+        packed = [jnp.zeros((rows, columns), dtype) for dtype, columns in self.groups]
+        kept = [jnp.zeros((rows, *leaf.shape), leaf.dtype)
+                for leaf, place in zip(self.leaves, self.place) if place is None]  # fmt: skip
+        return (*packed, *kept)
+
+    def columns(self, flags: Tree) -> tuple[Any, ...]:
+        """Which entries of the packed arrays belong to leaves flagged True in ``flags``
+        (a tree like the packed one, one bool per leaf): per packed array a ``(columns,)``
+        NumPy mask, or None where none is flagged; per leaf kept as is, True or None."""
+        masks = [np.zeros(columns, bool) for _, columns in self.groups]
+        kept: list[bool | None] = []
+        flagged = self.treedef.flatten_up_to(flags)
+        for flag, leaf, place in zip(flagged, self.leaves, self.place):
+            if place is None:
+                kept.append(True if flag else None)
+            elif flag:
+                group, start = place
+                masks[group][start : start + math.prod(leaf.shape)] = True
+        return (*(mask if mask.any() else None for mask in masks), *kept)
