@@ -13,6 +13,10 @@ them. So
   written once per row);
 - a slow row costs its own steps: the other lanes go on with other rows meanwhile.
 
+With ``W >= B`` (``lanes=`` the batch or more, and batches of at most 8 rows) every
+row has a lane from the start: the rows are started before the loop and nothing is
+refilled or written, the whole batch as one ``vmap``.
+
 The lanes' data and states are carried packed (:mod:`fixedopt._packing`): one array
 per dtype for their scalars and vectors, so that a trip, a refill or a write handles
 a few arrays, not one per leaf (each array written is a kernel that XLA compiles).
@@ -144,9 +148,12 @@ def iterate_lanes(
     def advance_lanes(data: Any, state: Packed, iteration: jax.Array) -> Packed:
         return _advance(solver, problem_of, stopping, plan, data, state, iteration)
 
-    def report(state: Packed, iteration: jax.Array, queued: jax.Array) -> None:
+    def report(state: Packed, iteration: jax.Array, queued: jax.Array | int) -> None:
         if progress is not None:
             _report(plan.state.unpack(state), iteration, queued, total, progress)
+
+    if width == total:
+        return _whole_batch(start_rows, advance_lanes, report, plan, rows, x)
 
     def refill(lanes: Lanes) -> Lanes:
         return _refill(lanes, rows, x, start_rows, plan, total)
@@ -214,6 +221,31 @@ def _advance(
 
     new = plan.state.pack(jax.vmap(one)(data, state, running))
     return _select(running, new, packed, plan.always_new)
+
+
+def _whole_batch(
+    start_rows: Callable[[Any, jax.Array], LoopState],
+    advance_lanes: Callable[[Any, Packed, jax.Array], Packed],
+    report: Callable[[Packed, jax.Array, int], None],
+    plan: Plan,
+    rows: Any,
+    x: jax.Array,
+) -> Report:
+    """Every row in its own lane from the start: no refill, no writes."""
+    total = x.shape[0]
+
+    def body(carry: tuple[jax.Array, Packed]) -> tuple[jax.Array, Packed]:
+        iteration, state = carry
+        state = advance_lanes(rows, state, iteration)
+        report(state, iteration + 1, total)
+        return iteration + 1, state
+
+    def going(carry: tuple[jax.Array, Packed]) -> jax.Array:
+        return jnp.any(plan.state.unpack(carry[1]).status == RUNNING)
+
+    initial = (jnp.zeros((), jnp.int32), plan.state.pack(start_rows(rows, x)))
+    final: LoopState = plan.state.unpack(jax.lax.while_loop(going, body, initial)[1])
+    return _reported(final)
 
 
 def _empty_lanes(plan: Plan, x: jax.Array, width: int) -> Lanes:

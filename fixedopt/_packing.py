@@ -11,9 +11,11 @@ written by one kernel. Stacking moves data only: the values are the same bits.
 
 Leaves with more than one number per row (the point, the gradient, a normal matrix, an
 L-BFGS history that is updated one slot at a time in place) stay as they are: stacked,
-they would be copied whole on every trip (measured: more kernels, not fewer, since an
-array that other kernels read is written anyway), and a reduction over a slice of a
-stacked array may be summed in another order than over the array itself.
+they would be copied whole on every trip, and they cost more kernels, not fewer (an
+array that other kernels read is written anyway), measured; they also changed the
+rounding of L-BFGS steps (other fusions of the reductions that read them). The rows'
+results, written once and never read by the loop, pack their vectors too
+(``vectors=True``).
 """
 
 from __future__ import annotations
