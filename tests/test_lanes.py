@@ -159,6 +159,18 @@ def test_loop_memory_is_that_of_the_lanes():
     assert sum(np.prod(a.shape) for a in large) <= 4096 * (3 * 4 + 10)
 
 
+@pytest.mark.parametrize("lanes", [16, 1 << 30])
+def test_a_batch_that_fits_its_lanes_is_started_once_and_never_refilled(lanes):
+    """With ``lanes >= B`` every row has a lane from the start: no refill (a cond), no
+    gather of the rows, no scatter of the results; one loop as for one problem."""
+    x0, fixed = jnp.zeros((16, 4)), jnp.zeros((16, 4), bool)
+    args = (1.0, jnp.ones((16, 4)))
+    jaxpr = jax.make_jaxpr(lambda x0: solve(x0, fixed, args, lanes=lanes).x)(x0)
+    found = {e.primitive.name for e in equations(jaxpr.jaxpr)}
+    assert "while" in found and not found & {"cond", "gather", "scatter"}, found
+    assert while_loops(16, lanes=lanes) == while_loops(100)
+
+
 @pytest.mark.parametrize("size", [0, 1, 3])
 def test_tiny_and_empty_batches(size):
     x0, fixed, args = batch_with_stragglers(batch=max(size, 1))
