@@ -40,13 +40,12 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._loop import LoopState, Stopping, advance, start
-from fixedopt._packing import Packing
+from fixedopt._packing import Packed, Packing
 from fixedopt._progress import Progress
 from fixedopt._solution import RUNNING
 from fixedopt._solver import Problem, Solver, StepContext
 
 Rows = TypeVar("Rows")  # a batch's per-row data (a pytree with a leading batch axis)
-Packed = tuple[jax.Array, ...]  # a tree packed by its Packing
 
 # A refill costs about one trip of the loop (it starts the new rows, one evaluation
 # each): this many trips.
@@ -220,7 +219,7 @@ def _advance(
         return advance(solver, problem_of(row), state, stopping, context)
 
     new = plan.state.pack(jax.vmap(one)(data, state, running))
-    return _select(running, new, packed, plan.always_new)
+    return plan.state.select(running, new, packed, plan.always_new)
 
 
 def _whole_batch(
@@ -315,29 +314,13 @@ def _refill(
     takes = idle & (new_row < total)
     source = jnp.where(takes, new_row, 0)
     gathered = plan.data.pack(jax.tree.map(lambda a: a[source], rows))
-    data = _select(takes, gathered, lanes.data)
+    data = plan.data.select(takes, gathered, lanes.data)
     started = plan.state.pack(start_rows(plan.data.unpack(data), x[source]))
-    state = _select(takes, started, lanes.state)
+    state = plan.state.select(takes, started, lanes.state)
     row = jnp.where(takes, new_row, jnp.where(idle, total, lanes.row))
     queued = jnp.minimum(lanes.queued + jnp.sum(idle), total).astype(jnp.int32)
     return lanes._replace(queued=queued, row=row.astype(jnp.int32), data=data, state=state,
                           results=results)  # fmt: skip
-
-
-def _select(lanes: jax.Array, new: Packed, old: Packed, always: tuple[Any, ...] = ()) -> Packed:
-    """``new`` in the given lanes, ``old`` in the others, array by array; columns
-    flagged in ``always`` (one flag array per packed array) take ``new`` in every lane."""
-
-    def pick(a: jax.Array, b: jax.Array, always: Any) -> jax.Array:
-        if always is True:
-            return a
-        chosen = lanes.reshape(lanes.shape + (1,) * (a.ndim - 1))
-        if always is not None:  # a (columns,) mask of a packed array
-            chosen = chosen | jnp.asarray(always)[None, :]
-        return jnp.where(chosen, a, b)
-
-    flags = always or (None,) * len(new)
-    return tuple(pick(a, b, f) for a, b, f in zip(new, old, flags))
 
 
 def _report(

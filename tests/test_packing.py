@@ -43,13 +43,14 @@ def test_scalars_are_packed_per_dtype_and_the_rest_kept():
     packing = Packing.of(tree(4))
     packed = packing.pack(tree(4))
     # In the tree's (sorted) leaf order: flag; matrix (kept); small; status, steps;
-    # value; x (kept). One packed array per dtype, in order of first appearance.
+    # value; x (kept). One packed array per dtype, in order of first appearance, a
+    # leaf per row (each leaf contiguous); then the kept leaves as they are.
     assert [(a.shape, a.dtype) for a in packed] == [
-        ((4, 1), jnp.bool_), ((4, 1), jnp.float16), ((4, 2), jnp.int32), ((4, 1), jnp.float32),
+        ((1, 4), jnp.bool_), ((1, 4), jnp.float16), ((2, 4), jnp.int32), ((1, 4), jnp.float32),
         ((4, 2, 2), jnp.float32), ((4, 3), jnp.float32),
     ]  # fmt: skip
     with_vectors = Packing.of(tree(4), vectors=True).pack(tree(4))
-    assert with_vectors[3].shape == (4, 4)  # the value and x's 3 entries
+    assert with_vectors[3].shape == (4, 4)  # a row per row: the value and x's 3 entries
 
 
 def test_column_masks_flag_the_leaves_asked_for():
@@ -59,3 +60,20 @@ def test_column_masks_flag_the_leaves_asked_for():
     assert masks[0] is None and masks[1] is None and masks[3] is None  # none flagged
     np.testing.assert_array_equal(masks[2], [True, False])  # status, steps
     assert masks[4] is True and masks[5] is None  # the matrix flagged, x not
+
+
+@pytest.mark.parametrize("vectors", [False, True])
+def test_select_takes_new_rows_and_the_flagged_leaves_everywhere(vectors):
+    old, new = tree(5), jax.tree.map(lambda a: ~a if a.dtype == bool else a + 1, tree(5))
+    packing = Packing.of(old, vectors=vectors)
+    rows = jnp.array([True, False, True, False, False])
+    flags = {key: key in ("status", "matrix") for key in old}
+    always = packing.columns(flags)
+    picked = packing.unpack(packing.select(rows, packing.pack(new), packing.pack(old), always))
+    for key in old:
+        expected = (
+            new[key]
+            if flags[key]
+            else jnp.where(rows.reshape(-1, *(1,) * (old[key].ndim - 1)), new[key], old[key])
+        )
+        np.testing.assert_array_equal(bits(picked[key]), bits(expected), err_msg=key)
