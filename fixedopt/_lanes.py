@@ -185,8 +185,12 @@ def _rows_of_one(a: jax.ShapeDtypeStruct) -> jax.ShapeDtypeStruct:
 def _plan(one_row: Any, started: LoopState) -> Plan:
     """The packings of a solve, from one row's data and loop state (shapes)."""
     state = Packing.of(started)
+    # advance keeps a stopped lane's x, value and grad itself (StepContext.active): so
+    # the carried grad is the one its tests read, computed once (XLA fuses a value
+    # into each of its readers unless one of them needs it in memory).
     flags = jax.tree.map(lambda _: False, started._replace(solver_state=None))
-    flags = flags._replace(solver_state=jax.tree.map(lambda _: True, started.solver_state))
+    flags = flags._replace(solver_state=jax.tree.map(lambda _: True, started.solver_state),
+                           x=True, value=True, grad=True)  # fmt: skip
     return Plan(
         Packing.of(one_row),
         state,

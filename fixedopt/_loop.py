@@ -231,8 +231,10 @@ def advance(
     """
     context = StepContext(True, state.steps) if context is None else context
     step = solver.step(problem, state.x, state.value, state.grad, state.solver_state, context)
+    # A row of a batch that has stopped (not active) keeps its iterate too.
+    moves = step.accepted & context.active
     x, value, grad = (
-        jnp.where(step.accepted, new, old)
+        jnp.where(moves, new, old)
         for new, old in ((step.x, state.x), (step.value, state.value), (step.grad, state.grad))
     )
     projected = problem.projected_gradient(x, grad)  # once per step: both tests read it
