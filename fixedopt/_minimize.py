@@ -108,7 +108,8 @@ def minimize(
         iteration (loops become fixed-length scans of ``max_steps``: slower, memory
         grows with ``max_steps``; for comparison and for non-converged solves;
         ``fixedopt.Optax`` with an optimizer that has its own while loop, such as
-        ``optax.lbfgs``, cannot be unrolled in reverse mode).
+        ``optax.lbfgs``, cannot be unrolled in reverse mode: it raises a
+        ``ValueError`` when traced).
       lanes: with ``batched=True``, how many rows the solver loop advances at a time
         (``W``). When enough of them have stopped, their results are written out and
         those lanes take the next unsolved rows: one compiled loop whatever the batch
