@@ -75,7 +75,17 @@ def minimize(
       args_axes: with ``batched=True``, which ``args`` are per row: a ``vmap``-style
         ``in_axes`` for ``args`` (a tuple prefix of it, each ``0`` for per-row or
         ``None`` for shared), e.g. ``args_axes=(0, None)`` shares the second argument
-        with every row even when its length happens to equal the batch size.
+        with every row even when its length happens to equal the batch size. Left
+        ``None``, every array is per row, and a batch size ``B`` that is also the
+        length of another axis warns once, at trace time (``UserWarning``), naming
+        the arguments read as per row that could be shared ones: if a non-leading
+        axis of an array in ``args`` has length ``B`` (128 curves of 128 time bins:
+        a shared time axis of 128 points would be split one value per row), every
+        array argument; else if the trailing axis of ``x0`` has length ``B`` (3
+        rows of 3 parameters), the 1-D arguments of length ``B`` (they could be one
+        value per parameter). Giving ``args_axes`` silences it. It warns rather than
+        requiring ``args_axes`` whenever shapes collide: that would break every
+        per-row call that reads correctly today.
       strategy: ``"mask"`` (the default: the solver works on the full vector, the
         objective is masked in place) or ``"split"`` (index splitting: each row's free
         entries are packed into a vector padded to a power-of-two width and scattered
@@ -271,7 +281,9 @@ def _solve(
     bounds = normalize_bounds(bounds, x0)
     check_values_in_bounds(mask, values, bounds)
     batch = batch_size(x0) if options.batched else 0
-    batched = batched_args(args, options.args_axes, batch) if options.batched else None
+    batched = None
+    if options.batched:
+        batched = batched_args(args, options.args_axes, batch, {"x0": x0})
     if options.vectorized and batched is not None:
         check_rows_independent(fun, x0, args, batched)
     index = split_indices(mask, options.batched) if options.strategy == "split" else None
