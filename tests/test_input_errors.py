@@ -323,22 +323,36 @@ def _raises_inside(x):
     raise RuntimeError("boom inside fun")
 
 
+def _residuals_of_one_row(x, y):
+    """Written for one row: ``x`` of shape (2,), ``y`` of shape (5,)."""
+    t = jnp.linspace(0.0, 1.0, 5)
+    return x[0] * t + x[1] - y
+
+
 @pytest.mark.parametrize(
-    ("fun", "x0", "args", "batched", "error", "shape", "hint"),
+    ("entry", "fun", "x0", "args", "batched", "error", "shape", "hint"),
     [  # forgetting batched=True: fun sees all of x0 (3, 2) and fails to broadcast
-        (_needs_one_row, jnp.zeros((3, 2)), (jnp.zeros((3, 5)),), False, TypeError, "(3, 2)",
-         True),
-        (_raises_inside, jnp.zeros((3, 2)), (), True, RuntimeError, "(2,)", False),
-        (_raises_inside, jnp.zeros(4), (), False, RuntimeError, "(4,)", False),
+        ("minimize", _needs_one_row, jnp.zeros((3, 2)), (jnp.zeros((3, 5)),), False, TypeError,
+         "(3, 2)", True),
+        ("minimize", _raises_inside, jnp.zeros((3, 2)), (), True, RuntimeError, "(2,)", False),
+        ("minimize", _raises_inside, jnp.zeros(4), (), False, RuntimeError, "(4,)", False),
+        ("least_squares", _residuals_of_one_row, jnp.zeros((3, 2)), (jnp.zeros((3, 5)),),
+         False, TypeError, "(3, 2)", True),
+        ("least_squares", _raises_inside, jnp.zeros((3, 2)), (), True, RuntimeError, "(2,)",
+         False),
+        ("least_squares", _raises_inside, {"a": jnp.zeros((3, 2)), "b": jnp.zeros((3, 1))}, (),
+         True, RuntimeError, "[(2,), (1,)]", False),
     ],
 )  # fmt: skip
 def test_errors_inside_fun_while_tracing_say_how_fixedopt_called_it(
-    fun, x0, args, batched, error, shape, hint
+    entry, fun, x0, args, batched, error, shape, hint
 ):
     """The user's own error propagates unchanged, with a note: the shape of ``x``
-    fixedopt passed, and for a 2-D ``x`` the hint to pass batched=True."""
+    fixedopt passed (one row with batched=True), and for a 2-D ``x`` the hint to pass
+    batched=True; the same from ``minimize`` and ``least_squares``."""
+    call = getattr(fixedopt, entry)
     with pytest.raises(error) as info:
-        fixedopt.minimize(fun, x0, False, args=args, batched=batched)
+        call(fun, x0, False, args=args, batched=batched)
     notes = " ".join(getattr(info.value, "__notes__", []))
     assert f"x of shape {shape}" in notes, notes
     assert ("pass batched=True" in notes) == hint, notes

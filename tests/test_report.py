@@ -188,6 +188,7 @@ def test_batch_report_keeps_the_worst_finite_gradient_apart_from_nonfinite_rows(
     with numpy from the solution); the NaN rows are counted apart, by row."""
     sol = _with_bad_rows(bad)
     facts = dict(fixedopt.report(sol).facts)
+    assert str(sol.summary()) == str(fixedopt.report(sol))  # the same facts either way
     bad = np.array(bad)
     assert np.all(np.asarray(sol.status)[bad] == fixedopt.Status.NONFINITE)
     grad_norm, value = np.asarray(sol.grad_norm), np.asarray(sol.value)
