@@ -243,16 +243,3 @@ def predicted_reduction(
     step ``direction = -H grad`` (``>= 0``); ``inf`` where the model is not ``valid``."""
     predicted = jnp.maximum(-0.5 * jnp.dot(grad, problem.free_part(direction)), 0.0)
     return jnp.where(valid, predicted, jnp.asarray(jnp.inf, grad.dtype))
-
-
-def quadratic_model(
-    problem: Problem, x: jax.Array, grad: jax.Array, direction: jax.Array, valid: jax.Array
-) -> tuple[jax.Array, jax.Array]:
-    """``(predicted, relative_step)`` of a quasi-Newton step ``direction = -H grad``:
-    its model predicts the reduction ``-grad . direction / 2``. ``inf`` for both
-    where the model is not ``valid`` yet (no curvature information)."""
-    relative = relative_size(problem, direction, x)
-    infinite = jnp.asarray(jnp.inf, x.dtype)
-    return predicted_reduction(problem, grad, direction, valid), jnp.where(
-        valid, relative, infinite
-    )
