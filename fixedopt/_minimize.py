@@ -9,6 +9,7 @@ import jax
 from jax.typing import ArrayLike
 
 from fixedopt._arguments import args_tuple, batched_args, check_solver, hashable_function
+from fixedopt._call_note import UserFunction
 from fixedopt._engine import Inputs, run
 from fixedopt._fit_data import fit_data
 from fixedopt._options import Options, solve_options
@@ -273,7 +274,8 @@ def _solve(
     options: Options,
 ) -> Solution:
     """Validate the problem's data, then run the compiled solve."""
-    fun = hashable_function(fun, "residual_fun" if options.least_squares else "fun")
+    name = "residual_fun" if options.least_squares else "fun"
+    fun = hashable_function(fun, name)
     args = args_tuple(args)
     check_params(x0, "x0")
     mask = fixed_arrays(fixed, x0)
@@ -281,6 +283,7 @@ def _solve(
     bounds = normalize_bounds(bounds, x0)
     check_values_in_bounds(mask, values, bounds)
     batch = batch_size(x0) if options.batched else 0
+    fun = UserFunction(fun, name, batch if options.batched else None)  # for the note on its errors
     batched = None
     if options.batched:
         batched = batched_args(args, options.args_axes, batch, {"x0": x0})
