@@ -25,8 +25,9 @@ from fixedopt._problem import (
 from fixedopt._problem import objective as make_objective
 from fixedopt._progress import Progress
 from fixedopt._reparam import expand
-from fixedopt._solution import Solution, Status
+from fixedopt._solution import Solution
 from fixedopt._solver import Solver
+from fixedopt._status import Status
 from fixedopt._validate import Bounds, PyTree
 
 Result = tuple[PyTree, jax.Array, jax.Array]  # (x, value, grad_norm) of a row

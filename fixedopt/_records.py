@@ -3,13 +3,16 @@ row, or a pandas ``DataFrame`` (pandas is optional)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
 
-from fixedopt._solution import Solution, Status
+from fixedopt._status import Status
 from fixedopt._validate import PyTree
+
+if TYPE_CHECKING:  # for annotations only: Solution builds on the records' layer
+    from fixedopt._solution import Solution
 
 
 def rows_of(sol: Solution) -> int | None:

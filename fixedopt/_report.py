@@ -10,13 +10,14 @@ import jax
 import numpy as np
 from jax.typing import ArrayLike
 
-from fixedopt import _solution, _validate
+from fixedopt import _validate
 from fixedopt._records import flat_names, flat_rows, rows_of, written_order
-from fixedopt._solution import Solution, Status
+from fixedopt._status import Reason, Status
 from fixedopt._validate import Mask, PyTree
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # for annotations only: both build on the report's layer
     from fixedopt._covariance import Covariance
+    from fixedopt._solution import Solution
 
 FlatBounds = tuple[ArrayLike, ArrayLike]  # (lower, upper), broadcastable to a row's (n,)
 
@@ -145,16 +146,14 @@ def _code_name(codes: type[enum.IntEnum], code: int) -> str:
 
 def _batch_report(sol: Solution, batch: int) -> Report:
     status = np.asarray(sol.status)
-    reason_enum = getattr(_solution, "Reason", None)
-    reason = np.asarray(sol.reason) if hasattr(sol, "reason") else None
+    reason = np.asarray(sol.reason)
     facts = []
     for code in np.unique(status):
         label, chosen = _code_name(Status, int(code)), status == code
         facts.append((label, f"{int(chosen.sum())} rows"))
-        if reason is not None and reason_enum is not None:
-            for why in np.unique(reason[chosen]):
-                count = int(np.sum(chosen & (reason == why)))
-                facts.append((f"  {_code_name(reason_enum, int(why))}", f"{count} rows"))
+        for why in np.unique(reason[chosen]):
+            count = int(np.sum(chosen & (reason == why)))
+            facts.append((f"  {_code_name(Reason, int(why))}", f"{count} rows"))
     steps, grad_norm, value = (np.asarray(a) for a in (sol.steps, sol.grad_norm, sol.value))
     facts.append(("steps", f"median {np.median(steps):.3g}, max {int(steps.max())}"))
     facts += _finite_facts(grad_norm, value)

@@ -6,6 +6,7 @@ the same fit in other units.
 """
 
 import math
+import pathlib
 
 import jax
 import jax.numpy as jnp
@@ -28,6 +29,15 @@ from tests.mgh_least_squares import (
 
 SCALES = (1e-6, 1.0, 1e6)
 DTYPES = (np.float32, np.float64)
+
+
+def test_every_code_carries_its_message_and_has_a_row_in_the_readme():
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for code in [*Status, *Reason]:
+        assert isinstance(code.message, str) and code.message, code
+        assert type(code)(int(code)) is code and code == int(code)
+        if code is not Reason.NONE:
+            assert f"| `{code.name}` |" in readme, code
 
 
 def decay_objective(p, y):
