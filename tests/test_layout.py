@@ -5,6 +5,7 @@ library through its public surface only."""
 import ast
 import pathlib
 import re
+import textwrap
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "fixedopt"
@@ -128,3 +129,37 @@ def test_the_cycle_finder_finds_a_deferred_import():
     graph = {"fixedopt.a": {"fixedopt.b"}, "fixedopt.b": {"fixedopt.a"}, "fixedopt.c": set()}
     assert find_cycle(graph) == ["fixedopt.a", "fixedopt.b", "fixedopt.a"]
     assert find_cycle({"fixedopt.a": {"fixedopt.b"}, "fixedopt.b": set()}) is None
+
+
+def imports_of(tree: ast.AST):
+    """The modules an ``import`` anywhere in ``tree`` names (``from tests import x``
+    names ``tests.x``), with the imports of code in string literals (scripts a test
+    runs in a subprocess)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield node.module
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            try:
+                script = ast.parse(textwrap.dedent(node.value))
+            except SyntaxError:  # prose, not code
+                continue
+            yield from imports_of(script)
+
+
+def test_no_test_module_imports_another():
+    """Shared solvers, problems and references live in ``tests/helpers.py`` (and the
+    data modules ``tests/mgh_least_squares.py``, ``tests/minimize_truth.py``); a test
+    module (``tests/test_*.py``) imports none of its kind, itself included."""
+    test_module = re.compile(r"^(tests\.)?test_\w+$")
+    offenders = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in sorted((ROOT / "tests").glob("*.py"))
+        for name in imports_of(ast.parse(path.read_text()))
+        if test_module.match(name)
+    ]
+    assert not offenders, offenders
+    script = 'CODE = """\n    from tests.' + 'test_scale import batch\n"""'  # in two: not code here
+    assert list(imports_of(ast.parse(script))) == ["tests.test_scale", "tests.test_scale.batch"]
