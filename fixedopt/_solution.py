@@ -7,14 +7,16 @@ from typing import Any, NamedTuple
 import jax
 
 from fixedopt._report import Report, report
-from fixedopt._validate import PyTree
+from fixedopt._validate import Bounds, PyTree
 
 
 class Solution(NamedTuple):
     """The result of :func:`fixedopt.minimize` or :func:`fixedopt.least_squares`.
 
     A pytree: it works under ``jit`` and ``vmap``. Under ``batched=True`` every field
-    has the leading batch axis.
+    has the leading batch axis. It remembers its problem's mask and bounds, so that
+    :func:`fixedopt.covariance`, :func:`fixedopt.hessian_covariance` and
+    :func:`fixedopt.report` need not be told them again.
 
     Attributes:
       x: the solution, with the structure, shapes and dtypes of ``x0``; fixed entries
@@ -26,6 +28,24 @@ class Solution(NamedTuple):
       converged: ``status == Status.CONVERGED``.
       status: an ``int32`` :class:`Status` code.
       reason: an ``int32`` :class:`Reason` code: the test that was met.
+      fixed: the solve's fixed mask, normalized: a tree like ``x`` of boolean arrays
+        of its leaves' shapes (a Python ``bool`` given for a leaf, broadcast).
+      bounds: ``None`` (no bounds) or the solve's ``(lower, upper)``, normalized: two
+        trees like ``x``, broadcast to its shapes and cast to its dtypes.
+      at_bound: the bound-active entries at ``x``, a tree like ``x`` of booleans: free
+        entries on a bound that the gradient pushes against (``grad > 0`` at the
+        lower bound, ``< 0`` at the upper). The implicit derivative holds them at
+        their bound; the covariances and the report flag them. An entry on its bound
+        with a zero or inward gradient is not held, and not flagged.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> import fixedopt
+      >>> fun = lambda x: jnp.sum((x - jnp.array([-1.0, 0.5, 3.0])) ** 2)
+      >>> sol = fixedopt.minimize(fun, jnp.zeros(3), jnp.array([False, False, True]),
+      ...                         bounds=(0.0, 2.0))
+      >>> print(sol.x, sol.fixed, sol.at_bound)
+      [0.  0.5 0. ] [False False  True] [ True False False]
     """
 
     x: PyTree
@@ -35,11 +55,14 @@ class Solution(NamedTuple):
     converged: jax.Array
     status: jax.Array
     reason: jax.Array
+    fixed: PyTree
+    bounds: Bounds | None
+    at_bound: PyTree
 
     def summary(self, row: int | None = None, **options: Any) -> Report:
-        """This solve at a glance: :func:`fixedopt.report` of it (``row``, ``covariance``,
-        ``fixed``, ``bounds`` and ``names`` as there); prints as text, renders as a
-        table in a notebook.
+        """This solve at a glance: :func:`fixedopt.report` of it (``row``, ``covariance``
+        and ``names`` as there; the fixed and at-bound flags are the solve's own);
+        prints as text, renders as a table in a notebook.
 
         Example:
           >>> import jax.numpy as jnp
