@@ -128,9 +128,8 @@ def covariance(
       bounds: the bounds whose active entries are flagged; by default the solve's,
         with its own active set (``sol.at_bound``, the entries its implicit
         derivative holds). Given (or with an ``x`` alone), they are used instead, and
-        the active set is taken from the gradient ``J^T r`` at ``x``
-        (:func:`fixedopt._mask.active_set`: on a bound that the gradient pushes
-        against).
+        the active set is found as the solve finds it, from the gradient ``J^T r`` at
+        ``x``: the free entries on a bound that the gradient pushes against.
       sigma: the standard deviations of the residuals, an array broadcastable to
         ``residual_fun``'s output (with ``batched=True``, with the batch axis), as
         ``curve_fit``'s 1-D ``sigma``; fit the same weighted residuals.

@@ -61,7 +61,7 @@ def hessian_covariance(
 
     Per row: ``scale * (H_FF)^{-1}``, ``H`` the Hessian of ``fun(x, *args)`` at
     ``sol.x`` and ``F`` the free parameters (not fixed; with ``at_bound="fixed"``,
-    not on a bound either). The counterpart of :func:`fixedopt.covariance` for
+    not bound-active either). The counterpart of :func:`fixedopt.covariance` for
     :func:`fixedopt.minimize`, with the same fields and flags; a
     :class:`fixedopt.Solution` brings its fit's mask, bounds and bound-active entries,
     and whether it is batched.
