@@ -294,4 +294,4 @@ def _solve(
     stopping = options.stopping(x0)
     inputs = Inputs(x0, mask, values, bounds, args, index)
     solution: Solution = run(fun, solver, plan, inputs, stopping)
-    return solution
+    return solution._replace(fixed=mask, bounds=bounds)

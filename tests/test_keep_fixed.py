@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fixedopt
+from tests.helpers import bits
 
 STEPS = 50
 
@@ -84,12 +85,6 @@ def problems(draw):
     x0 = rng.normal(size=shape) * 2.0
     x0[rng.random(shape) < 0.1] = -0.0  # signed zeros must survive too
     return x0, fixed, rng.normal(size=shape)
-
-
-def bits(array):
-    """The raw bits, so that -0.0 versus 0.0 and NaN payloads count as different."""
-    unsigned = {2: jnp.uint16, 4: jnp.uint32, 8: jnp.uint64}[array.dtype.itemsize]
-    return np.asarray(jax.lax.bitcast_convert_type(array, unsigned))
 
 
 DTYPES = {

@@ -24,10 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fixedopt
+from fixedopt import Problem
 from fixedopt._ring import read_slot
-from fixedopt._solver import Problem
 from fixedopt._solvers.lbfgs import LBFGSState, two_loop, two_loop_by_slots
-from tests.test_minimize_reference import heterogeneous_masks
+from tests.helpers import heterogeneous_masks
 
 TOLERANCE = 1e-12
 
