@@ -28,9 +28,9 @@ SCALINGS = ("auto", "scalar", "diagonal", "hessian")
 # parameters in physical units differ by orders of magnitude.
 SPREAD = 100.0
 # "auto" does not start from the Hessian's diagonal ("hessian" does): its n
-# Hessian-vector products at every start (and lane refill) cost 6-19% of a whole
-# solve at n = 8 to 16, B = 1024, where the scales agree (measured 2026-12-01), while
-# the diagonal learned from pairs alone is too slow to find a soft parameter that the
+# Hessian-vector products at every start (and lane refill) made a batched quad n = 16
+# solve 2.2x slower, where the scales agree (benchmarks/lbfgs_scaling.py), while the
+# diagonal learned from pairs alone is too slow to find a soft parameter that the
 # first steps barely move (the status-truth suite's saturation fit).
 
 
