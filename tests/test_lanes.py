@@ -48,14 +48,16 @@ def test_default_width():
 def test_lanes_agree_with_the_whole_batch_at_once(solver, lanes):
     """Same statuses, x to rounding: ``lanes=200`` runs the whole batch as one vmap,
     other machine code. The last-bit differences shift the step at which a row
-    crosses its tolerance: by a few steps, more for gradient descent, whose tests
-    creep toward the tolerance over many steps (seen: 87 against 82)."""
+    crosses its tolerance: by a few steps, more where the tests creep toward the
+    tolerance over many steps: gradient descent (seen: 87 against 82), and L-BFGS's
+    ill-conditioned stragglers, which since L-BFGS has no xtol test stop only on the
+    gradient or reduction tests (seen: 48 against 58)."""
     x0, fixed, args = batch_with_stragglers()
     whole = solve(x0, fixed, args, solver=solver, lanes=200)
     laned = solve(x0, fixed, args, solver=solver, lanes=lanes)
     assert int(jnp.max(whole.steps)) > float(jnp.median(whole.steps)) + 10  # stragglers
     np.testing.assert_array_equal(laned.status, whole.status)
-    np.testing.assert_allclose(laned.steps, whole.steps, rtol=0.1, atol=3)
+    np.testing.assert_allclose(laned.steps, whole.steps, rtol=0.2, atol=3)
     # A row that stops a few steps earlier or later stops elsewhere within its
     # tolerance: after L-BFGS's superlinear last steps that is at rounding level,
     # gradient descent's linear rate leaves ~1e-6 (seen: 3.6e-7).
