@@ -83,8 +83,9 @@ SECTIONS = {  # kind: (title, text)
     "tiny_compile": ("Trace + lower + compile of least_squares on the 2D Gaussian", "Shapes "
                      "only (no data); `defaults`: through the default lanes (one loop at any B); "
                      "`whole batch`: lanes >= B, one vmap of the whole batch."),
-    "minimize_summary": ("minimize (LBFGS, defaults) on tests/minimize_truth.py: problem x start "
-                         "x dtype x objective scale", "Accurate: `f - f* <= sqrt(eps) max(|f*|, "
+    "minimize_summary": ("minimize (LBFGS: defaults, and scaling=\"hessian\") on "
+                         "tests/minimize_truth.py: problem x start x dtype x objective scale",
+                         "Accurate: `f - f* <= sqrt(eps) max(|f*|, "
                          "eps (f(x0) - f*))`, `f*` from scipy's float64 polish of the returned "
                          "point; truthful: CONVERGED exactly if accurate."),
     "minimize_lie": ("minimize rows whose status does not tell the truth", ""),

@@ -97,7 +97,9 @@ def minimize_cases(problems, dtypes, solver=None) -> list[dict]:
             verdict = minimize_truth.judge(problem.residuals, np.asarray(start),
                                            np.asarray(solution.x[row]), dtype)  # fmt: skip
             converged = bool(solution.converged[row])
-            rows.append({"kind": "minimize_truth", "problem": name, "start": start_index,
+            scaling = solver.scaling if isinstance(solver, fixedopt.LBFGS) else "auto"
+            rows.append({"kind": "minimize_truth", "scaling": scaling, "problem": name,
+                         "start": start_index,
                          "dtype": np.dtype(dtype).name, "scale": scale, "status": statuses[row],
                          "steps": int(solution.steps[row]), "gap": verdict["gap"],
                          "allowed": verdict["allowed"], "error": verdict["error"],
@@ -107,11 +109,15 @@ def minimize_cases(problems, dtypes, solver=None) -> list[dict]:
 
 
 def minimize_summary(rows: list[dict]) -> list[dict]:
-    """Per dtype and in all: truthful, false CONVERGED, accurate rows at max_steps."""
+    """Per L-BFGS scaling and dtype (and in all): truthful, false CONVERGED, accurate
+    rows at max_steps."""
     out = []
-    for dtype in (*dict.fromkeys(r["dtype"] for r in rows), "all"):
-        mine = [r for r in rows if dtype in ("all", r["dtype"])]
-        out.append({"kind": "minimize_summary", "dtype": dtype, "cases": len(mine),
+    groups = [(scaling, dtype) for scaling in dict.fromkeys(r["scaling"] for r in rows)
+              for dtype in (*dict.fromkeys(r["dtype"] for r in rows), "all")]  # fmt: skip
+    for scaling, dtype in groups:
+        mine = [r for r in rows if r["scaling"] == scaling and dtype in ("all", r["dtype"])]
+        out.append({"kind": "minimize_summary", "scaling": scaling, "dtype": dtype,
+                    "cases": len(mine),
                     "truthful": sum(r["truthful"] for r in mine),
                     "false_converged": sum(r["status"].startswith("CONVERGED")
                                            and not r["accurate"] for r in mine),
@@ -143,7 +149,9 @@ def run(quick: bool, args) -> list[dict]:
     minimize_problems = minimize_truth.PROBLEMS
     if quick:
         minimize_problems = dict(list(minimize_problems.items())[:2])
-    cases = minimize_cases(minimize_problems, dtypes)
+    cases = minimize_cases(minimize_problems, dtypes) + minimize_cases(
+        minimize_problems, dtypes, fixedopt.LBFGS(scaling="hessian")
+    )
     lies = [r | {"kind": "minimize_lie"} for r in cases if not r["truthful"]]
     return (units(FITS[:1] if quick else FITS, dtypes) + summary(rows) + rows
             + minimize_summary(cases) + lies + cases)  # fmt: skip

@@ -20,9 +20,7 @@ from fixedopt._records import to_dataframe as to_dataframe
 from fixedopt._records import to_records as to_records
 from fixedopt._report import Report as Report
 from fixedopt._report import report as report
-from fixedopt._solution import Reason as Reason
 from fixedopt._solution import Solution as Solution
-from fixedopt._solution import Status as Status
 from fixedopt._solver import Problem as Problem
 from fixedopt._solver import Solver as Solver
 from fixedopt._solver import Step as Step
@@ -32,6 +30,8 @@ from fixedopt._solvers.gauss_newton import LevenbergMarquardt as LevenbergMarqua
 from fixedopt._solvers.gradient_descent import GradientDescent as GradientDescent
 from fixedopt._solvers.lbfgs import LBFGS as LBFGS
 from fixedopt._solvers.optax_solver import Optax as Optax
+from fixedopt._status import Reason as Reason
+from fixedopt._status import Status as Status
 
 __version__ = "0.1.0"
 

@@ -80,9 +80,12 @@ def fit(
     """All spectra in one batched ``least_squares`` call."""
     # The default tolerances (from the dtype, scale-invariant) and lanes: the few
     # spectra that need many steps take their own steps while the lanes move on.
+    # args_axes: one observed spectrum per row, said explicitly (with 200 spectra of
+    # 200 points the shapes alone could not tell).
     return fixedopt.least_squares(
-        residuals, start, fixed, args=(observed,), bounds=bounds, batched=True, max_steps=200
-    )
+        residuals, start, fixed, args=(observed,), args_axes=(0,), bounds=bounds,
+        batched=True, max_steps=200,
+    )  # fmt: skip
 
 
 def scipy_fit(

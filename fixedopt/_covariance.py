@@ -7,10 +7,11 @@ At a least-squares solution ``x`` with residuals ``r`` (``m`` of them) and Jacob
 
 as ``scipy.optimize.curve_fit`` and lmfit compute it (``s^2 = 1`` with
 ``absolute_sigma=True``). Fixed parameters get exactly 0 variance and 0 covariance:
-they do not vary within the model. A free parameter exactly on a bound
-(bound-active) is flagged; with ``at_bound="free"`` (the default, ``curve_fit``'s and
-lmfit's convention) it stays in ``F``, with ``at_bound="fixed"`` it is held like a
-fixed one (the covariance conditional on the bound). The inverse comes
+they do not vary within the model. A bound-active parameter (on a bound that the
+gradient pushes against: :func:`fixedopt._mask.active_set`, the solve's
+``Solution.at_bound``) is flagged; with ``at_bound="free"`` (the default,
+``curve_fit``'s and lmfit's convention) it stays in ``F``, with ``at_bound="fixed"`` it
+is held like a fixed one (the covariance conditional on the bound). The inverse comes
 from a QR factorization of ``J`` (differentiable; see ``_inverse_normal_matrix``).
 The rank is counted as ``curve_fit`` does, singular values above
 ``eps * max(m, n) * s_max``, but of ``J_F`` with unit columns, so that it does not
@@ -32,6 +33,7 @@ from jax.typing import ArrayLike
 
 from fixedopt import _validate
 from fixedopt._arguments import args_tuple, batched_args, choice
+from fixedopt._mask import active_set, unravel_mask
 from fixedopt._solution import Solution
 from fixedopt._validate import Bounds, Mask, PyTree, batch_size, fixed_arrays
 
@@ -62,8 +64,9 @@ class Covariance(NamedTuple):
       residual_variance: ``s^2``, the factor applied to ``(J_F^T J_F)^{-1}`` (1 with
         ``absolute_sigma=True``).
       fixed: the fixed mask, a tree of booleans like ``x``.
-      at_bound: free entries exactly on a bound, flagged with either ``at_bound``
-        option (with ``"fixed"``, held like fixed ones).
+      at_bound: the bound-active free entries (on a bound that the gradient pushes
+        against), flagged with either ``at_bound`` option (with ``"fixed"``, held like
+        fixed ones).
       index: a tree like one row of ``x`` (no batch axis) of ``int32`` positions in
         the flat vector.
     """
@@ -88,10 +91,10 @@ class Covariance(NamedTuple):
 def covariance(
     sol: Solution | PyTree,
     residual_fun: ResidualFun,
-    fixed: Mask,
+    fixed: Mask | None = None,
     *,
     args: tuple[Any, ...] = (),
-    batched: bool = False,
+    batched: bool | None = None,
     bounds: Bounds | None = None,
     sigma: ArrayLike | None = None,
     absolute_sigma: bool = False,
@@ -101,26 +104,38 @@ def covariance(
     """Covariance and standard errors of the free parameters of a least-squares fit.
 
     Per row: ``s^2 (J_F^T J_F)^{-1}`` on the free block ``F`` (not fixed; with
-    ``at_bound="fixed"``, not on a bound either), ``s^2 = sum(r^2) / (m - n_F)``,
+    ``at_bound="fixed"``, not bound-active either), ``s^2 = sum(r^2) / (m - n_F)``,
     where ``r = residual_fun(x, *args) / sigma``; the convention of
     ``scipy.optimize.curve_fit`` (``pcov``) and of lmfit (``vary=False`` parameters
-    excluded). Fixed parameters get 0 variance and 0 covariance.
+    excluded). Fixed parameters get 0 variance and 0 covariance. A
+    :class:`fixedopt.Solution` brings its fit's mask, bounds and bound-active
+    entries, and whether it is batched: only the residuals and their ``args`` are
+    needed.
 
     Args:
       sol: a :class:`fixedopt.Solution` of :func:`fixedopt.least_squares` (or its
-        ``x``). With a robust ``loss``, this is still the plain least-squares
-        covariance at ``sol.x``.
+        ``x`` alone, with ``fixed``). With a robust ``loss``, this is still the plain
+        least-squares covariance at ``sol.x``.
       residual_fun: the residual function of the fit, ``residual_fun(x, *args)``.
-      fixed: the fixed mask of the fit (any form ``least_squares`` accepts).
+      fixed: the fixed mask (any form ``least_squares`` accepts); by default
+        ``sol.fixed``. Given, it is the mask used, even where it differs from the
+        solve's: under ``jit`` the two cannot be compared, and a larger mask is a
+        question worth asking (the error bars with more parameters held at their
+        fitted values). Required when ``sol`` is an ``x`` alone.
       args: the fit's ``args`` (with ``batched=True``, arrays have the batch axis).
-      batched: ``sol`` holds one fit per row; each row gets its own free set.
-      bounds: the fit's bounds, to flag free entries exactly on a bound.
+      batched: ``sol`` holds one fit per row; each row gets its own free set. By
+        default, whether the ``Solution`` is batched (``False`` for an ``x`` alone).
+      bounds: the bounds whose active entries are flagged; by default the solve's,
+        with its own active set (``sol.at_bound``, the entries its implicit
+        derivative holds). Given (or with an ``x`` alone), they are used instead, and
+        the active set is found as the solve finds it, from the gradient ``J^T r`` at
+        ``x``: the free entries on a bound that the gradient pushes against.
       sigma: the standard deviations of the residuals, an array broadcastable to
         ``residual_fun``'s output (with ``batched=True``, with the batch axis), as
         ``curve_fit``'s 1-D ``sigma``; fit the same weighted residuals.
       absolute_sigma: ``sigma`` is absolute: no rescaling by ``s^2``.
-      at_bound: how a free parameter exactly on a bound enters (``Covariance.at_bound``
-        flags it either way). ``"free"`` (the default): like any free parameter, its
+      at_bound: how a bound-active parameter enters (``Covariance.at_bound`` flags it
+        either way). ``"free"`` (the default): like any free parameter, its
         Jacobian column stays in ``J_F``, as ``curve_fit`` and lmfit compute it; the
         error bars of the other parameters include its correlation with them.
         ``"fixed"``: held like a fixed parameter (0 variance, out of ``J_F``, not
@@ -139,15 +154,11 @@ def covariance(
       >>> t = jnp.linspace(0.0, 1.0, 5)
       >>> y = jnp.array([1.0, 1.6, 1.9, 2.6, 3.0])
       >>> line = lambda p: p[0] * t + p[1] + p[2] - y   # p[2] is known: 0
-      >>> fixed = jnp.array([False, False, True])
-      >>> sol = fixedopt.least_squares(line, jnp.zeros(3), fixed)
-      >>> print(fixedopt.covariance(sol, line, fixed).stderr.round(4))
+      >>> sol = fixedopt.least_squares(line, jnp.zeros(3), jnp.array([False, False, True]))
+      >>> print(fixedopt.covariance(sol, line).stderr.round(4))
       [0.1222 0.0748 0.    ]
     """
-    x = sol.x if isinstance(sol, Solution) else sol
-    _validate.check_params(x, "sol.x")
-    mask = fixed_arrays(fixed, x)
-    bounds = _validate.normalize_bounds(bounds, x)
+    x, constraints, batched = solved_problem(sol, fixed, bounds, batched)
     if not isinstance(absolute_sigma, bool):
         raise TypeError(f"`absolute_sigma` must be a bool, got {type(absolute_sigma).__name__}")
     batch = batch_size(x, "sol.x") if batched else None
@@ -158,10 +169,44 @@ def covariance(
         sigma = _check_sigma(sigma, batch)
     hold = at_bound == "fixed"
     result: Covariance = _compiled(
-        residual_fun, batched, absolute_sigma, hold, axes, x, mask, bounds, sigma, args
+        residual_fun, batched, absolute_sigma, hold, axes, x, constraints, sigma, args
     )
     row = jax.tree.map(lambda leaf: leaf[0], x) if batched else x
     return result._replace(index=flat_index(row))
+
+
+class Constraints(NamedTuple):
+    """What holds a fit's entries, normalized (trees like ``x``): its fixed mask, its
+    bounds, and its bound-active entries where known (the solve's, with its bounds;
+    None: to be found from the gradient)."""
+
+    fixed: Mask
+    bounds: Bounds | None
+    at_bound: PyTree | None
+
+
+def solved_problem(
+    sol: Solution | PyTree, fixed: Mask | None, bounds: Bounds | None, batched: bool | None
+) -> tuple[PyTree, Constraints, bool]:
+    """``(x, constraints, batched)`` of a covariance of ``sol``: the mask and bounds
+    given or else the solution's (with its active set), and ``batched`` given or else
+    the solution's."""
+    solution = isinstance(sol, Solution)
+    x = sol.x if solution else sol
+    _validate.check_params(x, "sol.x")
+    if fixed is None and not solution:
+        raise TypeError(
+            "`fixed` is required when `sol` is not a fixedopt.Solution (an x alone): "
+            "pass the fit's fixed mask"
+        )
+    if batched is not None and not isinstance(batched, bool):
+        raise TypeError(f"`batched` must be a bool or None, got {type(batched).__name__}")
+    mask = fixed_arrays(sol.fixed if fixed is None else fixed, x)
+    stored = sol.at_bound if solution and bounds is None else None
+    bounds = _validate.normalize_bounds(sol.bounds if stored is not None else bounds, x)
+    if batched is None:
+        batched = solution and jnp.ndim(sol.value) == 1
+    return x, Constraints(mask, bounds, stored), batched
 
 
 def args_in_axes(args: tuple[Any, ...], args_axes: Any, batch: int) -> PyTree:
@@ -204,35 +249,38 @@ def _compiled(
     hold: bool,
     axes: PyTree,
     x: PyTree,
-    mask: PyTree,
-    bounds: Bounds | None,
+    constraints: Constraints,
     sigma: jax.Array | None,
     args: tuple[Any, ...],
 ) -> Covariance:
     """The covariance of one row (of each row, ``batched``), ``index`` left None;
-    ``mask`` is broadcast to ``x``'s leaves, ``axes`` are the ``vmap`` axes of ``args``."""
+    ``axes`` are the ``vmap`` axes of ``args``."""
 
     def one(
-        x: PyTree, mask: PyTree, bounds: Bounds | None, sigma: jax.Array | None, args: PyTree
+        x: PyTree, constraints: Constraints, sigma: jax.Array | None, args: PyTree
     ) -> Covariance:
-        return _row(residual_fun, absolute_sigma, hold, x, mask, bounds, sigma, args)
+        return _row(residual_fun, absolute_sigma, hold, x, constraints, sigma, args)
 
     if not batched:
-        return one(x, mask, bounds, sigma, args)
+        return one(x, constraints, sigma, args)
     sigma_axis = None if sigma is None else 0
-    return jax.vmap(one, in_axes=(0, 0, 0, sigma_axis, axes))(x, mask, bounds, sigma, args)
+    return jax.vmap(one, in_axes=(0, 0, sigma_axis, axes))(x, constraints, sigma, args)
 
 
 def held_entries(
-    flat_x: jax.Array, mask: PyTree, bounds: Bounds | None, hold: bool
+    flat_x: jax.Array, constraints: Constraints, hold: bool, gradient: Callable[[], jax.Array]
 ) -> tuple[jax.Array, jax.Array]:
-    """``(at_bound, frozen)`` of one row, flat: free entries exactly on a bound, and
-    the entries the covariance holds (fixed ones, and at-bound ones if ``hold``)."""
-    fixed = ravel_pytree(mask)[0]
+    """``(at_bound, frozen)`` of one row, flat: the bound-active entries (the solve's
+    own, or :func:`~fixedopt._mask.active_set` with ``gradient()``, the objective's
+    gradient at ``x``), and the entries the covariance holds (fixed ones, and
+    bound-active ones if ``hold``)."""
+    fixed = ravel_pytree(constraints.fixed)[0]
     at_bound = jnp.zeros_like(fixed)
-    if bounds is not None:
-        lower, upper = (ravel_pytree(b)[0] for b in bounds)
-        at_bound = ((flat_x == lower) | (flat_x == upper)) & ~fixed
+    if constraints.at_bound is not None:
+        at_bound = ravel_pytree(constraints.at_bound)[0] & ~fixed
+    elif constraints.bounds is not None:
+        lower, upper = (ravel_pytree(b)[0] for b in constraints.bounds)
+        at_bound = active_set(flat_x, gradient(), fixed, lower, upper)
     return at_bound, fixed | at_bound if hold else fixed
 
 
@@ -241,21 +289,22 @@ def _row(
     absolute_sigma: bool,
     hold: bool,
     x: PyTree,
-    mask: PyTree,
-    bounds: Bounds | None,
+    constraints: Constraints,
     sigma: jax.Array | None,
     args: PyTree,
 ) -> Covariance:
     flat_x, unravel = ravel_pytree(x)
-    at_bound, frozen = held_entries(flat_x, mask, bounds, hold)
+    fixed = ravel_pytree(constraints.fixed)[0]
 
-    # Frozen entries read a constant: exact zero Jacobian columns.
+    # Fixed entries read a constant: exact zero Jacobian columns.
     def weighted(flat: jax.Array) -> jax.Array:
-        r = residual_fun(unravel(jnp.where(frozen, flat_x, flat)), *args)
+        r = residual_fun(unravel(jnp.where(fixed, flat_x, flat)), *args)
         return jnp.ravel(r if sigma is None else r / sigma)
 
     residual = weighted(flat_x)
     jacobian = jax.jacfwd(weighted)(flat_x)
+    at_bound, frozen = held_entries(flat_x, constraints, hold, lambda: residual @ jacobian)
+    jacobian = jnp.where(frozen[None, :], 0.0, jacobian)  # held: zero columns too
     m = jacobian.shape[0]
     n_free = jnp.sum(~frozen)
     dof = m - n_free
@@ -288,8 +337,8 @@ def _row(
         rank_deficient=rank_deficient,
         dof=dof.astype(jnp.int32),
         residual_variance=variance,
-        fixed=mask,
-        at_bound=unravel_bool(at_bound, mask),
+        fixed=constraints.fixed,
+        at_bound=unravel_mask(at_bound, constraints.fixed),
         index=None,
     )
 
@@ -316,13 +365,3 @@ def _inverse_normal_matrix(jacobian: jax.Array, frozen: jax.Array, scale: jax.Ar
     identity = jnp.eye(r.shape[0], dtype=r.dtype)
     r_inverse = jax.scipy.linalg.solve_triangular(r, identity, lower=False)
     return r_inverse @ r_inverse.T
-
-
-def unravel_bool(flat: jax.Array, like: PyTree) -> PyTree:
-    """``flat``, ``(n,)``, as a tree like ``like`` (leaves of its shapes)."""
-    leaves, treedef = jax.tree.flatten(like)
-    sizes = [leaf.size for leaf in leaves]
-    starts = [sum(sizes[:i]) for i in range(len(sizes))]
-    return jax.tree.unflatten(
-        treedef, [flat[s : s + leaf.size].reshape(leaf.shape) for s, leaf in zip(starts, leaves)]
-    )

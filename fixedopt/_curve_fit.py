@@ -133,10 +133,11 @@ def curve_fit(
       estimator: ``"least_squares"`` (Gaussian noise) or ``"poisson"`` (counting
         data, maximum likelihood: ``f`` returns the expected counts, positive;
         see :func:`fixedopt.least_squares`).
-      at_bound: how a parameter exactly on a bound enters ``pcov``: ``"free"`` (as in
-        ``curve_fit``: it keeps its variance and its correlations) or ``"fixed"``
-        (0 variance, the other errors conditional on the bound); see
-        :func:`fixedopt.covariance`. Flagged per fit in ``covariance.at_bound``.
+      at_bound: how a bound-active parameter (on a bound that the gradient pushes
+        against) enters ``pcov``: ``"free"`` (as in ``curve_fit``: it keeps its
+        variance and its correlations) or ``"fixed"`` (0 variance, the other errors
+        conditional on the bound); see :func:`fixedopt.covariance`. Flagged per fit in
+        ``covariance.at_bound``.
       full_output: also return a :class:`fixedopt.CurveFit` with the statuses
         (unlike scipy's ``full_output``, whose 5-tuple it replaces).
       **options: any other keyword of :func:`fixedopt.least_squares` (``solver``,
@@ -189,9 +190,9 @@ def curve_fit(
             residual, p0, fixed, args=(xdata, ydata), bounds=bounds, batched=batched,
             args_axes=axes, sigma=sigma, **options,
         )  # fmt: skip
-    cov = covariance(
-        solution, residual, fixed, args=(xdata, ydata), batched=batched, bounds=bounds,
-        sigma=sigma, absolute_sigma=absolute_sigma, at_bound=at_bound, args_axes=axes,
+    cov = covariance(  # the solution's own mask, bounds and active set
+        solution, residual, args=(xdata, ydata), sigma=sigma, absolute_sigma=absolute_sigma,
+        at_bound=at_bound, args_axes=axes,
     )  # fmt: skip
     popt, pcov = solution.x, cov.covariance
     if not full_output:

@@ -14,6 +14,7 @@ from fixedopt._implicit import implicit_solution, with_derivative
 from fixedopt._lanes import Report, iterate_lanes
 from fixedopt._loop import LoopState, Stopping, iterate
 from fixedopt._losses import Loss
+from fixedopt._mask import active_set, unravel_mask
 from fixedopt._problem import (
     DifferentiableObjective,
     Objective,
@@ -25,11 +26,12 @@ from fixedopt._problem import (
 from fixedopt._problem import objective as make_objective
 from fixedopt._progress import Progress
 from fixedopt._reparam import expand
-from fixedopt._solution import Solution, Status
+from fixedopt._solution import Solution
 from fixedopt._solver import Solver
+from fixedopt._status import Status
 from fixedopt._validate import Bounds, PyTree
 
-Result = tuple[PyTree, jax.Array, jax.Array]  # (x, value, grad_norm) of a row
+Result = tuple[PyTree, jax.Array, jax.Array, PyTree]  # (x, value, grad_norm, at_bound) of a row
 
 
 class Plan(NamedTuple):
@@ -63,7 +65,9 @@ def run(
     """Compiled once per (fun, solver, plan, shapes); masks and values are data.
 
     ``plan.batched_args`` is None for one problem, else one flag per leaf of ``args``:
-    True for a per-row array, False for a value shared by all rows.
+    True for a per-row array, False for a value shared by all rows. The solution's
+    ``fixed`` and ``bounds`` are left None for the caller to attach: the inputs
+    themselves (a compiled program would return copies of them).
     """
     objective, rows = _set_up(fun, plan, inputs)
     finish = functools.partial(_finish, objective)
@@ -130,29 +134,35 @@ def _set_up(fun: Callable[..., Any], plan: Plan, inputs: Inputs) -> tuple[Object
 
 
 def _finish(objective: Objective, data: RowData, final: LoopState | Report) -> Result:
-    """``(x, value, grad_norm)`` of a row's final loop state, in the user's pytree.
+    """``(x, value, grad_norm, at_bound)`` of a row's final loop state, in the user's
+    pytree; ``at_bound`` is the row's :func:`~fixedopt._mask.active_set` at ``x``,
+    from the loop's last gradient.
 
     Implicit differentiation: the solver ran on stopped inputs, and the true
-    derivatives are attached here (see :func:`_differentiable_result`), from the
-    loop's last gradient. Unrolled: nothing was stopped and the loops were scans, so
-    the loop's own outputs carry their derivatives.
+    derivatives are attached here (see :func:`_differentiable_result`). Unrolled:
+    nothing was stopped and the loops were scans, so the loop's own outputs carry
+    their derivatives.
     """
     flat_x, grad = final.x, final.grad
     if data.split_index is not None:  # packed variables: back to the full vector
         values = jax.lax.stop_gradient(data.fixed_values)
         flat_x = expand(flat_x, values, data.split_index)
         grad = expand(grad, jnp.zeros_like(values), data.split_index)
-    if objective.unroll:
-        return objective.unravel(flat_x), final.value, final.grad_norm
-    x, value, grad_norm = _differentiable_result(objective, data, flat_x, grad, final)
-    return objective.unravel(x), value, grad_norm
+    active = jnp.zeros_like(data.fixed)
+    if data.lower is not None and data.upper is not None:
+        active = active_set(flat_x, grad, data.fixed, data.lower, data.upper)
+    x, value, grad_norm = flat_x, final.value, final.grad_norm
+    if not objective.unroll:
+        x, value, grad_norm = _differentiable_result(objective, data, flat_x, active, final)
+    tree = objective.unravel(x)
+    return tree, value, grad_norm, unravel_mask(active, tree)
 
 
 def _differentiable_result(
     objective: Objective,
     data: RowData,
     flat_x: jax.Array,
-    grad: jax.Array,
+    active: jax.Array,
     final: LoopState | Report,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``(x, value, grad_norm)`` with their true derivatives, computed only when
@@ -163,6 +173,7 @@ def _differentiable_result(
     bound, so ``dx/dbound`` is 1 there and the free block responds to it. ``value``
     and ``grad_norm`` are differentiated as the objective and the projected
     gradient's max-norm at that ``x`` (the envelope theorem, for ``value``).
+    ``active`` is the row's active set at ``x``.
     """
     fixed, values = data.fixed, data.fixed_values
     has_bounds = data.lower is not None and data.upper is not None
@@ -170,7 +181,6 @@ def _differentiable_result(
     lower, upper = values, values  # unused without bounds
     if data.lower is not None and data.upper is not None:
         lower, upper = data.lower, data.upper
-        active = objective.full_problem(data).at_bound(flat_x, grad, 0.0)
         active_lower = active & (flat_x <= jax.lax.stop_gradient(lower))
         active_upper = active & (flat_x >= jax.lax.stop_gradient(upper))
     held = fixed | active_lower | active_upper
@@ -211,7 +221,7 @@ def _projected_grad_norm(
 
 
 def _solution(final: LoopState | Report, result: Result) -> Solution:
-    x, value, grad_norm = result
+    x, value, grad_norm, at_bound = result
     return Solution(
         x=x,
         value=value,
@@ -220,4 +230,7 @@ def _solution(final: LoopState | Report, result: Result) -> Solution:
         converged=final.status == Status.CONVERGED,
         status=final.status,
         reason=final.reason,
+        fixed=None,  # attached by the caller (see run)
+        bounds=None,
+        at_bound=at_bound,
     )

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from fixedopt._arguments import choice
+from fixedopt._arguments import batched_args, choice, default_axes
 from fixedopt._losses import Loss, Poisson, Rho, robust_loss
 from fixedopt._validate import PyTree, batch_size, check_params, concrete_or_none
 
@@ -93,11 +93,11 @@ def fit_data(
     dtype = jnp.result_type(*jax.tree.leaves(x0))
     if sigma is not None:
         value = row_data("sigma", sigma, batch, dtype, positive=True)
-        args, args_axes = append_arg(args, args_axes, value, batched)
+        args, args_axes = append_arg(args, args_axes, ("sigma", value), x0 if batched else None)
         return FitData(Weighted(residual_fun), args, args_axes, robust)
     if counts is not None:
         value = row_data("counts", counts, batch, dtype, positive=False)
-        args, args_axes = append_arg(args, args_axes, value, batched)
+        args, args_axes = append_arg(args, args_axes, ("counts", value), x0 if batched else None)
         return FitData(residual_fun, args, args_axes, Poisson())
     return FitData(residual_fun, args, args_axes, robust)
 
@@ -136,11 +136,20 @@ def _is_numbers(value: object) -> bool:
 
 
 def append_arg(
-    args: tuple[Any, ...], args_axes: Any, value: jax.Array, batched: bool
+    args: tuple[Any, ...], args_axes: Any, data: tuple[str, jax.Array], x0: PyTree | None
 ) -> tuple[tuple[Any, ...], Any]:
-    """``args + (value,)``, and ``args_axes`` with ``0`` (per row) for it."""
-    if not batched or args_axes is None:
-        return (*args, value), args_axes  # arrays are per row by default
+    """``args + (value,)`` for ``data = (name, value)``, and ``args_axes`` with ``0``
+    (per row) for it; ``x0``: the batched starting point, or None without a batch.
+
+    By default (``args_axes=None``) the axes become explicit, each array per row, so
+    that the appended data are not taken for the user's arguments: the user's own
+    are checked (and an ambiguous batch axis warned of) here, before the append."""
+    name, value = data
+    if x0 is None:
+        return (*args, value), args_axes
+    if args_axes is None:
+        batched_args(args, None, batch_size(x0), {"x0": x0, name: value})
+        return (*args, value), (*default_axes(args), 0)
     # A tuple of axes, or one axis for every argument:
     axes = tuple(args_axes) if isinstance(args_axes, (tuple, list)) else (args_axes,) * len(args)
     return (*args, value), (*axes, 0)

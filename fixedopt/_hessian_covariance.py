@@ -8,7 +8,8 @@ free parameters ``F`` is
 ``scale = 1`` for a negative log-likelihood (the inverse observed Fisher information)
 or a half chi-square ``0.5 * sum((r / sigma)**2)``; ``scale = 2`` for a chi-square.
 Fixed parameters get exactly 0 variance and covariance, as in
-:func:`fixedopt.covariance`, and so do bound-active ones with ``at_bound="fixed"``.
+:func:`fixedopt.covariance`, and so do bound-active ones with ``at_bound="fixed"``
+(the solve's own, or those on a bound that the gradient pushes against).
 The inverse comes from a Cholesky factorization of ``H_FF`` with unit diagonal
 (differentiable); its eigenvalues decide whether it exists: when ``H_FF`` is not
 positive definite to working precision (eigenvalues of the unit-diagonal matrix at most
@@ -26,19 +27,20 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from fixedopt import _validate
 from fixedopt._arguments import args_tuple, choice
 from fixedopt._covariance import (
     AT_BOUND,
     AT_BOUND_DEFAULT,
+    Constraints,
     Covariance,
     args_in_axes,
     flat_index,
     held_entries,
-    unravel_bool,
+    solved_problem,
 )
+from fixedopt._mask import unravel_mask
 from fixedopt._solution import Solution
-from fixedopt._validate import Bounds, Mask, PyTree, batch_size, fixed_arrays
+from fixedopt._validate import Bounds, Mask, PyTree, batch_size
 
 Objective = Callable[..., jax.Array]  # fun(x, *args) -> scalar
 
@@ -46,10 +48,10 @@ Objective = Callable[..., jax.Array]  # fun(x, *args) -> scalar
 def hessian_covariance(
     sol: Solution | PyTree,
     fun: Objective,
-    fixed: Mask,
+    fixed: Mask | None = None,
     *,
     args: tuple[Any, ...] = (),
-    batched: bool = False,
+    batched: bool | None = None,
     bounds: Bounds | None = None,
     scale: float = 1.0,
     at_bound: str = AT_BOUND_DEFAULT,
@@ -59,16 +61,25 @@ def hessian_covariance(
 
     Per row: ``scale * (H_FF)^{-1}``, ``H`` the Hessian of ``fun(x, *args)`` at
     ``sol.x`` and ``F`` the free parameters (not fixed; with ``at_bound="fixed"``,
-    not on a bound either). The counterpart of :func:`fixedopt.covariance` for
-    :func:`fixedopt.minimize`, with the same fields and flags.
+    not bound-active either). The counterpart of :func:`fixedopt.covariance` for
+    :func:`fixedopt.minimize`, with the same fields and flags; a
+    :class:`fixedopt.Solution` brings its fit's mask, bounds and bound-active entries,
+    and whether it is batched.
 
     Args:
-      sol: a :class:`fixedopt.Solution` of :func:`fixedopt.minimize` (or its ``x``).
+      sol: a :class:`fixedopt.Solution` of :func:`fixedopt.minimize` (or its ``x``
+        alone, with ``fixed``).
       fun: the objective of the fit, ``fun(x, *args) -> scalar``, for one row.
-      fixed: the fixed mask of the fit (any form ``minimize`` accepts).
+      fixed: the fixed mask (any form ``minimize`` accepts); by default ``sol.fixed``.
+        Given, it is used even where it differs from the solve's, as in
+        :func:`fixedopt.covariance`; required for an ``x`` alone.
       args: the fit's ``args`` (with ``batched=True``, arrays have the batch axis).
-      batched: ``sol`` holds one fit per row; each row gets its own free set.
-      bounds: the fit's bounds, to flag free entries exactly on a bound.
+      batched: ``sol`` holds one fit per row; each row gets its own free set. By
+        default, whether the ``Solution`` is batched.
+      bounds: the bounds whose active entries are flagged; by default the solve's,
+        with its own active set (``sol.at_bound``). Given (or with an ``x`` alone),
+        the active set is taken from ``fun``'s gradient at ``x``, as in
+        :func:`fixedopt.covariance`.
       scale: the factor of the inverse Hessian: 1 for a negative log-likelihood or a
         half chi-square, 2 for a chi-square ``sum((r / sigma)**2)``, ``2 f / dof`` for
         an unweighted sum of squares ``f`` (``curve_fit``'s ``s^2``). A positive number.
@@ -86,14 +97,11 @@ def hessian_covariance(
       >>> y = jnp.array([2.0, 3.0, 7.0, 4.0])           # Poisson counts, one mean
       >>> nll = lambda p: jnp.sum(jnp.exp(p[0]) - y * p[0]) + 0.0 * p[1]
       >>> sol = fixedopt.minimize(nll, jnp.zeros(2), jnp.array([False, True]))
-      >>> cov = fixedopt.hessian_covariance(sol, nll, jnp.array([False, True]))
+      >>> cov = fixedopt.hessian_covariance(sol, nll)
       >>> print(cov.stderr.round(4))  # sqrt(1 / (n mean)) for log(mean)
       [0.25 0.  ]
     """
-    x = sol.x if isinstance(sol, Solution) else sol
-    _validate.check_params(x, "sol.x")
-    mask = fixed_arrays(fixed, x)
-    bounds = _validate.normalize_bounds(bounds, x)
+    x, constraints, batched = solved_problem(sol, fixed, bounds, batched)
     choice("at_bound", at_bound, AT_BOUND)
     if isinstance(scale, bool) or not (isinstance(scale, (int, float)) and scale > 0):
         raise ValueError(f"`scale` must be a positive number, got {scale!r}")
@@ -103,7 +111,7 @@ def hessian_covariance(
     args = args_tuple(args)
     axes = args_in_axes(args, args_axes, batch) if batch is not None else None
     hold = at_bound == "fixed"
-    result: Covariance = _compiled(fun, batched, hold, axes, x, mask, bounds, float(scale), args)
+    result: Covariance = _compiled(fun, batched, hold, axes, x, constraints, float(scale), args)
     row = jax.tree.map(lambda leaf: leaf[0], x) if batched else x
     return result._replace(index=flat_index(row))
 
@@ -115,35 +123,35 @@ def _compiled(
     hold: bool,
     axes: PyTree,
     x: PyTree,
-    mask: PyTree,
-    bounds: Bounds | None,
+    constraints: Constraints,
     scale: float,
     args: tuple[Any, ...],
 ) -> Covariance:
-    def one(x: PyTree, mask: PyTree, bounds: Bounds | None, args: PyTree) -> Covariance:
-        return _row(fun, hold, x, mask, bounds, scale, args)
+    def one(x: PyTree, constraints: Constraints, args: PyTree) -> Covariance:
+        return _row(fun, hold, x, constraints, scale, args)
 
     if not batched:
-        return one(x, mask, bounds, args)
-    return jax.vmap(one, in_axes=(0, 0, 0, axes))(x, mask, bounds, args)
+        return one(x, constraints, args)
+    return jax.vmap(one, in_axes=(0, 0, axes))(x, constraints, args)
 
 
 def _row(
     fun: Objective,
     hold: bool,
     x: PyTree,
-    mask: PyTree,
-    bounds: Bounds | None,
+    constraints: Constraints,
     scale: float,
     args: PyTree,
 ) -> Covariance:
     flat_x, unravel = ravel_pytree(x)
-    at_bound, frozen = held_entries(flat_x, mask, bounds, hold)
+    fixed = ravel_pytree(constraints.fixed)[0]
 
-    def objective(flat: jax.Array) -> jax.Array:  # frozen entries read a constant
-        value: jax.Array = fun(unravel(jnp.where(frozen, flat_x, flat)), *args)
+    def objective(flat: jax.Array) -> jax.Array:  # fixed entries read a constant
+        value: jax.Array = fun(unravel(jnp.where(fixed, flat_x, flat)), *args)
         return value
 
+    gradient = lambda: jax.grad(objective)(flat_x)
+    at_bound, frozen = held_entries(flat_x, constraints, hold, gradient)
     hessian = jax.hessian(objective)(flat_x)
     both_free = ~frozen[:, None] & ~frozen[None, :]
     hessian = jnp.where(both_free, hessian, 0.0)
@@ -166,8 +174,8 @@ def _row(
         rank_deficient=~definite,
         dof=jnp.asarray(-1, jnp.int32),
         residual_variance=jnp.asarray(scale, cov.dtype),
-        fixed=mask,
-        at_bound=unravel_bool(at_bound, mask),
+        fixed=constraints.fixed,
+        at_bound=unravel_mask(at_bound, constraints.fixed),
         index=None,
     )
 

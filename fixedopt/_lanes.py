@@ -42,8 +42,8 @@ import jax.numpy as jnp
 from fixedopt._loop import LoopState, Stopping, advance, start
 from fixedopt._packing import Packed, Packing
 from fixedopt._progress import Progress
-from fixedopt._solution import RUNNING
 from fixedopt._solver import Problem, Solver, StepContext
+from fixedopt._status import RUNNING
 
 Rows = TypeVar("Rows")  # a batch's per-row data (a pytree with a leading batch axis)
 

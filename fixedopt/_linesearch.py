@@ -92,10 +92,15 @@ def first_step(problem: Problem, value: jax.Array, grad: jax.Array) -> jax.Array
 def _next_step(
     step: jax.Array, slope: jax.Array, value: jax.Array, trial_value: jax.Array
 ) -> jax.Array:
-    """Safeguarded minimizer of the quadratic through phi(0), phi'(0), phi(step)."""
+    """Safeguarded minimizer of the quadratic through phi(0), phi'(0), phi(step).
+
+    The division is by a curvature made safe where it is not used: with a zero
+    direction (a converged row, whose unrolled trials are discarded) the curvature is
+    0, and ``where`` alone would still send ``0 * inf`` into a derivative."""
     curvature = trial_value - value - slope * step
-    candidate = -slope * step**2 / (2.0 * curvature)
-    candidate = jnp.where(jnp.isfinite(candidate) & (curvature > 0), candidate, 0.1 * step)
+    positive = curvature > 0
+    candidate = -slope * step**2 / (2.0 * jnp.where(positive, curvature, 1.0))
+    candidate = jnp.where(jnp.isfinite(candidate) & positive, candidate, 0.1 * step)
     return jnp.clip(candidate, 0.1 * step, 0.5 * step)
 
 

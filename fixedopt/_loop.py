@@ -17,8 +17,8 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._control import loop
-from fixedopt._solution import RUNNING, Reason, Status
 from fixedopt._solver import Problem, Solver, Step, StepContext
+from fixedopt._status import RUNNING, Reason, Status
 
 AnySolver = Solver[Any]  # the driver runs any solver; its state is opaque here
 

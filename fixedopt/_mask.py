@@ -1,4 +1,5 @@
-"""The fixed-mask operations: select fixed entries, ``fix`` a function, ``project``.
+"""The fixed-mask operations: select fixed entries, ``fix`` a function, ``project``, and
+the one definition of the entries a bound holds (:func:`active_set`).
 
 Masks arrive normalized (:func:`fixedopt._validate.normalize_fixed`): a tree like the
 parameters whose leaves are a Python ``bool`` (static: no operation at all) or a
@@ -120,3 +121,47 @@ def project(x: PyTree, fixed: Mask, fixed_values: PyTree, bounds: object = None)
     bounds = normalize_bounds(bounds, x)
     check_values_in_bounds(mask, values, bounds)
     return tree_select(mask, values, clip_to_bounds(x, bounds))
+
+
+def active_set(
+    x: jax.Array,
+    grad: jax.Array,
+    fixed: jax.Array,
+    lower: jax.Array,
+    upper: jax.Array,
+    margin: ArrayLike = 0.0,
+) -> jax.Array:
+    """The bound-active entries of one row, flat: free entries within ``margin`` of a
+    bound that the gradient pushes against (``grad > 0`` at ``lower``, ``grad < 0`` at
+    ``upper``), the bounds whose multipliers are positive.
+
+    The one definition of "at a bound": the solvers' active set (``margin`` > 0 for
+    L-BFGS's two-metric projection), the entries the implicit derivative holds at
+    their bound, ``Solution.at_bound``, and so the covariances' and the report's
+    flags. An entry on its bound whose gradient is zero or points into the box is
+    free: the bound does not hold it, and moving it inward is a descent direction
+    (or no change).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> x, lower, upper = jnp.array([0.0, 0.0, 1.0, 0.5]), jnp.zeros(4), jnp.ones(4)
+      >>> grad = jnp.array([2.0, -2.0, -1.0, 3.0])  # out, in, out, interior
+      >>> print(active_set(x, grad, jnp.zeros(4, bool), lower, upper))
+      [ True False  True False]
+    """
+    at_lower = (x <= lower + margin) & (grad > 0)
+    at_upper = (x >= upper - margin) & (grad < 0)
+    return (at_lower | at_upper) & ~fixed
+
+
+def unravel_mask(flat: jax.Array, like: PyTree) -> PyTree:
+    """A flat boolean ``(n,)`` (``ravel_pytree`` order) as a tree like ``like``, whose
+    leaves give the shapes (``ravel_pytree``'s own unravel would cast to their dtype)."""
+    leaves, treedef = jax.tree.flatten(like)
+    starts = [0]
+    for leaf in leaves:
+        starts.append(starts[-1] + leaf.size)
+    parts = [
+        flat[start : start + leaf.size].reshape(leaf.shape) for start, leaf in zip(starts, leaves)
+    ]
+    return jax.tree.unflatten(treedef, parts)

@@ -9,6 +9,7 @@ import jax
 from jax.typing import ArrayLike
 
 from fixedopt._arguments import args_tuple, batched_args, check_solver, hashable_function
+from fixedopt._call_note import UserFunction
 from fixedopt._engine import Inputs, run
 from fixedopt._fit_data import fit_data
 from fixedopt._options import Options, solve_options
@@ -75,7 +76,17 @@ def minimize(
       args_axes: with ``batched=True``, which ``args`` are per row: a ``vmap``-style
         ``in_axes`` for ``args`` (a tuple prefix of it, each ``0`` for per-row or
         ``None`` for shared), e.g. ``args_axes=(0, None)`` shares the second argument
-        with every row even when its length happens to equal the batch size.
+        with every row even when its length happens to equal the batch size. Left
+        ``None``, every array is per row, and a batch size ``B`` that is also the
+        length of another axis warns once, at trace time (``UserWarning``), naming
+        the arguments read as per row that could be shared ones: if a non-leading
+        axis of an array in ``args`` has length ``B`` (128 curves of 128 time bins:
+        a shared time axis of 128 points would be split one value per row), every
+        array argument; else if the trailing axis of ``x0`` has length ``B`` (3
+        rows of 3 parameters), the 1-D arguments of length ``B`` (they could be one
+        value per parameter). Giving ``args_axes`` silences it. It warns rather than
+        requiring ``args_axes`` whenever shapes collide: that would break every
+        per-row call that reads correctly today.
       strategy: ``"mask"`` (the default: the solver works on the full vector, the
         objective is masked in place) or ``"split"`` (index splitting: each row's free
         entries are packed into a vector padded to a power-of-two width and scattered
@@ -108,7 +119,8 @@ def minimize(
         iteration (loops become fixed-length scans of ``max_steps``: slower, memory
         grows with ``max_steps``; for comparison and for non-converged solves;
         ``fixedopt.Optax`` with an optimizer that has its own while loop, such as
-        ``optax.lbfgs``, cannot be unrolled in reverse mode).
+        ``optax.lbfgs``, cannot be unrolled in reverse mode: it raises a
+        ``ValueError`` when traced).
       lanes: with ``batched=True``, how many rows the solver loop advances at a time
         (``W``). When enough of them have stopped, their results are written out and
         those lanes take the next unsolved rows: one compiled loop whatever the batch
@@ -262,7 +274,8 @@ def _solve(
     options: Options,
 ) -> Solution:
     """Validate the problem's data, then run the compiled solve."""
-    fun = hashable_function(fun, "residual_fun" if options.least_squares else "fun")
+    name = "residual_fun" if options.least_squares else "fun"
+    fun = hashable_function(fun, name)
     args = args_tuple(args)
     check_params(x0, "x0")
     mask = fixed_arrays(fixed, x0)
@@ -270,7 +283,10 @@ def _solve(
     bounds = normalize_bounds(bounds, x0)
     check_values_in_bounds(mask, values, bounds)
     batch = batch_size(x0) if options.batched else 0
-    batched = batched_args(args, options.args_axes, batch) if options.batched else None
+    fun = UserFunction(fun, name, batch if options.batched else None)  # for the note on its errors
+    batched = None
+    if options.batched:
+        batched = batched_args(args, options.args_axes, batch, {"x0": x0})
     if options.vectorized and batched is not None:
         check_rows_independent(fun, x0, args, batched)
     index = split_indices(mask, options.batched) if options.strategy == "split" else None
@@ -278,4 +294,4 @@ def _solve(
     stopping = options.stopping(x0)
     inputs = Inputs(x0, mask, values, bounds, args, index)
     solution: Solution = run(fun, solver, plan, inputs, stopping)
-    return solution
+    return solution._replace(fixed=mask, bounds=bounds)

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
+from fixedopt._call_note import one_problem_note, rows_at_once_note
 from fixedopt._losses import Loss
 from fixedopt._reparam import pack, split
 from fixedopt._solver import Problem
@@ -131,7 +132,7 @@ def objective(
     try:
         out = jax.eval_shape(output, one_row)
     except Exception as error:  # the user's function failed while tracing: say how it was called
-        error.add_note(_call_note(x0_row))
+        error.add_note(one_problem_note(fun, x0_row))
         raise
     n = one_row.x0.shape[-1]
     if not least_squares:
@@ -161,19 +162,25 @@ def vectorized_objective(
 
     vectorized = Objective(fun, least_squares, unravel, args_of, unroll, None, True, shared,
                            merge_args)  # fmt: skip
-    _check_vectorized(vectorized, one_row)
+    _check_vectorized(vectorized, one_row, x0_row)
     return vectorized
 
 
-def _check_vectorized(objective: Objective, one_row: RowData) -> None:
-    """``fun`` of a vectorized objective returns one output per row (checked on one)."""
+def _check_vectorized(objective: Objective, one_row: RowData, x0_row: PyTree) -> None:
+    """``fun`` of a vectorized objective returns one output per row (checked on one;
+    ``x0_row`` is a row of ``x``, for the shapes)."""
     rows = jax.tree.map(lambda a: jax.ShapeDtypeStruct((1, *a.shape), a.dtype), one_row)
 
     def output(data: RowData) -> Any:
         x = jax.vmap(objective.unravel)(jnp.where(data.fixed, data.fixed_values, data.x0))
         return objective.fun(x, *objective.args_of(data.row_args))
 
-    out = jax.eval_shape(output, rows)
+    try:
+        out = jax.eval_shape(output, rows)
+    except Exception as error:  # the user's function failed while tracing: say how it was called
+        x = jax.tree.map(lambda a: jax.ShapeDtypeStruct((1, *a.shape), a.dtype), x0_row)
+        error.add_note(rows_at_once_note(objective.fun, x, "a batch of 1 row, to check the output"))
+        raise
     shape = getattr(out, "shape", None)
     scalar = not objective.least_squares
     if shape is None or shape[:1] != (1,) or (scalar and len(shape) != 1):
@@ -184,21 +191,6 @@ def _check_vectorized(objective: Objective, one_row: RowData) -> None:
         )
     if not jnp.issubdtype(out.dtype, jnp.floating):
         raise ValueError(f"`fun` must return floating-point values, got {out.dtype}")
-
-
-def _call_note(x0_row: PyTree) -> str:
-    """How fixedopt called the user's function, and the likely fixes."""
-    shapes = [tuple(jnp.shape(leaf)) for leaf in jax.tree.leaves(x0_row)]
-    shown = shapes[0] if len(shapes) == 1 else shapes
-    note = (
-        f"fixedopt traced `fun(x, *args)` with x of shape {shown}: one row of x0 with "
-        "batched=True (and one row of each per-row argument), all of x0 without it."
-    )
-    if any(len(shape) >= 2 for shape in shapes):
-        note += (
-            " If each row of x0 is a separate problem, pass batched=True: `fun` then sees one row."
-        )
-    return note + " Shared arrays (a grid of x values) can be closed over in `fun`."
 
 
 def _check_scalar(out: Any) -> None:

@@ -3,13 +3,19 @@ row, or a pandas ``DataFrame`` (pandas is optional)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
 
-from fixedopt._solution import Solution, Status
+from fixedopt._status import Status
 from fixedopt._validate import PyTree
+
+if TYPE_CHECKING:  # for annotations only: Solution builds on the records' layer
+    from fixedopt._solution import Solution
+
+
+PER_ROW = ("value", "grad_norm", "steps", "converged", "status", "reason")  # one number each
 
 
 def rows_of(sol: Solution) -> int | None:
@@ -102,7 +108,9 @@ def to_records(sol: Solution) -> list[dict[str, Any]]:
     Keys: ``x`` (the row's parameters, same tree as ``sol.x``, NumPy leaves), ``fun``
     (the objective value; the cost for least squares), ``success``, ``status`` (the
     :class:`fixedopt.Status` code), ``message`` (its name), ``nit`` (steps) and
-    ``grad_norm``, plus ``reason`` when the solution has one.
+    ``grad_norm`` and ``reason`` (the :class:`fixedopt.Reason` code). The problem the
+    solution remembers (``fixed``, ``bounds``, ``at_bound``) is not a result: it is
+    left out.
 
     Example:
       >>> import jax.numpy as jnp
@@ -114,7 +122,7 @@ def to_records(sol: Solution) -> list[dict[str, Any]]:
       ('CONVERGED', [1.0, 0.0], True)
     """
     batch = rows_of(sol)
-    fields = {name: np.asarray(value) for name, value in sol._asdict().items() if name != "x"}
+    fields = {name: np.asarray(getattr(sol, name)) for name in PER_ROW}
     records = []
     for row in range(1 if batch is None else batch):
 
@@ -130,9 +138,8 @@ def to_records(sol: Solution) -> list[dict[str, Any]]:
             "message": _status_name(int(pick(fields["status"]))),
             "nit": int(pick(fields["steps"])),
             "grad_norm": pick(fields["grad_norm"]).item(),
+            "reason": int(pick(fields["reason"])),
         }
-        if "reason" in fields:
-            record["reason"] = int(pick(fields["reason"]))
         records.append(record)
     return records
 

@@ -10,13 +10,14 @@ import jax
 import numpy as np
 from jax.typing import ArrayLike
 
-from fixedopt import _solution, _validate
+from fixedopt import _validate
 from fixedopt._records import flat_names, flat_rows, rows_of, written_order
-from fixedopt._solution import Solution, Status
+from fixedopt._status import Reason, Status
 from fixedopt._validate import Mask, PyTree
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # for annotations only: both build on the report's layer
     from fixedopt._covariance import Covariance
+    from fixedopt._solution import Solution
 
 FlatBounds = tuple[ArrayLike, ArrayLike]  # (lower, upper), broadcastable to a row's (n,)
 
@@ -75,20 +76,25 @@ def report(
 ) -> Report:
     """A report of a solve: the whole batch, or one fit with its parameters.
 
-    Without ``row`` (and for a batched ``sol``): the rows by status (and by
-    ``reason`` when the solution has one), steps (median and max), the largest
-    projected gradient and its row, and the distribution of the objective value
-    (the cost, for least squares). With ``row`` (or for an unbatched ``sol``): each
-    parameter with its value, standard error and "fixed" or "at bound".
+    Without ``row`` (and for a batched ``sol``): the rows by status and by
+    ``reason``, steps (median and max), the largest projected gradient and its row,
+    and the distribution of the objective value (the cost, for least squares). With
+    ``row`` (or for an unbatched ``sol``): each parameter with its value, standard
+    error and "fixed" or "at bound" (the solve's own mask and bound-active entries,
+    ``sol.fixed`` and ``sol.at_bound``).
 
     Args:
       sol: a :class:`fixedopt.Solution`.
       row: the row to report on, for a batched ``sol``.
       covariance: a :class:`fixedopt.Covariance` of ``sol``: standard errors, fixed
         and at-bound flags come from it.
-      fixed: the fixed mask (without ``covariance``), to mark fixed parameters.
-      bounds: ``(lower, upper)`` broadcastable to one row's flat parameters (without
-        ``covariance``), to mark parameters exactly on a bound.
+      fixed: accepted for compatibility (without ``covariance``): the solve's mask,
+        which ``sol`` holds. A report describes its solve, so a mask that differs
+        from ``sol.fixed`` for the row raises ``ValueError``; flags of another mask
+        come with ``covariance=fixedopt.covariance(sol, fun, fixed)``.
+      bounds: accepted for compatibility (without ``covariance``): ``(lower, upper)``
+        broadcastable to one row's flat parameters; bounds that differ from the
+        solve's (``sol.bounds``) for the row raise ``ValueError``, as ``fixed``.
       names: one name per parameter, in ``ravel_pytree`` order; or a parameter tree
         as you wrote it (the ``x0`` of the call): the parameters are then listed by
         their paths (``A1``, ``peak.width[0]``), dicts in their own key order (JAX
@@ -114,7 +120,7 @@ def report(
         steps      median ..., max ...
         grad_norm  largest ... (row ...)
         value      min 0.0126, median 0.0131, max 0.0135
-      >>> cov = fixedopt.covariance(sol, line, fixed, args=(y,), batched=True)
+      >>> cov = fixedopt.covariance(sol, line, args=(y,))
       >>> print(fixedopt.report(sol, 1, covariance=cov, names=["slope", "intercept"]))
       ... # doctest: +NORMALIZE_WHITESPACE +ELLIPSIS
       fixedopt report: row 1, CONVERGED after ... steps
@@ -145,16 +151,14 @@ def _code_name(codes: type[enum.IntEnum], code: int) -> str:
 
 def _batch_report(sol: Solution, batch: int) -> Report:
     status = np.asarray(sol.status)
-    reason_enum = getattr(_solution, "Reason", None)
-    reason = np.asarray(sol.reason) if hasattr(sol, "reason") else None
+    reason = np.asarray(sol.reason)
     facts = []
     for code in np.unique(status):
         label, chosen = _code_name(Status, int(code)), status == code
         facts.append((label, f"{int(chosen.sum())} rows"))
-        if reason is not None and reason_enum is not None:
-            for why in np.unique(reason[chosen]):
-                count = int(np.sum(chosen & (reason == why)))
-                facts.append((f"  {_code_name(reason_enum, int(why))}", f"{count} rows"))
+        for why in np.unique(reason[chosen]):
+            count = int(np.sum(chosen & (reason == why)))
+            facts.append((f"  {_code_name(Reason, int(why))}", f"{count} rows"))
     steps, grad_norm, value = (np.asarray(a) for a in (sol.steps, sol.grad_norm, sol.value))
     facts.append(("steps", f"median {np.median(steps):.3g}, max {int(steps.max())}"))
     facts += _finite_facts(grad_norm, value)
@@ -198,7 +202,7 @@ def _row_report(
     names, order = _names_and_order(names, sol.x, batched)
     if len(names) != x.size:
         raise ValueError(f"`names` must name each of the {x.size} parameters, got {len(names)}")
-    stderr, is_fixed, at_bound = _flags(covariance, fixed, bounds, sol.x, x, row, batched)
+    stderr, is_fixed, at_bound = _flags(covariance, fixed, bounds, sol, x, row, batched)
     table: list[tuple[str, ...]] = []
     for k in order:
         name = names[k]
@@ -229,28 +233,49 @@ def _flags(
     covariance: Covariance | None,
     fixed: Mask | None,
     bounds: FlatBounds | None,
-    tree: PyTree,
+    sol: Solution,
     x: np.ndarray,
     row: int | None,
     batched: bool,
 ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
     """Standard errors (None without ``covariance``), fixed and at-bound flags of one
-    row's flat ``(n,)`` parameters ``x``."""
-    index = row if batched else 0
+    row's flat ``(n,)`` parameters ``x``: the covariance's, or else the solve's."""
+    index = row if batched and row is not None else 0
     if covariance is not None:
         stderr = flat_rows(covariance.stderr, batched)[index]
         is_fixed = flat_rows(covariance.fixed, batched)[index].astype(bool)
         at_bound = flat_rows(covariance.at_bound, batched)[index].astype(bool)
         return stderr, is_fixed, at_bound
-    is_fixed = np.zeros(x.size, bool)
-    if fixed is not None:
-        mask = _validate.normalize_fixed(fixed, tree)
-        is_fixed = flat_rows(_broadcast(mask, tree), batched)[index].astype(bool)
-    at_bound = np.zeros(x.size, bool)
-    if bounds is not None:
-        lower, upper = (np.broadcast_to(np.asarray(b, x.dtype), x.shape) for b in bounds)
-        at_bound = ((x == lower) | (x == upper)) & ~is_fixed
+    is_fixed = flat_rows(sol.fixed, batched)[index].astype(bool)
+    at_bound = flat_rows(sol.at_bound, batched)[index].astype(bool)
+    _check_as_solved(fixed, bounds, sol, x, is_fixed, index, batched)
     return None, is_fixed, at_bound
+
+
+def _check_as_solved(
+    fixed: Mask | None,
+    bounds: FlatBounds | None,
+    sol: Solution,
+    x: np.ndarray,
+    is_fixed: np.ndarray,
+    index: int,
+    batched: bool,
+) -> None:
+    """Raise ValueError unless ``fixed`` and ``bounds``, where given, are the solve's
+    own for the row (``is_fixed``, ``sol.bounds``)."""
+    hint = "a report describes its solve: leave it out, or pass `covariance=` for other flags"
+    if fixed is not None:
+        mask = _validate.normalize_fixed(fixed, sol.x)
+        given = flat_rows(_broadcast(mask, sol.x), batched)[index].astype(bool)
+        if not np.array_equal(given, is_fixed):
+            raise ValueError(f"`fixed` differs from the solve's mask (sol.fixed): {hint}")
+    if bounds is not None:
+        given = [np.broadcast_to(np.asarray(b, x.dtype), x.shape) for b in bounds]
+        solved = [np.full(x.shape, -np.inf, x.dtype), np.full(x.shape, np.inf, x.dtype)]
+        if sol.bounds is not None:
+            solved = [flat_rows(b, batched)[index] for b in sol.bounds]
+        if not all(np.array_equal(a, b) for a, b in zip(given, solved)):
+            raise ValueError(f"`bounds` differ from the solve's (sol.bounds): {hint}")
 
 
 def _broadcast(mask: Mask, tree: PyTree) -> PyTree:

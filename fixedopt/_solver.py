@@ -17,6 +17,8 @@ from typing import ClassVar, Generic, NamedTuple, TypeVar
 import jax
 import jax.numpy as jnp
 
+from fixedopt._mask import active_set
+
 State = TypeVar("State")
 ValueAndGrad = Callable[[jax.Array], tuple[jax.Array, jax.Array]]
 ResidualAndJacobian = Callable[[jax.Array], tuple[jax.Array, jax.Array]]
@@ -86,7 +88,9 @@ class Problem(NamedTuple):
         return jnp.max(jnp.abs(self.projected_gradient(x, grad)), initial=0.0)
 
     def at_bound(self, x: jax.Array, grad: jax.Array, margin: jax.typing.ArrayLike) -> jax.Array:
-        """Free entries within ``margin`` of a bound that the gradient pushes toward.
+        """Free entries within ``margin`` of a bound that the gradient pushes toward
+        (fixedopt's one definition of the active set, also used for the implicit
+        derivative, the covariances and the report).
 
         Solvers treat these with a scaled gradient-projection step (Bertsekas'
         two-metric projection) and keep them out of their curvature model, so the
@@ -94,9 +98,7 @@ class Problem(NamedTuple):
         """
         if self.lower is None or self.upper is None:
             return jnp.zeros_like(self.fixed)
-        near_lower = (x <= self.lower + margin) & (grad > 0)
-        near_upper = (x >= self.upper - margin) & (grad < 0)
-        return (near_lower | near_upper) & ~self.fixed
+        return active_set(x, grad, self.fixed, self.lower, self.upper, margin)
 
 
 class StepContext(NamedTuple):
@@ -243,16 +245,3 @@ def predicted_reduction(
     step ``direction = -H grad`` (``>= 0``); ``inf`` where the model is not ``valid``."""
     predicted = jnp.maximum(-0.5 * jnp.dot(grad, problem.free_part(direction)), 0.0)
     return jnp.where(valid, predicted, jnp.asarray(jnp.inf, grad.dtype))
-
-
-def quadratic_model(
-    problem: Problem, x: jax.Array, grad: jax.Array, direction: jax.Array, valid: jax.Array
-) -> tuple[jax.Array, jax.Array]:
-    """``(predicted, relative_step)`` of a quasi-Newton step ``direction = -H grad``:
-    its model predicts the reduction ``-grad . direction / 2``. ``inf`` for both
-    where the model is not ``valid`` yet (no curvature information)."""
-    relative = relative_size(problem, direction, x)
-    infinite = jnp.asarray(jnp.inf, x.dtype)
-    return predicted_reduction(problem, grad, direction, valid), jnp.where(
-        valid, relative, infinite
-    )

@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fixedopt._call_note import count, rows_at_once_note
 from fixedopt._solver import Problem
 
 BatchFunction = Callable[..., tuple[jax.Array, jax.Array]]
@@ -83,7 +84,12 @@ def lane_problem(objective: Any, data: Any, residual_output: Callable[..., Any] 
         x: jax.Array, fixed: jax.Array, values: jax.Array, row_args: Any, shared: Any
     ) -> jax.Array:
         rows = unravel_rows(jnp.where(fixed, values, x))
-        out = objective.fun(rows, *objective.merge_args(row_args, shared))
+        try:
+            out = objective.fun(rows, *objective.merge_args(row_args, shared))
+        except Exception as error:  # the user's function failed while tracing
+            how = f"the lane batch of {count(x.shape[0], 'row')}"
+            error.add_note(rows_at_once_note(objective.fun, rows, how))
+            raise
         return jnp.asarray(out).astype(x.dtype).reshape(x.shape[0], -1)
 
     def value_and_grad(x: jax.Array, *rest: Any) -> tuple[jax.Array, jax.Array]:
@@ -147,7 +153,8 @@ def check_rows_independent(fun: Callable[..., Any], x0: Any, args: tuple[Any, ..
     concrete = [leaf for leaf in (*jax.tree.leaves(x0), *leaves) if isinstance(leaf, jax.Array)]
     if any(isinstance(leaf, jax.core.Tracer) for leaf in concrete):
         return
-    if min((np.shape(leaf)[0] for leaf in jax.tree.leaves(x0)), default=0) < 3:
+    batch = min((np.shape(leaf)[0] for leaf in jax.tree.leaves(x0)), default=0)
+    if batch < 3:
         return
 
     def rows(index: list[int], shift: float = 0.0) -> tuple[Any, tuple[Any, ...]]:
@@ -158,8 +165,14 @@ def check_rows_independent(fun: Callable[..., Any], x0: Any, args: tuple[Any, ..
         x = jax.tree.map(lambda a: take(a).at[0].add(shift), x0)
         return x, tuple(jax.tree.unflatten(treedef, picked))
 
-    first = np.asarray(fun(*_call(rows([0, 1, 2]))))
-    second = np.asarray(fun(*_call(rows([1, 1, 2], shift=1.0))))
+    calls = rows([0, 1, 2]), rows([1, 1, 2], shift=1.0)
+    try:
+        first, second = (fun(*_call(call)) for call in calls)
+    except Exception as error:  # the user's function failed: say how it was called
+        how = f"the first 3 rows of a batch of {batch}, to check that the rows are independent"
+        error.add_note(rows_at_once_note(fun, calls[0][0], how))
+        raise
+    first, second = np.asarray(first), np.asarray(second)
     if first.shape[:1] != (3,) or not np.array_equal(first[2], second[2], equal_nan=True):
         raise ValueError(
             "with vectorized=True, `fun` must return one output per row along the leading "

@@ -41,9 +41,13 @@ class _Search(NamedTuple, Generic[Aux]):
 
 def _secant(a: _Point, b: _Point, low: jax.Array, high: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Where the secant of the slope through ``a`` and ``b`` vanishes, or the
-    bisection of ``[low, high]`` when that is not strictly inside it."""
-    step = (a.step * b.slope - b.step * a.slope) / (b.slope - a.slope)
-    inside = jnp.isfinite(step) & (step > low) & (step < high)
+    bisection of ``[low, high]`` when that is not strictly inside it. (Equal slopes
+    divide by a 1 instead of 0, then fail the test: ``where`` alone would send
+    ``0 * inf`` into the derivative of an unrolled search.)"""
+    difference = b.slope - a.slope
+    sloped = difference != 0
+    step = (a.step * b.slope - b.step * a.slope) / jnp.where(sloped, difference, 1.0)
+    inside = sloped & jnp.isfinite(step) & (step > low) & (step < high)
     return jnp.where(inside, step, 0.5 * (low + high)), inside
 
 

@@ -165,6 +165,80 @@ def test_at_bound_fixed_holds_bound_active_parameters_with_zero_variance():
         assert result.dof[b] == T.size - (~frozen[b]).sum()
 
 
+def bounded_rows(seed):
+    """Rows whose offset's upper bound lies below every true offset: active."""
+    _, data, sigma, fixed, start = make_rows(8, seed=seed)
+    fixed[:, 2] = False
+    bounds = (np.full(4, -np.inf), np.array([np.inf, np.inf, 0.2, np.inf]))
+    solution = fit(data, sigma, fixed, np.minimum(start, bounds[1]), bounds=bounds)
+    return solution, data, sigma, fixed, bounds
+
+
+def assert_same_covariance(result, reference):
+    for mine, theirs in zip(jax.tree.leaves(result), jax.tree.leaves(reference)):
+        np.testing.assert_array_equal(mine, theirs)
+
+
+@pytest.mark.parametrize("at_bound", ["free", "fixed"])
+def test_a_solution_brings_its_mask_bounds_and_active_set(at_bound):
+    """``covariance(sol, residual_fun, args=...)``: the mask, the bounds (with the
+    solve's own active set) and the batch come from the Solution; the same arrays as
+    with all of them restated (the active set then from ``J^T r``)."""
+    solution, data, sigma, fixed, bounds = bounded_rows(seed=4)
+    remembered = fixedopt.covariance(solution, residual, args=(data, sigma), at_bound=at_bound)
+    restated = fixedopt.covariance(
+        solution, residual, fixed, args=(data, sigma), batched=True, bounds=bounds,
+        at_bound=at_bound,
+    )  # fmt: skip
+    assert_same_covariance(remembered, restated)
+    np.testing.assert_array_equal(remembered.at_bound, solution.at_bound)
+    np.testing.assert_array_equal(remembered.fixed, fixed)
+
+
+def test_a_given_mask_is_the_one_used():
+    """A mask other than the solve's (here one more parameter held at its fitted
+    value) is used as given: the covariance of ``x`` alone with that mask."""
+    solution, data, sigma, fixed, bounds = bounded_rows(seed=5)
+    more = fixed.copy()
+    more[:, 3] = True
+    given = fixedopt.covariance(solution, residual, more, args=(data, sigma))
+    alone = fixedopt.covariance(
+        solution.x, residual, more, args=(data, sigma), batched=True, bounds=bounds
+    )
+    assert_same_covariance(given, alone)
+    assert np.all(np.asarray(given.stderr)[:, 3] == 0.0)
+    with pytest.raises(TypeError, match="`fixed` is required when `sol` is not a"):
+        fixedopt.covariance(solution.x, residual, args=(data, sigma), batched=True)
+
+
+def test_on_a_bound_with_an_inward_gradient_is_free_everywhere():
+    """One definition of "at a bound" (``fixedopt._mask.active_set``): both rows start
+    on the slope's lower bound 0 and take no step; row 0's data pull the slope up
+    (into the box: the bound does not hold it), row 1's push it down (the bound holds
+    it). The solve's ``at_bound``, the covariance from the Solution and from ``x``
+    alone, and the report agree; with ``at_bound="fixed"`` only row 1's slope is
+    held. (Before, the covariance and the report flagged every entry equal to a
+    bound, row 0's slope too, which the implicit derivative treated as free.)"""
+    t = jnp.linspace(0.0, 1.0, 8)
+    line = lambda p, y: p[0] * t + p[1] - y
+    y = jnp.stack([2.0 * t + 1.0, -2.0 * t + 1.0])
+    x0 = jnp.array([[0.0, 1.0], [0.0, 1.0]])
+    bounds = (jnp.array([0.0, -jnp.inf]), jnp.array([jnp.inf, jnp.inf]))
+    sol = fixedopt.least_squares(line, x0, False, args=(y,), batched=True, bounds=bounds,
+                                 max_steps=0)  # fmt: skip
+    expected = [[False, False], [True, False]]
+    np.testing.assert_array_equal(sol.at_bound, expected)
+    remembered = fixedopt.covariance(sol, line, args=(y,), at_bound="fixed")
+    alone = fixedopt.covariance(sol.x, line, False, args=(y,), batched=True, bounds=bounds,
+                                at_bound="fixed")  # fmt: skip
+    for result in (remembered, alone):
+        np.testing.assert_array_equal(result.at_bound, expected)
+        stderr = np.asarray(result.stderr)
+        assert stderr[0, 0] > 0.0 and stderr[1, 0] == 0.0
+    notes = [[cells[3] for cells in fixedopt.report(sol, row).table] for row in (0, 1)]
+    assert notes == [["", ""], ["at bound", ""]]
+
+
 def test_rank_deficient_free_block_is_flagged_and_nan():
     """``p[0] + p[1]`` enters only as a sum: not identifiable unless one is fixed."""
     t = jnp.linspace(0.0, 1.0, 10)

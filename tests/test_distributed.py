@@ -22,36 +22,12 @@ import textwrap
 import jax.numpy as jnp
 import numpy as np
 
-import fixedopt
 from fixedopt import Status
+from tests.helpers import two_process_batch, two_process_solve
 
 PROCESSES = 2
 DEVICES_PER_PROCESS = 2
-LANES = 2  # 4 rows per device: every device refills its lanes
-MAX_STEPS = 8  # some rows of each process stop at MAX_STEPS, the rest converge
 TIMEOUT_S = 240  # a hard bound per worker (20-45 s on 2 busy cores)
-
-
-def quadratic(x, curvature, center):
-    return 0.5 * jnp.sum(curvature * (x - center) ** 2) + 0.5 * jnp.sum(jnp.diff(x) ** 2)
-
-
-def global_batch(size=16, n=4, seed=3):
-    """One batch with rows of every kind in both processes' halves: a NaN target at row
-    9 (NONFINITE); of the rest, about half need more than MAX_STEPS steps."""
-    rng = np.random.default_rng(seed)
-    curvature = rng.uniform(1.0, 100.0, (size, n))
-    center = rng.normal(size=(size, n))
-    center[9, 2] = np.nan
-    fixed = rng.random((size, n)) < 0.3
-    return np.zeros((size, n)), fixed, curvature, center
-
-
-def solve(x0, fixed, curvature, center):
-    return fixedopt.minimize(
-        quadratic, x0, fixed, args=(curvature, center), batched=True, lanes=LANES,
-        max_steps=MAX_STEPS,
-    )  # fmt: skip
 
 
 WORKER = textwrap.dedent(
@@ -74,7 +50,8 @@ WORKER = textwrap.dedent(
     assert jax.process_count() == 2 and len(jax.devices()) == 4, jax.devices()
     assert len(jax.local_devices()) == 2, jax.local_devices()
 
-    from tests.test_distributed import global_batch, solve  # after initialize
+    from tests.helpers import two_process_batch as global_batch  # after initialize
+    from tests.helpers import two_process_solve as solve
 
     mesh = Mesh(np.array(jax.devices()), ("batch",))  # both processes' devices
     rows = NamedSharding(mesh, P("batch"))
@@ -152,7 +129,7 @@ def test_two_processes_solve_one_global_batch(tmp_path):
     workers = [start_worker(i, port, outputs[i], logs[i]) for i in range(PROCESSES)]
     try:
         # One process alone, the whole batch, while the workers compile.
-        reference = solve(*map(jnp.asarray, global_batch()))
+        reference = two_process_solve(*map(jnp.asarray, two_process_batch()))
         codes = [worker.wait(timeout=TIMEOUT_S) for worker in workers]
     finally:
         for worker in workers:

@@ -82,6 +82,23 @@ def test_minimize_takes_an_nnx_state_and_mask():
     np.testing.assert_allclose(sol.x["kernel"].get_value(), 2.0, atol=1e-8)
 
 
+def test_a_solution_on_an_nnx_state_remembers_its_mask_for_the_covariance():
+    """``sol.fixed`` is an ``nnx.State`` like ``sol.x`` (its Variables holding boolean
+    arrays); ``hessian_covariance(sol, fun)`` reads it: 0 on the fixed bias, and on the
+    separable quadratic ``sum((x - 2)^2)`` (Hessian 2) the variance ``1 / 2``."""
+    params = _flax_params()
+    fixed = fixedopt.mask_from(params, nnx.PathContains("bias"), True)
+    fun = _quadratic([jnp.zeros(2), jnp.full((3, 2), 2.0)])
+    sol = fixedopt.minimize(fun, params, fixed)
+    assert isinstance(sol.fixed, nnx.State)
+    assert jax.tree.structure(sol.fixed) == jax.tree.structure(sol.x)
+    np.testing.assert_array_equal(sol.fixed["bias"].get_value(), [True, True])
+    cov = fixedopt.hessian_covariance(sol, fun)
+    np.testing.assert_array_equal(cov.stderr["bias"].get_value(), [0.0, 0.0])
+    np.testing.assert_allclose(cov.stderr["kernel"].get_value(), np.sqrt(0.5), rtol=1e-12)
+    assert "fixed" in str(fixedopt.report(sol))
+
+
 class _Net(nnx.Module):
     def __init__(self, rngs):
         self.dense = nnx.Linear(3, 4, rngs=rngs)

@@ -313,32 +313,100 @@ def test_a_nonfinite_fixed_value_the_objective_ignores_never_enters_a_product(so
     np.testing.assert_allclose(np.asarray(sol.x[1:]), [2.0, -1.0], atol=1e-6)
 
 
+T = jnp.linspace(0.0, 1.0, 5)  # the grid of the line fits below
+
+
 def _needs_one_row(x, y):
     """Written for one row: ``x`` of shape (2,), ``y`` of shape (5,)."""
-    t = jnp.linspace(0.0, 1.0, 5)
-    return jnp.sum((x[0] * t + x[1] - y) ** 2)
+    return jnp.sum((x[0] * T + x[1] - y) ** 2)
+
+
+def _residuals_of_one_row(x, y):
+    """Written for one row: ``x`` of shape (2,), ``y`` of shape (5,)."""
+    return x[0] * T + x[1] - y
+
+
+def _needs_all_rows(x, y):
+    """Written for many rows at once: ``x`` of shape (rows, 2), ``y`` (rows, 5)."""
+    return jnp.sum((x[:, :1] * T + x[:, 1:] - y) ** 2, axis=1)
+
+
+def _residuals_of_all_rows(x, y):
+    """Written for many rows at once: ``x`` of shape (rows, 2), ``y`` (rows, 5)."""
+    return x[:, :1] * T + x[:, 1:] - y
 
 
 def _raises_inside(x):
     raise RuntimeError("boom inside fun")
 
 
+def _fails_on_the_lanes(x):
+    """Works for the 1 and 3 rows that vectorized=True checks first, fails for the 8
+    rows of the lane batch (a stand-in for an error only the lanes' shapes reach).
+    Its output, one value per row, suits both minimize and least_squares."""
+    if x.shape[0] > 3:
+        raise RuntimeError("boom inside fun, on the lane batch")
+    return jnp.sum(x**2, axis=1)
+
+
+ONE = "(all of x0: batched=False, one problem)"
+ROW = "(one row of a batched=True solve of 3 rows)"
+CHECK = "(the first 3 rows of a batch of 3, to check that the rows are independent: "
+ONE_ROW_CHECK = "(a batch of 1 row, to check the output: vectorized=True)"
+LANES = "(the lane batch of 8 rows: vectorized=True)"
+BATCH = {"batched": True}
+VECTORIZED = {"batched": True, "vectorized": True}
+Y3, Y2 = (jnp.zeros((3, 5)),), (jnp.zeros((2, 5)),)
+
+
 @pytest.mark.parametrize(
-    ("fun", "x0", "args", "batched", "error", "shape", "hint"),
+    ("entry", "fun", "x0", "args", "options", "error", "called", "fix"),
     [  # forgetting batched=True: fun sees all of x0 (3, 2) and fails to broadcast
-        (_needs_one_row, jnp.zeros((3, 2)), (jnp.zeros((3, 5)),), False, TypeError, "(3, 2)",
-         True),
-        (_raises_inside, jnp.zeros((3, 2)), (), True, RuntimeError, "(2,)", False),
-        (_raises_inside, jnp.zeros(4), (), False, RuntimeError, "(4,)", False),
+        ("minimize", _needs_one_row, jnp.zeros((3, 2)), Y3, {}, TypeError, f"(3, 2) {ONE}",
+         "pass batched=True: `fun` then sees one row, x of shape (2,)"),
+        ("minimize", _raises_inside, jnp.zeros(4), (), {}, RuntimeError, f"(4,) {ONE}",
+         "can be closed over in `fun`"),
+        # batched=True with a fun written for all rows: it sees one row
+        ("minimize", _needs_all_rows, jnp.zeros((3, 2)), Y3, BATCH, IndexError, f"(2,) {ROW}",
+         "`fun` written for many rows at once needs vectorized=True"),
+        # vectorized=True with a fun written for one row: first the rows' independence
+        # check (3 rows or more), else the output's check on 1 row; then the lanes
+        ("minimize", _needs_one_row, jnp.zeros((3, 2)), Y3, VECTORIZED, TypeError,
+         f"(3, 2) {CHECK}", "`fun` written for one row needs vectorized=False"),
+        ("minimize", _needs_one_row, jnp.zeros((2, 2)), Y2, VECTORIZED, TypeError,
+         f"(1, 2) {ONE_ROW_CHECK}", "`fun` written for one row needs vectorized=False"),
+        ("minimize", _fails_on_the_lanes, jnp.zeros((16, 2)), (), VECTORIZED | {"lanes": 8},
+         RuntimeError, f"(8, 2) {LANES}", "`fun` gets many rows at once"),
+        ("least_squares", _residuals_of_one_row, jnp.zeros((3, 2)), Y3, {}, TypeError,
+         f"(3, 2) {ONE}", "pass batched=True: `residual_fun` then sees one row"),
+        ("least_squares", _raises_inside, jnp.zeros(4), (), {}, RuntimeError, f"(4,) {ONE}",
+         "can be closed over in `residual_fun`"),
+        ("least_squares", _residuals_of_all_rows, jnp.zeros((3, 2)), Y3, BATCH, IndexError,
+         f"(2,) {ROW}", "`residual_fun` written for many rows at once needs vectorized=True"),
+        ("least_squares", _raises_inside, {"a": jnp.zeros((3, 2)), "b": jnp.zeros((3, 1))}, (),
+         BATCH, RuntimeError, f"[(2,), (1,)] {ROW}", "written for ONE row"),
+        ("least_squares", _residuals_of_one_row, jnp.zeros((3, 2)), Y3, VECTORIZED, TypeError,
+         f"(3, 2) {CHECK}", "`residual_fun` written for one row needs vectorized=False"),
+        ("least_squares", _residuals_of_one_row, jnp.zeros((2, 2)), Y2, VECTORIZED, TypeError,
+         f"(1, 2) {ONE_ROW_CHECK}", "`residual_fun` written for one row needs vectorized=False"),
+        ("least_squares", _fails_on_the_lanes, jnp.zeros((16, 2)), (),
+         VECTORIZED | {"lanes": 8}, RuntimeError, f"(8, 2) {LANES}",
+         "`residual_fun` gets many rows at once"),
     ],
 )  # fmt: skip
-def test_errors_inside_fun_while_tracing_say_how_fixedopt_called_it(
-    fun, x0, args, batched, error, shape, hint
+def test_errors_inside_fun_say_how_fixedopt_called_it(
+    entry, fun, x0, args, options, error, called, fix
 ):
-    """The user's own error propagates unchanged, with a note: the shape of ``x``
-    fixedopt passed, and for a 2-D ``x`` the hint to pass batched=True."""
+    """The user's own error propagates unchanged, with one note: the shape of ``x``
+    fixedopt passed, in which call (one problem; one row of a batched=True solve;
+    with vectorized=True, a batch of rows at once, and which), and the likely fix for
+    that call; the same from ``minimize`` and ``least_squares``."""
+    call = getattr(fixedopt, entry)
     with pytest.raises(error) as info:
-        fixedopt.minimize(fun, x0, False, args=args, batched=batched)
-    notes = " ".join(getattr(info.value, "__notes__", []))
-    assert f"x of shape {shape}" in notes, notes
-    assert ("pass batched=True" in notes) == hint, notes
+        call(fun, x0, False, args=args, **options)
+    notes = [note for note in getattr(info.value, "__notes__", []) if "fixedopt called" in note]
+    assert len(notes) == 1, notes
+    assert f"with x of shape {called}" in notes[0], notes[0]
+    assert fix in notes[0], notes[0]
+    # The hint to pass batched=True only where batched=True was missing.
+    assert ("pass batched=True" in notes[0]) == ("pass batched=True" in fix), notes[0]

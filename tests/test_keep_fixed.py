@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fixedopt
+from tests.helpers import bits
 
 STEPS = 50
 
@@ -84,12 +85,6 @@ def problems(draw):
     x0 = rng.normal(size=shape) * 2.0
     x0[rng.random(shape) < 0.1] = -0.0  # signed zeros must survive too
     return x0, fixed, rng.normal(size=shape)
-
-
-def bits(array):
-    """The raw bits, so that -0.0 versus 0.0 and NaN payloads count as different."""
-    unsigned = {2: jnp.uint16, 4: jnp.uint32, 8: jnp.uint64}[array.dtype.itemsize]
-    return np.asarray(jax.lax.bitcast_convert_type(array, unsigned))
 
 
 DTYPES = {
@@ -267,3 +262,52 @@ def test_a_nan_fixed_value_never_reaches_free_entries_of_norm_based_optimizers(n
         free = optax.apply_updates(free, reference_updates)
     assert np.isnan(float(params[0]))
     np.testing.assert_allclose(np.asarray(params[1:]), np.asarray(free), rtol=1e-12)
+
+
+# Derivatives through keep_fixed (meta-learning through an optax loop): the fixed
+# entries' bit select must not hide the free entries' derivative (bit casts have none).
+SEPARABLE_FIXED = jnp.array([False, True, False, True, False])
+SEPARABLE_START = jnp.array([0.3, -1.0, 2.0, 0.5, -0.7])
+
+
+def unrolled_adam(tx, learning_target, steps=8):
+    """Parameters after ``steps`` optax steps on a separable loss (each entry's path
+    depends on its own target only, so the free entries follow the unmasked path)."""
+    x, state = SEPARABLE_START.astype(learning_target.dtype), tx.init(SEPARABLE_START)
+    grad_of = jax.grad(lambda p: jnp.sum((p - learning_target) ** 2 + 0.1 * p**4))
+    for _ in range(steps):
+        updates, state = tx.update(grad_of(x), state, x)
+        x = optax.apply_updates(x, updates)
+    return x
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("jacobian", [jax.jacfwd, jax.jacrev], ids=["jvp", "vjp"])
+def test_derivatives_through_keep_fixed_match_the_unmasked_optimizer_on_free_entries(
+    dtype, jacobian
+):
+    target = jnp.array([1.0, 2.0, -0.5, 0.7, 0.2], dtype)
+    masked = jax.jit(jacobian(lambda t: unrolled_adam(fixedopt.keep_fixed(
+        optax.adam(0.1), SEPARABLE_FIXED), t)))(target)  # fmt: skip
+    plain = jax.jit(jacobian(lambda t: unrolled_adam(optax.adam(0.1), t)))(target)
+    free, fixed = ~np.asarray(SEPARABLE_FIXED), np.asarray(SEPARABLE_FIXED)
+    assert np.all(np.abs(np.diag(np.asarray(plain))[free]) > 1e-3)  # a derivative to lose
+    rtol = 1e-5 if dtype == jnp.float32 else 1e-12
+    np.testing.assert_allclose(masked[np.ix_(free, free)], plain[np.ix_(free, free)], rtol=rtol)
+    assert np.all(np.asarray(masked)[fixed] == 0.0)  # fixed entries never move
+
+
+def test_the_update_of_keep_fixed_has_where_s_derivative_under_vmap():
+    """One update's Jacobian in the incoming gradient, per row of a batch with its own
+    mask: the unmasked optimizer's (``-lr`` for sgd) on free entries, 0 on fixed ones."""
+    masks = jnp.array([[False, True, False], [True, False, False], [True, True, True]])
+    params = jnp.array([1.0, -2.0, 3.0])
+
+    def update(grad, mask):
+        tx = fixedopt.keep_fixed(optax.sgd(0.1), mask)
+        return tx.update(grad, tx.init(params), params)[0]
+
+    for jacobian in (jax.jacfwd, jax.jacrev):
+        rows = jax.jit(jax.vmap(jacobian(update), in_axes=(None, 0)))(jnp.ones(3), masks)
+        expected = jax.vmap(lambda m: jnp.diag(jnp.where(m, 0.0, -0.1)))(masks)
+        np.testing.assert_array_equal(rows, expected)

@@ -13,11 +13,7 @@ import pytest
 import fixedopt
 from fixedopt import Status
 from fixedopt._lanes import CPU_CACHE_BYTES, default_width
-from tests.helpers import bits
-
-
-def quadratic(x, curvature, center):
-    return 0.5 * jnp.sum(curvature * (x - center) ** 2) + 0.5 * jnp.sum(jnp.diff(x) ** 2)
+from tests.helpers import assert_rows_identical, bits, quadratic
 
 
 def batch_with_stragglers(batch=200, n=16, seed=1):
@@ -32,12 +28,6 @@ def batch_with_stragglers(batch=200, n=16, seed=1):
 
 def solve(x0, fixed, args, **options):
     return fixedopt.minimize(quadratic, x0, fixed, args=args, batched=True, **options)
-
-
-def assert_identical(solution, reference, err_msg=""):
-    for field in fixedopt.Solution._fields:
-        mine, theirs = getattr(solution, field), getattr(reference, field)
-        np.testing.assert_array_equal(bits(mine), bits(theirs), err_msg=f"{err_msg} {field}")
 
 
 def test_default_width():
@@ -58,14 +48,16 @@ def test_default_width():
 def test_lanes_agree_with_the_whole_batch_at_once(solver, lanes):
     """Same statuses, x to rounding: ``lanes=200`` runs the whole batch as one vmap,
     other machine code. The last-bit differences shift the step at which a row
-    crosses its tolerance: by a few steps, more for gradient descent, whose tests
-    creep toward the tolerance over many steps (seen: 87 against 82)."""
+    crosses its tolerance: by a few steps, more where the tests creep toward the
+    tolerance over many steps: gradient descent (seen: 87 against 82), and L-BFGS's
+    ill-conditioned stragglers, which since L-BFGS has no xtol test stop only on the
+    gradient or reduction tests (seen: 48 against 58)."""
     x0, fixed, args = batch_with_stragglers()
     whole = solve(x0, fixed, args, solver=solver, lanes=200)
     laned = solve(x0, fixed, args, solver=solver, lanes=lanes)
     assert int(jnp.max(whole.steps)) > float(jnp.median(whole.steps)) + 10  # stragglers
     np.testing.assert_array_equal(laned.status, whole.status)
-    np.testing.assert_allclose(laned.steps, whole.steps, rtol=0.1, atol=3)
+    np.testing.assert_allclose(laned.steps, whole.steps, rtol=0.2, atol=3)
     # A row that stops a few steps earlier or later stops elsewhere within its
     # tolerance: after L-BFGS's superlinear last steps that is at rounding level,
     # gradient descent's linear rate leaves ~1e-6 (seen: 3.6e-7).
@@ -89,14 +81,14 @@ def test_a_row_gets_the_same_bits_whoever_its_neighbours_are(solver):
     everything = run(np.arange(96))
     permutation = np.random.default_rng(0).permutation(96)
     permuted = run(permutation)
-    assert_identical(permuted, jax.tree.map(lambda a: a[permutation], everything), "permuted")
+    assert_rows_identical(everything, permuted, permutation, err_msg="permuted")
     subset = np.arange(0, 96, 5)
-    assert_identical(run(subset), jax.tree.map(lambda a: a[subset], everything), "subset")
+    assert_rows_identical(everything, run(subset), subset, err_msg="subset")
 
 
 def test_runs_are_deterministic():
     x0, fixed, args = batch_with_stragglers(batch=300)
-    assert_identical(solve(x0, fixed, args, lanes=16), solve(x0, fixed, args, lanes=16))
+    assert_rows_identical(solve(x0, fixed, args, lanes=16), solve(x0, fixed, args, lanes=16))
 
 
 def test_a_slow_row_costs_its_own_steps(capsys):

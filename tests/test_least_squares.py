@@ -15,13 +15,10 @@ import pytest
 import scipy.optimize
 
 import fixedopt
+from tests.helpers import RESIDUAL_SOLVERS, bits
 
 T = np.linspace(0.0, 4.0, 40)
 BATCH = 16
-SOLVERS = {
-    "levenberg_marquardt": fixedopt.LevenbergMarquardt(),
-    "gauss_newton": fixedopt.GaussNewton(),
-}
 
 
 def decay(p, y):
@@ -46,10 +43,6 @@ MODELS = {
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def bits(array):
-    return np.asarray(array, np.float64).view(np.uint64)
 
 
 def noisy_fits(name, seed, batch=BATCH):
@@ -118,11 +111,11 @@ def assert_cost_as_low_as(cost, reference, rtol=1e-8):
 # ------------------------------------------------------------------------- the fits
 
 
-@pytest.mark.parametrize("solver_name", list(SOLVERS))
+@pytest.mark.parametrize("solver_name", list(RESIDUAL_SOLVERS))
 @pytest.mark.parametrize("name", list(MODELS))
 def test_batched_fits_match_scipy_on_the_free_parameters(name, solver_name):
     x0, fixed, data = noisy_fits(name, seed=len(name))
-    solution = solve(name, x0, fixed, data, solver=SOLVERS[solver_name])
+    solution = solve(name, x0, fixed, data, solver=RESIDUAL_SOLVERS[solver_name])
     residual = MODELS[name][0]
     reference = np.array(
         [scipy_reduced(residual, x0[b], fixed[b], data[b])[1] for b in range(len(x0))]
@@ -151,7 +144,7 @@ def test_minimize_solvers_work_on_least_squares_too():
 # ---------------------------------------------------- fixed entries kill Jacobian columns
 
 
-@pytest.mark.parametrize("solver_name", list(SOLVERS))
+@pytest.mark.parametrize("solver_name", list(RESIDUAL_SOLVERS))
 def test_zero_jacobian_columns_from_a_fixed_zero_amplitude(solver_name):
     """Fixing the second peak's amplitude at 0 makes its center and width columns of
     the Jacobian exactly zero though they are free: no NaN, and the fit of the first
@@ -159,7 +152,7 @@ def test_zero_jacobian_columns_from_a_fixed_zero_amplitude(solver_name):
     x0, fixed, data = noisy_fits("two_peaks", seed=11)
     x0[:, 3], fixed[:, 3] = 0.0, True
     fixed[:, 4:] = False
-    solution = solve("two_peaks", x0, fixed, data, solver=SOLVERS[solver_name])
+    solution = solve("two_peaks", x0, fixed, data, solver=RESIDUAL_SOLVERS[solver_name])
     x = np.asarray(solution.x)
     assert np.all(np.isfinite(x)) and np.all(np.isfinite(np.asarray(solution.value)))
     assert np.all(np.asarray(solution.converged))
@@ -176,7 +169,7 @@ def test_zero_jacobian_columns_from_a_fixed_zero_amplitude(solver_name):
 # ------------------------------------------------------------------------------ bounds
 
 
-@pytest.mark.parametrize("solver_name", list(SOLVERS))
+@pytest.mark.parametrize("solver_name", list(RESIDUAL_SOLVERS))
 def test_bounds_match_scipy_trf_on_the_free_parameters(solver_name):
     """Bounds exclude the true rate and offset, so they are active at the solution."""
     x0, fixed, data = noisy_fits("decay", seed=5)
@@ -184,7 +177,9 @@ def test_bounds_match_scipy_trf_on_the_free_parameters(solver_name):
     upper = np.broadcast_to([5.0, 1.0, 0.3], x0.shape).copy()
     fixed[:, 1:] = False  # fixed rates/offsets would lie outside the bounds
     x0 = np.clip(x0, lower, upper)
-    solution = solve("decay", x0, fixed, data, solver=SOLVERS[solver_name], bounds=(lower, upper))
+    solution = solve(
+        "decay", x0, fixed, data, solver=RESIDUAL_SOLVERS[solver_name], bounds=(lower, upper)
+    )
     x = np.asarray(solution.x)
     np.testing.assert_array_equal(bits(x)[fixed], bits(x0)[fixed])
     assert np.all((x >= lower) & (x <= upper))

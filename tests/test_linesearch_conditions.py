@@ -19,11 +19,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from fixedopt import Problem
 from fixedopt._linesearch import SearchStart, projected_backtracking
-from fixedopt._solver import Problem
 from fixedopt._wolfe import hager_zhang
-from tests.test_solver_exactness import bits
-from tests.test_wolfe import batch, smooth
+from tests.helpers import bits, smooth, smooth_batch
 
 ARMIJO = 1e-4
 
@@ -56,8 +55,9 @@ def run_search(search, fun, x, fixed, bounds, direction_of, step, unroll=False, 
 
 
 def smooth_rows(bounded, seed=0):
-    """``test_wolfe``'s rows: nonconvex, badly scaled, 30% fixed, steps 1e-3 to 1e2."""
-    x, weights, shift, curvature, fixed, step = batch(seed)
+    """The line-search rows of ``tests/helpers.py``: nonconvex, badly scaled, 30% fixed,
+    steps 1e-3 to 1e2."""
+    x, weights, shift, curvature, fixed, step = smooth_batch(seed)
     bounds = bounds_around(np.asarray(x), seed) if bounded else (None, None)
     return x, (weights, shift, curvature), fixed, bounds, step
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import fixedopt
-from fixedopt import _mask
+from fixedopt._validate import normalize_fixed
 
 
 def quartic(x, scale=1.0):
@@ -102,7 +102,7 @@ def test_project_keeps_dtype_and_casts_values():
 
 def test_callable_mask():
     params = {"a": jnp.ones(3), "b": jnp.ones(2)}
-    mask = _mask.normalize_fixed(lambda p: {"a": p["a"] > 0, "b": False}, params)
+    mask = normalize_fixed(lambda p: {"a": p["a"] > 0, "b": False}, params)
     assert mask["b"] is False and mask["a"].dtype == jnp.bool_
 
 

@@ -1,9 +1,10 @@
 """``fixedopt.minimize`` (L-BFGS, batched, per-row masks) against independent references.
 
-References:
+References (the problems and scipy's run: ``tests/helpers.py``):
 
 * scipy's L-BFGS-B, one row at a time, with ``lb == ub`` on the fixed entries (the
-  way scipy users fix parameters), run to a tighter tolerance than fixedopt;
+  way scipy users fix parameters), run to a tighter tolerance than fixedopt, on the
+  Moré, Garbow, Hillstrom (1981) problems and the quadratics below;
 * for unbounded convex quadratics, the closed form of the reduced problem, solved with
   numpy on the free block: ``A_FF x_F = b_F - A_FX x_X``.
 
@@ -14,100 +15,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import scipy.optimize
 
 import fixedopt
+from tests.helpers import MGH, bits, extended_rosenbrock, heterogeneous_masks, scipy_lbfgsb
 
 BATCH = 32
-SCIPY_OPTIONS = {"gtol": 1e-10, "ftol": 1e-15, "maxiter": 10_000, "maxfun": 50_000}
-
-
-# ------------------------------------------------- Moré, Garbow, Hillstrom (1981) problems
-
-
-def extended_rosenbrock(x):
-    odd, even = x[0::2], x[1::2]
-    return jnp.sum(100.0 * (even - odd**2) ** 2 + (1.0 - odd) ** 2)
-
-
-def extended_powell_singular(x):
-    a, b, c, d = x[0::4], x[1::4], x[2::4], x[3::4]
-    return jnp.sum(
-        (a + 10.0 * b) ** 2 + 5.0 * (c - d) ** 2 + (b - 2.0 * c) ** 4 + 10.0 * (a - d) ** 4
-    )
-
-
-def trigonometric(x):
-    n = x.shape[0]
-    i = jnp.arange(1, n + 1, dtype=x.dtype)
-    residuals = n - jnp.sum(jnp.cos(x)) + i * (1.0 - jnp.cos(x)) - jnp.sin(x)
-    return jnp.sum(residuals**2)
-
-
-def wood(x):
-    x1, x2, x3, x4 = x[0], x[1], x[2], x[3]
-    return (
-        100.0 * (x2 - x1**2) ** 2
-        + (1.0 - x1) ** 2
-        + 90.0 * (x4 - x3**2) ** 2
-        + (1.0 - x3) ** 2
-        + 10.1 * ((x2 - 1.0) ** 2 + (x4 - 1.0) ** 2)
-        + 19.8 * (x2 - 1.0) * (x4 - 1.0)
-    )
-
-
-def broyden_tridiagonal(x):
-    padded = jnp.concatenate([jnp.zeros(1, x.dtype), x, jnp.zeros(1, x.dtype)])
-    residuals = (3.0 - 2.0 * x) * x - padded[:-2] - 2.0 * padded[2:] + 1.0
-    return jnp.sum(residuals**2)
-
-
-MGH = {
-    "extended_rosenbrock": (extended_rosenbrock, np.tile([-1.2, 1.0], 4)),
-    "extended_powell_singular": (extended_powell_singular, np.tile([3.0, -1.0, 0.0, 1.0], 2)),
-    "trigonometric": (trigonometric, np.full(6, 1.0 / 6.0)),
-    "wood": (wood, np.array([-3.0, -1.0, -3.0, -1.0])),
-    "broyden_tridiagonal": (broyden_tridiagonal, -np.ones(8)),
-}
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def bits(array):
-    """Raw bits of a float64 array (so -0.0 and 0.0 differ)."""
-    return np.asarray(array, np.float64).view(np.uint64)
-
-
-def heterogeneous_masks(rng, batch, n, rate=0.3):
-    """Random per-row masks; row 0 none fixed, row 1 all fixed, row 2 one fixed."""
-    fixed = rng.random((batch, n)) < rate
-    fixed[0] = False
-    fixed[1] = True
-    fixed[2] = False
-    fixed[2, n // 2] = True
-    return fixed
-
-
-def scipy_lbfgsb(value_and_grad, x0, fixed, lower=None, upper=None, args=()):
-    """scipy's L-BFGS-B on one row, with ``lb == ub == x0`` on the fixed entries."""
-    n = x0.size
-    lower = np.full(n, -np.inf) if lower is None else np.array(lower, np.float64)
-    upper = np.full(n, np.inf) if upper is None else np.array(upper, np.float64)
-    lower[fixed], upper[fixed] = x0[fixed], x0[fixed]
-    bounds = [
-        (lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
-        for lo, hi in zip(lower, upper)
-    ]
-
-    def fun(z):
-        value, grad = value_and_grad(z, *args)
-        return float(value), np.asarray(grad, np.float64)
-
-    result = scipy.optimize.minimize(
-        fun, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=SCIPY_OPTIONS
-    )
-    return result.x, result.fun
 
 
 def assert_fixed_bits(solution_x, x0, fixed):

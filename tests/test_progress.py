@@ -11,15 +11,12 @@ import tqdm.std
 
 import fixedopt
 from fixedopt import _progress
+from tests.helpers import quadratic
 
 GTOL = 1e-6
 # The absolute gradient test alone: the rows take enough steps for the bar to show
 # intermediate counts, and every running row's gradient is above GTOL.
 TOLERANCE = {"abs_gtol": GTOL, "gtol": 0.0, "ftol": 0.0, "xtol": 0.0}
-
-
-def quadratic(x, curvature, center):
-    return 0.5 * jnp.sum(curvature * (x - center) ** 2) + 0.5 * jnp.sum(jnp.diff(x) ** 2)
 
 
 def residuals(x, curvature, center):

@@ -1,9 +1,7 @@
 """``fixedopt.report``, ``to_records`` and ``to_dataframe`` against the solution's
 own arrays (counted and formatted independently with NumPy)."""
 
-import enum
 import sys
-from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
@@ -11,7 +9,6 @@ import pytest
 import scipy.optimize
 
 import fixedopt
-from fixedopt import _solution
 
 T = jnp.linspace(0.0, 1.0, 8)
 
@@ -58,12 +55,14 @@ def test_row_report_marks_fixed_at_bound_and_standard_errors():
     sol, y, fixed, bounds = batch()
     for row in (3, 4):
         assert float(sol.x[row, 0]) == 2.5  # the slope's upper bound
-    plain = fixedopt.report(sol, 3, fixed=fixed, bounds=bounds, names=["slope", "offset"])
+    plain = fixedopt.report(sol, 3, names=["slope", "offset"])  # the solve's own flags
     table = {cells[0]: cells for cells in plain.table}
     assert table["slope"][3] == "at bound" and table["offset"][3] == ""
     assert table["slope"][2] == ""  # no covariance: no standard errors
-    cov = fixedopt.covariance(sol, line, fixed, args=(jnp.asarray(y),), batched=True,
-                              bounds=bounds)  # fmt: skip
+    assert [cells[3] for cells in fixedopt.report(sol, 5).table] == ["fixed", ""]
+    restated = fixedopt.report(sol, 3, fixed=fixed, bounds=bounds, names=["slope", "offset"])
+    assert restated == plain  # the solve's own mask and bounds, restated: accepted
+    cov = fixedopt.covariance(sol, line, args=(jnp.asarray(y),))
     for row in (2, 5):
         rows = fixedopt.report(sol, row, covariance=cov).table
         for k, cells in enumerate(rows):
@@ -73,6 +72,19 @@ def test_row_report_marks_fixed_at_bound_and_standard_errors():
             assert cells[3] == ("fixed" if fixed[row, k] else "")
     text = str(fixedopt.report(sol, 5, covariance=cov))
     assert "row 5" in text and "fixed" in text and fixedopt.Status(int(sol.status[5])).name in text
+
+
+def test_a_mask_or_bounds_other_than_the_solves_are_refused():
+    """A report describes its solve: flags from another mask or other bounds would
+    misdescribe it."""
+    sol, _, fixed, _ = batch()
+    other = fixed.copy()
+    other[3, 1] = True
+    with pytest.raises(ValueError, match="`fixed` differs from the solve's mask"):
+        fixedopt.report(sol, 3, fixed=other)
+    assert fixedopt.report(sol, 2, fixed=other).table  # row 2's mask is the solve's
+    with pytest.raises(ValueError, match="`bounds` differ from the solve's"):
+        fixedopt.report(sol, 3, bounds=(-5.0, 2.0))
 
 
 def test_html_has_the_same_cells_escaped():
@@ -85,26 +97,16 @@ def test_html_has_the_same_cells_escaped():
         assert all(f"<td>{cell}</td>" in page for cell in cells if "<" not in cell)
 
 
-def test_reason_counts_when_the_solution_has_a_reason(monkeypatch):
-    class Reason(enum.IntEnum):
-        NONE = 0
-        GTOL = 1
-
-    class WithReason(NamedTuple):
-        x: Any
-        value: Any
-        grad_norm: Any
-        steps: Any
-        converged: Any
-        status: Any
-        reason: Any
-
-    monkeypatch.setattr(_solution, "Reason", Reason, raising=False)
+def test_batch_report_counts_the_reasons_of_each_status():
     sol = batch()[0]
-    converged = np.asarray(sol.converged)
-    reason = np.where(converged, Reason.GTOL, Reason.NONE)
-    facts = fixedopt.report(WithReason(*sol[:6], reason=jnp.asarray(reason))).facts
-    assert ("  GTOL", f"{converged.sum()} rows") in facts
+    facts = fixedopt.report(sol).facts
+    status, reason = np.asarray(sol.status), np.asarray(sol.reason)
+    labels = [label for label, _ in facts]
+    for code in np.unique(status):
+        start = labels.index(fixedopt.Status(int(code)).name)
+        for why in np.unique(reason[status == code]):
+            count = np.sum((status == code) & (reason == why))
+            assert (f"  {fixedopt.Reason(int(why)).name}", f"{count} rows") in facts[start:]
 
 
 def test_records_are_optimize_results():
@@ -188,6 +190,7 @@ def test_batch_report_keeps_the_worst_finite_gradient_apart_from_nonfinite_rows(
     with numpy from the solution); the NaN rows are counted apart, by row."""
     sol = _with_bad_rows(bad)
     facts = dict(fixedopt.report(sol).facts)
+    assert str(sol.summary()) == str(fixedopt.report(sol))  # the same facts either way
     bad = np.array(bad)
     assert np.all(np.asarray(sol.status)[bad] == fixedopt.Status.NONFINITE)
     grad_norm, value = np.asarray(sol.grad_norm), np.asarray(sol.value)

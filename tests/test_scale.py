@@ -11,20 +11,11 @@ import numpy as np
 import pytest
 
 import fixedopt
-
-
-def quadratic(x, curvature, center):
-    return 0.5 * jnp.sum(curvature * (x - center) ** 2) + 0.5 * jnp.sum(jnp.diff(x) ** 2)
-
-
-def batch(size=100, n=8, seed=1):
-    rng = np.random.default_rng(seed)
-    args = (jnp.asarray(rng.uniform(1, 100, (size, n))), jnp.asarray(rng.normal(size=(size, n))))
-    return jnp.zeros((size, n)), jnp.asarray(rng.random((size, n)) < 0.3), args
+from tests.helpers import quadratic, quadratic_rows
 
 
 def test_progress_reports_rows_stopped(capfd):
-    x0, fixed, args = batch(size=40)
+    x0, fixed, args = quadratic_rows(size=40)
     fixedopt.minimize(quadratic, x0, fixed, args=args, batched=True, progress=5)
     lines = capfd.readouterr().out.strip().splitlines()
     assert lines[0].startswith("fixedopt: step 5: ")
@@ -33,7 +24,7 @@ def test_progress_reports_rows_stopped(capfd):
 
 
 def test_progress_off_adds_no_callback():
-    x0, fixed, args = batch(size=8)
+    x0, fixed, args = quadratic_rows(size=6)  # not 8 = n: the batch size would be ambiguous
     text = lambda **options: str(
         jax_make_jaxpr(
             lambda x0: fixedopt.minimize(quadratic, x0, fixed, args=args, batched=True, **options).x
@@ -49,7 +40,7 @@ def jax_make_jaxpr(function):
 
 
 def test_bad_scale_options():
-    x0, fixed, args = batch(size=8)
+    x0, fixed, args = quadratic_rows(size=8)
     with pytest.raises(ValueError, match="`lanes` must be None or an int >= 1"):
         fixedopt.minimize(quadratic, x0, fixed, args=args, batched=True, lanes=0)
     with pytest.raises(ValueError, match='`progress` must be a bool, an int >= 1 or "bar"'):
@@ -62,10 +53,10 @@ SHARDED = textwrap.dedent(
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
     jax.config.update("jax_enable_x64", True)
     import fixedopt
-    from tests.test_scale import batch, quadratic
+    from tests.helpers import quadratic, quadratic_rows
 
     assert len(jax.devices()) == 4
-    x0, fixed, args = batch(size=64)
+    x0, fixed, args = quadratic_rows(size=64)
     mesh = Mesh(np.array(jax.devices()), ("batch",))
     rows = NamedSharding(mesh, P("batch"))
     put = lambda a: jax.device_put(a, rows)
@@ -108,7 +99,7 @@ def test_sharded_batch_on_four_devices():
 
 def test_long_rows_agree_with_single_rows():
     """n = 256: the batched recursion gives each row what it gets alone."""
-    x0, fixed, args = batch(size=20, n=256)
+    x0, fixed, args = quadratic_rows(size=20, n=256)
     batched = fixedopt.minimize(quadratic, x0, fixed, args=args, batched=True)
     assert bool(jnp.all(batched.converged))
     for row in (0, 17, 19):

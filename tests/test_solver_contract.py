@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import fixedopt
-from tests.test_solver_guarantees import assert_rows_identical, bits
+from tests.helpers import assert_rows_identical, bits
 
 
 @dataclasses.dataclass(frozen=True)

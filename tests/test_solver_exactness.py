@@ -7,21 +7,14 @@ differ from ``x0``, starts outside the bounds, float64 and float32.
 
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fixedopt
+from tests.helpers import SOLVERS, bits
 
 BATCH, N = 4, 5
-SOLVERS = {
-    "lbfgs": fixedopt.LBFGS(),
-    "gradient_descent": fixedopt.GradientDescent(),
-    "optax_adam": fixedopt.Optax(optax.adam(0.05)),
-    "levenberg_marquardt": fixedopt.LevenbergMarquardt(),
-    "gauss_newton": fixedopt.GaussNewton(),
-}
 
 
 def residuals(x, target):
@@ -30,11 +23,6 @@ def residuals(x, target):
 
 def objective(x, target):
     return 0.5 * jnp.sum(residuals(x, target) ** 2)
-
-
-def bits(array):
-    array = np.asarray(array)
-    return array.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[array.dtype.itemsize])
 
 
 @st.composite

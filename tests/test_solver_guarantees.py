@@ -8,20 +8,13 @@ jit cache sizes (recompilation), and the raw bits of the fixed values (exactness
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
 
 import fixedopt
 from fixedopt import Status
 from fixedopt.testing import compiled_solves
+from tests.helpers import SOLVERS, assert_rows_identical, bits
 
-SOLVERS = {
-    "lbfgs": fixedopt.LBFGS(),
-    "gradient_descent": fixedopt.GradientDescent(),
-    "optax_adam": fixedopt.Optax(optax.adam(0.05)),
-    "levenberg_marquardt": fixedopt.LevenbergMarquardt(),
-    "gauss_newton": fixedopt.GaussNewton(),
-}
 # A first-order method with a fixed learning rate has no model of the objective, so
 # none of the relative tests applies: it stops on the absolute gradient test.
 LOOSE_GTOL = {"optax_adam": {"abs_gtol": 1e-3}}
@@ -56,25 +49,10 @@ def solve(name, x0, fixed, target, limit=None, **options):
     )
 
 
-def bits(array):
-    """Raw bits of floats (so -0.0, 0.0 and NaN payloads differ); other arrays as is."""
-    array = np.asarray(array)
-    if not np.issubdtype(array.dtype, np.floating):
-        return array
-    return array.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[array.dtype.itemsize])
-
-
 def random_batch(seed, batch, n=5, rate=0.3):
     rng = np.random.default_rng(seed)
     fixed = rng.random((batch, n)) < rate
     return rng.normal(size=(batch, n)), fixed, rng.normal(size=(batch, n))
-
-
-def assert_rows_identical(solution, reference, rows):
-    """Every field of ``solution[rows]`` bit-identical to ``reference``."""
-    for field in fixedopt.Solution._fields:
-        mine, theirs = np.asarray(getattr(solution, field))[rows], getattr(reference, field)
-        np.testing.assert_array_equal(bits(mine), bits(theirs), err_msg=field)
 
 
 # --------------------------------------------------------------- (a) fault isolation

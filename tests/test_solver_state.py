@@ -13,7 +13,7 @@ import optax
 import pytest
 
 import fixedopt
-from fixedopt._solver import Problem, StepContext
+from fixedopt import Problem, StepContext
 
 SOLVERS = {
     "lbfgs": fixedopt.LBFGS(memory_size=4),

@@ -6,6 +6,7 @@ the same fit in other units.
 """
 
 import math
+import pathlib
 
 import jax
 import jax.numpy as jnp
@@ -16,6 +17,7 @@ import scipy.optimize
 
 import fixedopt
 from fixedopt import Reason, Status
+from tests.helpers import MGH, RESIDUAL_SOLVERS, scipy_lbfgsb
 from tests.mgh_least_squares import (
     PROBLEMS,
     decay,
@@ -28,6 +30,15 @@ from tests.mgh_least_squares import (
 
 SCALES = (1e-6, 1.0, 1e6)
 DTYPES = (np.float32, np.float64)
+
+
+def test_every_code_carries_its_message_and_has_a_row_in_the_readme():
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for code in [*Status, *Reason]:
+        assert isinstance(code.message, str) and code.message, code
+        assert type(code)(int(code)) is code and code == int(code)
+        if code is not Reason.NONE:
+            assert f"| `{code.name}` |" in readme, code
 
 
 def decay_objective(p, y):
@@ -97,11 +108,6 @@ def test_the_same_fit_in_other_units_gets_the_same_verdict_and_digits(name):
 
 # --------------------------------------------------------------------- status truth
 
-TRUTH_SOLVERS = {
-    "levenberg_marquardt": fixedopt.LevenbergMarquardt(),
-    "gauss_newton": fixedopt.GaussNewton(),
-}
-
 
 def refined_minimizers(problem):
     """The listed minimizers refined by MINPACK (tolerances 1e-15); checked against
@@ -122,12 +128,12 @@ def documented_accuracy(dtype) -> float:
     return 100.0 * math.sqrt(float(np.finfo(dtype).eps))
 
 
-@pytest.mark.parametrize("solver_name", list(TRUTH_SOLVERS))
+@pytest.mark.parametrize("solver_name", list(RESIDUAL_SOLVERS))
 def test_converged_means_accurate_and_accurate_means_converged(solver_name):
     """MGH least-squares problems from their standard starts, in float64 and float32:
     every CONVERGED row is within the documented accuracy of a known minimizer, and
     every row within it reports CONVERGED (the statuses tell the truth)."""
-    solver = TRUTH_SOLVERS[solver_name]
+    solver = RESIDUAL_SOLVERS[solver_name]
     lies = []
     for name, problem in PROBLEMS.items():
         minimizers = refined_minimizers(problem)
@@ -148,8 +154,6 @@ def test_lbfgs_statuses_tell_the_truth_on_the_mgh_minimization_problems():
     from 10 times them: every row converges, to the minimum scipy's L-BFGS-B reaches
     with tight tolerances (gtol 1e-10), within the documented accuracy of
     ``minimize`` (an objective gap of 1e-10 relative to the start's)."""
-    from tests.test_minimize_reference import MGH, scipy_lbfgsb
-
     for name, (fun, start) in MGH.items():
         value_and_grad = jax.jit(jax.value_and_grad(fun))
         for factor in (1.0, 10.0):

@@ -24,10 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fixedopt
+from fixedopt import Problem
 from fixedopt._ring import read_slot
-from fixedopt._solver import Problem
 from fixedopt._solvers.lbfgs import LBFGSState, two_loop, two_loop_by_slots
-from tests.test_minimize_reference import heterogeneous_masks
+from tests.helpers import heterogeneous_masks
 
 TOLERANCE = 1e-12
 
@@ -160,11 +160,15 @@ def direction_reference(pairs, memory, fixed, at_bound, grad, gamma):
     return np.where(at_bound, -gamma * grad, direction)
 
 
+@pytest.mark.parametrize("scaling", ["scalar", "diagonal"])
 @pytest.mark.parametrize("unroll", [False, True], ids=["by-slots", "unrolled"])
 @pytest.mark.parametrize("bounded", [False, True], ids=["unbounded", "bounded"])
-def test_search_direction_is_minus_the_masked_inverse_hessian_times_the_gradient(bounded, unroll):
+def test_search_direction_is_minus_the_masked_inverse_hessian_times_the_gradient(
+    bounded, unroll, scaling
+):
     """``LBFGS._direction``: with bounds, entries at a bound the gradient pushes
-    against leave the curvature pairs and take ``-gamma g``."""
+    against leave the curvature pairs and take ``-gamma g``; with a diagonal initial
+    inverse Hessian ``D``, ``H0 = D`` and ``-D g`` there."""
     rng = np.random.default_rng(5)
     batch, n, memory, count = 8, 9, 3, 8  # 8 pairs in 3 slots: wrapped, newest in slot 1
     fixed, row_pairs, grad = batch_of_rings(rng, batch, n, memory)
@@ -174,13 +178,18 @@ def test_search_direction_is_minus_the_masked_inverse_hessian_times_the_gradient
     x = np.where(pressed & (grad > 0), lower, np.where(pressed & (grad < 0), upper, x))
     rings = [ring(pairs[:count], memory, n) for pairs in row_pairs]
     s_history, y_history, rho, gamma = (np.stack(part) for part in zip(*rings))
+    if scaling == "diagonal":  # scales spanning 1e6: a different H0 on every entry
+        gamma = 10.0 ** rng.uniform(-3.0, 3.0, (batch, n))
 
     def direction(x, grad, fixed, lower, upper, s_history, y_history, rho, gamma):
         bounds = (lower, upper) if bounded else (None, None)
         problem = Problem(None, fixed, x, *bounds, unroll=unroll)
-        state = LBFGSState(s_history, y_history, rho, gamma, jnp.asarray(memory), grad)
+        scalar, diagonal = (gamma, jnp.ones_like(x)) if scaling == "scalar" else (1.0, gamma)
+        state = LBFGSState(s_history, y_history, rho, jnp.asarray(scalar), jnp.asarray(memory),
+                           grad, diagonal, jnp.asarray(True))  # fmt: skip
         slot = jnp.asarray(newest_slot(count, memory), jnp.int32)
-        return fixedopt.LBFGS(memory_size=memory)._direction(problem, x, grad, state, slot)
+        solver = fixedopt.LBFGS(memory_size=memory, scaling=scaling)
+        return solver._direction(problem, x, grad, state, slot)
 
     args = (x, grad, fixed, lower, upper, s_history, y_history, rho, gamma)
     actual = jax.jit(jax.vmap(direction))(*args)

@@ -10,28 +10,12 @@ import numpy as np
 import pytest
 
 import fixedopt
+from fixedopt import Problem
 from fixedopt._linesearch import SearchStart
-from fixedopt._solver import Problem
 from fixedopt._wolfe import hager_zhang
-from tests.test_minimize_reference import MGH, heterogeneous_masks, scipy_lbfgsb
+from tests.helpers import MGH, heterogeneous_masks, scipy_lbfgsb, smooth, smooth_batch
 
-BATCH, N = 64, 12
 DECREASE, CURVATURE = 0.1, 0.1
-
-
-def smooth(x, weights, shift, curvature):
-    """Nonconvex but bounded below along every ray: quartic growth plus cosines."""
-    return jnp.sum(curvature * (x - shift) ** 2 + 0.05 * x**4 + weights * jnp.cos(2.0 * x))
-
-
-def batch(seed):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(BATCH, N))
-    weights, shift = rng.uniform(0.0, 2.0, (BATCH, N)), rng.normal(size=(BATCH, N))
-    curvature = np.exp(rng.uniform(-3, 3, (BATCH, N)))  # badly scaled rows
-    fixed = rng.random((BATCH, N)) < 0.3
-    step = np.exp(rng.uniform(np.log(1e-3), np.log(1e2), BATCH))  # too short and too long
-    return tuple(map(jnp.asarray, (x, weights, shift, curvature, fixed, step)))
 
 
 def search_row(x, weights, shift, curvature, fixed, step, patience=5):
@@ -55,7 +39,7 @@ def test_accepted_steps_satisfy_the_conditions(patience):
     """Sufficient (or approximate) decrease always; the strong curvature condition too
     unless the search settled early (``patience`` trials) for the lowest point with
     enough decrease."""
-    inputs = batch(0)
+    inputs = smooth_batch(0)
     result, value, grad, direction = jax.vmap(search_row, (0,) * 6 + (None,))(*inputs, patience)
     x, weights, shift, curvature, fixed, _ = inputs
     assert bool(jnp.all(result.accepted))
@@ -94,7 +78,7 @@ def count_trials(active):
         start = SearchStart(problem, evaluate, x, value, grad, -grad, step, active)
         return hager_zhang(start, max_steps=40)
 
-    result = jax.block_until_ready(jax.jit(jax.vmap(row))(*batch(1)))
+    result = jax.block_until_ready(jax.jit(jax.vmap(row))(*smooth_batch(1)))
     return result, len(trials)
 
 

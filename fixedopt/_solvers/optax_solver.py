@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -22,6 +23,12 @@ class Optax(Solver[optax.OptState]):
     ``optax.lbfgs`` and its line search work), and every iterate is projected onto the
     bounds. A step that produces a non-finite objective stops the row with
     ``Status.NONFINITE`` at its last finite iterate.
+
+    With ``differentiate="unroll"``, an optimizer whose update runs a
+    ``lax.while_loop`` (``optax.lbfgs`` and the other optax line searches) raises a
+    ``ValueError`` when the solve is traced: reverse-mode differentiation cannot pass
+    a while loop. ``differentiate="implicit"`` differentiates any optimizer's
+    converged solution.
 
     Create it once and reuse it: optax optimizers are pairs of closures, so two calls
     of ``optax.adam(0.1)`` give unequal objects, and a solve with a new
@@ -67,9 +74,13 @@ class Optax(Solver[optax.OptState]):
         def value_fn(x_trial: jax.Array) -> jax.Array:
             return problem.value_and_grad(x_trial)[0]
 
-        updates, new_state = self._wrapped(problem).update(
-            grad, state, x, value=value, grad=grad, value_fn=value_fn
-        )
+        def update(grad: jax.Array, state: optax.OptState, x: jax.Array) -> Any:
+            wrapped = self._wrapped(problem)
+            return wrapped.update(grad, state, x, value=value, grad=grad, value_fn=value_fn)
+
+        if problem.unroll:
+            _check_unrollable(update, grad, state, x)
+        updates, new_state = update(grad, state, x)
         x_new = problem.project(optax.apply_updates(x, updates))
         value_new, grad_new = problem.value_and_grad(x_new)
         finite = jnp.isfinite(value_new) & jnp.all(jnp.isfinite(grad_new))
@@ -90,3 +101,29 @@ class Optax(Solver[optax.OptState]):
             predicted=no_model,
             relative_step=no_model,
         )
+
+
+def _check_unrollable(update: Any, *inputs: Any) -> None:
+    """ValueError if the optimizer's update runs a ``while_loop`` (traced only, not run)."""
+    if _has_while_loop(jax.make_jaxpr(update)(*inputs).jaxpr):
+        raise ValueError(
+            'fixedopt.Optax cannot be differentiated with differentiate="unroll" when the '
+            "optimizer's update runs a lax.while_loop (optax.lbfgs and optax's other line "
+            "searches do): reverse-mode differentiation (jax.grad) cannot pass a while loop. "
+            'Use differentiate="implicit" (exact at a converged solution), or an optimizer '
+            "without a line search such as optax.adam"
+        )
+
+
+def _has_while_loop(jaxpr: Any) -> bool:
+    """Whether a jaxpr, or one nested in it (``jit``, ``cond``, ``scan``, custom rules),
+    has a ``while`` equation."""
+    for equation in jaxpr.eqns:
+        if equation.primitive.name == "while":
+            return True
+        for param in equation.params.values():
+            for inner in param if isinstance(param, (tuple, list)) else (param,):
+                inner = getattr(inner, "jaxpr", inner)  # a ClosedJaxpr holds a Jaxpr
+                if hasattr(inner, "eqns") and _has_while_loop(inner):
+                    return True
+    return False

@@ -1,0 +1,119 @@
+"""L-BFGS's initial inverse Hessian ``H0``, and the test that validates its model.
+
+``H0`` is what the two-loop recursion assumes in the directions its curvature pairs
+have not explored. The classical choice, ``gamma I`` with ``gamma = s.y / y.y`` of the
+last pair (Oren and Luenberger), has one scale for every coordinate: on a fit whose
+parameters differ by 1e5 in magnitude (an amplitude of 240 next to a rate of 5e-4) it
+takes the stiff parameter's curvature for all, the soft one barely moves, and the
+model predicts a tiny reduction where a large one is left. A diagonal ``H0`` learned
+from the same pairs (M1QN3's diagonal BFGS update, Gilbert and Lemaréchal 1989) gives
+each coordinate its own scale.
+
+Shapes, for one row of ``n`` flat parameters: ``s``, ``y``, ``diagonal`` are ``(n,)``;
+scalars are ``()`` arrays.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from fixedopt._solver import Problem
+
+SCALINGS = ("auto", "scalar", "diagonal", "hessian")
+# "auto" uses the diagonal where the free entries' learned inverse curvatures span
+# more than this factor, else the scalar: on problems whose coordinates share a scale
+# (a Laplacian, Rosenbrock's valley) the scalar adapts faster (measured: Rosenbrock
+# n = 64 took 2x the steps with the diagonal always on) and the switch never fires;
+# parameters in physical units differ by orders of magnitude.
+SPREAD = 100.0
+# "auto" does not start from the Hessian's diagonal ("hessian" does): its n
+# Hessian-vector products at every start (and lane refill) made a batched quad n = 16
+# solve 2.2x slower, where the scales agree (benchmarks/lbfgs_scaling.py), while the
+# diagonal learned from pairs alone is too slow to find a soft parameter that the
+# first steps barely move (the status-truth suite's saturation fit).
+
+
+def update_diagonal(diagonal: jax.Array, s: jax.Array, y: jax.Array, first: jax.Array) -> jax.Array:
+    """The diagonal inverse Hessian after the pair ``(s, y)`` (``s.y > 0``).
+
+    Scaled first so that it matches the pair's curvature along ``y`` (``y.D y =
+    s.y``), then the diagonal of the BFGS update of ``B = D^-1``:
+    ``b + y^2 / s.y - (b s)^2 / s.B s``, positive as ``b_i s_i^2 <= s.B s``. Before
+    any pair (``first``) the start is Oren and Luenberger's ``s.y / y.y``. Entries
+    the pair does not touch (fixed ones: ``s_i = y_i = 0``) keep their scaled value.
+    """
+    sy = jnp.dot(s, y)
+    diagonal = jnp.where(first, sy / jnp.dot(y, y), diagonal)
+    diagonal = diagonal * sy / jnp.dot(y, diagonal * y)
+    b = 1.0 / diagonal
+    updated = b + y * y / sy - (b * s) ** 2 / jnp.dot(s, b * s)
+    return jnp.where(updated > 0, 1.0 / jnp.where(updated > 0, updated, 1.0), diagonal)
+
+
+def hessian_diagonal(problem: Problem, x: jax.Array) -> jax.Array:
+    """``1 / |H_ii|`` at ``x`` from ``n`` Hessian-vector products (forward over
+    reverse); entries whose curvature is 0 or not finite take the largest finite
+    curvature of the row's free entries (1 if none)."""
+
+    def grad_of(z: jax.Array) -> jax.Array:
+        return problem.value_and_grad(z)[1]
+
+    def curvature(e: jax.Array) -> jax.Array:
+        return jnp.dot(e, jax.jvp(grad_of, (x,), (e,))[1])
+
+    h = jnp.abs(jax.vmap(curvature)(jnp.eye(x.shape[0], dtype=x.dtype)))
+    usable = (h > 0) & jnp.isfinite(h) & ~problem.fixed
+    largest = jnp.max(jnp.where(usable, h, 0.0))
+    h = jnp.where(usable, h, jnp.where(largest > 0, largest, 1.0))
+    return 1.0 / h
+
+
+def uses_diagonal(scaling: str, diagonal: jax.Array, fixed: jax.Array) -> jax.Array:
+    """``()`` bool: whether ``H0`` is the diagonal (else ``gamma I``)."""
+    if scaling in ("scalar", "diagonal", "hessian"):
+        return jnp.asarray(scaling != "scalar")
+    largest = jnp.max(jnp.where(fixed, 0.0, diagonal), initial=0.0)
+    smallest = jnp.min(jnp.where(fixed, jnp.inf, diagonal), initial=jnp.inf)
+    return largest > SPREAD * smallest
+
+
+def initial_scale(
+    scaling: str, gamma: jax.Array, diagonal: jax.Array, fixed: jax.Array
+) -> jax.Array:
+    """``H0`` as a scale: ``gamma`` (``()``) or the diagonal (``(n,)``)."""
+    if scaling == "scalar":
+        return gamma
+    return jnp.where(uses_diagonal(scaling, diagonal, fixed), diagonal, gamma)
+
+
+def model_validated(
+    problem: Problem,
+    x: jax.Array,
+    value: jax.Array,
+    grad: jax.Array,
+    direction: jax.Array,
+    x_new: jax.Array,
+    value_new: jax.Array,
+    validated: jax.Array,
+) -> jax.Array:
+    """Whether the quasi-Newton model passed the test of the step just taken.
+
+    The step ``x_new - x`` went along the model's step ``direction`` (``-H g``) by
+    ``alpha``; the model predicts the reduction ``-g.s (1 - alpha / 2)``. It passes if
+    the line search took the model's full step (``alpha = 1``: the model did not
+    overshoot) and the actual reduction is within a factor 2 of the prediction (a
+    model ``c`` times too stiff along the step gives ``2 - 1/c``: 1.5 at ``c = 2``).
+    Where the predicted reduction is at the rounding level of ``f`` the ratio says
+    nothing, and a full step keeps the previous verdict.
+    """
+    move = problem.free_part(x_new - x)
+    taken = jnp.dot(grad, move)
+    model_slope = jnp.dot(grad, problem.free_part(direction))
+    alpha = taken / jnp.where(model_slope < 0, model_slope, -1.0)
+    predicted = -taken * (1.0 - 0.5 * alpha)
+    ratio = (value - value_new) / jnp.where(predicted > 0, predicted, 1.0)
+    measurable = predicted > 100 * jnp.finfo(value.dtype).eps * jnp.abs(value)
+    full = (model_slope < 0) & (jnp.abs(alpha - 1.0) <= 0.01)
+    agrees = (ratio >= 0.5) & (ratio <= 1.5)
+    return full & jnp.where(measurable, agrees, validated)
