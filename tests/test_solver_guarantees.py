@@ -248,7 +248,10 @@ def recompile_probe(x, target):
     return jnp.sum((x - target) ** 2) + 0.1 * jnp.sum(x) ** 2
 
 
-def test_new_masks_fixed_values_and_tolerances_reuse_the_compiled_solve():
+@pytest.mark.parametrize("lanes", [None, 2], ids=["whole_batch", "refilled_lanes"])
+def test_new_masks_fixed_values_and_tolerances_reuse_the_compiled_solve(lanes):
+    """Also through 2 lanes for 4 rows, the path with a refill (the default of
+    batches over 8 rows): the masks go through it as data."""
     x0, _, target = random_batch(seed=8, batch=4)
     rng = np.random.default_rng(8)
     settings = [
@@ -268,6 +271,7 @@ def test_new_masks_fixed_values_and_tolerances_reuse_the_compiled_solve():
             batched=True,
             gtol=setting["gtol"],
             solver=fixedopt.LBFGS(),  # a new, equal solver object each time
+            lanes=lanes,
         )
         sizes.append(compiled_solves())
         pinned = x0 if values is None else values
