@@ -86,6 +86,26 @@ def test_a_row_gets_the_same_bits_whoever_its_neighbours_are(solver):
     assert_rows_identical(everything, run(subset), subset, err_msg="subset")
 
 
+@pytest.mark.parametrize("solver", [fixedopt.LBFGS(), fixedopt.LevenbergMarquardt()], ids=repr)
+def test_a_row_gets_the_same_bits_through_64_lanes(solver):
+    """As above through 64 lanes of n = 64, where XLA:CPU runs the lanes' reductions
+    as YNNPACK kernels (45 of them here; none through 8 lanes), as on the default
+    widths of the benchmarks' problems. The subset keeps 64 lanes."""
+    x0, fixed, args = batch_with_stragglers(batch=160, n=64)
+    call = fixedopt.least_squares if solver.needs_residuals else fixedopt.minimize
+    fun = (lambda x, c, t: jnp.sqrt(c) * (x - t)) if solver.needs_residuals else quadratic
+
+    def run(rows):
+        picked = (x0[rows], fixed[rows], tuple(a[rows] for a in args))
+        return call(fun, *picked[:2], args=picked[2], batched=True, solver=solver, lanes=64)
+
+    everything = run(np.arange(160))
+    permutation = np.random.default_rng(1).permutation(160)
+    assert_rows_identical(everything, run(permutation), permutation, err_msg="permuted")
+    subset = np.arange(0, 160, 2)
+    assert_rows_identical(everything, run(subset), subset, err_msg="subset")
+
+
 def test_runs_are_deterministic():
     x0, fixed, args = batch_with_stragglers(batch=300)
     assert_rows_identical(solve(x0, fixed, args, lanes=16), solve(x0, fixed, args, lanes=16))
