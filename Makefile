@@ -11,10 +11,13 @@ demo: $(VENV)/.installed-core
 	$(PY) -m fixedopt demo
 
 # mypy reads its settings from pyproject.toml ([tool.mypy]: strict, on fixedopt/).
+# The tests run in one process per core (pytest-xdist), a module to a process: most of
+# their time is XLA compiling, one core each.
+TEST_WORKERS ?= auto
 test: $(VENV)/.installed-test
 	$(PY) -m ruff check fixedopt tests benchmarks docs
 	$(PY) -m mypy
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check fixedopt tests benchmarks docs

@@ -1,6 +1,8 @@
 """The cost of L-BFGS's initial inverse Hessian choices (``LBFGS(scaling=...)``) on
 batches whose parameters share one scale: wall time of whole batched solves, compiled
-once, interleaved (A B C A B C ...), median of 7, and the mean steps per row.
+once, interleaved (A B C A B C ...), median of 7, and the mean steps per row. (The
+default ``"auto"`` starts from the Hessian's diagonal at n <= 8, like ``"hessian"``,
+but uses it only where the scales spread.)
 
     python -m benchmarks.lbfgs_scaling   # writes benchmarks/results/cpu-lbfgs-scaling-<date>.md
 """
@@ -18,7 +20,7 @@ import numpy as np
 import fixedopt
 from benchmarks import problems
 
-CASES = (("quad", 8, 1024), ("quad", 16, 1024), ("spectra", 10, 1024))
+CASES = (("quad", 4, 1024), ("quad", 8, 1024), ("quad", 16, 1024), ("spectra", 10, 1024))
 SCALINGS = ("scalar", "auto", "hessian")
 
 

@@ -1,13 +1,15 @@
 """A quick slice of the ``minimize`` status-truth suite (``tests/minimize_truth.py``;
 all of it: ``python -m benchmarks.run --suite status_truth``), in float64, with the
-objective times 1e-6, 1 and 1e6: a Gaussian peak with an amplitude of 1e4 on a
-background of 100 and a degenerate minimum (Powell's singular function: ``f* = 0``, a
-singular Hessian) with the defaults; a saturation curve (parameters 240 and 5.5e-4)
-with ``LBFGS(scaling="hessian")``. Each row is judged independently in float64 (scipy's
-MINPACK polishes the returned point). Before L-BFGS had a validated model, a diagonal
-initial inverse Hessian and no ``xtol`` test, every saturation row here ended
-``CONVERGED`` far from the minimizer; with the default ``scaling="auto"`` some still do
-(the full suite's table)."""
+objective times 1e-6, 1 and 1e6, with the defaults: a Gaussian peak with an amplitude
+of 1e4 on a background of 100, a degenerate minimum (Powell's singular function:
+``f* = 0``, a singular Hessian), a saturation curve (parameters 240 and 5.5e-4) and
+Powell's badly scaled function (parameters 1e-5 and 9). Each row is judged
+independently in float64 (scipy's MINPACK polishes the returned point). Before L-BFGS
+had a validated model, a diagonal initial inverse Hessian and no ``xtol`` test, every
+saturation row here ended ``CONVERGED`` far from the minimizer; before its gradient
+test asked the last step to agree, and the default started small rows from the
+Hessian's diagonal, the saturation rows from the first start and Powell's badly
+scaled rows from the second still did (``benchmarks/results/cpu-status-truth-5852206.md``)."""
 
 import numpy as np
 import pytest
@@ -19,7 +21,8 @@ from tests import minimize_truth
 SLICE = {  # problem: the scaling of L-BFGS's initial inverse Hessian
     "peak": "auto",
     "powell_singular": "auto",
-    "saturation": "hessian",
+    "saturation": "auto",
+    "powell_badly_scaled": "auto",
 }
 
 
@@ -53,3 +56,16 @@ def test_the_judge_is_independent_of_the_solver():
     assert not minimize_truth.judge(residuals, x0, off, np.float64)["accurate"]
     near = x_star + np.array([1e-3 * np.sqrt(np.finfo(np.float32).eps), 0.0, 0.0])
     assert minimize_truth.judge(residuals, x0, near, np.float32)["accurate"]
+
+
+@pytest.mark.parametrize("name", ["brown_dennis", "freudenstein_roth"])
+def test_float32_in_other_units_of_the_objective_takes_the_same_path(name):
+    """Objective times 1e-6, 1 and 1e6 in float32: every row CONVERGED and accurate,
+    in the same number of steps to within 2 (rounding differs with the units). Before
+    L-BFGS's curvature test was unit-free, every row at 1e6 threw away its pairs and
+    ran to max_steps (``benchmarks/results/cpu-status-truth-5852206.md``)."""
+    rows = minimize_cases({name: minimize_truth.PROBLEMS[name]}, (np.float32,))
+    assert all(r["status"].startswith("CONVERGED") and r["accurate"] for r in rows), rows
+    for start in {r["start"] for r in rows}:
+        steps = [r["steps"] for r in rows if r["start"] == start]
+        assert max(steps) - min(steps) <= 2, steps
