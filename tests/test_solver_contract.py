@@ -116,7 +116,7 @@ class Newton(fixedopt.Solver[None]):
             return problem.value_and_grad(problem.project(x + t * step))[0]
 
         def too_long(carry):  # halve the step until f does not rise (a stopped row: never)
-            t, value_t, halvings = carry
+            _, value_t, halvings = carry
             return context.active & ~(value_t <= value) & (halvings < self.max_halvings)
 
         def halve(carry):
@@ -156,7 +156,7 @@ def test_the_readme_solver_is_differentiable_under_both_modes():
                                      max_steps=30, differentiate=differentiate)  # fmt: skip
         assert bool(jnp.all(solution.converged)), differentiate
         np.testing.assert_allclose(solution.x[~fixed], jnp.log(c)[~fixed], rtol=1e-3)
-        gradient = jax.grad(lambda c: jnp.sum(x_of(c, differentiate)))(c)
+        gradient = jax.grad(lambda c, mode=differentiate: jnp.sum(x_of(c, mode)))(c)
         np.testing.assert_allclose(gradient, expected, rtol=2e-3, err_msg=repr(differentiate))
 
 
