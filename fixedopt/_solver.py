@@ -225,7 +225,8 @@ class Solver(abc.ABC, Generic[State]):
         least-squares solvers return MINPACK's residual–Jacobian cosine, and L-BFGS the
         larger of its model's Newton decrement and the secant measure, so that neither
         a poor quasi-Newton model nor a poor scalar curvature alone can declare
-        convergence.
+        convergence. An override reaches the secant measure as
+        ``super().gradient_measure(...)``.
         """
         return secant_measure(problem, x, value, grad, curvature)
 
