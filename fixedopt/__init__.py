@@ -7,6 +7,8 @@ from fixedopt._covariance import Covariance as Covariance
 from fixedopt._covariance import covariance as covariance
 from fixedopt._curve_fit import CurveFit as CurveFit
 from fixedopt._curve_fit import curve_fit as curve_fit
+from fixedopt._differentiation import Implicit as Implicit
+from fixedopt._differentiation import Unroll as Unroll
 from fixedopt._flax import mask_from as mask_from
 from fixedopt._hessian_covariance import hessian_covariance as hessian_covariance
 from fixedopt._mask import fix as fix
@@ -30,6 +32,7 @@ from fixedopt._solvers.gauss_newton import LevenbergMarquardt as LevenbergMarqua
 from fixedopt._solvers.gradient_descent import GradientDescent as GradientDescent
 from fixedopt._solvers.lbfgs import LBFGS as LBFGS
 from fixedopt._solvers.optax_solver import Optax as Optax
+from fixedopt._status import Outcome as Outcome
 from fixedopt._status import Reason as Reason
 from fixedopt._status import Status as Status
 
@@ -41,9 +44,11 @@ __all__ = [
     "CurveFit",
     "GaussNewton",
     "GradientDescent",
+    "Implicit",
     "KeepFixedState",
     "LevenbergMarquardt",
     "Optax",
+    "Outcome",
     "Problem",
     "Reason",
     "Report",
@@ -52,6 +57,7 @@ __all__ = [
     "Status",
     "Step",
     "StepContext",
+    "Unroll",
     "apply_updates",
     "covariance",
     "curve_fit",

@@ -1,5 +1,6 @@
 """The compiled core of ``minimize`` / ``least_squares``: one row's setup, the loop,
-and the way back to the user's pytree, with the implicit derivative attached."""
+and the way back to the user's pytree, with the derivative rule of the solve's
+:class:`~fixedopt._differentiation.Differentiation` applied."""
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from fixedopt._implicit import implicit_solution, with_derivative
+from fixedopt._differentiation import IMPLICIT, Differentiation
+from fixedopt._implicit import DerivativeProblem
 from fixedopt._lanes import Report, iterate_lanes
 from fixedopt._loop import LoopState, Stopping, iterate
 from fixedopt._losses import Loss
 from fixedopt._mask import active_set, unravel_mask
 from fixedopt._problem import (
-    DifferentiableObjective,
     Objective,
     RowData,
     differentiable_objective,
@@ -42,7 +43,8 @@ class Plan(NamedTuple):
     lanes: int | None = None  # a batch: rows the loop advances at a time (None: default)
     backend: str = "cpu"  # the platform compiled for: it sets the default lanes
     vectorized: bool = False  # fun takes the lane batch (see fixedopt._vectorized)
-    unroll_length: int | None = None  # None: implicit differentiation
+    differentiate: Differentiation = IMPLICIT  # the loops and the derivative rule
+    max_trips: int | None = None  # the driver loop's static trip count, if it needs one
     progress: Progress | None = None  # None: no progress callback
 
 
@@ -73,12 +75,12 @@ def run(
     finish = functools.partial(_finish, objective)
     if plan.batched_args is None:
         start = objective.start(rows)
-        final = iterate(solver, objective.problem(rows), start, stopping, plan.unroll_length)
+        final = iterate(solver, objective.problem(rows), start, stopping, plan.max_trips)
         return _solution(final, finish(rows, final))
 
     start = jax.vmap(objective.start)(rows)
     rows_final: LoopState | Report
-    if plan.unroll_length is None:
+    if plan.differentiate.through_lanes:
         rows_final = iterate_lanes(
             solver,
             objective.problem,
@@ -92,7 +94,7 @@ def run(
     else:
 
         def one(row: RowData, x: jax.Array) -> LoopState:
-            return iterate(solver, objective.problem(row), x, stopping, plan.unroll_length)
+            return iterate(solver, objective.problem(row), x, stopping, plan.max_trips)
 
         rows_final = jax.vmap(one)(rows, start)
     return _solution(rows_final, jax.vmap(finish)(rows, rows_final))
@@ -123,13 +125,13 @@ def _set_up(fun: Callable[..., Any], plan: Plan, inputs: Inputs) -> tuple[Object
     one_row = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[batched:], a.dtype), rows)
     # One row's structure, for unravel (shapes only: a batch may have no rows).
     x0_row = jax.tree.map(lambda a: jnp.zeros(a.shape[1:], a.dtype), x0) if batched else x0
-    unroll = plan.unroll_length is not None
+    differentiate = plan.differentiate
     if plan.vectorized:
         objective = vectorized_objective(
-            fun, plan.least_squares, x0_row, unroll, one_row, tuple(shared), merge_args
+            fun, plan.least_squares, x0_row, differentiate, one_row, tuple(shared), merge_args
         )
     else:
-        objective = make_objective(fun, plan.least_squares, x0_row, args_of, unroll, one_row)
+        objective = make_objective(fun, plan.least_squares, x0_row, args_of, differentiate, one_row)
     return objective, rows
 
 
@@ -138,10 +140,9 @@ def _finish(objective: Objective, data: RowData, final: LoopState | Report) -> R
     pytree; ``at_bound`` is the row's :func:`~fixedopt._mask.active_set` at ``x``,
     from the loop's last gradient.
 
-    Implicit differentiation: the solver ran on stopped inputs, and the true
-    derivatives are attached here (see :func:`_differentiable_result`). Unrolled:
-    nothing was stopped and the loops were scans, so the loop's own outputs carry
-    their derivatives.
+    The derivatives are those of ``objective.differentiate.solution``: with
+    ``Implicit`` the solver ran on stopped inputs and the implicit derivatives are
+    attached here; with ``Unroll`` the loop's own outputs carry theirs.
     """
     flat_x, grad = final.x, final.grad
     if data.split_index is not None:  # packed variables: back to the full vector
@@ -151,41 +152,18 @@ def _finish(objective: Objective, data: RowData, final: LoopState | Report) -> R
     active = jnp.zeros_like(data.fixed)
     if data.lower is not None and data.upper is not None:
         active = active_set(flat_x, grad, data.fixed, data.lower, data.upper)
-    x, value, grad_norm = flat_x, final.value, final.grad_norm
-    if not objective.unroll:
-        x, value, grad_norm = _differentiable_result(objective, data, flat_x, active, final)
+    found = (flat_x, final.value, final.grad_norm)
+    problem = _derivative_problem(objective, data, active)
+    x, value, grad_norm = objective.differentiate.solution(found, problem)
     tree = objective.unravel(x)
     return tree, value, grad_norm, unravel_mask(active, tree)
 
 
-def _differentiable_result(
-    objective: Objective,
-    data: RowData,
-    flat_x: jax.Array,
-    active: jax.Array,
-    final: LoopState | Report,
-) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """``(x, value, grad_norm)`` with their true derivatives, computed only when
-    differentiated.
-
-    ``x`` gets the implicit derivative with respect to the fixed values, ``args``
-    and the bounds: bound-active entries are held like fixed ones, at their
-    bound, so ``dx/dbound`` is 1 there and the free block responds to it. ``value``
-    and ``grad_norm`` are differentiated as the objective and the projected
-    gradient's max-norm at that ``x`` (the envelope theorem, for ``value``).
-    ``active`` is the row's active set at ``x``.
-    """
-    fixed, values = data.fixed, data.fixed_values
-    has_bounds = data.lower is not None and data.upper is not None
-    active_lower = active_upper = jnp.zeros_like(fixed)
-    lower, upper = values, values  # unused without bounds
-    if data.lower is not None and data.upper is not None:
-        lower, upper = data.lower, data.upper
-        active_lower = active & (flat_x <= jax.lax.stop_gradient(lower))
-        active_upper = active & (flat_x >= jax.lax.stop_gradient(upper))
-    held = fixed | active_lower | active_upper
-    at_bound = jnp.where(active_lower, lower, jnp.where(active_upper, upper, 0.0))
-    held_values = jnp.where(fixed, values, at_bound)
+def _derivative_problem(
+    objective: Objective, data: RowData, active: jax.Array
+) -> DerivativeProblem:
+    """The row as a derivative rule sees it: the objective with its fixed entries read
+    from the (not stopped) fixed values, its args, mask, bounds and active set."""
     function = differentiable_objective(
         objective.fun, objective.least_squares, objective.unravel, objective.vectorized
     )
@@ -193,31 +171,9 @@ def _differentiable_result(
     if objective.vectorized:  # fun sees this row as a batch of one
         row_args = jax.tree.map(lambda a: a[None], row_args)
     args = objective.args_of(row_args)
-    x = implicit_solution(function, flat_x, held, held, held_values, args)
-    value = with_derivative(function, final.value, x, held, held_values, args)
-    grad_norm_of = functools.partial(_projected_grad_norm, function, has_bounds)
-    grad_norm = with_derivative(
-        grad_norm_of, final.grad_norm, x, held, held_values, args, fixed, lower, upper
+    return DerivativeProblem(
+        function, args, data.fixed, data.fixed_values, data.lower, data.upper, active
     )
-    return x, value, grad_norm
-
-
-def _projected_grad_norm(
-    objective: DifferentiableObjective,
-    has_bounds: bool,
-    x: jax.Array,
-    held: jax.Array,
-    held_values: jax.Array,
-    args: tuple[Any, ...],
-    fixed: jax.Array,
-    lower: jax.Array,
-    upper: jax.Array,
-) -> jax.Array:
-    """The max-norm of the projected gradient over free entries (differentiable)."""
-    grad = jax.grad(objective)(x, held, held_values, args)
-    if has_bounds:
-        grad = x - jnp.clip(x - grad, lower, upper)
-    return jnp.max(jnp.abs(jnp.where(fixed, 0.0, grad)), initial=0.0)
 
 
 def _solution(final: LoopState | Report, result: Result) -> Solution:

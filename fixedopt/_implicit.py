@@ -12,13 +12,17 @@ Hessian singular; here the system is ``blockdiag(H_FF, I)``, which is not. It is
 solved densely for small problems and by conjugate gradients (Hessian-vector
 products) for large ones, inside ``lax.custom_linear_solve`` so that reverse mode
 transposes it. No iteration of the solver is differentiated.
+
+:func:`implicit_result` is the whole rule for one row (``fixedopt.Implicit``): ``x``
+by the implicit function theorem, ``value`` and ``grad_norm`` differentiated at that
+``x`` (the envelope theorem, for ``value``).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -134,3 +138,66 @@ def _float0_for_ints(primal: PyTree, tangent: PyTree) -> PyTree:
         primal,
         tangent,
     )
+
+
+class DerivativeProblem(NamedTuple):
+    """One row as the derivative rule sees it: its objective, not stopped, and its
+    constraints, flat (``(n,)`` arrays)."""
+
+    objective: RowObjective  # (x, fixed, values, args) -> f; closes over no traced value
+    args: PyTree  # the objective's extra arguments
+    fixed: jax.Array  # bool
+    fixed_values: jax.Array
+    lower: jax.Array | None  # None without bounds
+    upper: jax.Array | None
+    active: jax.Array  # bool: the active set at the solution (fixedopt._mask.active_set)
+
+
+def implicit_result(
+    problem: DerivativeProblem, x: jax.Array, value: jax.Array, grad_norm: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(x, value, grad_norm)`` of a row's solution with their true derivatives,
+    computed only when differentiated.
+
+    ``x`` gets the implicit derivative with respect to the fixed values, ``args``
+    and the bounds: bound-active entries are held like fixed ones, at their
+    bound, so ``dx/dbound`` is 1 there and the free block responds to it. ``value``
+    and ``grad_norm`` are differentiated as the objective and the projected
+    gradient's max-norm at that ``x`` (the envelope theorem, for ``value``).
+    """
+    objective, args, fixed, values, lower, upper, active = problem
+    has_bounds = lower is not None and upper is not None
+    active_lower = active_upper = jnp.zeros_like(fixed)
+    if lower is None or upper is None:
+        lower = upper = values  # unused without bounds
+    else:
+        active_lower = active & (x <= jax.lax.stop_gradient(lower))
+        active_upper = active & (x >= jax.lax.stop_gradient(upper))
+    held = fixed | active_lower | active_upper
+    at_bound = jnp.where(active_lower, lower, jnp.where(active_upper, upper, 0.0))
+    held_values = jnp.where(fixed, values, at_bound)
+    x = implicit_solution(objective, x, held, held, held_values, args)
+    value = with_derivative(objective, value, x, held, held_values, args)
+    grad_norm_of = functools.partial(_projected_grad_norm, objective, has_bounds)
+    grad_norm = with_derivative(
+        grad_norm_of, grad_norm, x, held, held_values, args, fixed, lower, upper
+    )
+    return x, value, grad_norm
+
+
+def _projected_grad_norm(
+    objective: RowObjective,
+    has_bounds: bool,
+    x: jax.Array,
+    held: jax.Array,
+    held_values: jax.Array,
+    args: PyTree,
+    fixed: jax.Array,
+    lower: jax.Array,
+    upper: jax.Array,
+) -> jax.Array:
+    """The max-norm of the projected gradient over free entries (differentiable)."""
+    grad = jax.grad(objective)(x, held, held_values, args)
+    if has_bounds:
+        grad = x - jnp.clip(x - grad, lower, upper)
+    return jnp.max(jnp.abs(jnp.where(fixed, 0.0, grad)), initial=0.0)

@@ -12,8 +12,8 @@ from typing import Generic, NamedTuple, Protocol, TypeVar
 import jax
 import jax.numpy as jnp
 
-from fixedopt._control import loop
 from fixedopt._solver import Problem, State, Step
+from fixedopt._status import Outcome, failure
 
 Aux = TypeVar("Aux")  # what ``evaluate`` returns besides value and gradient (a pytree)
 
@@ -180,8 +180,8 @@ def projected_backtracking(
             flat,
         )
 
-    _, x_new, value_new, grad_new, aux, _, accepted, nonfinite, flat = loop(
-        keep_going, trial, init, max_steps if problem.unroll else None
+    _, x_new, value_new, grad_new, aux, _, accepted, nonfinite, flat = problem.differentiate.loop(
+        keep_going, trial, init, max_steps
     )
     return LineSearchResult(x_new, value_new, grad_new, aux, accepted, nonfinite, flat)
 
@@ -190,16 +190,15 @@ def step_from_search(
     search: LineSearchResult[Aux], state: State, predicted: jax.Array, relative_step: jax.Array
 ) -> Step[State]:
     """The :class:`~fixedopt._solver.Step` of a line-search solver: the search's
-    point, accepted if the search accepted it; an unaccepted search fails the step."""
+    point, accepted if the search accepted it; an unaccepted search fails the step
+    (:func:`~fixedopt._status.failure`: non-finite, flat, or neither)."""
+    outcome = jnp.where(search.accepted, Outcome.ACCEPT, failure(search.nonfinite, search.flat))
     return Step(
         x=search.x,
         value=search.value,
         grad=search.grad,
         state=state,
-        accepted=search.accepted,
-        failed=~search.accepted,
-        nonfinite=search.nonfinite,
-        flat=search.flat,
+        outcome=outcome.astype(jnp.int32),
         predicted=predicted,
         relative_step=relative_step,
     )

@@ -16,9 +16,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from fixedopt._control import loop
 from fixedopt._solver import Problem, Solver, Step, StepContext
-from fixedopt._status import RUNNING, Reason, Status
+from fixedopt._status import RUNNING, Reason, Status, accepted, stop_status, stops
 
 AnySolver = Solver[Any]  # the driver runs any solver; its state is opaque here
 
@@ -47,23 +46,6 @@ def objective_scale(value: jax.Array, initial_value: jax.Array, precision: jax.A
     return jnp.maximum(jnp.abs(value), eps * jnp.maximum(initial_value - value, 0.0))
 
 
-def secant_gradient_measure(projected: jax.Array, gamma: jax.Array, value: jax.Array) -> jax.Array:
-    """``|g| sqrt(gamma / (2 |f|))``, ``gamma`` from :func:`secant_curvature`.
-
-    ``g`` is the projected gradient over free entries (``projected``) and ``gamma`` the curvature
-    scale of the last step (the Barzilai–Borwein / L-BFGS initial scaling). Its
-    square is the relative reduction a secant model predicts for a step to its
-    minimum, an estimate of ``(f - f*) / |f|``; for a least-squares objective it is
-    MINPACK's cosine between the residual and the Jacobian, with ``1 / gamma`` in
-    place of the column norms. Unchanged when ``f`` or ``x`` is rescaled. ``inf``
-    without positive curvature on the last step (and at the start), 0 for an
-    exactly zero gradient.
-    """
-    size = jnp.linalg.norm(projected)
-    measure = jnp.where(size == 0, 0.0, size * jnp.sqrt(gamma / (2.0 * jnp.abs(value))))
-    return jnp.where(jnp.isnan(measure), jnp.inf, measure)
-
-
 class Stopping(NamedTuple):
     """The stopping rules, as traced data: changing them does not recompile.
 
@@ -88,7 +70,7 @@ class LoopState(NamedTuple):
     steps: jax.Array
     status: jax.Array
     reason: jax.Array
-    gamma: jax.Array  # the secant curvature scale of the last good step (inf: none)
+    gamma: jax.Array  # secant curvature of the last good step (inf: none): gradient_measure's
     initial_value: jax.Array  # f(x0), the scale of the last-resort PRECISION test
     solver_state: Any
 
@@ -170,10 +152,7 @@ def start(solver: AnySolver, problem: Problem, x: jax.Array, stopping: Stopping)
     finite = jnp.isfinite(value) & jnp.all(jnp.isfinite(grad))
     outcome = jnp.where(finite, RUNNING, Status.NONFINITE)
     infinite = jnp.asarray(jnp.inf, value.dtype)
-    gradient = solver.gradient_measure(problem, x, value, grad, solver_state)
-    if gradient is None or not solver.exact_gradient_measure:
-        # No step yet: only an exactly zero gradient passes.
-        gradient = jnp.where(grad_norm == 0, 0.0, infinite)
+    gradient = solver.gradient_measure(problem, x, value, grad, solver_state, None)
     tests = Tests(grad_norm, gradient, infinite, infinite, infinite)
     zero = jnp.zeros((), jnp.int32)
     status, reason = _verdict(outcome, tests, zero, stopping)
@@ -181,13 +160,6 @@ def start(solver: AnySolver, problem: Problem, x: jax.Array, stopping: Stopping)
     status = jnp.where(infeasible, Status.INFEASIBLE, status).astype(jnp.int32)
     reason = jnp.where(infeasible, Reason.NONE, reason).astype(jnp.int32)
     return LoopState(x, value, grad, grad_norm, zero, status, reason, infinite, value, solver_state)
-
-
-def _outcome(step: Step[Any]) -> jax.Array:
-    """The failure policy's status code of a step: RUNNING unless it ``failed``."""
-    failure = jnp.where(step.flat, Status.STALLED, Status.LINESEARCH_FAILED)
-    failure = jnp.where(step.nonfinite, Status.NONFINITE, failure)
-    return jnp.where(step.failed, failure, RUNNING).astype(jnp.int32)
 
 
 def _relative_reduction(
@@ -199,25 +171,8 @@ def _relative_reduction(
     reduction alone."""
     actual = old_value - new_value
     reduction = jnp.maximum(actual, step.predicted) / scale
-    reduction = jnp.where(step.accepted & (actual >= 0), reduction, jnp.inf)
-    return jnp.where(step.failed, step.predicted / scale, reduction)
-
-
-def _gradient_test(
-    solver: AnySolver,
-    problem: Problem,
-    kept: LoopState,
-    projected: jax.Array,
-    gamma: jax.Array,
-    state: Any,
-) -> jax.Array:
-    """The measure ``gtol`` compares at the kept iterate (see :class:`Solver`);
-    ``projected`` is the projected gradient there."""
-    gradient = solver.gradient_measure(problem, kept.x, kept.value, kept.grad, state)
-    if solver.exact_gradient_measure and gradient is not None:
-        return gradient
-    secant = secant_gradient_measure(projected, gamma, kept.value)
-    return secant if gradient is None else jnp.maximum(gradient, secant)
+    reduction = jnp.where(accepted(step.outcome) & (actual >= 0), reduction, jnp.inf)
+    return jnp.where(stops(step.outcome), step.predicted / scale, reduction)
 
 
 def advance(
@@ -229,32 +184,32 @@ def advance(
 ) -> LoopState:
     """One iteration of one row: the solver's step, the failure policy, the new status.
 
-    The row moves to the step's point only if the step was ``accepted``, so it always
-    holds its last finite iterate; a ``failed`` step stops it (:func:`_outcome`).
+    The row moves to the step's point only if the step's outcome accepts it, so it
+    always holds its last finite iterate; a stopping outcome stops it with the status
+    of :func:`~fixedopt._status.stop_status`.
     """
     context = StepContext(True, state.steps) if context is None else context
     step = solver.step(problem, state.x, state.value, state.grad, state.solver_state, context)
+    moved = accepted(step.outcome)
     # A row of a batch that has stopped (not active) keeps its iterate too.
-    moves = step.accepted & context.active
+    moves = moved & context.active
     x, value, grad = (
         jnp.where(moves, new, old)
         for new, old in ((step.x, state.x), (step.value, state.value), (step.grad, state.grad))
     )
-    projected = problem.projected_gradient(x, grad)  # once per step: both tests read it
-    grad_norm = jnp.max(jnp.abs(projected), initial=0.0)
+    grad_norm = problem.grad_norm(x, grad)
     s, y = problem.free_part(x - state.x), grad - state.grad
-    gamma = secant_curvature(s, y, step.accepted, state.gamma)
-    kept = state._replace(x=x, value=value, grad=grad)
+    gamma = secant_curvature(s, y, moved, state.gamma)
     scale = objective_scale(state.value, state.initial_value, stopping.precision)
     tests = Tests(
         grad_norm=grad_norm,
-        gradient=_gradient_test(solver, problem, kept, projected, gamma, step.state),
+        gradient=solver.gradient_measure(problem, x, value, grad, step.state, gamma),
         reduction=_relative_reduction(state.value, value, step, scale),
-        relative_step=jnp.where(step.accepted | step.failed, step.relative_step, jnp.inf),
+        relative_step=jnp.where(moved | stops(step.outcome), step.relative_step, jnp.inf),
         value_drop=jnp.abs(value) / jnp.abs(state.initial_value),
     )
     steps = state.steps + 1
-    status, reason = _verdict(_outcome(step), tests, steps, stopping)
+    status, reason = _verdict(stop_status(step.outcome), tests, steps, stopping)
     return LoopState(
         x, value, grad, grad_norm, steps, status, reason, gamma, state.initial_value, step.state
     )
@@ -269,16 +224,16 @@ def iterate(
     problem: Problem,
     x: jax.Array,
     stopping: Stopping,
-    unroll_length: int | None = None,
+    max_trips: int | None = None,
 ) -> LoopState:
     """Run ``solver`` on one row from ``x`` until its status is no longer RUNNING.
 
-    With ``unroll_length`` (``max_steps``, static) the loop is a differentiable
-    fixed-length scan (see :mod:`fixedopt._control`).
+    The loop is ``problem.differentiate``'s; ``max_trips`` is ``max_steps`` where that
+    loop needs a static trip count (``Differentiation.static_max_steps``), else None.
     """
-    return loop(
+    return problem.differentiate.loop(
         _running,
         lambda state: advance(solver, problem, state, stopping),
         start(solver, problem, x, stopping),
-        unroll_length,
+        max_trips,
     )

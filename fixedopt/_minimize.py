@@ -10,6 +10,7 @@ from jax.typing import ArrayLike
 
 from fixedopt._arguments import args_tuple, batched_args, check_solver, hashable_function
 from fixedopt._call_note import UserFunction
+from fixedopt._differentiation import Differentiation
 from fixedopt._engine import Inputs, run
 from fixedopt._fit_data import fit_data
 from fixedopt._options import Options, solve_options
@@ -47,7 +48,7 @@ def minimize(
     xtol: float | None = None,
     abs_gtol: float = 0.0,
     max_steps: int = 1000,
-    differentiate: str = "implicit",
+    differentiate: str | Differentiation = "implicit",
     lanes: int | None = None,
     progress: bool | int | str = False,
     vectorized: bool = False,
@@ -111,13 +112,14 @@ def minimize(
       max_steps: the iteration limit per row (an int below ``2**31``).
       differentiate: how ``jax.grad``/``jax.jvp`` of ``Solution.x`` (and of ``value``
         and ``grad_norm``) with respect to ``fixed_values``, ``args`` and ``bounds``
-        is computed. ``"implicit"`` (the default): by the implicit function theorem
-        at the solution, solving one linear system on the free block (bound-active
-        entries are held at their bound, so ``dx/dbound`` is 1 there; ``value`` gets
-        the envelope-theorem derivative) — exact at a converged
-        solution, and no iteration is differentiated. ``"unroll"``: through every
-        iteration (loops become fixed-length scans of ``max_steps``: slower, memory
-        grows with ``max_steps``; for comparison and for non-converged solves;
+        is computed. ``fixedopt.Implicit()`` or ``"implicit"`` (the default): by the
+        implicit function theorem at the solution, solving one linear system on the
+        free block (bound-active entries are held at their bound, so ``dx/dbound`` is
+        1 there; ``value`` gets the envelope-theorem derivative) — exact at a converged
+        solution, and no iteration is differentiated. ``fixedopt.Unroll()`` or
+        ``"unroll"``: through every iteration (loops become fixed-length scans of
+        ``max_steps``: slower, memory grows with ``max_steps``; for comparison and for
+        non-converged solves;
         ``fixedopt.Optax`` with an optimizer that has its own while loop, such as
         ``optax.lbfgs``, cannot be unrolled in reverse mode: it raises a
         ``ValueError`` when traced).
@@ -192,7 +194,7 @@ def least_squares(
     xtol: float | None = None,
     abs_gtol: float = 0.0,
     max_steps: int = 1000,
-    differentiate: str = "implicit",
+    differentiate: str | Differentiation = "implicit",
     lanes: int | None = None,
     progress: bool | int | str = False,
     vectorized: bool = False,

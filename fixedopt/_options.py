@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._arguments import choice, max_steps_option, tolerance
+from fixedopt._differentiation import Differentiation, differentiation_option
 from fixedopt._engine import Plan
 from fixedopt._loop import Stopping
 from fixedopt._losses import Loss
@@ -23,7 +24,6 @@ from fixedopt._progress import Progress, progress_option
 from fixedopt._validate import PyTree
 
 STRATEGIES = ("mask", "split")
-DIFFERENTIATE = ("implicit", "unroll")
 
 
 class Tolerances(NamedTuple):
@@ -43,7 +43,7 @@ class Options(NamedTuple):
     batched: bool
     args_axes: Any
     strategy: str
-    differentiate: str
+    differentiate: Differentiation
     tolerances: Tolerances
     max_steps: int
     lanes: int | None
@@ -52,14 +52,14 @@ class Options(NamedTuple):
 
     def plan(self, batch: int, batched_args: tuple[bool, ...] | None) -> Plan:
         """The static choices of the compiled program, for a batch of ``batch`` rows."""
-        unroll = self.differentiate == "unroll"
         return Plan(
             least_squares=self.least_squares,
             batched_args=batched_args,
             lanes=None if self.lanes is None else min(self.lanes, batch),
             backend=jax.default_backend(),
             vectorized=self.vectorized,
-            unroll_length=self.max_steps if unroll else None,
+            differentiate=self.differentiate,
+            max_trips=self.differentiate.static_max_steps(self.max_steps),
             progress=self.progress,
         )
 
@@ -97,7 +97,7 @@ def solve_options(
     batched: bool,
     args_axes: Any,
     strategy: str,
-    differentiate: str,
+    differentiate: object,
     gtol: Any,
     ftol: Any,
     xtol: Any,
@@ -115,7 +115,7 @@ def solve_options(
     batch, and reverse mode cannot pass a vectorized objective's batching rule).
     """
     choice("strategy", strategy, STRATEGIES)
-    choice("differentiate", differentiate, DIFFERENTIATE)
+    differentiation = differentiation_option(differentiate)
     lanes = None if lanes is None else _lanes_option(lanes)
     if not isinstance(vectorized, bool):
         raise TypeError(f"`vectorized` must be a bool, got {vectorized!r}")
@@ -124,7 +124,8 @@ def solve_options(
     given = [name for name, set_ in batch_only.items() if set_]
     _reject(given, batched, "without batched=True")
     given = [name for name in ("lanes", "progress", "vectorized") if batch_only[name]]
-    _reject(given, differentiate != "unroll", 'with differentiate="unroll" (fixed-length scans)')
+    unrolled = 'with differentiate="unroll" (fixed-length scans)'
+    _reject(given, differentiation.through_lanes, unrolled)
     given_tolerances = zip(Tolerances._fields, (gtol, ftol, xtol, abs_gtol))
     tolerances = Tolerances(*(tolerance(name, value) for name, value in given_tolerances))
     return Options(
@@ -132,7 +133,7 @@ def solve_options(
         batched=batched,
         args_axes=args_axes,
         strategy=strategy,
-        differentiate=differentiate,
+        differentiate=differentiation,
         tolerances=tolerances,
         max_steps=max_steps_option(max_steps),
         lanes=lanes,

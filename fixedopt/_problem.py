@@ -17,6 +17,7 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
 from fixedopt._call_note import one_problem_note, rows_at_once_note
+from fixedopt._differentiation import Differentiation
 from fixedopt._losses import Loss
 from fixedopt._reparam import pack, split
 from fixedopt._solver import Problem
@@ -69,20 +70,19 @@ class Objective(NamedTuple):
     least_squares: bool | Loss  # False for minimize; True or a Loss (robust, Poisson)
     unravel: Callable[[jax.Array], PyTree]
     args_of: Callable[[tuple[Any, ...]], tuple[Any, ...]]
-    unroll: bool  # loops are differentiable scans; nothing is stopped
+    differentiate: Differentiation  # the loops, and what of the inputs the solver sees
     jacobian: Callable[..., Any] | None  # jax.jacfwd or jax.jacrev (least squares)
     vectorized: bool = False  # fun takes the lane batch (see fixedopt._vectorized)
     shared_args: tuple[Any, ...] = ()  # vectorized: the leaves of args shared by all rows
     merge_args: Callable[..., tuple[Any, ...]] | None = None  # (row_args, shared) -> args
 
     def full_problem(self, data: RowData) -> Problem:
-        """The row's problem in the full flat vector (inputs stopped unless unrolled)."""
+        """The row's problem in the full flat vector (its inputs as
+        ``differentiate.stop`` lets the solver see them)."""
         if self.vectorized:
             output = residual_output(_loss(self.least_squares)) if self.least_squares else None
             return lane_problem(self, data, output)
-        args = self.args_of(data.row_args)
-        if not self.unroll:
-            data, args = jax.lax.stop_gradient((data, args))
+        data, args = self.differentiate.stop((data, self.args_of(data.row_args)))
         args, counts = split_data(self.least_squares, args)
 
         def call(flat_x: jax.Array) -> Any:
@@ -95,7 +95,7 @@ class Objective(NamedTuple):
         value_and_grad = functions.pop("value_and_grad", jax.value_and_grad(call))
         return Problem(
             value_and_grad, data.fixed, data.fixed_values, data.lower, data.upper,
-            unroll=self.unroll, **functions,
+            differentiate=self.differentiate, **functions,
         )  # fmt: skip
 
     def problem(self, data: RowData) -> Problem:
@@ -105,7 +105,7 @@ class Objective(NamedTuple):
 
     def start(self, data: RowData) -> jax.Array:
         """The starting point in the solver's variables (packed for ``split``)."""
-        x0 = data.x0 if self.unroll else jax.lax.stop_gradient(data.x0)
+        x0 = self.differentiate.stop(data.x0)
         return x0 if data.split_index is None else pack(x0, data.split_index)
 
 
@@ -114,7 +114,7 @@ def objective(
     least_squares: bool | Loss,
     x0_row: PyTree,
     args_of: Callable[[tuple[Any, ...]], tuple[Any, ...]],
-    unroll: bool,
+    differentiate: Differentiation,
     one_row: RowData,
 ) -> Objective:
     """The :class:`Objective` of ``fun``, after checking its output once.
@@ -123,7 +123,7 @@ def objective(
     of one row's :class:`RowData` (``jax.ShapeDtypeStruct`` leaves are enough).
     """
     unravel = ravel_pytree(x0_row)[1]
-    partial = Objective(fun, least_squares, unravel, args_of, unroll, None)
+    partial = Objective(fun, least_squares, unravel, args_of, differentiate, None)
 
     def output(data: RowData) -> Any:
         args = split_data(least_squares, args_of(data.row_args))[0]
@@ -147,7 +147,7 @@ def vectorized_objective(
     fun: Callable[..., Any],
     least_squares: bool | Loss,
     x0_row: PyTree,
-    unroll: bool,
+    differentiate: Differentiation,
     one_row: RowData,
     shared: tuple[Any, ...],
     merge_args: Callable[..., tuple[Any, ...]],
@@ -160,8 +160,8 @@ def vectorized_objective(
     def args_of(row_args: tuple[Any, ...]) -> tuple[Any, ...]:
         return merge_args(row_args, shared)
 
-    vectorized = Objective(fun, least_squares, unravel, args_of, unroll, None, True, shared,
-                           merge_args)  # fmt: skip
+    vectorized = Objective(fun, least_squares, unravel, args_of, differentiate, None, True,
+                           shared, merge_args)  # fmt: skip
     _check_vectorized(vectorized, one_row, x0_row)
     return vectorized
 

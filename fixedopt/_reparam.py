@@ -109,7 +109,7 @@ def split(problem: Problem, index: jax.Array) -> Problem:
         fixed=index == n,
         fixed_values=jnp.zeros(index.shape, problem.fixed_values.dtype),
         residual_and_jacobian=residual_and_jacobian,
-        unroll=problem.unroll,
+        differentiate=problem.differentiate,
         robust=problem.robust,
         **bounds,
     )

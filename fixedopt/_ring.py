@@ -5,7 +5,10 @@ In a batched solve every running row stores its curvature pair at the same slot
 turns ``history[slot]`` into a gather and ``history.at[slot].set`` into a scatter,
 which XLA's CPU backend runs element by element (at n=8 they took most of an L-BFGS
 step). With an unbatched slot these are a ``dynamic_slice`` and an in-place
-``dynamic_update_slice`` along the slot axis of the batched buffer.
+``dynamic_update_slice`` along the slot axis of the batched buffer. Reverse mode
+cannot pass these custom batching rules: :func:`plain_read_slot` and
+:func:`plain_write_slot` are the plain slices, for a solve differentiated by unrolling
+(``fixedopt.Unroll``).
 """
 
 from __future__ import annotations
@@ -18,6 +21,19 @@ import jax.numpy as jnp
 
 def _broadcast(axis_size: int, value: jax.Array, batched: bool) -> jax.Array:
     return value if batched else jnp.broadcast_to(value, (axis_size, *jnp.shape(value)))
+
+
+def plain_read_slot(history: jax.Array, slot: jax.Array) -> jax.Array:
+    """``history[slot]`` as a ``dynamic_slice`` (a gather under ``vmap``)."""
+    row: jax.Array = jax.lax.dynamic_index_in_dim(history, slot, keepdims=False)
+    return row
+
+
+def plain_write_slot(history: jax.Array, slot: jax.Array, value: jax.Array) -> jax.Array:
+    """``history.at[slot].set(value)`` as a ``dynamic_update_slice`` (a scatter under
+    ``vmap``)."""
+    written: jax.Array = jax.lax.dynamic_update_index_in_dim(history, value, slot, axis=0)
+    return written
 
 
 @jax.custom_batching.custom_vmap

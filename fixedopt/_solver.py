@@ -17,6 +17,7 @@ from typing import ClassVar, Generic, NamedTuple, TypeVar
 import jax
 import jax.numpy as jnp
 
+from fixedopt._differentiation import IMPLICIT, Differentiation
 from fixedopt._mask import active_set
 
 State = TypeVar("State")
@@ -39,8 +40,11 @@ class Problem(NamedTuple):
       residual_and_jacobian: ``x -> (r, J)``, ``r`` of shape ``(m,)`` and ``J`` of
         shape ``(m, n)`` with exact zero columns at fixed entries, for least squares;
         else ``None``.
-      unroll: loops run as fixed-length scans, so that a solve can be differentiated
-        by unrolling (static).
+      differentiate: how the solve is differentiated (``fixedopt.Implicit()`` or
+        ``fixedopt.Unroll()``, static). It supplies the loop primitive and the ring
+        buffer's slot access: a solver runs its inner loops with
+        ``problem.differentiate.loop`` and is then right in either mode, without
+        asking which.
       robust: ``residual_and_jacobian`` gives rescaled residuals and Jacobian (of a
         robust loss, or the Poisson likelihood's Fisher scoring; see
         ``fixedopt._losses``), whose half sum of squares is not the objective (static).
@@ -52,7 +56,7 @@ class Problem(NamedTuple):
     lower: jax.Array | None = None
     upper: jax.Array | None = None
     residual_and_jacobian: ResidualAndJacobian | None = None
-    unroll: bool = False
+    differentiate: Differentiation = IMPLICIT
     robust: bool = False
 
     @property
@@ -118,23 +122,23 @@ class StepContext(NamedTuple):
 class Step(NamedTuple, Generic[State]):
     """One iteration, as a solver reports it; the driver decides what the row keeps.
 
-    The driver moves the row to ``x`` (with ``value`` and ``grad``) if ``accepted``,
-    else keeps its last iterate. If ``failed`` (no acceptable step can be found from
-    here) the row stops: ``NONFINITE`` if ``nonfinite``, ``STALLED`` if ``flat``,
-    else ``LINESEARCH_FAILED`` — or ``CONVERGED`` (reason ``PRECISION``) when it is
-    stationary to working precision. ``predicted`` and ``relative_step`` describe
-    the step of the solver's model, ``inf`` where it has none: the driver's ``ftol``
-    and ``xtol`` tests read them (see :class:`fixedopt.Reason`).
+    ``outcome`` (an :class:`~fixedopt.Outcome` code) says what the step did: the
+    driver moves the row to ``x`` (with ``value`` and ``grad``) if it is accepted
+    (``ACCEPT``, ``ACCEPT_AND_STOP``), else keeps its last iterate; a stopping outcome
+    stops the row: ``ACCEPT_AND_STOP`` and ``FAIL_FLAT`` as ``STALLED``,
+    ``FAIL_NONFINITE`` as ``NONFINITE``, ``FAIL`` as ``LINESEARCH_FAILED`` — or as
+    ``CONVERGED`` (reason ``PRECISION``) when the row is stationary to working
+    precision. ``predicted`` and ``relative_step`` describe the step of the solver's
+    model, ``inf`` where it has none: the driver's ``ftol`` and ``xtol`` tests read
+    them (see :class:`fixedopt.Reason`).
 
     Attributes:
       x: ``(n,)``, the point the step proposes, fixed entries pinned (``problem.project``).
       value: the objective at ``x``.
       grad: ``(n,)``, its masked gradient.
       state: the solver's new state.
-      accepted: move the row to ``x``.
-      failed: the row cannot go on; it stops with its last kept iterate.
-      nonfinite: an evaluation of this step was NaN or infinite.
-      flat: no progress at working precision: ``x`` or ``f`` no longer changes.
+      outcome: ``()`` int, an :class:`~fixedopt.Outcome` code (``jnp.where`` on the codes,
+        or ``fixedopt._status.failure`` for a failed step).
       predicted: the model's predicted reduction of the objective, ``>= 0``.
       relative_step: ``|model step| / |x|`` over free entries (see :func:`relative_size`).
     """
@@ -143,10 +147,7 @@ class Step(NamedTuple, Generic[State]):
     value: jax.Array
     grad: jax.Array
     state: State
-    accepted: jax.Array
-    failed: jax.Array
-    nonfinite: jax.Array
-    flat: jax.Array
+    outcome: jax.Array
     predicted: jax.Array
     relative_step: jax.Array
 
@@ -165,6 +166,7 @@ class Solver(abc.ABC, Generic[State]):
       >>> import dataclasses
       >>> import jax.numpy as jnp
       >>> import fixedopt
+      >>> from fixedopt import Outcome
       >>> @dataclasses.dataclass(frozen=True)
       ... class FixedStep(fixedopt.Solver[None]):
       ...     learning_rate: float = 0.1
@@ -176,11 +178,10 @@ class Solver(abc.ABC, Generic[State]):
       ...         x_new = problem.project(x - self.learning_rate * grad)
       ...         value_new, grad_new = problem.value_and_grad(x_new)
       ...         finite = jnp.isfinite(value_new)
+      ...         outcome = jnp.where(finite, Outcome.ACCEPT, Outcome.FAIL_NONFINITE)
       ...         no_model = jnp.asarray(jnp.inf, x.dtype)  # no ftol/xtol tests
-      ...         return fixedopt.Step(x_new, value_new, grad_new, state,
-      ...                              accepted=finite, failed=~finite, nonfinite=~finite,
-      ...                              flat=jnp.zeros((), bool), predicted=no_model,
-      ...                              relative_step=no_model)
+      ...         return fixedopt.Step(x_new, value_new, grad_new, state, outcome,
+      ...                              predicted=no_model, relative_step=no_model)
       >>> fun = lambda x: jnp.sum((x - 3.0) ** 2)
       >>> sol = fixedopt.minimize(fun, jnp.zeros(3), jnp.array([True, False, False]),
       ...                         solver=FixedStep(0.25))
@@ -190,10 +191,6 @@ class Solver(abc.ABC, Generic[State]):
 
     # True for least-squares solvers: they need ``problem.residual_and_jacobian``.
     needs_residuals: ClassVar[bool] = False
-    # True when gradient_measure is exact (the residual–Jacobian cosine); otherwise
-    # the driver also requires the secant measure, so that neither a poor quasi-Newton
-    # model nor a poor scalar curvature alone can declare convergence.
-    exact_gradient_measure: ClassVar[bool] = False
 
     @abc.abstractmethod
     def init(self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array) -> State:
@@ -212,16 +209,53 @@ class Solver(abc.ABC, Generic[State]):
         """One iteration from ``x`` (see :class:`Step` and :class:`StepContext`)."""
 
     def gradient_measure(
-        self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array, state: State
-    ) -> jax.Array | None:
-        """The scale-invariant gradient measure the ``gtol`` test compares, or None.
+        self,
+        problem: Problem,
+        x: jax.Array,
+        value: jax.Array,
+        grad: jax.Array,
+        state: State,
+        curvature: jax.Array | None,
+    ) -> jax.Array:
+        """The scale-invariant gradient measure that the ``gtol`` test compares.
 
-        None (the default) lets the driver use its secant measure alone; a model's
-        measure (L-BFGS's Newton decrement) must hold together with it; least-squares
-        solvers return MINPACK's residual–Jacobian cosine, which is exact
-        (``exact_gradient_measure``) and used alone.
+        ``curvature`` is the driver's secant curvature of the row's last step (see
+        :func:`secant_measure`), None at the starting point (no step yet). The default
+        is :func:`secant_measure`; a solver with a better measure overrides this:
+        least-squares solvers return MINPACK's residual–Jacobian cosine, and L-BFGS the
+        larger of its model's Newton decrement and the secant measure, so that neither
+        a poor quasi-Newton model nor a poor scalar curvature alone can declare
+        convergence. An override reaches the secant measure as
+        ``super().gradient_measure(...)``.
         """
-        return None
+        return secant_measure(problem, x, value, grad, curvature)
+
+
+def secant_measure(
+    problem: Problem,
+    x: jax.Array,
+    value: jax.Array,
+    grad: jax.Array,
+    curvature: jax.Array | None,
+) -> jax.Array:
+    """``|g| sqrt(gamma / (2 |f|))``, ``g`` the projected gradient over free entries and
+    ``gamma = curvature`` the secant curvature scale ``s.y / y.y`` of the last step (the
+    Barzilai–Borwein / L-BFGS initial scaling).
+
+    Its square is the relative reduction a secant model predicts for a step to its
+    minimum, an estimate of ``(f - f*) / |f|``; for a least-squares objective it is
+    MINPACK's cosine between the residual and the Jacobian, with ``1 / gamma`` in
+    place of the column norms. Unchanged when ``f`` or ``x`` is rescaled. ``inf``
+    without positive curvature on the last step (``gamma = inf``), 0 for an exactly
+    zero gradient. At the starting point (``curvature`` None: no step yet) only an
+    exactly zero gradient passes: 0 there, else ``inf``.
+    """
+    if curvature is None:
+        infinite = jnp.asarray(jnp.inf, value.dtype)
+        return jnp.where(problem.grad_norm(x, grad) == 0, 0.0, infinite)
+    size = jnp.linalg.norm(problem.projected_gradient(x, grad))
+    measure = jnp.where(size == 0, 0.0, size * jnp.sqrt(curvature / (2.0 * jnp.abs(value))))
+    return jnp.where(jnp.isnan(measure), jnp.inf, measure)
 
 
 def relative_size(problem: Problem, step: jax.Array, x: jax.Array) -> jax.Array:

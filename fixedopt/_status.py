@@ -1,11 +1,14 @@
-"""Why a row stopped (``Status``) and which test it met (``Reason``), each code with its
-message; a leaf module, importing nothing from fixedopt, so that every layer can name
-the codes."""
+"""Why a row stopped (``Status``), which test it met (``Reason``) and what one step of
+a solver did (``Outcome``), each code with its message; a leaf module, importing
+nothing from fixedopt, so that every layer can name the codes."""
 
 from __future__ import annotations
 
 import enum
 from typing import Self
+
+import jax
+import jax.numpy as jnp
 
 
 class _Code(enum.IntEnum):
@@ -112,3 +115,81 @@ class Reason(_Code):
 
 
 RUNNING = -1  # internal: the loop goes on while a row's status is RUNNING
+
+
+class Outcome(_Code):
+    """What one step of a solver did: :attr:`fixedopt.Step.outcome`, a traced ``int32``.
+
+    The driver moves the row to the step's point if the outcome is accepted
+    (:func:`accepted`), and stops the row if it :func:`stops` it, with the status
+    :func:`stop_status` gives (unless the row is stationary to working precision: then
+    it is ``CONVERGED``, reason ``PRECISION``). Build one with ``jnp.where`` on the
+    codes, or with :func:`failure` for the three ways a step can fail.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from fixedopt import Outcome
+      >>> ok = jnp.array(True)
+      >>> outcome = jnp.where(ok, Outcome.ACCEPT, Outcome.FAIL)
+      >>> Outcome(int(outcome)).name
+      'ACCEPT'
+    """
+
+    ACCEPT = 0, "Move the row to the step's point and go on."
+    REJECT = 1, "Keep the row's last iterate and go on (say, the damping grew)."
+    ACCEPT_AND_STOP = (
+        2,
+        (
+            "Move the row to the step's point, then stop it: no further progress is possible "
+            "at working precision (``x`` or ``f`` no longer changes); reported as STALLED."
+        ),
+    )
+    FAIL_NONFINITE = (
+        3,
+        "Keep the last iterate and stop: an evaluation was NaN or infinite (NONFINITE).",
+    )
+    FAIL_FLAT = (
+        4,
+        ("Keep the last iterate and stop: no step makes progress at working precision (STALLED)."),
+    )
+    FAIL = (
+        5,
+        "Keep the last iterate and stop: no acceptable step was found (LINESEARCH_FAILED).",
+    )
+
+
+def _is(outcome: jax.Array, *codes: Outcome) -> jax.Array:
+    """Whether ``outcome`` is one of ``codes`` (a ``()`` bool array)."""
+    hits = [outcome == code for code in codes]
+    result = hits[0]
+    for hit in hits[1:]:
+        result = result | hit
+    return jnp.asarray(result)
+
+
+def accepted(outcome: jax.Array) -> jax.Array:
+    """Whether the row moves to the step's point: ``ACCEPT`` or ``ACCEPT_AND_STOP``."""
+    return _is(outcome, Outcome.ACCEPT, Outcome.ACCEPT_AND_STOP)
+
+
+def stops(outcome: jax.Array) -> jax.Array:
+    """Whether the step stops the row: ``ACCEPT_AND_STOP`` or one of the failures."""
+    return ~_is(outcome, Outcome.ACCEPT, Outcome.REJECT)
+
+
+def failure(nonfinite: jax.Array, flat: jax.Array) -> jax.Array:
+    """The outcome of a step that found no acceptable point: ``FAIL_NONFINITE`` if an
+    evaluation was ``nonfinite``, else ``FAIL_FLAT`` if it was ``flat`` (no progress at
+    working precision), else ``FAIL``."""
+    code = jnp.where(flat, Outcome.FAIL_FLAT, Outcome.FAIL)
+    return jnp.where(nonfinite, Outcome.FAIL_NONFINITE, code).astype(jnp.int32)
+
+
+def stop_status(outcome: jax.Array) -> jax.Array:
+    """The failure policy: the :class:`Status` a step with this outcome stops its row
+    with (``RUNNING`` if it does not stop it)."""
+    status = jnp.where(_is(outcome, Outcome.FAIL), Status.LINESEARCH_FAILED, RUNNING)
+    stalled = _is(outcome, Outcome.FAIL_FLAT, Outcome.ACCEPT_AND_STOP)
+    status = jnp.where(stalled, Status.STALLED, status)
+    status = jnp.where(_is(outcome, Outcome.FAIL_NONFINITE), Status.NONFINITE, status)
+    return status.astype(jnp.int32)

@@ -76,8 +76,7 @@ def lane_problem(objective: Any, data: Any, residual_output: Callable[..., Any] 
     ``residual_output(r, jacobian)`` turns one row's flat residuals and Jacobian into
     ``(value, residual, jacobian)`` (a robust loss rescales them), None for minimize.
     """
-    if not objective.unroll:
-        data = jax.lax.stop_gradient(data)
+    data = objective.differentiate.stop(data)
     unravel_rows = jax.vmap(objective.unravel)
 
     def outputs(
@@ -101,15 +100,13 @@ def lane_problem(objective: Any, data: Any, residual_output: Callable[..., Any] 
         basis = jnp.broadcast_to(jnp.eye(x.shape[1], dtype=x.dtype), (*x.shape, x.shape[1]))
         return residual, jax.vmap(tangent, in_axes=2, out_axes=2)(basis)
 
-    shared = (
-        objective.shared_args if objective.unroll else jax.lax.stop_gradient(objective.shared_args)
-    )
+    shared = objective.differentiate.stop(objective.shared_args)
     operands = (data.fixed, data.fixed_values, data.row_args, shared)
     if residual_output is None:
         evaluate = _lane_function(value_and_grad)
         return Problem(
             lambda x: evaluate(x, *operands), data.fixed, data.fixed_values, data.lower,
-            data.upper, unroll=objective.unroll,
+            data.upper, differentiate=objective.differentiate,
         )  # fmt: skip
     evaluate = _lane_function(residual_and_jacobian)
 
@@ -123,7 +120,7 @@ def lane_problem(objective: Any, data: Any, residual_output: Callable[..., Any] 
 
     return Problem(
         row_value_and_grad, data.fixed, data.fixed_values, data.lower, data.upper,
-        residual_and_jacobian=row_residual_and_jacobian, unroll=objective.unroll,
+        residual_and_jacobian=row_residual_and_jacobian, differentiate=objective.differentiate,
         robust=residual_output is not _plain_residuals,
     )  # fmt: skip
 

@@ -14,7 +14,6 @@ from typing import Generic, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from fixedopt._control import loop
 from fixedopt._linesearch import Aux, LineSearchResult, SearchStart, projected_backtracking
 
 EXPAND, SECANT, SECANT_AGAIN, BISECT = 0, 1, 2, 3  # what the pending trial step is
@@ -176,7 +175,7 @@ def hager_zhang(
         return _Search(step, stage, low, high, bracketed, width, last, fallback,
                        search.trials + 1, stopped)  # fmt: skip
 
-    final = loop(keep_going, trial, init, max_steps if problem.unroll else None)
+    final = problem.differentiate.loop(keep_going, trial, init, max_steps)
     use_fallback = ~final.last.accepted & final.fallback.accepted
     result: LineSearchResult[Aux] = jax.tree.map(
         lambda f, t: jnp.where(use_fallback, f, t), final.fallback, final.last

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import fixedopt
+from fixedopt.testing import compiled_solves
 
 N = 6
 _rng = np.random.default_rng(0)
@@ -148,8 +149,21 @@ def test_least_squares_gradients_match_finite_differences():
 
 
 def test_differentiate_option_is_checked():
-    with pytest.raises(ValueError, match="`differentiate` must be one of"):
+    expected = r"`differentiate` must be fixedopt.Implicit\(\), fixedopt.Unroll\(\) or one of"
+    with pytest.raises(ValueError, match=expected):
         fixedopt.minimize(quadratic, X0, FIXED, args=(B,), differentiate="backprop")
+
+
+@pytest.mark.parametrize("mode", ["implicit", "unroll"])
+def test_a_mode_object_and_its_alias_share_one_compiled_solve(mode):
+    """``differentiate="unroll"`` and a new ``fixedopt.Unroll()`` are the same static
+    choice: the second call compiles nothing."""
+    objects = {"implicit": fixedopt.Implicit, "unroll": fixedopt.Unroll}
+    first = fixedopt.minimize(quadratic, X0, FIXED, args=(B,), differentiate=mode)
+    before = compiled_solves()
+    second = fixedopt.minimize(quadratic, X0, FIXED, args=(B,), differentiate=objects[mode]())
+    assert compiled_solves() == before
+    np.testing.assert_array_equal(first.x, second.x)
 
 
 # ------------------------------------- derivatives of value and with respect to bounds

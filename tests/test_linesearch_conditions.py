@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from fixedopt import Problem
+from fixedopt import Implicit, Problem, Unroll
 from fixedopt._linesearch import SearchStart, projected_backtracking
 from fixedopt._wolfe import hager_zhang
 from tests.helpers import bits, smooth, smooth_batch
@@ -45,7 +45,8 @@ def run_search(search, fun, x, fixed, bounds, direction_of, step, unroll=False, 
         value, grad = jax.value_and_grad(fun)(z)
         return value, jnp.where(fixed, 0.0, grad)
 
-    problem = Problem(value_and_grad, fixed, x, *bounds, unroll=unroll)
+    differentiate = Unroll() if unroll else Implicit()
+    problem = Problem(value_and_grad, fixed, x, *bounds, differentiate=differentiate)
     value, grad = value_and_grad(x)
     direction = jnp.where(fixed, 0.0, direction_of(grad))
     evaluate = lambda z: (*value_and_grad(z), None)

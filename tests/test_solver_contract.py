@@ -1,8 +1,10 @@
 """The solver contract as a user meets it: a solver of one's own, run by the driver.
 
-The driver, not the solver, owns the failure policy: a row moves only to a point its
-solver ``accepted``; a ``failed`` step stops the row with a status saying why, at its
-last accepted iterate; fixed entries stay bit-identical; other rows never notice.
+The driver, not the solver, owns the failure policy: a row moves only to a point whose
+``outcome`` its solver accepted; a failed step stops the row with a status saying why,
+at its last accepted iterate; fixed entries stay bit-identical; other rows never notice.
+A solver that runs its inner loops with ``problem.differentiate.loop`` is differentiable
+under ``Implicit()`` and ``Unroll()`` alike, without knowing which.
 """
 
 import dataclasses
@@ -12,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import fixedopt
+from fixedopt import Outcome
 from tests.helpers import assert_rows_identical, bits
 
 
@@ -31,8 +34,9 @@ class Reckless(fixedopt.Solver[None]):
         no_model = jnp.asarray(jnp.inf, x.dtype)
         return fixedopt.Step(
             jnp.where(finite, x_new, jnp.nan),  # a failed proposal is garbage
-            value_new, grad_new, state, accepted=finite, failed=~finite, nonfinite=~finite,
-            flat=jnp.zeros((), bool), predicted=no_model, relative_step=no_model,
+            value_new, grad_new, state,
+            outcome=jnp.where(finite, Outcome.ACCEPT, Outcome.FAIL_NONFINITE),
+            predicted=no_model, relative_step=no_model,
         )  # fmt: skip
 
 
@@ -89,3 +93,86 @@ def test_split_and_mask_give_the_same_derivatives_with_active_bounds():
         )
         np.testing.assert_allclose(split, mask, atol=1e-7)
     assert np.any(np.asarray(jax.jacfwd(x_of, argnums=1)(target, upper, "mask")) != 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Newton(fixedopt.Solver[None]):
+    """The README's example solver (``Writing a solver``), as written there: a Newton step
+    on the free block with a step-halving loop run by ``problem.differentiate.loop``."""
+
+    max_halvings: int = 20
+
+    def init(self, problem, x, value, grad):
+        return None
+
+    def step(self, problem, x, value, grad, state, context):
+        free = ~problem.fixed
+        hessian = jax.hessian(lambda z: problem.value_and_grad(z)[0])(x)
+        both_free = free[:, None] & free[None, :]
+        system = jnp.where(both_free, hessian, jnp.eye(x.size))  # identity on fixed rows
+        step = jnp.linalg.solve(system, -problem.free_part(grad))
+
+        def value_at(t):
+            return problem.value_and_grad(problem.project(x + t * step))[0]
+
+        def too_long(carry):  # halve the step until f does not rise (a stopped row: never)
+            _, value_t, halvings = carry
+            return context.active & ~(value_t <= value) & (halvings < self.max_halvings)
+
+        def halve(carry):
+            t, _, halvings = carry
+            return t / 2, value_at(t / 2), halvings + 1
+
+        one = jnp.ones((), x.dtype)
+        start = (one, value_at(one), jnp.zeros((), jnp.int32))
+        t, _, _ = problem.differentiate.loop(too_long, halve, start, self.max_halvings)
+        x_new = problem.project(x + t * step)
+        value_new, grad_new = problem.value_and_grad(x_new)
+        ok = jnp.isfinite(value_new) & (value_new <= value)
+        failed = jnp.where(jnp.isfinite(value_new), Outcome.FAIL, Outcome.FAIL_NONFINITE)
+        predicted = jnp.maximum(-0.5 * jnp.dot(grad, step), 0.0)  # the model's reduction
+        return fixedopt.Step(
+            x_new, value_new, grad_new, state, outcome=jnp.where(ok, Outcome.ACCEPT, failed),
+            predicted=predicted, relative_step=jnp.max(jnp.abs(step)) / jnp.max(jnp.abs(x)),
+        )  # fmt: skip
+
+
+def test_the_readme_solver_is_differentiable_under_both_modes():
+    """``x* = log(c)`` on free entries (``dx*/dc = 1/c``), 1 where fixed (0): the same
+    derivative whether the solve is differentiated implicitly or by unrolling, the
+    solver unchanged."""
+    fun = lambda x, c: jnp.sum(jnp.exp(x) - c * x)
+    x0 = jnp.full((3, 4), 2.5)
+    c = jnp.linspace(0.5, 3.0, 12).reshape(3, 4)
+    fixed = jnp.eye(3, 4, dtype=bool)
+
+    def x_of(c, differentiate):
+        return fixedopt.minimize(fun, x0, fixed, args=(c,), batched=True, solver=Newton(),
+                                 max_steps=30, differentiate=differentiate).x  # fmt: skip
+
+    expected = np.where(fixed, 0.0, 1.0 / np.asarray(c))
+    for differentiate in (fixedopt.Implicit(), fixedopt.Unroll()):
+        solution = fixedopt.minimize(fun, x0, fixed, args=(c,), batched=True, solver=Newton(),
+                                     max_steps=30, differentiate=differentiate)  # fmt: skip
+        assert bool(jnp.all(solution.converged)), differentiate
+        np.testing.assert_allclose(solution.x[~fixed], jnp.log(c)[~fixed], rtol=1e-3)
+        gradient = jax.grad(lambda c, mode=differentiate: jnp.sum(x_of(c, mode)))(c)
+        np.testing.assert_allclose(gradient, expected, rtol=2e-3, err_msg=repr(differentiate))
+
+
+def test_a_solver_that_asks_no_mode_runs_the_modes_loops():
+    """The loop a solver gets from ``problem.differentiate`` is a ``while`` under
+    ``Implicit()`` and a ``scan`` under ``Unroll()``: the step's program shows which."""
+
+    def program(differentiate):
+        def x_of(c):
+            return fixedopt.minimize(lambda x, c: jnp.sum(jnp.exp(x) - c * x), jnp.ones(3),
+                                     jnp.array([True, False, False]), args=(c,),
+                                     solver=Newton(), max_steps=5,
+                                     differentiate=differentiate).x  # fmt: skip
+
+        return str(jax.make_jaxpr(x_of)(jnp.ones(3)))
+
+    implicit, unrolled = program(fixedopt.Implicit()), program("unroll")
+    assert "while[" in implicit and "scan[" not in implicit
+    assert "scan[" in unrolled and "while[" not in unrolled

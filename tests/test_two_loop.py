@@ -183,7 +183,8 @@ def test_search_direction_is_minus_the_masked_inverse_hessian_times_the_gradient
 
     def direction(x, grad, fixed, lower, upper, s_history, y_history, rho, gamma):
         bounds = (lower, upper) if bounded else (None, None)
-        problem = Problem(None, fixed, x, *bounds, unroll=unroll)
+        differentiate = fixedopt.Unroll() if unroll else fixedopt.Implicit()
+        problem = Problem(None, fixed, x, *bounds, differentiate=differentiate)
         scalar, diagonal = (gamma, jnp.ones_like(x)) if scaling == "scalar" else (1.0, gamma)
         state = LBFGSState(s_history, y_history, rho, jnp.asarray(scalar), jnp.asarray(memory),
                            grad, diagonal, jnp.asarray(True), jnp.asarray(0.0))  # fmt: skip

@@ -21,6 +21,7 @@ from fixedopt import _small_linalg as small_linalg
 from fixedopt._arguments import positive_int
 from fixedopt._linesearch import SearchStart, projected_backtracking, step_from_search
 from fixedopt._solver import Problem, Solver, Step, StepContext
+from fixedopt._status import Outcome, failure
 
 
 def _residuals(problem: Problem, x: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -159,10 +160,9 @@ ResidualState = TypeVar("ResidualState", bound=_ResidualState)
 
 class _LeastSquaresSolver(Solver[ResidualState]):
     """What the least-squares solvers share: they need residuals, and their gradient
-    measure is MINPACK's residual–Jacobian cosine, exact (the driver uses it alone)."""
+    measure is MINPACK's residual–Jacobian cosine, exact (no secant curvature)."""
 
     needs_residuals = True
-    exact_gradient_measure = True
 
     def gradient_measure(
         self,
@@ -171,7 +171,9 @@ class _LeastSquaresSolver(Solver[ResidualState]):
         value: jax.Array,
         grad: jax.Array,
         state: ResidualState,
+        curvature: jax.Array | None,
     ) -> jax.Array:
+        """MINPACK's residual–Jacobian cosine (see :func:`residual_cosine`)."""
         return residual_cosine(problem, x, grad, state.jacobian, state.residual)
 
 
@@ -225,7 +227,6 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
             )
 
     needs_residuals = True
-    exact_gradient_measure = True
 
     def gradient_measure(
         self,
@@ -234,6 +235,7 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         value: jax.Array,
         grad: jax.Array,
         state: LevenbergMarquardtState,
+        curvature: jax.Array | None,
     ) -> jax.Array:
         """MINPACK's residual–Jacobian cosine (see :func:`residual_cosine`)."""
         columns = problem.free_part(jnp.diagonal(state.normal).astype(x.dtype))
@@ -296,15 +298,16 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         )
         rounding = _EPS_FACTOR * _eps(value) * value
         no_progress = ~jnp.any(step != 0) | ((predicted >= 0) & (predicted <= rounding))
+        # A rejected step raises the damping and goes on, unless the damping is spent or
+        # no step can make progress any more.
+        gives_up = (damping > self.max_damping) | (finite & no_progress)
+        rejected = jnp.where(gives_up, failure(~finite, no_progress), Outcome.REJECT)
         return Step(
             x=x_trial,
             value=trial_value,
             grad=trial_grad,
             state=new_state,
-            accepted=accepted,
-            failed=~accepted & ((damping > self.max_damping) | (finite & no_progress)),
-            nonfinite=~finite,
-            flat=no_progress,
+            outcome=jnp.where(accepted, Outcome.ACCEPT, rejected).astype(jnp.int32),
             predicted=jnp.maximum(predicted, 0.0),
             relative_step=relative_step,
         )

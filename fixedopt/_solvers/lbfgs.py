@@ -19,8 +19,8 @@ from fixedopt._linesearch import (
     projected_backtracking,
     step_from_search,
 )
-from fixedopt._ring import read_slot, write_slot
-from fixedopt._solver import Problem, Solver, Step, StepContext, predicted_reduction
+from fixedopt._ring import plain_read_slot, plain_write_slot, read_slot
+from fixedopt._solver import Problem, Solver, Step, StepContext, predicted_reduction, secant_measure
 from fixedopt._solvers.scaling import (
     SCALINGS,
     SMALL,
@@ -54,16 +54,6 @@ class LBFGSState(NamedTuple):
     last_drop: jax.Array  # (): (f_prev - f) / |f| of the last accepted step (inf: none)
 
 
-def _read(history: jax.Array, slot: jax.Array) -> jax.Array:
-    row: jax.Array = jax.lax.dynamic_index_in_dim(history, slot, keepdims=False)
-    return row
-
-
-def _write(history: jax.Array, slot: jax.Array, value: jax.Array) -> jax.Array:
-    written: jax.Array = jax.lax.dynamic_update_index_in_dim(history, value, slot, axis=0)
-    return written
-
-
 def two_loop(
     grad: jax.Array,
     s_history: jax.Array,
@@ -71,7 +61,7 @@ def two_loop(
     rho: jax.Array,
     newest: ArrayLike,
     gamma: jax.Array,
-    read: ReadSlot = _read,
+    read: ReadSlot = plain_read_slot,
 ) -> jax.Array:
     """``H @ grad`` for the L-BFGS inverse Hessian ``H`` (Nocedal 1980).
 
@@ -208,6 +198,23 @@ class LBFGS(Solver[LBFGSState]):
         )
 
     def gradient_measure(
+        self,
+        problem: Problem,
+        x: jax.Array,
+        value: jax.Array,
+        grad: jax.Array,
+        state: LBFGSState,
+        curvature: jax.Array | None,
+    ) -> jax.Array:
+        """The larger of the model's measure (:meth:`LBFGS.model_measure`) and the secant
+        measure (``fixedopt._solver.secant_measure``); the secant measure alone at
+        the starting point, where the model has no curvature pair."""
+        secant = secant_measure(problem, x, value, grad, curvature)
+        if curvature is None:
+            return secant
+        return jnp.maximum(self.model_measure(problem, x, value, grad, state), secant)
+
+    def model_measure(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array, state: LBFGSState
     ) -> jax.Array:
         """The larger of ``sqrt(-g.d / (2|f|))``, with ``d = -H g`` the model's step (the
@@ -280,7 +287,7 @@ class LBFGS(Solver[LBFGSState]):
             sy = jnp.sum(s_history * y_history, axis=1)
             rho = _inverse_or_zero(sy, (sy > 0) & (state.rho > 0))
         # Without bounds the pairs are already zero on fixed entries: no masking needed.
-        recursion = two_loop if problem.unroll else two_loop_by_slots
+        recursion = functools.partial(two_loop, read=problem.differentiate.read_slot)
         scale = initial_scale(self.scaling, state.gamma, state.diagonal, problem.fixed)
         quasi_newton = -recursion(
             jnp.where(at_bound, 0.0, grad), s_history, y_history, rho, newest, scale
@@ -311,7 +318,7 @@ class LBFGS(Solver[LBFGSState]):
         search = LINESEARCHES[self.linesearch](start, max_steps=self.max_linesearch_steps)
         slot = context.iteration % self.memory_size
         s = problem.free_part(search.x - x)
-        write: WriteSlot = _write if problem.unroll else write_slot
+        write = problem.differentiate.write_slot
         new_state = self._remember(state, s, search.grad - grad, search.accepted, slot, write)
         x_new = jnp.where(search.accepted, search.x, x)
         grad_new = jnp.where(search.accepted, search.grad, grad)
@@ -341,7 +348,7 @@ class LBFGS(Solver[LBFGSState]):
         y: jax.Array,
         accepted: jax.Array,
         slot: jax.Array,
-        write: WriteSlot = _write,
+        write: WriteSlot = plain_write_slot,
     ) -> LBFGSState:
         """Store the pair ``(s, y)`` in ``slot``; a pair without positive curvature
         is stored empty (``rho = 0``), so it drops out of the two-loop recursion.

@@ -12,6 +12,7 @@ import optax
 from fixedopt._linesearch import within_rounding
 from fixedopt._optax import keep_fixed
 from fixedopt._solver import Problem, Solver, Step, StepContext
+from fixedopt._status import Outcome
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,8 +79,9 @@ class Optax(Solver[optax.OptState]):
             wrapped = self._wrapped(problem)
             return wrapped.update(grad, state, x, value=value, grad=grad, value_fn=value_fn)
 
-        if problem.unroll:
-            _check_unrollable(update, grad, state, x)
+        problem.differentiate.check_differentiable(
+            update, grad, state, x, what="fixedopt.Optax", advice=_UNROLL_ADVICE
+        )
         updates, new_state = update(grad, state, x)
         x_new = problem.project(optax.apply_updates(x, updates))
         value_new, grad_new = problem.value_and_grad(x_new)
@@ -88,42 +90,24 @@ class Optax(Solver[optax.OptState]):
         # No progress at working precision: x or f no longer changes (a float32 row
         # near its minimum); the driver then decides whether it is stationary.
         flat = ~moved | within_rounding(value, value_new)
+        outcome = jnp.where(flat, Outcome.ACCEPT_AND_STOP, Outcome.ACCEPT)
+        outcome = jnp.where(finite, outcome, Outcome.FAIL_NONFINITE).astype(jnp.int32)
         no_model = jnp.asarray(jnp.inf, value.dtype)  # no ftol/xtol test without a model
         return Step(
             x=x_new,
             value=value_new,
             grad=grad_new,
             state=new_state,
-            accepted=finite,
-            failed=~finite | flat,
-            nonfinite=~finite,
-            flat=flat,
+            outcome=outcome,
             predicted=no_model,
             relative_step=no_model,
         )
 
 
-def _check_unrollable(update: Any, *inputs: Any) -> None:
-    """ValueError if the optimizer's update runs a ``while_loop`` (traced only, not run)."""
-    if _has_while_loop(jax.make_jaxpr(update)(*inputs).jaxpr):
-        raise ValueError(
-            'fixedopt.Optax cannot be differentiated with differentiate="unroll" when the '
-            "optimizer's update runs a lax.while_loop (optax.lbfgs and optax's other line "
-            "searches do): reverse-mode differentiation (jax.grad) cannot pass a while loop. "
-            'Use differentiate="implicit" (exact at a converged solution), or an optimizer '
-            "without a line search such as optax.adam"
-        )
-
-
-def _has_while_loop(jaxpr: Any) -> bool:
-    """Whether a jaxpr, or one nested in it (``jit``, ``cond``, ``scan``, custom rules),
-    has a ``while`` equation."""
-    for equation in jaxpr.eqns:
-        if equation.primitive.name == "while":
-            return True
-        for param in equation.params.values():
-            for inner in param if isinstance(param, (tuple, list)) else (param,):
-                inner = getattr(inner, "jaxpr", inner)  # a ClosedJaxpr holds a Jaxpr
-                if hasattr(inner, "eqns") and _has_while_loop(inner):
-                    return True
-    return False
+# How to differentiate an optimizer whose update runs a while loop (optax.lbfgs and
+# optax's other line searches do).
+_UNROLL_ADVICE = (
+    "optax.lbfgs and optax's other line searches run one in the optimizer's update. "
+    'Use differentiate="implicit" (exact at a converged solution), or an optimizer '
+    "without a line search such as optax.adam"
+)
