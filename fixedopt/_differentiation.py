@@ -114,7 +114,7 @@ class Implicit(Differentiation):
       ...     fun = lambda x, c: jnp.sum((x - c) ** 2)
       ...     return fixedopt.minimize(fun, jnp.zeros(2), jnp.array([True, False]),
       ...                              args=(c,), differentiate=fixedopt.Implicit()).x
-      >>> print(jax.jacobian(x_of)(jnp.array([1.0, 2.0])).round(6))
+      >>> print(jax.jacobian(x_of)(jnp.array([1.0, 2.0])).round(6) + 0.0)  # + 0.0: no -0.
       [[0. 0.]
        [0. 1.]]
     """

@@ -23,7 +23,6 @@ from fixedopt._ring import plain_read_slot, plain_write_slot, read_slot
 from fixedopt._solver import Problem, Solver, Step, StepContext, predicted_reduction, secant_measure
 from fixedopt._solvers.scaling import (
     SCALINGS,
-    SMALL,
     hessian_diagonal,
     initial_scale,
     model_validated,
@@ -240,10 +239,8 @@ class LBFGS(Solver[LBFGSState]):
         return jnp.where(predicted == 0, 0.0, model)
 
     def _starts_from_hessian(self, x: jax.Array) -> bool:
-        """Whether the diagonal starts from the Hessian's at ``x0`` (static): with
-        ``"hessian"``, and with ``"auto"`` for at most ``SMALL`` entries."""
-        small = self.scaling == "auto" and x.shape[-1] <= SMALL
-        return self.scaling == "hessian" or small
+        """Whether the diagonal starts from the Hessian's at ``x0`` (static)."""
+        return self.scaling == "hessian"
 
     def _trusted(self, state: LBFGSState) -> jax.Array:
         """Whether the model's tests may stop the row: it has curvature information,
