@@ -188,7 +188,7 @@ def one_of(name: str, value: object, choices: tuple[str, ...], *, expected: str 
     if not (isinstance(value, Hashable) and value in choices):
         allowed = f"one of {choices}" + (f" {expected}" if expected else "")
         raise ValueError(_message(name, allowed, value))
-    return value
+    return str(value)
 
 
 def set_option(solver: object, name: str, value: object) -> None:
