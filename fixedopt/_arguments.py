@@ -1,5 +1,5 @@
-"""Validation of the scalar and callable arguments: tolerances, ``max_steps``, ``fun``,
-``args`` and ``args_axes``, choices among strings, and solver options.
+"""Validation of the callable arguments and their extra arguments: ``fun``, ``args``,
+``args_axes`` and ``solver``. (Scalars: :mod:`fixedopt._checks`.)
 
 Inputs a scientist naturally passes (NumPy or JAX scalars, a list for ``args``, an
 unhashable callable) are accepted; anything else raises with a message naming the
@@ -12,47 +12,12 @@ from __future__ import annotations
 import sys
 import warnings
 from collections.abc import Callable
-from typing import Any, cast, overload
+from typing import Any
 
 import jax
-import numpy as np
-from jax.typing import ArrayLike
 
 from fixedopt._solver import Solver
-from fixedopt._validate import KeyPath, PyTree, concrete_or_none
-
-MAX_STEPS_LIMIT = 2**31 - 1  # the step counter is an int32
-
-
-@overload
-def tolerance(name: str, value: None) -> None: ...
-@overload
-def tolerance(name: str, value: ArrayLike) -> float | jax.Array: ...
-def tolerance(name: str, value: ArrayLike | None) -> float | jax.Array | None:
-    """A tolerance: ``None`` (the caller's default), or a real scalar >= 0 (a Python,
-    NumPy or JAX scalar; a traced one is taken as it is)."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not (
-        isinstance(value, (int, float, np.number)) or getattr(value, "shape", None) == ()
-    ):
-        raise TypeError(f"`{name}` must be a real scalar, got {type(value).__name__}: {value!r}")
-    concrete = concrete_or_none(value)
-    if concrete is None:  # only a tracer is not concrete
-        return cast(jax.Array, value)
-    if not (np.issubdtype(concrete.dtype, np.number) and concrete >= 0):
-        raise ValueError(f"`{name}` must be a number >= 0, got {value!r}")
-    return float(concrete)
-
-
-def max_steps_option(value: object) -> int:
-    """``max_steps`` as a Python int in ``[0, 2**31)``; NumPy and JAX ints accepted."""
-    concrete = None if isinstance(value, bool) else concrete_or_none(value)
-    if concrete is None or concrete.shape != () or not np.issubdtype(concrete.dtype, np.integer):
-        raise TypeError(f"`max_steps` must be a concrete int, got {value!r}")
-    if not 0 <= int(concrete) <= MAX_STEPS_LIMIT:
-        raise ValueError(f"`max_steps` must be an int in [0, {MAX_STEPS_LIMIT}], got {value!r}")
-    return int(concrete)
+from fixedopt._validate import KeyPath, PyTree
 
 
 class _ByIdentity:
@@ -234,13 +199,6 @@ def _check_row_leaf(path: KeyPath, leaf: object, batch: int) -> None:
         )
 
 
-def positive_int(name: str, value: object) -> int:
-    """``value`` if it is an int >= 1 (a solver option), else ValueError."""
-    if isinstance(value, bool) or not (isinstance(value, int) and value >= 1):
-        raise ValueError(f"`{name}` must be an int >= 1, got {value!r}")
-    return value
-
-
 def check_solver(solver: object, *, needs_residuals: bool, caller: str) -> None:
     """A fixedopt solver, and one that ``caller`` can run."""
     if not isinstance(solver, Solver):
@@ -253,10 +211,3 @@ def check_solver(solver: object, *, needs_residuals: bool, caller: str) -> None:
             f"`solver` {type(solver).__name__} needs residuals: use "
             f"fixedopt.least_squares instead of fixedopt.{caller}"
         )
-
-
-def choice(name: str, value: object, choices: tuple[str, ...]) -> str:
-    """``value`` if it is one of ``choices``, else ValueError naming them."""
-    if value not in choices:
-        raise ValueError(f"`{name}` must be one of {choices}, got {value!r}")
-    return value

@@ -32,7 +32,8 @@ from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
 
 from fixedopt import _validate
-from fixedopt._arguments import args_tuple, batched_args, choice
+from fixedopt._arguments import args_tuple, batched_args
+from fixedopt._checks import boolean, one_of, optional_boolean
 from fixedopt._mask import active_set, unravel_mask
 from fixedopt._solution import Solution
 from fixedopt._validate import Bounds, Mask, PyTree, batch_size, fixed_arrays
@@ -159,11 +160,10 @@ def covariance(
       [0.1222 0.0748 0.    ]
     """
     x, constraints, batched = solved_problem(sol, fixed, bounds, batched)
-    if not isinstance(absolute_sigma, bool):
-        raise TypeError(f"`absolute_sigma` must be a bool, got {type(absolute_sigma).__name__}")
+    absolute_sigma = boolean("absolute_sigma", absolute_sigma)
     batch = batch_size(x, "sol.x") if batched else None
     args = args_tuple(args)
-    choice("at_bound", at_bound, AT_BOUND)
+    one_of("at_bound", at_bound, AT_BOUND)
     axes = args_in_axes(args, args_axes, batch) if batch is not None else None
     if sigma is not None:
         sigma = _check_sigma(sigma, batch)
@@ -199,8 +199,7 @@ def solved_problem(
             "`fixed` is required when `sol` is not a fixedopt.Solution (an x alone): "
             "pass the fit's fixed mask"
         )
-    if batched is not None and not isinstance(batched, bool):
-        raise TypeError(f"`batched` must be a bool or None, got {type(batched).__name__}")
+    batched = optional_boolean("batched", batched)
     mask = fixed_arrays(sol.fixed if fixed is None else fixed, x)
     stored = sol.at_bound if solution and bounds is None else None
     bounds = _validate.normalize_bounds(sol.bounds if stored is not None else bounds, x)

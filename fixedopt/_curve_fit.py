@@ -13,7 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from fixedopt._arguments import choice, hashable_function
+from fixedopt._arguments import hashable_function
+from fixedopt._checks import boolean, one_of
 from fixedopt._covariance import AT_BOUND, AT_BOUND_DEFAULT, Covariance, covariance
 from fixedopt._fit_data import ESTIMATORS
 from fixedopt._minimize import least_squares
@@ -160,8 +161,8 @@ def curve_fit(
        [1.  0.5 0.3]]
     """
     f = hashable_function(f, "f")
-    choice("estimator", estimator, ESTIMATORS)
-    choice("at_bound", at_bound, AT_BOUND)
+    one_of("estimator", estimator, ESTIMATORS)
+    one_of("at_bound", at_bound, AT_BOUND)
     p0, ydata = _parameters_and_data(p0, ydata, batched)
     xdata = _xdata(xdata)
     per_fit = _xdata_per_fit(f, xdata, ydata, p0, batched, xdata_per_fit)
@@ -171,8 +172,7 @@ def curve_fit(
     poisson = estimator == "poisson"
     if absolute_sigma is None:
         absolute_sigma = poisson
-    if not isinstance(absolute_sigma, bool):
-        raise TypeError(f"`absolute_sigma` must be a bool, got {type(absolute_sigma).__name__}")
+    absolute_sigma = boolean("absolute_sigma", absolute_sigma)
     if sigma is not None:
         sigma = _sigma(sigma, ydata)
     axes = (x_axis, 0) if batched else None

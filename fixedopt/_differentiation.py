@@ -29,6 +29,7 @@ from typing import Any, ClassVar, TypeVar
 import jax
 import jax.numpy as jnp
 
+from fixedopt._checks import describe
 from fixedopt._implicit import DerivativeProblem, implicit_result
 from fixedopt._ring import plain_read_slot, plain_write_slot, read_slot, write_slot
 
@@ -237,7 +238,7 @@ def differentiation_option(differentiate: object) -> Differentiation:
         return DIFFERENTIATIONS[differentiate]
     raise ValueError(
         "`differentiate` must be fixedopt.Implicit(), fixedopt.Unroll() or one of "
-        f"{sorted(DIFFERENTIATIONS)}, got {differentiate!r}"
+        f"{sorted(DIFFERENTIATIONS)}, got {describe(differentiate)}"
     )
 
 

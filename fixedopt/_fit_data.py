@@ -19,7 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from fixedopt._arguments import batched_args, choice, default_axes
+from fixedopt._arguments import batched_args, default_axes
+from fixedopt._checks import one_of
 from fixedopt._losses import Loss, Poisson, Rho, robust_loss
 from fixedopt._validate import PyTree, batch_size, check_params, concrete_or_none
 
@@ -74,7 +75,7 @@ def fit_data(
 ) -> FitData:
     """Check ``sigma``, ``estimator`` and ``counts`` together, and append the data to
     ``args`` (and a per-row axis to ``args_axes``)."""
-    choice("estimator", estimator, ESTIMATORS)
+    one_of("estimator", estimator, ESTIMATORS)
     robust = robust_loss(loss, f_scale)
     if estimator == "poisson":
         if counts is None:

@@ -27,7 +27,8 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from fixedopt._arguments import args_tuple, choice
+from fixedopt._arguments import args_tuple
+from fixedopt._checks import one_of
 from fixedopt._covariance import (
     AT_BOUND,
     AT_BOUND_DEFAULT,
@@ -102,7 +103,7 @@ def hessian_covariance(
       [0.25 0.  ]
     """
     x, constraints, batched = solved_problem(sol, fixed, bounds, batched)
-    choice("at_bound", at_bound, AT_BOUND)
+    one_of("at_bound", at_bound, AT_BOUND)
     if isinstance(scale, bool) or not (isinstance(scale, (int, float)) and scale > 0):
         raise ValueError(f"`scale` must be a positive number, got {scale!r}")
     if not callable(fun):

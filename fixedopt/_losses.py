@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-import numbers
 from collections.abc import Callable
 from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
 from jax.scipy.special import xlogy
+
+from fixedopt._checks import one_of, positive_float
 
 LOSSES = ("linear", "soft_l1", "huber", "cauchy", "arctan")
 
@@ -208,10 +209,8 @@ def robust_loss(loss: str | Rho, f_scale: float) -> RobustLoss | None:
       >>> print(f"{loss.cost(jnp.array([0.0, 2.0])):.6f}")  # 0.5 * 4 * 2 (sqrt(2) - 1)
       1.656854
     """
-    if isinstance(f_scale, bool) or not (isinstance(f_scale, numbers.Real) and f_scale > 0):
-        raise ValueError(f"`f_scale` must be a positive number, got {f_scale!r}")
+    f_scale = positive_float("f_scale", f_scale)
     if callable(loss):
-        return RobustLoss(loss, float(f_scale), getattr(loss, "__name__", type(loss).__name__))
-    if loss not in LOSSES:
-        raise ValueError(f"`loss` must be one of {LOSSES} or a callable rho(z), got {loss!r}")
-    return None if loss == "linear" else RobustLoss(_RHO[loss], float(f_scale), loss)
+        return RobustLoss(loss, f_scale, getattr(loss, "__name__", type(loss).__name__))
+    loss = one_of("loss", loss, LOSSES, expected="or a callable rho(z)")
+    return None if loss == "linear" else RobustLoss(_RHO[loss], f_scale, loss)

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from fixedopt._arguments import args_tuple, batched_args, check_solver, hashable_function
 from fixedopt._call_note import UserFunction
 from fixedopt._differentiation import Differentiation
-from fixedopt._engine import Inputs, run
+from fixedopt._engine import Inputs, Plan, run
 from fixedopt._fit_data import fit_data
+from fixedopt._loop import Stopping
 from fixedopt._options import Options, solve_options
 from fixedopt._reparam import split_indices
 from fixedopt._solution import Solution
@@ -292,8 +295,51 @@ def _solve(
     if options.vectorized and batched is not None:
         check_rows_independent(fun, x0, args, batched)
     index = split_indices(mask, options.batched) if options.strategy == "split" else None
-    plan = options.plan(batch, batched)
-    stopping = options.stopping(x0)
+    plan = solve_plan(options, batch, batched)
+    stopping = stopping_rules(options, x0)
     inputs = Inputs(x0, mask, values, bounds, args, index)
     solution: Solution = run(fun, solver, plan, inputs, stopping)
     return solution._replace(fixed=mask, bounds=bounds)
+
+
+def solve_plan(options: Options, batch: int, batched_args: tuple[bool, ...] | None) -> Plan:
+    """The static choices of the compiled program, from ``options``, for a batch of
+    ``batch`` rows."""
+    return Plan(
+        least_squares=options.least_squares,
+        batched_args=batched_args,
+        lanes=None if options.lanes is None else min(options.lanes, batch),
+        backend=jax.default_backend(),
+        vectorized=options.vectorized,
+        differentiate=options.differentiate,
+        max_trips=options.differentiate.static_max_steps(options.max_steps),
+        progress=options.progress,
+    )
+
+
+def stopping_rules(options: Options, x0: PyTree) -> Stopping:
+    """The traced stopping rules of ``options``, with defaults from the dtype of ``x0``.
+
+    ``gtol`` and ``xtol`` default to ``sqrt(eps)``: both tests are linear in the
+    distance to the solution, so they ask for about half the digits of the dtype.
+    ``ftol`` compares reductions of ``f``, quadratic in that distance: it defaults
+    to ``eps`` (a reduction at the rounding level of ``f``), which asks for the
+    same digits. (MINPACK's ``sqrt(eps)`` for ``ftol`` stops least-squares fits
+    in float32 with 1-2 correct digits on ill-conditioned problems.)
+    """
+    dtype = jnp.result_type(*jax.tree.leaves(x0))
+    eps = float(jnp.finfo(dtype).eps)
+    precision = math.sqrt(eps)
+    gtol, ftol, xtol, abs_gtol = options.tolerances
+
+    def as_array(value: float | jax.Array | None, default: float) -> jax.Array:
+        return jnp.asarray(default if value is None else value, dtype)
+
+    return Stopping(
+        gtol=as_array(gtol, precision),
+        ftol=as_array(ftol, eps),
+        xtol=as_array(xtol, precision),
+        abs_gtol=as_array(abs_gtol, 0.0),
+        max_steps=jnp.asarray(options.max_steps, jnp.int32),
+        precision=as_array(precision, precision),
+    )

@@ -15,6 +15,10 @@ import importlib
 from collections.abc import Callable
 from typing import Any, NamedTuple, SupportsFloat, SupportsInt
 
+import numpy as np
+
+from fixedopt._checks import integer
+
 DEFAULT_EVERY = 10
 
 # A reporter's arguments arrive from ``jax.debug.callback`` as NumPy scalars (``()``
@@ -94,13 +98,9 @@ def progress_option(progress: bool | int | str | None) -> Progress | None:
       >>> progress_option(False) is None
       True
     """
-    if progress is False or progress is None:
-        return None
-    if progress is True:
-        return Progress(DEFAULT_EVERY, report_text)
-    if isinstance(progress, int) and progress >= 1:
-        return Progress(progress, report_text)
-    if progress == "bar":
+    if progress is None or isinstance(progress, (bool, np.bool_)):
+        return Progress(DEFAULT_EVERY, report_text) if progress else None
+    if isinstance(progress, str) and progress == "bar":
         try:
             _tqdm()
         except ImportError as error:
@@ -109,4 +109,5 @@ def progress_option(progress: bool | int | str | None) -> Progress | None:
                 f'"fixedopt[progress]") or use progress=True for text ({error})'
             ) from None
         return Progress(DEFAULT_EVERY, report_bar)
-    raise ValueError(f'`progress` must be a bool, an int >= 1 or "bar", got {progress!r}')
+    every = integer("progress", progress, minimum=1, expected='a bool, an int >= 1 or "bar"')
+    return Progress(every, report_text)

@@ -410,3 +410,137 @@ def test_errors_inside_fun_say_how_fixedopt_called_it(
     assert fix in notes[0], notes[0]
     # The hint to pass batched=True only where batched=True was missing.
     assert ("pass batched=True" in notes[0]) == ("pass batched=True" in fix), notes[0]
+
+
+# ------------------------------ scalar options: one rule per kind, the same everywhere
+# (the rules: fixedopt._checks). Solver options are checked at construction, call
+# options at the call; a count, a number, a flag or a choice accepts the same types
+# wherever it enters, and a bad one raises an error naming the argument, what was
+# expected, and the value and type that came.
+
+ROW = jnp.zeros(N)
+
+
+def _least_squares(**options):
+    residual = lambda x, target: x - target
+    return fixedopt.least_squares(residual, X0, FIXED, args=(TARGET,), batched=True, **options)
+
+
+COUNTS = {  # argument -> a call that checks it (a valid value: 2)
+    "max_steps": lambda v: minimize(max_steps=v),
+    "lanes": lambda v: minimize(lanes=v),
+    "progress": lambda v: minimize(progress=v, max_steps=1),
+    "memory_size": lambda v: fixedopt.LBFGS(memory_size=v),
+    "max_linesearch_steps": lambda v: fixedopt.LBFGS(max_linesearch_steps=v),
+    "GradientDescent.max_linesearch_steps": lambda v: fixedopt.GradientDescent(
+        max_linesearch_steps=v
+    ),
+    "GaussNewton.max_linesearch_steps": lambda v: fixedopt.GaussNewton(max_linesearch_steps=v),
+}
+NUMBERS = {  # argument -> a call that checks it (a valid value: 0.5)
+    "gtol": lambda v: minimize(gtol=v),
+    "ftol": lambda v: minimize(ftol=v),
+    "xtol": lambda v: minimize(xtol=v),
+    "abs_gtol": lambda v: minimize(abs_gtol=v),
+    "f_scale": lambda v: _least_squares(loss="soft_l1", f_scale=v),
+    "regularization": lambda v: fixedopt.GaussNewton(regularization=v),
+    "initial_damping": lambda v: fixedopt.LevenbergMarquardt(initial_damping=v),
+    "max_damping": lambda v: fixedopt.LevenbergMarquardt(max_damping=v, initial_damping=1e-3),
+}
+FLAGS = {  # argument -> a call that checks it (a valid value: False)
+    "batched": lambda v: fixedopt.minimize(objective, ROW, False, args=(TARGET[0],), batched=v),
+    "vectorized": lambda v: minimize(vectorized=v),
+    "absolute_sigma": lambda v: fixedopt.covariance(
+        X0, lambda x, t: x - t, FIXED, args=(TARGET,), batched=True, absolute_sigma=v
+    ),
+}
+CHOICES = {  # argument -> (a call that checks it, a valid value)
+    "strategy": (lambda v: minimize(strategy=v), "mask"),
+    "linesearch": (lambda v: fixedopt.LBFGS(linesearch=v), "hager-zhang"),
+    "scaling": (lambda v: fixedopt.LBFGS(scaling=v), "diagonal"),
+    "loss": (lambda v: _least_squares(loss=v), "huber"),
+}
+
+COUNT_TYPES = [2, np.int64(2), np.int32(2), np.array(2), jnp.array(2)]
+NUMBER_TYPES = [0.5, np.float32(0.5), np.float64(0.5), np.array(0.5), jnp.array(0.5)]
+FLAG_TYPES = [False, np.False_]
+
+
+def _named(name):
+    return name.rsplit(".", 1)[-1]
+
+
+def _raises_naming(call, value, name, error):
+    """``call(value)`` raises ``error`` whose message names the argument and shows the
+    value and its type."""
+    with pytest.raises(error) as raised:
+        call(value)
+    message = str(raised.value)
+    assert f"`{_named(name)}` must be" in message, message
+    assert f"got {value!r} ({type(value).__name__})" in message, message
+
+
+@pytest.mark.parametrize("value", COUNT_TYPES, ids=repr)
+@pytest.mark.parametrize("name", list(COUNTS))
+def test_every_count_accepts_python_and_numpy_ints(name, value):
+    COUNTS[name](value)
+
+
+@pytest.mark.parametrize("value", [True, np.True_, 2.0, "2", jnp.array([2])], ids=repr)
+@pytest.mark.parametrize("name", list(COUNTS))
+def test_every_count_rejects_other_types_by_name(name, value):
+    if name == "progress" and isinstance(value, (bool, np.bool_)):
+        return  # progress=True is the default every-10-steps report
+    _raises_naming(COUNTS[name], value, name, TypeError)
+    _raises_naming(COUNTS[name], value, name, ValueError)  # as some of them did before
+
+
+@pytest.mark.parametrize("name", list(COUNTS))
+def test_every_count_rejects_a_negative_value_by_name(name):
+    _raises_naming(COUNTS[name], -1, name, ValueError)
+
+
+@pytest.mark.parametrize("value", NUMBER_TYPES, ids=repr)
+@pytest.mark.parametrize("name", list(NUMBERS))
+def test_every_number_accepts_python_numpy_and_0d_array_floats(name, value):
+    NUMBERS[name](value)
+
+
+def test_a_checked_solver_option_is_stored_as_a_python_scalar():
+    solver = fixedopt.GaussNewton(regularization=np.float64(1e-8), max_linesearch_steps=np.int64(5))
+    assert type(solver.regularization) is float and type(solver.max_linesearch_steps) is int
+    assert fixedopt.LBFGS(memory_size=jnp.array(4)) == fixedopt.LBFGS(memory_size=4)
+
+
+@pytest.mark.parametrize("value", [True, "0.5", jnp.array([0.5]), 0.5j], ids=repr)
+@pytest.mark.parametrize("name", list(NUMBERS))
+def test_every_number_rejects_other_types_by_name(name, value):
+    _raises_naming(NUMBERS[name], value, name, TypeError)
+
+
+@pytest.mark.parametrize("value", [-1.0, float("nan")], ids=repr)
+@pytest.mark.parametrize("name", list(NUMBERS))
+def test_every_number_rejects_a_negative_or_nan_value_by_name(name, value):
+    _raises_naming(NUMBERS[name], value, name, ValueError)
+
+
+@pytest.mark.parametrize("value", FLAG_TYPES, ids=repr)
+@pytest.mark.parametrize("name", list(FLAGS))
+def test_every_flag_accepts_python_and_numpy_bools(name, value):
+    FLAGS[name](value)
+
+
+@pytest.mark.parametrize("value", [0, "False", np.array([False])], ids=repr)
+@pytest.mark.parametrize("name", list(FLAGS))
+def test_every_flag_rejects_other_types_by_name(name, value):
+    _raises_naming(FLAGS[name], value, name, TypeError)
+
+
+@pytest.mark.parametrize("name", list(CHOICES))
+def test_every_choice_accepts_its_strings_and_names_the_choices(name):
+    call, valid = CHOICES[name]
+    call(np.str_(valid))
+    for bad in ("nope", 3, jnp.zeros(2)):
+        _raises_naming(call, bad, name, ValueError)
+        with pytest.raises(ValueError, match=f"one of .*{valid}"):
+            call(bad)

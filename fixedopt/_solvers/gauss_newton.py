@@ -18,7 +18,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from fixedopt import _small_linalg as small_linalg
-from fixedopt._arguments import positive_int
+from fixedopt._checks import positive_float, positive_int, set_option
 from fixedopt._linesearch import SearchStart, projected_backtracking, step_from_search
 from fixedopt._solver import Problem, Solver, Step, StepContext
 from fixedopt._status import Outcome, failure
@@ -220,7 +220,9 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
     max_damping: float = 1e16
 
     def __post_init__(self) -> None:
-        if not (0 < self.initial_damping < self.max_damping):
+        set_option(self, "initial_damping", positive_float("initial_damping", self.initial_damping))
+        set_option(self, "max_damping", positive_float("max_damping", self.max_damping))
+        if not self.initial_damping < self.max_damping:
             raise ValueError(
                 "`initial_damping` must be positive and below `max_damping`, got "
                 f"{self.initial_damping!r} and {self.max_damping!r}"
@@ -346,9 +348,10 @@ class GaussNewton(_LeastSquaresSolver[GaussNewtonState]):
     max_linesearch_steps: int = 30
 
     def __post_init__(self) -> None:
-        if not self.regularization > 0:
-            raise ValueError(f"`regularization` must be positive, got {self.regularization!r}")
-        positive_int("max_linesearch_steps", self.max_linesearch_steps)
+        regularization = positive_float("regularization", self.regularization)
+        set_option(self, "regularization", regularization)
+        steps = positive_int("max_linesearch_steps", self.max_linesearch_steps)
+        set_option(self, "max_linesearch_steps", steps)
 
     def init(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array

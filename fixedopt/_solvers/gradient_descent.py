@@ -8,7 +8,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from fixedopt._arguments import positive_int
+from fixedopt._checks import positive_int, set_option
 from fixedopt._linesearch import SearchStart, first_step, projected_backtracking, step_from_search
 from fixedopt._solver import Problem, Solver, Step, StepContext
 
@@ -42,7 +42,8 @@ class GradientDescent(Solver[GradientDescentState]):
     max_linesearch_steps: int = 30
 
     def __post_init__(self) -> None:
-        positive_int("max_linesearch_steps", self.max_linesearch_steps)
+        steps = positive_int("max_linesearch_steps", self.max_linesearch_steps)
+        set_option(self, "max_linesearch_steps", steps)
 
     def init(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from fixedopt._arguments import positive_int
+from fixedopt._checks import one_of, positive_int, set_option
 from fixedopt._linesearch import (
     LineSearch,
     SearchStart,
@@ -170,14 +170,11 @@ class LBFGS(Solver[LBFGSState]):
     scaling: str = "auto"
 
     def __post_init__(self) -> None:
-        positive_int("memory_size", self.memory_size)
-        positive_int("max_linesearch_steps", self.max_linesearch_steps)
-        if self.linesearch not in LINESEARCHES:
-            raise ValueError(
-                f"`linesearch` must be one of {sorted(LINESEARCHES)}, got {self.linesearch!r}"
-            )
-        if self.scaling not in SCALINGS:
-            raise ValueError(f"`scaling` must be one of {SCALINGS}, got {self.scaling!r}")
+        set_option(self, "memory_size", positive_int("memory_size", self.memory_size))
+        steps = positive_int("max_linesearch_steps", self.max_linesearch_steps)
+        set_option(self, "max_linesearch_steps", steps)
+        one_of("linesearch", self.linesearch, tuple(sorted(LINESEARCHES)))
+        one_of("scaling", self.scaling, SCALINGS)
 
     def init(self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array) -> LBFGSState:
         history = jnp.zeros((self.memory_size, x.shape[0]), x.dtype)
