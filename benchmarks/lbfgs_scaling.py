@@ -1,8 +1,6 @@
 """The cost of L-BFGS's initial inverse Hessian choices (``LBFGS(scaling=...)``) on
 batches whose parameters share one scale: wall time of whole batched solves, compiled
-once, interleaved (A B C A B C ...), median of 7, and the mean steps per row. (The
-default ``"auto"`` starts from the Hessian's diagonal at n <= 8, like ``"hessian"``,
-but uses it only where the scales spread.)
+once, interleaved (A B C A B C ...), median of 7, and the mean steps per row.
 
     python -m benchmarks.lbfgs_scaling   # writes benchmarks/results/cpu-lbfgs-scaling-<date>.md
 """

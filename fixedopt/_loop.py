@@ -82,7 +82,7 @@ class Tests(NamedTuple):
     gradient: jax.Array  # the solver's scale-invariant gradient measure (gtol)
     reduction: jax.Array  # max(actual, predicted) relative reduction (ftol); inf: none
     relative_step: jax.Array  # the model step relative to x (xtol); inf: none
-    value_drop: jax.Array  # |f| / |f(x0)|: where f fell below rounding of its start
+    value_drop: jax.Array  # |f| / |f(x0)|: where f fell to rounding of its start
 
 
 def _reason(tests: Tests, stopping: Stopping, loose: bool = False) -> jax.Array:
@@ -102,11 +102,8 @@ def _reason(tests: Tests, stopping: Stopping, loose: bool = False) -> jax.Array:
         (within(tests.relative_step, stopping.xtol), Reason.XTOL),
         (tests.grad_norm <= stopping.abs_gtol, Reason.ABS_GTOL),
     ]
-    if loose:  # an objective whose minimum is 0 leaves no relative scale: f has fallen
-        # to eps * precision of its start, the accuracy documented where f* = 0 (at
-        # eps alone, Powell's badly scaled function in float32 stopped 10% from x*).
-        floor = jnp.finfo(tests.value_drop.dtype).eps * stopping.precision
-        met.append((tests.value_drop <= floor, Reason.FTOL))
+    if loose:  # an objective whose minimum is 0 at x = 0 leaves no relative scale:
+        met.append((tests.value_drop <= jnp.finfo(tests.value_drop.dtype).eps, Reason.FTOL))
     reason = jnp.asarray(Reason.NONE, jnp.int32)
     for holds, code in reversed(met):
         reason = jnp.where(holds, Reason.PRECISION if loose else code, reason)

@@ -1,16 +1,13 @@
 """A quick slice of the ``minimize`` status-truth suite (``tests/minimize_truth.py``;
 all of it: ``python -m benchmarks.run --suite status_truth``), in float64, with the
-objective times 1e-6, 1 and 1e6: with the defaults, a Gaussian peak with an amplitude
-of 1e4 on a background of 100, a degenerate minimum (Powell's singular function:
-``f* = 0``, a singular Hessian) and Powell's badly scaled function (parameters 1e-5
-and 9); a saturation curve (parameters 240 and 5.5e-4) with
-``LBFGS(scaling="hessian")``. Each row is judged independently in float64 (scipy's
+objective times 1e-6, 1 and 1e6: a Gaussian peak with an amplitude of 1e4 on a
+background of 100 and a degenerate minimum (Powell's singular function: ``f* = 0``, a
+singular Hessian) with the defaults; a saturation curve (parameters 240 and 5.5e-4)
+with ``LBFGS(scaling="hessian")``. Each row is judged independently in float64 (scipy's
 MINPACK polishes the returned point). Before L-BFGS had a validated model, a diagonal
 initial inverse Hessian and no ``xtol`` test, every saturation row here ended
-``CONVERGED`` far from the minimizer; before its gradient test asked the last step to
-agree, Powell's badly scaled rows from the second start did, after 2 steps
-(``benchmarks/results/cpu-status-truth-5852206.md``). With the default
-``scaling="auto"`` some saturation rows still do (the full suite's table)."""
+``CONVERGED`` far from the minimizer; with the default ``scaling="auto"`` some still do
+(the full suite's table)."""
 
 import numpy as np
 import pytest
@@ -23,7 +20,6 @@ SLICE = {  # problem: the scaling of L-BFGS's initial inverse Hessian
     "peak": "auto",
     "powell_singular": "auto",
     "saturation": "hessian",
-    "powell_badly_scaled": "auto",
 }
 
 

@@ -187,7 +187,7 @@ def test_search_direction_is_minus_the_masked_inverse_hessian_times_the_gradient
         problem = Problem(None, fixed, x, *bounds, differentiate=differentiate)
         scalar, diagonal = (gamma, jnp.ones_like(x)) if scaling == "scalar" else (1.0, gamma)
         state = LBFGSState(s_history, y_history, rho, jnp.asarray(scalar), jnp.asarray(memory),
-                           grad, diagonal, jnp.asarray(True), jnp.asarray(0.0))  # fmt: skip
+                           grad, diagonal, jnp.asarray(True))  # fmt: skip
         slot = jnp.asarray(newest_slot(count, memory), jnp.int32)
         solver = fixedopt.LBFGS(memory_size=memory, scaling=scaling)
         return solver._direction(problem, x, grad, state, slot)
@@ -209,14 +209,14 @@ def test_a_pair_is_kept_whatever_the_units_of_the_objective(dtype, units):
     units (``y`` scales with ``f``, so ``s.y / y.y`` with ``1 / units``) is stored
     with ``rho = 1 / s.y``. (The test ``s.y > eps y.y`` threw away every pair of a
     float32 fit whose objective was 1e6 times larger: the row ran on steepest descent
-    to ``max_steps``.) A pair with ``s`` orthogonal to ``y`` is still skipped."""
+    to ``max_steps``.) A pair with ``s`` exactly orthogonal to ``y`` is still skipped."""
     solver = fixedopt.LBFGS(memory_size=3)
     n = 4
     zeros = jnp.zeros((3, n), dtype)
     state = LBFGSState(zeros, zeros, jnp.zeros(3, dtype), jnp.ones((), dtype),
                        jnp.zeros((), jnp.int32), jnp.zeros(n, dtype), jnp.ones(n, dtype),
-                       jnp.asarray(False), jnp.asarray(np.inf, dtype))  # fmt: skip
-    s = jnp.asarray([1e-3, -2e-3, 5e-4, 1e-3], dtype)
+                       jnp.asarray(False))  # fmt: skip
+    s = jnp.asarray([2.0**-10, -(2.0**-9), 2.0**-11, 2.0**-10], dtype)  # exact products
     y = jnp.asarray(units * np.array([3.0, -1.0, 2.0, 0.5]), dtype)
     kept = solver._remember(state, s, y, jnp.asarray(True), jnp.asarray(0))
     curvature = np.dot(np.asarray(s, float), np.asarray(y, float))

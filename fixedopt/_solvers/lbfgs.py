@@ -50,7 +50,6 @@ class LBFGSState(NamedTuple):
     direction: jax.Array  # (n,): the model's step -H grad at the current point
     diagonal: jax.Array  # (n,): the diagonal initial inverse Hessian (scaling.py)
     validated: jax.Array  # (): the model passed the test of the last measurable step
-    last_drop: jax.Array  # (): (f_prev - f) / |f| of the last accepted step (inf: none)
 
 
 def two_loop(
@@ -100,12 +99,6 @@ def two_loop(
 # about 2x slower than this, so it is gone: ``benchmarks/results/cpu-solvers-2026-11-30``
 # against ``cpu-solvers-chunked-2026-11-30``, the ``quad`` n=512 rows.)
 two_loop_by_slots = functools.partial(two_loop, read=read_slot)
-
-
-def _relative_drop(value: jax.Array, new_value: jax.Array) -> jax.Array:
-    """``(f - f_new) / |f_new|`` (``inf`` where ``f_new = 0`` and ``f`` fell)."""
-    drop = jnp.maximum(value - new_value, 0.0)
-    return jnp.where(drop == 0, 0.0, drop / jnp.abs(new_value))
 
 
 def _inverse_or_zero(value: jax.Array, positive: jax.Array) -> jax.Array:
@@ -188,10 +181,8 @@ class LBFGS(Solver[LBFGSState]):
         # scaled by the Hessian's diagonal where it is known and used.
         scale = initial_scale(self.scaling, gamma, diagonal, problem.fixed)
         direction = jnp.where(problem.fixed, 0.0, -scale * grad)
-        validated, last_drop = jnp.zeros((), bool), jnp.asarray(jnp.inf, x.dtype)
-        return LBFGSState(
-            history, history, rho, gamma, pairs, direction, diagonal, validated, last_drop
-        )
+        validated = jnp.zeros((), bool)
+        return LBFGSState(history, history, rho, gamma, pairs, direction, diagonal, validated)
 
     def gradient_measure(
         self,
@@ -213,27 +204,13 @@ class LBFGS(Solver[LBFGSState]):
     def model_measure(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array, state: LBFGSState
     ) -> jax.Array:
-        """The larger of ``sqrt(-g.d / (2|f|))``, with ``d = -H g`` the model's step (the
-        square root of the relative reduction the L-BFGS model predicts: its Newton
-        decrement), and the last step's actual relative reduction ``(f_prev - f) / |f|``;
-        ``inf`` until the model has a curvature pair.
-
-        Both estimate the relative error ``e = (f - f*) / |f|``: the first ``sqrt(e_k)``
-        now, the second ``e_{k-1}`` one step back, equal at a quadratic rate. A model
-        that has learned only the stiff directions predicts almost nothing along the
-        others, and passes the first test far from the minimizer; the step that just
-        reduced ``f`` by many times the claimed remainder contradicts it (on the
-        status-truth suite: Powell's badly scaled function, ``f`` from 0.125 to 2e-9 in
-        one step, then a predicted remainder of 1e-16 ``|f|``, 10% from the
-        minimizer). At a slower rate the second test costs a step or two; where
-        ``f* = 0`` it never passes (the relative error stays 1), and the driver's
-        tests on the scale of the progress made stop the row.
-        """
+        """``sqrt(-g.d / (2|f|))`` with ``d = -H g`` the model's step: the square root
+        of the relative reduction the L-BFGS model predicts (its Newton decrement),
+        ``inf`` until the model has a curvature pair."""
         step = self._model_step(problem, x, state)
         predicted = predicted_reduction(problem, grad, step, self._trusted(state))
-        model = jnp.maximum(jnp.sqrt(predicted / jnp.abs(value)), state.last_drop)
         # 0 for a zero gradient (the model then predicts 0), also where f = 0.
-        return jnp.where(predicted == 0, 0.0, model)
+        return jnp.where(predicted == 0, 0.0, jnp.sqrt(predicted / jnp.abs(value)))
 
     def _starts_from_hessian(self, x: jax.Array) -> bool:
         """Whether the diagonal starts from the Hessian's at ``x0`` (static)."""
@@ -323,17 +300,9 @@ class LBFGS(Solver[LBFGSState]):
             direction=self._direction(problem, x_new, grad_new, new_state, slot),
             # A failed step leaves the verdict to the driver's test of a stuck row.
             validated=(state.pairs > 0) & ((search.accepted & validated) | ~search.accepted),
-            last_drop=jnp.where(
-                search.accepted, _relative_drop(value, search.value), state.last_drop
-            ),
         )
-        predicted, relative_step = self._model(problem, x_new, grad_new, new_state)
-        # The model's claim is no smaller than what the last step achieved (see
-        # gradient_measure): after a failed step it decides the PRECISION test.
-        value_new = jnp.where(search.accepted, search.value, value)
-        achieved = new_state.last_drop * jnp.abs(value_new)
-        predicted = jnp.maximum(predicted, jnp.where(value_new == 0, 0.0, achieved))
-        return step_from_search(search, new_state, predicted, relative_step)
+        model = self._model(problem, x_new, grad_new, new_state)
+        return step_from_search(search, new_state, *model)
 
     def _remember(
         self,
@@ -350,11 +319,14 @@ class LBFGS(Solver[LBFGSState]):
         Writes one slot of the ring buffer rather than shifting the whole history.
         """
         sy, yy = jnp.dot(s, y), jnp.dot(y, y)
-        # Positive curvature beyond rounding, unit-free: the cosine of s and y above eps.
-        # (``s.y > eps y.y``, i.e. ``gamma > eps``, rejected every pair of a float32 fit
-        # whose objective is in units 1e6 times larger: it ran on steepest descent.)
-        cosine_floor = jnp.finfo(s.dtype).eps * jnp.linalg.norm(s) * jnp.linalg.norm(y)
-        good = accepted & (sy > cosine_floor)
+        # Positive curvature beyond rounding: ``gamma = s.y / y.y > eps``, or the cosine
+        # of s and y above eps. The first alone depends on the units of f: it rejected
+        # every pair of a float32 fit whose objective is in units 1e6 times larger (the
+        # row ran on steepest descent to max_steps); the second alone rejected pairs a
+        # singular minimum needs (tiny y), so that extended Powell rows stopped short.
+        eps = jnp.finfo(s.dtype).eps
+        cosine_floor = eps * jnp.linalg.norm(s) * jnp.linalg.norm(y)
+        good = accepted & ((sy > eps * yy) | (sy > cosine_floor))
         first = (state.pairs == 0) & (not self._starts_from_hessian(s))
         safe_s, safe_y = jnp.where(good, s, 1.0), jnp.where(good, y, 1.0)  # finite when unused
         diagonal = update_diagonal(state.diagonal, safe_s, safe_y, first)
@@ -367,5 +339,4 @@ class LBFGS(Solver[LBFGSState]):
             direction=state.direction,
             diagonal=jnp.where(good, diagonal, state.diagonal),
             validated=state.validated,
-            last_drop=state.last_drop,
         )
