@@ -279,6 +279,12 @@ def _solve(
     options: Options,
 ) -> Solution:
     """Validate the problem's data, then run the compiled solve."""
+    if options.vectorized and getattr(solver, "scaling", None) == "hessian":
+        raise ValueError(
+            '`vectorized=True` cannot run LBFGS(scaling="hessian"): its Hessian-vector '
+            "products at the start would send a batch of tangents through the "
+            'objective\'s batching rule; use scaling="auto" or vectorized=False'
+        )
     name = "residual_fun" if options.least_squares else "fun"
     fun = hashable_function(fun, name)
     args = args_tuple(args)
