@@ -319,14 +319,7 @@ class LBFGS(Solver[LBFGSState]):
         Writes one slot of the ring buffer rather than shifting the whole history.
         """
         sy, yy = jnp.dot(s, y), jnp.dot(y, y)
-        # Positive curvature beyond rounding: ``gamma = s.y / y.y > eps``, or the cosine
-        # of s and y above eps. The first alone depends on the units of f: it rejected
-        # every pair of a float32 fit whose objective is in units 1e6 times larger (the
-        # row ran on steepest descent to max_steps); the second alone rejected pairs a
-        # singular minimum needs (tiny y), so that extended Powell rows stopped short.
-        eps = jnp.finfo(s.dtype).eps
-        cosine_floor = eps * jnp.linalg.norm(s) * jnp.linalg.norm(y)
-        good = accepted & ((sy > eps * yy) | (sy > cosine_floor))
+        good = accepted & (sy > jnp.finfo(s.dtype).eps * yy)
         first = (state.pairs == 0) & (not self._starts_from_hessian(s))
         safe_s, safe_y = jnp.where(good, s, 1.0), jnp.where(good, y, 1.0)  # finite when unused
         diagonal = update_diagonal(state.diagonal, safe_s, safe_y, first)
