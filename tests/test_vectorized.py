@@ -121,7 +121,7 @@ def test_a_coupled_objective_fails_loudly():
     [({"batched": False}, "`vectorized` has no effect without batched=True"),
      ({"differentiate": "unroll"}, '`vectorized` has no effect with differentiate="unroll"'),
      ({"vectorized": 1}, "`vectorized` must be a bool"),
-     ({"solver": fixedopt.LBFGS(scaling="hessian")}, "cannot run LBFGS"),],
+     ({"solver": fixedopt.LBFGS(scaling="hessian")}, "cannot run LBFGS")],
 )  # fmt: skip
 def test_bad_options(options, match):
     x0, fixed, args = batch()

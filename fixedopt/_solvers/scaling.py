@@ -33,8 +33,9 @@ SPREAD = 100.0
 # along it, and the row can end CONVERGED far from the minimizer (the status-truth
 # suite's saturation, Meyer and Powell badly scaled fits); only curvature measured
 # along every coordinate knows. Started from the Hessian's diagonal on rows of at most
-# 8 entries, "auto" told the truth on all 114 float64 rows of that suite (216 of 228
-# in all, against 194), at 0.95x-1.11x the time of "scalar" on quad n = 4 and 8; but
+# 8 entries (with two other trial rules, also reverted), "auto" told the truth on all
+# 114 float64 rows of that suite (216 of 228 in all, against 197 for this default),
+# at 0.95x-1.11x the time of "scalar" on quad n = 4 and 8; but
 # a Huber-loss fit then ended CONVERGED short of its minimum (the Hessian at x0 is a
 # poor guide where the loss changes regime), and its n Hessian-vector products made a
 # batched quad n = 16 solve 2.1x slower (benchmarks/lbfgs_scaling.py).
