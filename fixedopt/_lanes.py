@@ -39,11 +39,11 @@ from typing import Any, NamedTuple, TypeVar
 import jax
 import jax.numpy as jnp
 
-from fixedopt._loop import LoopState, Stopping, advance, start
+from fixedopt._loop import LoopState, Stopping, advance, certifies, certify, start, to_certify
 from fixedopt._packing import Packed, Packing
 from fixedopt._progress import Progress
 from fixedopt._solver import Problem, Solver, StepContext
-from fixedopt._status import RUNNING
+from fixedopt._status import PENDING, RUNNING, Status
 
 Rows = TypeVar("Rows")  # a batch's per-row data (a pytree with a leading batch axis)
 
@@ -214,16 +214,68 @@ def _advance(
 ) -> Packed:
     """One step of every running lane. A stopped lane keeps what it reports; its
     solver state is never read again, so it takes the new one (keeping the old would
-    stream the whole L-BFGS history through a select)."""
+    stream the whole L-BFGS history through a select). A row that the step leaves
+    CONVERGED waits, PENDING, for its certification (:func:`_certify_some`)."""
     state: LoopState = plan.state.unpack(packed)
     running = state.status == RUNNING
+    checks = certifies(solver)
 
     def one(row: Any, state: LoopState, running: jax.Array) -> LoopState:
         context = StepContext(running, iteration)
-        return advance(solver, problem_of(row), state, stopping, context)
+        new = advance(solver, problem_of(row), state, stopping, context, check=False)
+        if checks:
+            new = new._replace(status=jnp.where(to_certify(new), PENDING, new.status))
+        return new
 
     new = plan.state.pack(jax.vmap(one)(data, state, running))
-    return plan.state.select(running, new, packed, plan.always_new)
+    new = plan.state.select(running, new, packed, plan.always_new)
+    if not checks:
+        return new
+    waiting = state.status == PENDING
+    new = plan.state.select(waiting, packed, new)  # a waiting lane keeps all it holds
+    return _certify_some(solver, problem_of, stopping, plan, data, new)
+
+
+def certify_slots(width: int) -> int:
+    """How many PENDING lanes a trip certifies at most (static): an eighth of the
+    lanes, so that a trip's certification costs a fraction of its step (L-BFGS's
+    takes up to ``n`` Hessian-vector products per row); the others wait."""
+    return max(1, min(width, -(-width // 8)))
+
+
+def _certify_some(
+    solver: Solver[Any],
+    problem_of: Callable[[Rows], Problem],
+    stopping: Stopping,
+    plan: Plan,
+    data: Any,
+    packed: Packed,
+) -> Packed:
+    """Certify the verdicts of the first :func:`certify_slots` PENDING lanes (in lane
+    order), in a ``lax.cond`` that runs only when a lane waits: the lanes are gathered,
+    certified by ``fixedopt._loop.certify`` and written back. A row's arithmetic does
+    not depend on when its turn comes: a waiting lane takes no step."""
+    waiting = plan.state.unpack(packed).status == PENDING
+    width = waiting.shape[0]
+    if width == 0:  # an empty batch
+        return packed
+    slots = certify_slots(width)
+
+    def check(packed: Packed) -> Packed:
+        index = jnp.nonzero(waiting, size=slots, fill_value=width)[0]
+        inside = jnp.minimum(index, width - 1)
+        rows = jax.tree.map(lambda a: a[inside], data)
+        chosen: LoopState = plan.state.unpack(plan.state.take(packed, inside))
+        chosen = chosen._replace(status=jnp.full_like(chosen.status, Status.CONVERGED))
+
+        def one(row: Any, state: LoopState) -> LoopState:
+            return certify(solver, problem_of(row), state, stopping)
+
+        checked = plan.state.pack(jax.vmap(one)(rows, chosen))
+        return plan.state.put(packed, index, checked)
+
+    certified: Packed = jax.lax.cond(jnp.any(waiting), check, lambda packed: packed, packed)
+    return certified
 
 
 def _whole_batch(
@@ -249,7 +301,7 @@ def _whole_batch(
         return iteration + 1, state, data
 
     def going(carry: tuple[jax.Array, Packed, Any]) -> jax.Array:
-        return jnp.any(plan.state.unpack(carry[1]).status == RUNNING)
+        return jnp.any(_busy(plan.state.unpack(carry[1]).status))
 
     initial = (jnp.zeros((), jnp.int32), plan.state.pack(start_rows(rows, x)), rows)
     final: LoopState = plan.state.unpack(jax.lax.while_loop(going, body, initial)[1])
@@ -277,10 +329,15 @@ def _empty_lanes(plan: Plan, x: jax.Array, width: int) -> Lanes:
 
 def _idle(state: LoopState) -> tuple[jax.Array, jax.Array]:
     """The lanes not running and the sum of their rows' steps (one reduction)."""
-    idle = state.status != RUNNING
+    idle = ~_busy(state.status)
     counts = jnp.stack([idle.astype(jnp.int32), jnp.where(idle, state.steps, 0)])
     count, steps = jnp.sum(counts, axis=1, dtype=jnp.int32)
     return count, steps
+
+
+def _busy(status: jax.Array) -> jax.Array:
+    """Lanes whose row has not stopped: RUNNING, or PENDING its certification."""
+    return (status == RUNNING) | (status == PENDING)
 
 
 def _refill_due(count: jax.Array, steps_sum: jax.Array, width: int) -> jax.Array:
@@ -317,7 +374,7 @@ def _refill(
 
     The ``k``-th idle lane (in lane order: stopped, or holding no row) takes row
     ``queued + k``; an idle lane left without a row holds row ``B`` (none)."""
-    idle = plan.state.unpack(lanes.state).status != RUNNING
+    idle = ~_busy(plan.state.unpack(lanes.state).status)
     results = _write(lanes.results, lanes.row, lanes.state, idle & (lanes.row < total), plan)
     new_row = lanes.queued + jnp.cumsum(idle) - 1
     takes = idle & (new_row < total)
@@ -337,7 +394,7 @@ def _report(
 ) -> None:
     """Every ``progress.every`` steps, a host callback reports rows stopped and the worst
     gradient among the running lanes (:mod:`fixedopt._progress`)."""
-    running = state.status == RUNNING
+    running = _busy(state.status)
     left = total - queued + jnp.sum(running)
     worst = jnp.max(jnp.where(running, state.grad_norm, 0.0), initial=0.0)
 

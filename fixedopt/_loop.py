@@ -72,6 +72,7 @@ class LoopState(NamedTuple):
     reason: jax.Array
     gamma: jax.Array  # secant curvature of the last good step (inf: none): gradient_measure's
     initial_value: jax.Array  # f(x0), the scale of the last-resort PRECISION test
+    doubted: jax.Array  # f where the solver's certification last rejected a verdict (inf: never)
     solver_state: Any
 
 
@@ -156,7 +157,9 @@ def start(solver: AnySolver, problem: Problem, x: jax.Array, stopping: Stopping)
     infeasible = _infeasible(problem)
     status = jnp.where(infeasible, Status.INFEASIBLE, status).astype(jnp.int32)
     reason = jnp.where(infeasible, Reason.NONE, reason).astype(jnp.int32)
-    return LoopState(x, value, grad, grad_norm, zero, status, reason, infinite, value, solver_state)
+    return LoopState(
+        x, value, grad, grad_norm, zero, status, reason, infinite, value, infinite, solver_state
+    )
 
 
 def _relative_reduction(
@@ -178,12 +181,15 @@ def advance(
     state: LoopState,
     stopping: Stopping,
     context: StepContext | None = None,
+    check: bool = True,
 ) -> LoopState:
     """One iteration of one row: the solver's step, the failure policy, the new status.
 
     The row moves to the step's point only if the step's outcome accepts it, so it
     always holds its last finite iterate; a stopping outcome stops it with the status
-    of :func:`~fixedopt._status.stop_status`.
+    of :func:`~fixedopt._status.stop_status`. A CONVERGED verdict is then checked by
+    the solver's certification (:func:`certify`, in a ``lax.cond``) unless ``check``
+    is False (static): lanes check their rows together (``fixedopt._lanes``).
     """
     context = StepContext(True, state.steps) if context is None else context
     step = solver.step(problem, state.x, state.value, state.grad, state.solver_state, context)
@@ -207,8 +213,63 @@ def advance(
     )
     steps = state.steps + 1
     status, reason = _verdict(stop_status(step.outcome), tests, steps, stopping)
-    return LoopState(
-        x, value, grad, grad_norm, steps, status, reason, gamma, state.initial_value, step.state
+    new = LoopState(x, value, grad, grad_norm, steps, status, reason, gamma, state.initial_value,
+                    state.doubted, step.state)  # fmt: skip
+    if not (check and certifies(solver)):
+        return new
+    checked: LoopState = jax.lax.cond(
+        to_certify(new), lambda: certify(solver, problem, new, stopping), lambda: new
+    )
+    return checked
+
+
+# The share of the documented accuracy that a certified verdict may leave: a Newton step
+# from a CONVERGED row would still gain at most this share of it.
+CERTIFY_SHARE = 0.01
+
+
+def certifies(solver: AnySolver) -> bool:
+    """Whether the solver checks a verdict before the driver stops a row (static)."""
+    return type(solver).certify is not Solver.certify
+
+
+def to_certify(state: LoopState) -> jax.Array:
+    """Whether the row's verdict is one the solver's certification checks: CONVERGED by
+    a relative test (the absolute ``abs_gtol`` is the user's own word)."""
+    return (state.status == Status.CONVERGED) & (state.reason != Reason.ABS_GTOL)
+
+
+def certify(solver: AnySolver, problem: Problem, state: LoopState, stopping: Stopping) -> LoopState:
+    """The row's CONVERGED verdict, checked by ``solver.certify``.
+
+    The verdict holds if half the certified Newton decrement (the reduction a Newton
+    step would still make) is within ``CERTIFY_SHARE`` of the documented accuracy,
+    ``sqrt(eps) max(|f|, eps (f0 - f))``. Else the row goes on from the state the
+    solver gives; a row shown wrong again without having lowered ``f`` since stops as
+    STALLED (it cannot progress and is not stationary), or MAX_STEPS at the limit.
+    """
+    # Not differentiated (Unroll): the check decides and steers, and the derivative of
+    # an eigendecomposition with repeated eigenvalues (a fixed entry's) is not finite.
+    inputs = jax.lax.stop_gradient((state.x, state.value, state.grad, state.solver_state))
+    checked = solver.certify(problem, *inputs)
+    if checked is None:  # no check for this problem
+        return state
+    decrement, doubted_state = jax.lax.stop_gradient(checked)  # also what the closure carries
+    scale = objective_scale(state.value, state.initial_value, stopping.precision)
+    small = 0.5 * decrement <= CERTIFY_SHARE * stopping.precision * scale
+    # A row that can no longer progress (PRECISION) tries the solver's step once first.
+    holds = small & ((state.reason != Reason.PRECISION) | (state.value == state.doubted))
+    progressed = state.value < state.doubted
+    status = jnp.where(progressed, RUNNING, Status.STALLED)
+    status = jnp.where(progressed & (state.steps >= stopping.max_steps), Status.MAX_STEPS, status)
+    solver_state = jax.tree.map(
+        lambda old, new: jnp.where(holds, old, new), state.solver_state, doubted_state
+    )
+    return state._replace(
+        status=jnp.where(holds, state.status, status).astype(jnp.int32),
+        reason=jnp.where(holds, state.reason, Reason.NONE).astype(jnp.int32),
+        doubted=jnp.where(holds, state.doubted, state.value),
+        solver_state=solver_state,
     )
 
 

@@ -103,6 +103,23 @@ class Packing:
             leaves.append(block.reshape(block.shape[0], *leaf.shape))
         return jax.tree.unflatten(self.treedef, leaves)
 
+    def take(self, arrays: Packed, index: jax.Array) -> Packed:
+        """The rows ``index`` (a ``(k,)`` int array, in range) of packed ``arrays``."""
+        return tuple(a[:, index] if self._across(i) else a[index] for i, a in enumerate(arrays))
+
+    def put(self, arrays: Packed, index: jax.Array, rows: Packed) -> Packed:
+        """``arrays`` with ``rows`` (packed, ``k`` rows) written at the rows ``index``;
+        an index out of range drops its row."""
+        written = []
+        for i, (a, r) in enumerate(zip(arrays, rows)):
+            at = a.at[:, index] if self._across(i) else a.at[index]
+            written.append(at.set(r, mode="drop"))
+        return tuple(written)
+
+    def _across(self, i: int) -> bool:
+        """Whether the ``i``-th packed array holds its rows along axis 1."""
+        return i < len(self.groups) and not self.vectors
+
     def zeros(self, rows: int) -> Packed:
         """Packed arrays of ``rows`` rows of zeros, as :meth:`pack` makes them."""
         packed = [jnp.zeros((rows, columns) if self.vectors else (columns, rows), dtype)

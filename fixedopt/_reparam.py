@@ -111,5 +111,7 @@ def split(problem: Problem, index: jax.Array) -> Problem:
         residual_and_jacobian=residual_and_jacobian,
         differentiate=problem.differentiate,
         robust=problem.robust,
-        **bounds,
+        hessian_products=problem.hessian_products,
+        lower=bounds.get("lower"),
+        upper=bounds.get("upper"),
     )

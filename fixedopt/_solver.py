@@ -48,6 +48,9 @@ class Problem(NamedTuple):
       robust: ``residual_and_jacobian`` gives rescaled residuals and Jacobian (of a
         robust loss, or the Poisson likelihood's Fisher scoring; see
         ``fixedopt._losses``), whose half sum of squares is not the objective (static).
+      hessian_products: ``jax.jvp`` of ``value_and_grad`` gives Hessian-vector
+        products (static); False for objectives written for the whole batch
+        (``vectorized=True``), whose batching rule has no derivative rule.
     """
 
     value_and_grad: ValueAndGrad
@@ -58,6 +61,7 @@ class Problem(NamedTuple):
     residual_and_jacobian: ResidualAndJacobian | None = None
     differentiate: Differentiation = IMPLICIT
     robust: bool = False
+    hessian_products: bool = True
 
     @property
     def has_bounds(self) -> bool:
@@ -229,6 +233,22 @@ class Solver(abc.ABC, Generic[State]):
         ``super().gradient_measure(...)``.
         """
         return secant_measure(problem, x, value, grad, curvature)
+
+    def certify(
+        self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array, state: State
+    ) -> tuple[jax.Array, State] | None:
+        """A check of a row that is about to stop ``CONVERGED``, from curvature the
+        solver's model has not seen; None (the default) for none.
+
+        Returns ``(decrement, state)``: a lower bound of the true Newton decrement
+        ``g.H^-1 g`` at ``x`` (``inf`` where the curvature is not positive), and the
+        state the row goes on with if the decrement shows the verdict wrong. The
+        driver keeps the verdict only if ``decrement / 2``, the reduction a Newton step
+        would still make, is within a tenth of the documented accuracy
+        (``sqrt(eps) max(|f|, eps (f0 - f))``); L-BFGS, whose model never saw the
+        directions its steps did not explore, certifies this way.
+        """
+        return None
 
 
 def secant_measure(

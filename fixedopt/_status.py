@@ -115,6 +115,9 @@ class Reason(_Code):
 
 
 RUNNING = -1  # internal: the loop goes on while a row's status is RUNNING
+# internal: a lane's row is CONVERGED but waits for its verdict to be certified
+# (fixedopt._lanes); it takes no step meanwhile.
+PENDING = -2
 
 
 class Outcome(_Code):

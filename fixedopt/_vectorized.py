@@ -106,7 +106,7 @@ def lane_problem(objective: Any, data: Any, residual_output: Callable[..., Any] 
         evaluate = _lane_function(value_and_grad)
         return Problem(
             lambda x: evaluate(x, *operands), data.fixed, data.fixed_values, data.lower,
-            data.upper, differentiate=objective.differentiate,
+            data.upper, differentiate=objective.differentiate, hessian_products=False,
         )  # fmt: skip
     evaluate = _lane_function(residual_and_jacobian)
 
@@ -121,7 +121,7 @@ def lane_problem(objective: Any, data: Any, residual_output: Callable[..., Any] 
     return Problem(
         row_value_and_grad, data.fixed, data.fixed_values, data.lower, data.upper,
         residual_and_jacobian=row_residual_and_jacobian, differentiate=objective.differentiate,
-        robust=residual_output is not _plain_residuals,
+        robust=residual_output is not _plain_residuals, hessian_products=False,
     )  # fmt: skip
 
 

@@ -21,6 +21,7 @@ from fixedopt._linesearch import (
 )
 from fixedopt._ring import plain_read_slot, plain_write_slot, read_slot
 from fixedopt._solver import Problem, Solver, Step, StepContext, predicted_reduction, secant_measure
+from fixedopt._solvers.certify import conjugate_gradient_check, newton_check
 from fixedopt._solvers.scaling import (
     SCALINGS,
     hessian_diagonal,
@@ -31,6 +32,9 @@ from fixedopt._solvers.scaling import (
 )
 from fixedopt._wolfe import hager_zhang
 
+# L-BFGS certifies a row that is about to stop CONVERGED (LBFGS.certify) from its whole
+# Hessian up to this many entries, above from conjugate-gradient iterations.
+CERTIFY_FULL_N = 16
 LINESEARCHES: dict[str, LineSearch] = {
     "backtracking": projected_backtracking,
     "hager-zhang": hager_zhang,
@@ -212,6 +216,54 @@ class LBFGS(Solver[LBFGSState]):
         # 0 for a zero gradient (the model then predicts 0), also where f = 0.
         return jnp.where(predicted == 0, 0.0, jnp.sqrt(predicted / jnp.abs(value)))
 
+    def certify(
+        self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array, state: LBFGSState
+    ) -> tuple[jax.Array, LBFGSState] | None:
+        """The Newton decrement ``g.H^-1 g`` of the true Hessian at ``x`` (``inf`` where
+        it has clearly negative curvature), and the state to go on with if it shows the
+        model wrong (see :meth:`Solver.certify`): L-BFGS's model never saw the
+        directions its steps did not explore (a soft parameter the first steps did
+        not move), and only curvature measured along them can tell.
+
+        At most ``CERTIFY_FULL_N`` entries, from the whole Hessian (``n``
+        Hessian-vector products): :func:`~fixedopt._solvers.certify.newton_check`.
+        Above, a lower bound from a few preconditioned conjugate-gradient iterations:
+        :func:`~fixedopt._solvers.certify.conjugate_gradient_check`, preconditioned
+        by the model's own inverse Hessian. The row goes on along the Newton (or
+        truncated-Newton, or negative-curvature) step, whose line search then stores
+        a curvature pair along it; the model must pass its test again. None (no
+        check) where the problem has no Hessian-vector products (``vectorized=True``).
+        """
+        if not problem.hessian_products:
+            return None
+        margin = jnp.minimum(problem.grad_norm(x, grad), 1e-3)
+        free = ~problem.fixed & ~problem.at_bound(x, grad, margin)
+
+        def hessian_times(v: jax.Array) -> jax.Array:
+            product = jax.jvp(lambda z: problem.value_and_grad(z)[1], (x,), (v,))[1]
+            return jnp.where(free, product, 0.0)
+
+        g = jnp.where(free, grad, 0.0)
+        scale = initial_scale(self.scaling, state.gamma, state.diagonal, problem.fixed)
+        if x.shape[0] <= CERTIFY_FULL_N:
+            decrement, step = newton_check(hessian_times, g, value, free)
+        else:
+            s_history = jnp.where(free[None, :], state.s_history, 0.0)
+            y_history = jnp.where(free[None, :], state.y_history, 0.0)
+            sy = jnp.sum(s_history * y_history, axis=1)
+            rho = _inverse_or_zero(sy, (sy > 0) & (state.rho > 0))
+
+            def precondition(r: jax.Array) -> jax.Array:
+                # The pairs' order matters little to a preconditioner: from slot 0.
+                h = two_loop(r, s_history, y_history, rho, jnp.zeros((), jnp.int32), scale)
+                return jnp.where(free, h, 0.0)
+
+            decrement, step = conjugate_gradient_check(hessian_times, precondition, g)
+        step = jnp.where(problem.fixed, 0.0, step)
+        steepest = jnp.where(problem.fixed, 0.0, -scale * grad)
+        step = jnp.where(jnp.dot(grad, step) < 0, step, steepest)
+        return decrement, state._replace(direction=step, validated=jnp.zeros((), bool))
+
     def _starts_from_hessian(self, x: jax.Array) -> bool:
         """Whether the diagonal starts from the Hessian's at ``x0`` (static)."""
         return self.scaling == "hessian"
@@ -319,7 +371,12 @@ class LBFGS(Solver[LBFGSState]):
         Writes one slot of the ring buffer rather than shifting the whole history.
         """
         sy, yy = jnp.dot(s, y), jnp.dot(y, y)
-        good = accepted & (sy > jnp.finfo(s.dtype).eps * yy)
+        eps = jnp.finfo(s.dtype).eps
+        # Positive curvature, tested in two ways: ``gamma = s.y / y.y > eps`` depends on
+        # the units of ``f`` (in float32 with ``f`` times 1e6 it drops every pair, and the
+        # row runs on steepest descent), ``cos(s, y) > eps`` does not.
+        cosine = sy > eps * jnp.sqrt(jnp.dot(s, s) * yy)
+        good = accepted & ((sy > eps * yy) | cosine)
         first = (state.pairs == 0) & (not self._starts_from_hessian(s))
         safe_s, safe_y = jnp.where(good, s, 1.0), jnp.where(good, y, 1.0)  # finite when unused
         diagonal = update_diagonal(state.diagonal, safe_s, safe_y, first)

@@ -1,0 +1,136 @@
+"""How far a row that is about to stop is from a minimizer, from the true Hessian.
+
+A quasi-Newton model predicts the reduction left, ``g.H g / 2``; where its curvature
+pairs never explored a direction, it takes a guessed scale there and can predict
+almost nothing where much is left. The Newton decrement ``g.H^-1 g`` of the true
+Hessian is the reduction a Newton step would make (twice), in the objective's own
+units. Both functions here return it with the step to go on with, for one row:
+``hessian_times(v)`` is ``H v`` restricted to the ``free`` entries, ``g`` the gradient
+with other entries zero; shapes ``(n,)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+
+HessianTimes = Callable[[jax.Array], jax.Array]
+Carry = tuple[jax.Array, ...]  # the conjugate-gradient iteration's state
+# Conjugate-gradient iterations (Hessian-vector products) of the check above
+# LBFGS's CERTIFY_FULL_N entries.
+CG_ITERATIONS = 3
+
+
+def newton_check(
+    hessian_times: HessianTimes, g: jax.Array, value: jax.Array, free: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """``(g.H^-1 g, step)`` from the whole Hessian (``n`` Hessian-vector products).
+
+    The Hessian is scaled to a unit diagonal (Jacobi) first, so that parameters of
+    very different magnitudes are resolved alike, shifted by ``eps`` of its largest
+    curvature (the precision its entries carry: a gradient along a direction of less
+    curvature then shows a large decrement), and solved by ``2 n`` conjugate-gradient
+    iterations on the explicit ``n x n`` matrix: elementwise arithmetic in a small
+    ``scan``, no LAPACK call (inside the lanes' loop, jaxlib 0.10's CPU ``syevd`` and
+    ``potrf`` crashed here). Clearly negative curvature met on the way (below
+    ``-sqrt(eps)`` of the largest: a saddle point or a maximum) gives ``inf`` and the
+    step along it, downhill, of the length at which the quadratic model would have
+    lost ``|f|``; else the step is the Newton step.
+    """
+    n, dtype = g.shape[0], g.dtype
+    wide = jnp.promote_types(dtype, jnp.float32)  # half precision is solved in float32
+    g, value = g.astype(wide), value.astype(wide)
+    eps = jnp.finfo(wide).eps
+    hessian = jax.vmap(hessian_times)(jnp.eye(n, dtype=dtype)).astype(wide)  # rows = columns
+    hessian = 0.5 * (hessian + hessian.T)
+    diagonal = jnp.abs(jnp.diagonal(hessian))
+    usable = free & (diagonal > 0) & jnp.isfinite(diagonal)
+    s = jnp.where(usable, 1.0 / jnp.sqrt(jnp.where(usable, diagonal, 1.0)), 1.0)
+    both = free[:, None] & free[None, :]
+    scaled = jnp.where(both, s[:, None] * hessian * s[None, :], jnp.eye(n, dtype=wide))
+    # A non-finite entry (a row at a NaN wall) is no curvature: never certified.
+    finite = jnp.all(jnp.isfinite(scaled))
+    scaled = jnp.where(finite, scaled, jnp.eye(n, dtype=wide))
+    largest = jnp.max(jnp.sum(jnp.abs(scaled), axis=1))  # >= every |eigenvalue|
+    matrix = scaled + eps * largest * jnp.eye(n, dtype=wide)
+    decrement, z, negative, down, curvature = _conjugate_gradients(
+        matrix, s * g, -jnp.sqrt(eps) * largest, 2 * n
+    )
+    down = s * down
+    down = jnp.where(jnp.dot(g, down) > 0, -down, down)
+    length = jnp.sqrt(2.0 * jnp.abs(value) / jnp.where(negative, -curvature, 1.0))
+    decrement = jnp.where(negative | ~finite | ~jnp.isfinite(decrement), jnp.inf, decrement)
+    step = jnp.where(negative, length * down, -s * z)
+    step = jnp.where(free & jnp.isfinite(step), step, 0.0)
+    return decrement.astype(dtype), step.astype(dtype)
+
+
+def _conjugate_gradients(
+    matrix: jax.Array, b: jax.Array, negative_below: jax.Array, iterations: int
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
+    """``iterations`` conjugate-gradient steps on ``matrix z = b`` from 0:
+    ``(b.z, z, negative, direction, curvature)``, where ``negative`` says a search
+    direction of unit length had curvature below ``negative_below`` (then
+    ``direction`` is it and ``curvature`` its curvature, and the iteration stopped)."""
+    zero = jnp.zeros((), b.dtype)
+
+    def iteration(carry: Carry, _: None) -> tuple[Carry, None]:
+        z, r, p, rr, negative, direction, curvature, stopped = carry
+        ap = matrix @ p
+        size = jnp.dot(p, p)
+        pap = jnp.dot(p, ap)
+        active = ~stopped & (rr > 0) & (size > 0)
+        unit_curvature = pap / jnp.where(size > 0, size, 1.0)
+        found = active & (unit_curvature < negative_below)
+        go = active & (pap > 0)
+        alpha = jnp.where(go, rr / jnp.where(go, pap, 1.0), 0.0)
+        z, r = z + alpha * p, r - alpha * ap
+        rr_new = jnp.dot(r, r)
+        beta = jnp.where(go, rr_new / jnp.where(go, rr, 1.0), 0.0)
+        direction = jnp.where(found, p / jnp.sqrt(jnp.where(size > 0, size, 1.0)), direction)
+        curvature = jnp.where(found, unit_curvature, curvature)
+        carry = (z, r, jnp.where(go, r + beta * p, p), jnp.where(go, rr_new, rr),
+                 negative | found, direction, curvature, stopped | ~go)  # fmt: skip
+        return carry, None
+
+    start: Carry = (jnp.zeros_like(b), b, b, jnp.dot(b, b), jnp.zeros((), bool), jnp.zeros_like(b),
+             zero, jnp.zeros((), bool))  # fmt: skip
+    (z, _, _, _, negative, direction, curvature, _), _ = jax.lax.scan(
+        iteration, start, None, length=iterations
+    )
+    return jnp.dot(b, z), z, negative, direction, curvature
+
+
+def conjugate_gradient_check(
+    hessian_times: HessianTimes, precondition: HessianTimes, g: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """``(g.z_k, -z_k)`` after ``CG_ITERATIONS`` preconditioned conjugate-gradient
+    iterations on ``H z = g`` from ``z = 0``.
+
+    ``g.z_k`` is ``-2`` times the minimum of the quadratic model over the Krylov space,
+    so it grows with ``k`` toward ``g.H^-1 g``: a lower bound, which can show a verdict
+    wrong but not prove it right. Conjugate gradients resolve the extreme
+    eigenvalues of the preconditioned Hessian first, so a direction the
+    preconditioner (the quasi-Newton model) got badly wrong shows early. Negative
+    curvature met on the way gives ``inf``; ``-z_k`` is the truncated-Newton step.
+    """
+    z = jnp.zeros_like(g)
+    r, h = g, precondition(g)
+    p, rh = h, jnp.dot(g, h)
+    negative = jnp.zeros((), bool)
+    for _ in range(min(CG_ITERATIONS, g.shape[0])):
+        hp = hessian_times(p)
+        curvature = jnp.dot(p, hp)
+        useful = (rh > 0) & ~negative
+        negative = negative | (useful & ~(curvature > 0))
+        go = useful & (curvature > 0)
+        alpha = jnp.where(go, rh / jnp.where(go, curvature, 1.0), 0.0)
+        z, r = z + alpha * p, r - alpha * hp
+        h = precondition(r)
+        rh_new = jnp.dot(r, h)
+        beta = jnp.where(go, rh_new / jnp.where(go, rh, 1.0), 0.0)
+        p, rh = jnp.where(go, h + beta * p, p), jnp.where(go, rh_new, 0.0)
+    decrement = jnp.where(negative, jnp.inf, jnp.maximum(jnp.dot(g, z), 0.0))
+    return decrement, -z
