@@ -179,7 +179,7 @@ TWO_PROCESS_MAX_STEPS = 8  # some rows of each process stop at MAX_STEPS, the re
 
 
 def two_process_batch(size=16, n=4, seed=3):
-    """``tests/test_distributed.py``'s global batch, with rows of every kind in both
+    """``tests/entry/test_distributed.py``'s global batch, with rows of every kind in both
     processes' halves: a NaN target at row 9 (NONFINITE); of the rest, about half need
     more than ``TWO_PROCESS_MAX_STEPS`` steps."""
     rng = np.random.default_rng(seed)
@@ -191,7 +191,7 @@ def two_process_batch(size=16, n=4, seed=3):
 
 
 def two_process_solve(x0, fixed, curvature, center):
-    """The solve every process of ``tests/test_distributed.py`` runs on its rows."""
+    """The solve every process of ``tests/entry/test_distributed.py`` runs on its rows."""
     return fixedopt.minimize(
         quadratic, x0, fixed, args=(curvature, center), batched=True,
         lanes=TWO_PROCESS_LANES, max_steps=TWO_PROCESS_MAX_STEPS,
