@@ -3,38 +3,38 @@
 The public surface; every name is defined in a private module and re-exported here.
 """
 
-from fixedopt._covariance import Covariance as Covariance
-from fixedopt._covariance import covariance as covariance
-from fixedopt._curve_fit import CurveFit as CurveFit
-from fixedopt._curve_fit import curve_fit as curve_fit
-from fixedopt._differentiation import Implicit as Implicit
-from fixedopt._differentiation import Unroll as Unroll
-from fixedopt._flax import mask_from as mask_from
-from fixedopt._hessian_covariance import hessian_covariance as hessian_covariance
-from fixedopt._mask import fix as fix
-from fixedopt._mask import project as project
-from fixedopt._minimize import least_squares as least_squares
-from fixedopt._minimize import minimize as minimize
-from fixedopt._optax import KeepFixedState as KeepFixedState
-from fixedopt._optax import apply_updates as apply_updates
-from fixedopt._optax import keep_fixed as keep_fixed
-from fixedopt._records import to_dataframe as to_dataframe
-from fixedopt._records import to_records as to_records
-from fixedopt._report import Report as Report
-from fixedopt._report import report as report
-from fixedopt._solution import Solution as Solution
-from fixedopt._solver import Problem as Problem
-from fixedopt._solver import Solver as Solver
-from fixedopt._solver import Step as Step
-from fixedopt._solver import StepContext as StepContext
+from fixedopt._contract.solver import Problem as Problem
+from fixedopt._contract.solver import Solver as Solver
+from fixedopt._contract.solver import Step as Step
+from fixedopt._contract.solver import StepContext as StepContext
+from fixedopt._contract.status import Outcome as Outcome
+from fixedopt._contract.status import Reason as Reason
+from fixedopt._contract.status import Status as Status
+from fixedopt._derivatives.differentiation import Implicit as Implicit
+from fixedopt._derivatives.differentiation import Unroll as Unroll
+from fixedopt._entry.curve_fit import CurveFit as CurveFit
+from fixedopt._entry.curve_fit import curve_fit as curve_fit
+from fixedopt._entry.minimize import least_squares as least_squares
+from fixedopt._entry.minimize import minimize as minimize
+from fixedopt._fixing.flax_mask import mask_from as mask_from
+from fixedopt._fixing.keep_fixed import KeepFixedState as KeepFixedState
+from fixedopt._fixing.keep_fixed import apply_updates as apply_updates
+from fixedopt._fixing.keep_fixed import keep_fixed as keep_fixed
+from fixedopt._fixing.mask import fix as fix
+from fixedopt._fixing.mask import project as project
+from fixedopt._results.covariance import Covariance as Covariance
+from fixedopt._results.covariance import covariance as covariance
+from fixedopt._results.hessian_covariance import hessian_covariance as hessian_covariance
+from fixedopt._results.records import to_dataframe as to_dataframe
+from fixedopt._results.records import to_records as to_records
+from fixedopt._results.report import Report as Report
+from fixedopt._results.report import report as report
+from fixedopt._results.solution import Solution as Solution
 from fixedopt._solvers.gauss_newton import GaussNewton as GaussNewton
 from fixedopt._solvers.gauss_newton import LevenbergMarquardt as LevenbergMarquardt
 from fixedopt._solvers.gradient_descent import GradientDescent as GradientDescent
 from fixedopt._solvers.lbfgs import LBFGS as LBFGS
 from fixedopt._solvers.optax_solver import Optax as Optax
-from fixedopt._status import Outcome as Outcome
-from fixedopt._status import Reason as Reason
-from fixedopt._status import Status as Status
 
 __version__ = "0.1.0"
 

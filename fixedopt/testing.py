@@ -9,8 +9,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from fixedopt import _small_linalg
-from fixedopt._engine import run as _compiled_solve
+from fixedopt._driver.engine import run as _compiled_solve
+from fixedopt._solvers import small_linalg as _small_linalg
 
 
 def compiled_solves() -> int:
@@ -44,7 +44,7 @@ def lapack_solves() -> Iterator[None]:
     """Within this block, least-squares steps solve every free block with LAPACK.
 
     Free blocks of up to 16 entries are normally solved by unrolled elementwise
-    arithmetic that XLA fuses (``fixedopt._small_linalg``); inside this block the
+    arithmetic that XLA fuses (``fixedopt._solvers.small_linalg``); inside this block the
     solvers call LAPACK's Cholesky and XLA's dot instead, as larger blocks do. Both
     give the same steps to rounding: the block exists so that benchmarks and tests
     can compare the two programs in one process. Compiled solves are dropped on

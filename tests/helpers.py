@@ -25,6 +25,19 @@ SOLVERS = {
 RESIDUAL_SOLVERS = {name: solver for name, solver in SOLVERS.items() if solver.needs_residuals}
 
 
+def float16_compiles() -> bool:
+    """Whether XLA:CPU compiles a float16 program on this CPU. Not with
+    ``XLA_FLAGS=--xla_cpu_max_isa=SSE4_2``: without F16C instructions jaxlib 0.10's JIT
+    needs the runtime symbol ``__extendhfsf2``, which it does not link ("LLVM
+    compilation error: Symbols not found"), so every float16 program fails there,
+    fixedopt's or not. bfloat16 compiles."""
+    try:
+        jax.block_until_ready(jax.jit(lambda a: a.astype(jnp.float32))(jnp.ones(2, jnp.float16)))
+    except jax.errors.JaxRuntimeError:
+        return False
+    return True
+
+
 # ------------------------------------------------------------------ bits and solutions
 
 
@@ -179,7 +192,7 @@ TWO_PROCESS_MAX_STEPS = 8  # some rows of each process stop at MAX_STEPS, the re
 
 
 def two_process_batch(size=16, n=4, seed=3):
-    """``tests/test_distributed.py``'s global batch, with rows of every kind in both
+    """``tests/entry/test_distributed.py``'s global batch, with rows of every kind in both
     processes' halves: a NaN target at row 9 (NONFINITE); of the rest, about half need
     more than ``TWO_PROCESS_MAX_STEPS`` steps."""
     rng = np.random.default_rng(seed)
@@ -191,7 +204,7 @@ def two_process_batch(size=16, n=4, seed=3):
 
 
 def two_process_solve(x0, fixed, curvature, center):
-    """The solve every process of ``tests/test_distributed.py`` runs on its rows."""
+    """The solve every process of ``tests/entry/test_distributed.py`` runs on its rows."""
     return fixedopt.minimize(
         quadratic, x0, fixed, args=(curvature, center), batched=True,
         lanes=TWO_PROCESS_LANES, max_steps=TWO_PROCESS_MAX_STEPS,

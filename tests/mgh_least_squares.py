@@ -1,6 +1,6 @@
 """Least-squares test problems of Moré, Garbow and Hillstrom (1981), with their
 standard starting points and their known minimizers; and two small batched fits for
-the units tests (shared by ``tests/test_statuses.py`` and
+the units tests (shared by ``tests/driver/test_statuses.py`` and
 ``benchmarks/status_truth.py``).
 
 Each problem is ``residuals(x) -> r`` (jax.numpy), a standard start, and the known

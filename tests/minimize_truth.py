@@ -1,5 +1,5 @@
 """The status-truth cases of ``minimize``: problems, starts, and the independent
-judge of accuracy (shared by ``tests/test_minimize_truth.py`` and
+judge of accuracy (shared by ``tests/driver/test_minimize_truth.py`` and
 ``benchmarks/status_truth.py``).
 
 Each problem is a residual function ``r(x)``; ``minimize`` sees ``scale * 0.5 |r|^2``
@@ -24,7 +24,7 @@ or when its objective is (``eps`` of the row's dtype):
 within ``sqrt(eps)`` of its minimum, relatively, or, where the minimum is 0 (at a
 singular minimum, where parameters are determined only to ``gap ** (1/4)``), within
 ``eps ** 1.5`` of the start's height above it: the scale
-:func:`fixedopt._loop.objective_scale` stops on, with room ``1 / sqrt(eps)``.
+:func:`fixedopt._driver.loop.objective_scale` stops on, with room ``1 / sqrt(eps)``.
 """
 
 from __future__ import annotations

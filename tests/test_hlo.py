@@ -11,7 +11,7 @@ import optax
 import pytest
 
 import fixedopt
-from fixedopt import _small_linalg
+from fixedopt._solvers import small_linalg as _small_linalg
 
 BATCH, N = 16, 24
 _rng = np.random.default_rng(0)

@@ -1,11 +1,13 @@
 """The house rules of ``fixedopt/`` that a reader relies on, checked: small functions,
-modules that import each other one way only, and tests and benchmarks that reach the
-library through its public surface only."""
+modules that import each other one way only, folders stacked in floors that import
+downwards only, test folders that mirror the package's, and tests and benchmarks that
+reach the library through its public surface only."""
 
 import ast
 import pathlib
 import re
 import textwrap
+import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "fixedopt"
@@ -62,8 +64,9 @@ def imported_modules(tree: ast.AST, modules: set[str]):
     """The fixedopt modules an import statement anywhere in ``tree`` names (at module
     level, inside functions and classes, in ``try``), but not in ``if TYPE_CHECKING:``
     blocks: those never run, and only let an annotation name a type from a layer above.
-    ``from fixedopt import _mask`` names ``fixedopt._mask``; ``from fixedopt._x import y``
-    names ``fixedopt._x`` (or ``fixedopt._x.y`` where that is a module)."""
+    ``from fixedopt._fixing import mask`` names ``fixedopt._fixing.mask``; ``from
+    fixedopt._x.y import z`` names ``fixedopt._x.y`` (or ``fixedopt._x.y.z`` where that
+    is a module)."""
     if is_type_checking_block(tree):
         return
     if isinstance(tree, ast.Import):
@@ -116,10 +119,88 @@ def test_the_library_imports_in_one_direction():
     module-level ones and those deferred inside functions (a deferred import is still
     a dependency; deferring it only hides the circle)."""
     graph = import_graph()
-    assert graph["fixedopt._solution"] >= {"fixedopt._report"}  # the walk sees imports
-    assert graph["fixedopt._status"] == set(), "the status codes are a leaf"
+    # The walk sees imports, in both spellings (``from fixedopt._x import m``, ``from
+    # fixedopt._x.m import y``); else an empty graph would pass.
+    assert graph["fixedopt._results.solution"] >= {"fixedopt._results.report"}
+    assert graph["fixedopt.testing"] >= {"fixedopt._solvers.small_linalg"}
+    assert graph["fixedopt._contract.status"] == set(), "the status codes are a leaf"
     cycle = find_cycle(graph)
     assert cycle is None, "import circle: " + " -> ".join(cycle)
+
+
+# The floors of the package, lowest first: a folder imports only from itself and from
+# folders on lower floors (two folders on one floor never import each other). The
+# package root (``__init__``, ``__main__``, ``testing``) stands above them all.
+FLOORS = {
+    "_inputs": 0,  # the rules every argument meets: scalars, trees
+    "_fixing": 1,  # the mask, keep_fixed, Flax masks
+    "_derivatives": 1,  # Implicit / Unroll, the implicit function theorem, ring slots
+    "_contract": 2,  # Problem, Step, Solver; Status, Reason, Outcome
+    "_solvers": 3,  # each solver, the line searches, small solves
+    "_objective": 3,  # the user's function made into a Problem
+    "_results": 4,  # Solution, report, records, covariances
+    "_driver": 5,  # the compiled solve: engine, loop, lanes
+    "_entry": 6,  # minimize, least_squares, curve_fit, their options
+}
+ROOT_FLOOR = max(FLOORS.values()) + 1
+
+
+def folder_of(module: str) -> str:
+    """``_driver`` for ``fixedopt._driver.lanes``; ``""`` for the package root."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in FLOORS) else ""
+
+
+def floor_of(module: str) -> int:
+    folder = folder_of(module)
+    return FLOORS[folder] if folder else ROOT_FLOOR
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Each import of ``graph`` that breaks the floors: into another folder that is not
+    on a lower floor."""
+    return [
+        f"{module} (floor {floor_of(module)}) imports {target} (floor {floor_of(target)})"
+        for module, targets in sorted(graph.items())
+        for target in sorted(targets)
+        if folder_of(target) != folder_of(module) and floor_of(target) >= floor_of(module)
+    ]
+
+
+def test_every_folder_of_the_package_has_a_floor():
+    folders = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
+    assert folders == set(FLOORS), folders ^ set(FLOORS)
+    assert not [path.name for path in PACKAGE.glob("_[!_]*.py")], "private modules live in folders"
+
+
+def test_each_folder_imports_only_from_itself_and_lower_floors():
+    graph = import_graph()
+    assert floor_of("fixedopt._driver.lanes") == FLOORS["_driver"]
+    assert floor_of("fixedopt.testing") == floor_of("fixedopt") == ROOT_FLOOR
+    offenders = upward_imports(graph)
+    assert not offenders, offenders
+
+
+def test_the_floor_check_finds_an_upward_or_sideways_import():
+    graph = {
+        "fixedopt._inputs.checks": {"fixedopt._driver.loop"},  # up
+        "fixedopt._solvers.lbfgs": {"fixedopt._objective.problem"},  # sideways: floor 3
+        "fixedopt._driver.loop": {"fixedopt._driver.packing", "fixedopt._contract.solver"},
+        "fixedopt._entry.minimize": {"fixedopt"},  # the root stands above every folder
+    }
+    assert upward_imports(graph) == [
+        "fixedopt._entry.minimize (floor 6) imports fixedopt (floor 7)",
+        "fixedopt._inputs.checks (floor 0) imports fixedopt._driver.loop (floor 5)",
+        "fixedopt._solvers.lbfgs (floor 3) imports fixedopt._objective.problem (floor 3)",
+    ]
+
+
+def test_every_folder_is_a_package_that_setuptools_installs():
+    """``pyproject.toml`` names each package (no automatic discovery): a folder left
+    out would be missing from a wheel."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    installed = set(config["tool"]["setuptools"]["packages"])
+    assert installed == {"fixedopt", *(f"fixedopt.{folder}" for folder in FLOORS)}
 
 
 def test_the_cycle_finder_finds_a_deferred_import():
@@ -149,17 +230,55 @@ def imports_of(tree: ast.AST):
             yield from imports_of(script)
 
 
+# What a test module may import from ``tests``: the shared helpers and the data modules.
+SHARED_TEST_MODULES = {"tests.helpers", "tests.mgh_least_squares", "tests.minimize_truth"}
+
+
+def modules_under_tests() -> list[pathlib.Path]:
+    return sorted((ROOT / "tests").rglob("*.py"))
+
+
+def reaches_a_test_module(name: str) -> bool:
+    """Whether an import of ``name`` reaches into a test module: ``tests.x`` or any
+    module below it other than the shared ones (and names they define), or a bare
+    ``test_x`` (a test module imported by its basename)."""
+    shared = any(name == module or name.startswith(module + ".") for module in SHARED_TEST_MODULES)
+    return (name.startswith("tests.") and not shared) or bool(re.match(r"^test_\w+", name))
+
+
 def test_no_test_module_imports_another():
     """Shared solvers, problems and references live in ``tests/helpers.py`` (and the
-    data modules ``tests/mgh_least_squares.py``, ``tests/minimize_truth.py``); a test
-    module (``tests/test_*.py``) imports none of its kind, itself included."""
-    test_module = re.compile(r"^(tests\.)?test_\w+$")
+    data modules ``tests/mgh_least_squares.py``, ``tests/minimize_truth.py``); no module
+    under ``tests/`` imports any other of its kind, itself included."""
     offenders = [
         f"{path.relative_to(ROOT)}: {name}"
-        for path in sorted((ROOT / "tests").glob("*.py"))
+        for path in modules_under_tests()
         for name in imports_of(ast.parse(path.read_text()))
-        if test_module.match(name)
+        if reaches_a_test_module(name)
     ]
     assert not offenders, offenders
-    script = 'CODE = """\n    from tests.' + 'test_scale import batch\n"""'  # in two: not code here
-    assert list(imports_of(ast.parse(script))) == ["tests.test_scale", "tests.test_scale.batch"]
+    script = (
+        'CODE = """\n    from tests.driver.' + 'test_scale import batch\n"""'
+    )  # in two: not code
+    found = list(imports_of(ast.parse(script)))
+    assert found == ["tests.driver.test_scale", "tests.driver.test_scale.batch"]
+    assert all(map(reaches_a_test_module, [*found, "test_lanes", "tests.entry"]))
+    assert not reaches_a_test_module("tests.helpers.bits")
+    assert not reaches_a_test_module("tests")  # ``from tests import helpers``
+
+
+def test_the_test_folders_mirror_the_package():
+    """``tests/driver/`` holds the tests of ``fixedopt/_driver/``, and so on; each is a
+    package (``__init__.py``), so that pytest names a test module by its path and two
+    of one basename cannot collide. ``tests/`` itself holds the repository's checks and
+    the shared modules."""
+    tests = ROOT / "tests"
+    folders = {
+        path.name for path in tests.iterdir() if path.is_dir() and path.name != "__pycache__"
+    }
+    assert {f"_{folder}" for folder in folders} <= set(FLOORS), folders
+    assert (tests / "__init__.py").is_file()
+    assert all((tests / folder / "__init__.py").is_file() for folder in folders)
+    assert all(list((tests / folder).glob("test_*.py")) for folder in folders), "empty folder"
+    basenames = [path.name for path in modules_under_tests() if path.name.startswith("test_")]
+    assert len(basenames) == len(set(basenames)), "two test modules of one name"

@@ -17,11 +17,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from fixedopt import _small_linalg as small_linalg
-from fixedopt._checks import positive_float, positive_int, set_option
-from fixedopt._linesearch import SearchStart, projected_backtracking, step_from_search
-from fixedopt._solver import Problem, Solver, Step, StepContext
-from fixedopt._status import Outcome, failure
+from fixedopt._contract.solver import Problem, Solver, Step, StepContext
+from fixedopt._contract.status import Outcome, failure
+from fixedopt._inputs.checks import positive_float, positive_int, set_option
+from fixedopt._solvers import small_linalg
+from fixedopt._solvers.linesearch import SearchStart, projected_backtracking, step_from_search
 
 
 def _residuals(problem: Problem, x: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -58,8 +58,8 @@ def free_block_step(
     step bounded where a Jacobian column vanishes. Entries that are not free get an
     identity row/column and a zero right-hand side: their step is 0. Half-precision
     inputs are solved in float32 (XLA has no half-precision Cholesky). Up to
-    ``fixedopt._small_linalg.SMALL_N`` entries, the Cholesky solve is unrolled
-    elementwise arithmetic (no LAPACK call; see :mod:`fixedopt._small_linalg`).
+    ``fixedopt._solvers.small_linalg.SMALL_N`` entries, the Cholesky solve is unrolled
+    elementwise arithmetic (no LAPACK call; see :mod:`fixedopt._solvers.small_linalg`).
     """
     return normal_equations_step(normal_matrix(jacobian), grad, free, damping, scale)
 

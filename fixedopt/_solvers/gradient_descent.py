@@ -8,9 +8,14 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from fixedopt._checks import positive_int, set_option
-from fixedopt._linesearch import SearchStart, first_step, projected_backtracking, step_from_search
-from fixedopt._solver import Problem, Solver, Step, StepContext
+from fixedopt._contract.solver import Problem, Solver, Step, StepContext
+from fixedopt._inputs.checks import positive_int, set_option
+from fixedopt._solvers.linesearch import (
+    SearchStart,
+    first_step,
+    projected_backtracking,
+    step_from_search,
+)
 
 
 class GradientDescentState(NamedTuple):

@@ -11,17 +11,24 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from fixedopt._checks import one_of, positive_int, set_option
-from fixedopt._linesearch import (
+from fixedopt._contract.solver import (
+    Problem,
+    Solver,
+    Step,
+    StepContext,
+    predicted_reduction,
+    secant_measure,
+)
+from fixedopt._derivatives.ring import plain_read_slot, plain_write_slot, read_slot
+from fixedopt._inputs.checks import one_of, positive_int, set_option
+from fixedopt._solvers.certify import conjugate_gradient_check, newton_check
+from fixedopt._solvers.linesearch import (
     LineSearch,
     SearchStart,
     first_step,
     projected_backtracking,
     step_from_search,
 )
-from fixedopt._ring import plain_read_slot, plain_write_slot, read_slot
-from fixedopt._solver import Problem, Solver, Step, StepContext, predicted_reduction, secant_measure
-from fixedopt._solvers.certify import conjugate_gradient_check, newton_check
 from fixedopt._solvers.scaling import (
     SCALINGS,
     hessian_diagonal,
@@ -30,7 +37,7 @@ from fixedopt._solvers.scaling import (
     update_diagonal,
     uses_diagonal,
 )
-from fixedopt._wolfe import hager_zhang
+from fixedopt._solvers.wolfe import hager_zhang
 
 # L-BFGS certifies a row that is about to stop CONVERGED (LBFGS.certify) from its whole
 # Hessian up to this many entries, above from conjugate-gradient iterations.
@@ -77,7 +84,7 @@ def two_loop(
     in a batch ``newest`` is one unbatched scalar (every running row stores its pair
     at the same slot), so the history is read with plain slices, not per-row
     gathers: under ``vmap`` this streams it at memory bandwidth. ``read(history,
-    slot)`` reads one slot: :func:`~fixedopt._ring.read_slot` keeps that a slice under
+    slot)`` reads one slot: :func:`~fixedopt._derivatives.ring.read_slot` keeps that a slice under
     ``vmap`` (the default, a ``dynamic_slice``, becomes a gather there but can be
     differentiated in reverse mode).
     """
@@ -125,8 +132,8 @@ class LBFGS(Solver[LBFGSState]):
     Args:
       memory_size: number of curvature pairs kept.
       linesearch: ``"backtracking"`` (projected backtracking to sufficient decrease,
-        ``fixedopt._linesearch.projected_backtracking``) or ``"hager-zhang"``
-        (Wolfe conditions, ``fixedopt._wolfe.hager_zhang``; with bounds it
+        ``fixedopt._solvers.linesearch.projected_backtracking``) or ``"hager-zhang"``
+        (Wolfe conditions, ``fixedopt._solvers.wolfe.hager_zhang``; with bounds it
         backtracks too). Hager–Zhang's near-exact steps cut the slowest row's step
         count on ill-conditioned problems, but cost more evaluations per step where
         rounding hides the slope (float32 rows that cannot converge); measured in
@@ -198,7 +205,7 @@ class LBFGS(Solver[LBFGSState]):
         curvature: jax.Array | None,
     ) -> jax.Array:
         """The larger of the model's measure (:meth:`LBFGS.model_measure`) and the secant
-        measure (``fixedopt._solver.secant_measure``); the secant measure alone at
+        measure (``fixedopt._contract.solver.secant_measure``); the secant measure alone at
         the starting point, where the model has no curvature pair."""
         secant = secant_measure(problem, x, value, grad, curvature)
         if curvature is None:

@@ -9,10 +9,10 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from fixedopt._linesearch import within_rounding
-from fixedopt._optax import keep_fixed
-from fixedopt._solver import Problem, Solver, Step, StepContext
-from fixedopt._status import Outcome
+from fixedopt._contract.solver import Problem, Solver, Step, StepContext
+from fixedopt._contract.status import Outcome
+from fixedopt._fixing.keep_fixed import keep_fixed
+from fixedopt._solvers.linesearch import within_rounding
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from fixedopt._solver import Problem
+from fixedopt._contract.solver import Problem
 
 SCALINGS = ("auto", "scalar", "diagonal", "hessian")
 # "auto" uses the diagonal where the free entries' learned inverse curvatures span

@@ -1,0 +1,256 @@
+"""How a solve is differentiated: :class:`Implicit` or :class:`Unroll` (``differentiate=``).
+
+The mode is an object, as optimistix's adjoints are, and it supplies everything that
+depends on it, so that the driver, the solvers and the line searches never ask which
+mode is in force:
+
+- the loop primitive (:meth:`Differentiation.loop`): a ``lax.while_loop``, or, to be
+  differentiated in reverse mode by unrolling, a fixed-length ``lax.scan``;
+- one slot of a ring buffer (:meth:`~Differentiation.read_slot`,
+  :meth:`~Differentiation.write_slot`), read and written without a per-row gather
+  under ``vmap`` (:mod:`fixedopt._derivatives.ring`), or with plain dynamic slices that reverse
+  mode can differentiate;
+- what the solver sees of the inputs (:meth:`~Differentiation.stop`) and the
+  derivative rule of the result (:meth:`~Differentiation.solution`): the implicit
+  function theorem at the solution (:mod:`fixedopt._derivatives.implicit`), or the loop's own
+  outputs.
+
+A solver written against the contract (it runs its inner loops with
+``problem.differentiate.loop``, say) is differentiable in either mode.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
+
+import jax
+import jax.numpy as jnp
+
+from fixedopt._derivatives.implicit import DerivativeProblem, implicit_result
+from fixedopt._derivatives.ring import plain_read_slot, plain_write_slot, read_slot, write_slot
+from fixedopt._inputs.checks import describe
+
+State = TypeVar("State")  # a loop's carry: any pytree of arrays, the same every trip
+Found = tuple[jax.Array, jax.Array, jax.Array]  # (x, value, grad_norm) of one row, flat
+
+
+class Differentiation(abc.ABC):
+    """Base of :class:`Implicit` and :class:`Unroll`: the loop primitive, the ring
+    buffer's slot access and the derivative rule of one differentiation mode."""
+
+    # Whether a batch may run through lanes (a while loop whose refills are a
+    # lax.cond: fixedopt._driver.lanes), which reverse mode cannot pass.
+    through_lanes: ClassVar[bool]
+
+    @abc.abstractmethod
+    def loop(
+        self,
+        condition: Callable[[State], jax.Array | bool],
+        body: Callable[[State], State],
+        state: State,
+        max_trips: int | None,
+    ) -> State:
+        """Run ``body`` while ``condition`` holds, at most ``max_trips`` times.
+
+        Args:
+          condition: ``state -> bool``, a scalar (``()``) boolean; it must turn False
+            within ``max_trips`` trips (a line search counts its trials in it).
+          body: ``state -> state``, with the same structure, shapes and dtypes.
+          state: the initial state.
+          max_trips: the static bound on the trips; None where it is not static (the
+            driver's ``max_steps`` under :class:`Implicit`).
+        """
+
+    @abc.abstractmethod
+    def read_slot(self, history: jax.Array, slot: jax.Array) -> jax.Array:
+        """``history[slot]``: ``history`` of shape ``(slots, ...)``, ``slot`` an ``()``
+        integer array (in a batch, one unbatched scalar)."""
+
+    @abc.abstractmethod
+    def write_slot(self, history: jax.Array, slot: jax.Array, value: jax.Array) -> jax.Array:
+        """``history.at[slot].set(value)``, ``value`` of shape ``history.shape[1:]``."""
+
+    @abc.abstractmethod
+    def stop(self, inputs: Any) -> Any:
+        """The inputs of a solve (a pytree) as the solver's loop sees them."""
+
+    @abc.abstractmethod
+    def solution(self, found: Found, problem: DerivativeProblem) -> Found:
+        """``(x, value, grad_norm)`` of a row's solution, with their derivatives.
+
+        ``found`` is what the loop returned; ``problem`` describes the row for a
+        derivative rule that needs it."""
+
+    def static_max_steps(self, max_steps: int) -> int | None:
+        """``max_steps`` as the driver loop's static ``max_trips``, or None where the
+        loop needs none (then a new ``max_steps`` reuses the compiled program)."""
+        return None
+
+    @abc.abstractmethod
+    def check_differentiable(
+        self, function: Callable[..., Any], *inputs: Any, what: str, advice: str = ""
+    ) -> None:
+        """Raise a ``ValueError`` naming ``what`` if this mode cannot differentiate
+        ``function(*inputs)`` (traced only, not run); ``advice`` ends the message."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Implicit(Differentiation):
+    """Differentiate a solution by the implicit function theorem (the default).
+
+    The solver runs on stopped inputs in ``lax.while_loop``s (a batch through lanes);
+    ``jax.grad``/``jax.jvp`` of ``Solution.x`` solve one linear system on the free
+    block of each row at the solution (fixed and bound-active entries held), and
+    ``value`` and ``grad_norm`` are differentiated at that ``x`` (the envelope theorem
+    for ``value``). Exact at a converged solution; no iteration is differentiated. Pass
+    ``differentiate=fixedopt.Implicit()`` (or ``"implicit"``).
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> import fixedopt
+      >>> def x_of(c):
+      ...     fun = lambda x, c: jnp.sum((x - c) ** 2)
+      ...     return fixedopt.minimize(fun, jnp.zeros(2), jnp.array([True, False]),
+      ...                              args=(c,), differentiate=fixedopt.Implicit()).x
+      >>> print(jax.jacobian(x_of)(jnp.array([1.0, 2.0])).round(6) + 0.0)  # + 0.0: no -0.
+      [[0. 0.]
+       [0. 1.]]
+    """
+
+    through_lanes: ClassVar[bool] = True
+
+    def loop(
+        self,
+        condition: Callable[[State], jax.Array | bool],
+        body: Callable[[State], State],
+        state: State,
+        max_trips: int | None,
+    ) -> State:
+        """``lax.while_loop(condition, body, state)``; ``max_trips`` is not needed."""
+        return jax.lax.while_loop(condition, body, state)
+
+    def read_slot(self, history: jax.Array, slot: jax.Array) -> jax.Array:
+        """``fixedopt._derivatives.ring.read_slot``: a slice, not a gather, under ``vmap``."""
+        row: jax.Array = read_slot(history, slot)
+        return row
+
+    def write_slot(self, history: jax.Array, slot: jax.Array, value: jax.Array) -> jax.Array:
+        """``fixedopt._derivatives.ring.write_slot``: an in-place slice update under ``vmap``."""
+        written: jax.Array = write_slot(history, slot, value)
+        return written
+
+    def stop(self, inputs: Any) -> Any:
+        """``stop_gradient(inputs)``: derivatives come from :meth:`Implicit.solution` alone."""
+        return jax.lax.stop_gradient(inputs)
+
+    def solution(self, found: Found, problem: DerivativeProblem) -> Found:
+        """The implicit derivatives (``fixedopt._derivatives.implicit.implicit_result``)."""
+        return implicit_result(problem, *found)
+
+    def check_differentiable(
+        self, function: Callable[..., Any], *inputs: Any, what: str, advice: str = ""
+    ) -> None:
+        """Nothing to check: no iteration is differentiated."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Unroll(Differentiation):
+    """Differentiate through every iteration of the solve.
+
+    Every loop (the driver's and the line searches') becomes a ``lax.scan`` over its
+    maximum trip count whose body keeps the state once the loop's condition fails: the
+    same iterates, at the cost of always running to the maximum, and ``jax.grad``
+    passes through them. For comparison and for solves stopped early; it takes far more
+    time and memory than :class:`Implicit`, and a batch runs as one ``vmap`` (no lanes,
+    no ``progress``, no ``vectorized`` objective). A solver whose own code runs a
+    ``lax.while_loop`` (``fixedopt.Optax`` of ``optax.lbfgs``) raises a ``ValueError``.
+    Pass ``differentiate=fixedopt.Unroll()`` (or ``"unroll"``).
+    """
+
+    through_lanes: ClassVar[bool] = False
+
+    def loop(
+        self,
+        condition: Callable[[State], jax.Array | bool],
+        body: Callable[[State], State],
+        state: State,
+        max_trips: int | None,
+    ) -> State:
+        """A ``lax.scan`` of ``max_trips`` trips whose body keeps the state once
+        ``condition`` is False."""
+        if max_trips is None:
+            raise ValueError("an unrolled loop needs a static `max_trips`")
+
+        def trip(state: State, _: None) -> tuple[State, None]:
+            going = condition(state)
+            new = body(state)
+            return jax.tree.map(lambda a, b: jnp.where(going, a, b), new, state), None
+
+        final: State = jax.lax.scan(trip, state, None, length=max_trips)[0]
+        return final
+
+    def read_slot(self, history: jax.Array, slot: jax.Array) -> jax.Array:
+        """A ``dynamic_slice`` (a gather under ``vmap``), which reverse mode passes."""
+        return plain_read_slot(history, slot)
+
+    def write_slot(self, history: jax.Array, slot: jax.Array, value: jax.Array) -> jax.Array:
+        """A ``dynamic_update_slice`` (a scatter under ``vmap``)."""
+        return plain_write_slot(history, slot, value)
+
+    def stop(self, inputs: Any) -> Any:
+        """``inputs`` unchanged: the derivatives flow through the iterations."""
+        return inputs
+
+    def solution(self, found: Found, problem: DerivativeProblem) -> Found:
+        """``found`` unchanged: the loop's outputs carry their derivatives."""
+        return found
+
+    def static_max_steps(self, max_steps: int) -> int | None:
+        """``max_steps``: the driver loop is a scan of that length."""
+        return max_steps
+
+    def check_differentiable(
+        self, function: Callable[..., Any], *inputs: Any, what: str, advice: str = ""
+    ) -> None:
+        """ValueError if ``function`` runs a ``lax.while_loop``: reverse mode cannot pass
+        one."""
+        if _has_while_loop(jax.make_jaxpr(function)(*inputs).jaxpr):
+            raise ValueError(
+                f'{what} cannot be differentiated with differentiate="unroll" when it runs a '
+                "lax.while_loop: reverse-mode differentiation (jax.grad) cannot pass a "
+                f"while loop. {advice}".rstrip()
+            )
+
+
+IMPLICIT = Implicit()  # the default
+DIFFERENTIATIONS: dict[str, Differentiation] = {"implicit": IMPLICIT, "unroll": Unroll()}
+
+
+def differentiation_option(differentiate: object) -> Differentiation:
+    """``differentiate=`` as a :class:`Differentiation`: an instance, or its alias
+    ``"implicit"`` / ``"unroll"``; otherwise a ``ValueError`` naming the choices."""
+    if isinstance(differentiate, Differentiation):
+        return differentiate
+    if isinstance(differentiate, str) and differentiate in DIFFERENTIATIONS:
+        return DIFFERENTIATIONS[differentiate]
+    raise ValueError(
+        "`differentiate` must be fixedopt.Implicit(), fixedopt.Unroll() or one of "
+        f"{sorted(DIFFERENTIATIONS)}, got {describe(differentiate)}"
+    )
+
+
+def _has_while_loop(jaxpr: Any) -> bool:
+    """Whether a jaxpr, or one nested in it (``jit``, ``cond``, ``scan``, custom rules),
+    has a ``while`` equation."""
+    for equation in jaxpr.eqns:
+        if equation.primitive.name == "while":
+            return True
+        for param in equation.params.values():
+            for inner in param if isinstance(param, (tuple, list)) else (param,):
+                inner = getattr(inner, "jaxpr", inner)  # a ClosedJaxpr holds a Jaxpr
+                if hasattr(inner, "eqns") and _has_while_loop(inner):
+                    return True
+    return False

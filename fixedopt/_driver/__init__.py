@@ -1,0 +1,5 @@
+"""Floor 5: the compiled solve. ``engine``: each row set up once, the loop, the way
+back to the user's tree with the derivative rule; ``loop``: the one driver (failure
+policy, convergence tests, statuses); ``lanes``: a batch through lanes that refill as
+rows stop; ``packing``: per-row scalars held as one array per dtype; ``progress``: the
+host-side reporters. Imports every floor below, never a solver."""

@@ -1,0 +1,192 @@
+"""The compiled core of ``minimize`` / ``least_squares``: one row's setup, the loop,
+and the way back to the user's pytree, with the derivative rule of the solve's
+:class:`~fixedopt._derivatives.differentiation.Differentiation` applied."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from fixedopt._contract.solver import Solver
+from fixedopt._contract.status import Status
+from fixedopt._derivatives.differentiation import IMPLICIT, Differentiation
+from fixedopt._derivatives.implicit import DerivativeProblem
+from fixedopt._driver.lanes import Report, iterate_lanes
+from fixedopt._driver.loop import LoopState, Stopping, iterate
+from fixedopt._driver.progress import Progress
+from fixedopt._fixing.mask import active_set, unravel_mask
+from fixedopt._inputs.validate import Bounds, PyTree
+from fixedopt._objective.losses import Loss
+from fixedopt._objective.problem import (
+    Objective,
+    RowData,
+    differentiable_objective,
+    flatten_row,
+    vectorized_objective,
+)
+from fixedopt._objective.problem import objective as make_objective
+from fixedopt._objective.reparam import expand
+from fixedopt._results.solution import Solution
+
+Result = tuple[PyTree, jax.Array, jax.Array, PyTree]  # (x, value, grad_norm, at_bound) of a row
+
+
+class Plan(NamedTuple):
+    """The static choices of a solve: each distinct plan is one compiled program."""
+
+    least_squares: bool | Loss  # False for minimize; True or a robust Loss
+    batched_args: tuple[bool, ...] | None  # None: one problem; else per args leaf
+    lanes: int | None = None  # a batch: rows the loop advances at a time (None: default)
+    backend: str = "cpu"  # the platform compiled for: it sets the default lanes
+    vectorized: bool = False  # fun takes the lane batch (see fixedopt._objective.vectorized)
+    differentiate: Differentiation = IMPLICIT  # the loops and the derivative rule
+    max_trips: int | None = None  # the driver loop's static trip count, if it needs one
+    progress: Progress | None = None  # None: no progress callback
+
+
+class Inputs(NamedTuple):
+    """The traced data of a solve, validated; with a batch, every leaf has the batch axis
+    (but the shared leaves of ``args``)."""
+
+    x0: PyTree
+    fixed: PyTree  # the normalized mask, boolean arrays like x0
+    fixed_values: PyTree
+    bounds: Bounds | None  # normalized (lower, upper) trees like x0
+    args: tuple[Any, ...]
+    split_index: jax.Array | None  # strategy="split": each row's packed free positions
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+def run(
+    fun: Callable[..., Any], solver: Solver[Any], plan: Plan, inputs: Inputs, stopping: Stopping
+) -> Solution:
+    """Compiled once per (fun, solver, plan, shapes); masks and values are data.
+
+    ``plan.batched_args`` is None for one problem, else one flag per leaf of ``args``:
+    True for a per-row array, False for a value shared by all rows. The solution's
+    ``fixed`` and ``bounds`` are left None for the caller to attach: the inputs
+    themselves (a compiled program would return copies of them).
+    """
+    objective, rows = _set_up(fun, plan, inputs)
+    finish = functools.partial(_finish, objective)
+    if plan.batched_args is None:
+        start = objective.start(rows)
+        final = iterate(solver, objective.problem(rows), start, stopping, plan.max_trips)
+        return _solution(final, finish(rows, final))
+
+    start = jax.vmap(objective.start)(rows)
+    rows_final: LoopState | Report
+    if plan.differentiate.through_lanes:
+        rows_final = iterate_lanes(
+            solver,
+            objective.problem,
+            rows,
+            start,
+            stopping,
+            plan.lanes,
+            plan.backend,
+            plan.progress,
+        )
+    else:
+
+        def one(row: RowData, x: jax.Array) -> LoopState:
+            return iterate(solver, objective.problem(row), x, stopping, plan.max_trips)
+
+        rows_final = jax.vmap(one)(rows, start)
+    return _solution(rows_final, jax.vmap(finish)(rows, rows_final))
+
+
+def _set_up(fun: Callable[..., Any], plan: Plan, inputs: Inputs) -> tuple[Objective, RowData]:
+    """Each row set up once: the rows' flat :class:`~fixedopt._objective.problem.RowData` and one
+    :class:`~fixedopt._objective.problem.Objective` (``fun``'s output checked once), which makes
+    a row's Problem from its data wherever the loop needs it. Shared ``args`` leaves
+    stay unbatched: the objective closes over them."""
+    x0, mask, values, bounds, args, split_index = inputs
+    leaves, treedef = jax.tree.flatten(args)
+    batched = plan.batched_args is not None
+    per_row = plan.batched_args or (False,) * len(leaves)
+    row_leaves = [leaf for leaf, row in zip(leaves, per_row) if row]
+    shared = [leaf for leaf, row in zip(leaves, per_row) if not row]
+    data = (x0, mask, values, bounds, split_index, row_leaves)
+    rows: RowData = jax.vmap(flatten_row)(*data) if batched else flatten_row(*data)
+
+    def merge_args(row_args: tuple[Any, ...], shared: tuple[Any, ...]) -> tuple[Any, ...]:
+        row_leaves, shared_leaves = iter(row_args), iter(shared)
+        merged = [next(row_leaves if row else shared_leaves) for row in per_row]
+        return tuple(jax.tree.unflatten(treedef, merged))
+
+    def args_of(row_args: tuple[Any, ...]) -> tuple[Any, ...]:
+        return merge_args(row_args, tuple(shared))
+
+    one_row = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[batched:], a.dtype), rows)
+    # One row's structure, for unravel (shapes only: a batch may have no rows).
+    x0_row = jax.tree.map(lambda a: jnp.zeros(a.shape[1:], a.dtype), x0) if batched else x0
+    differentiate = plan.differentiate
+    if plan.vectorized:
+        objective = vectorized_objective(
+            fun, plan.least_squares, x0_row, differentiate, one_row, tuple(shared), merge_args
+        )
+    else:
+        objective = make_objective(fun, plan.least_squares, x0_row, args_of, differentiate, one_row)
+    return objective, rows
+
+
+def _finish(objective: Objective, data: RowData, final: LoopState | Report) -> Result:
+    """``(x, value, grad_norm, at_bound)`` of a row's final loop state, in the user's
+    pytree; ``at_bound`` is the row's :func:`~fixedopt._fixing.mask.active_set` at ``x``,
+    from the loop's last gradient.
+
+    The derivatives are those of ``objective.differentiate.solution``: with
+    ``Implicit`` the solver ran on stopped inputs and the implicit derivatives are
+    attached here; with ``Unroll`` the loop's own outputs carry theirs.
+    """
+    flat_x, grad = final.x, final.grad
+    if data.split_index is not None:  # packed variables: back to the full vector
+        values = jax.lax.stop_gradient(data.fixed_values)
+        flat_x = expand(flat_x, values, data.split_index)
+        grad = expand(grad, jnp.zeros_like(values), data.split_index)
+    active = jnp.zeros_like(data.fixed)
+    if data.lower is not None and data.upper is not None:
+        active = active_set(flat_x, grad, data.fixed, data.lower, data.upper)
+    found = (flat_x, final.value, final.grad_norm)
+    problem = _derivative_problem(objective, data, active)
+    x, value, grad_norm = objective.differentiate.solution(found, problem)
+    tree = objective.unravel(x)
+    return tree, value, grad_norm, unravel_mask(active, tree)
+
+
+def _derivative_problem(
+    objective: Objective, data: RowData, active: jax.Array
+) -> DerivativeProblem:
+    """The row as a derivative rule sees it: the objective with its fixed entries read
+    from the (not stopped) fixed values, its args, mask, bounds and active set."""
+    function = differentiable_objective(
+        objective.fun, objective.least_squares, objective.unravel, objective.vectorized
+    )
+    row_args = data.row_args
+    if objective.vectorized:  # fun sees this row as a batch of one
+        row_args = jax.tree.map(lambda a: a[None], row_args)
+    args = objective.args_of(row_args)
+    return DerivativeProblem(
+        function, args, data.fixed, data.fixed_values, data.lower, data.upper, active
+    )
+
+
+def _solution(final: LoopState | Report, result: Result) -> Solution:
+    x, value, grad_norm, at_bound = result
+    return Solution(
+        x=x,
+        value=value,
+        grad_norm=grad_norm,
+        steps=final.steps,
+        converged=final.status == Status.CONVERGED,
+        status=final.status,
+        reason=final.reason,
+        fixed=None,  # attached by the caller (see run)
+        bounds=None,
+        at_bound=at_bound,
+    )

@@ -1,0 +1,412 @@
+"""Lanes: a batch solved through a fixed number of lanes that refill as rows stop.
+
+Under ``vmap`` a ``while_loop`` costs every row as many iterations as the slowest one,
+and a batch of a million rows streams every per-row array through memory on every
+step. Here the loop advances ``W`` lanes at a time (``W`` much smaller than the batch,
+``W`` = ``width``): each lane holds one row. When enough lanes hold a row that has
+stopped (or none is running), one real ``lax.cond`` on the whole lane batch writes
+those rows' results out and loads the next unsolved rows into their lanes, starting
+them. So
+
+- one loop body is compiled whatever the batch size;
+- the loop's working memory is that of ``W`` rows (the results, ``B`` rows, are
+  written once per row);
+- a slow row costs its own steps: the other lanes go on with other rows meanwhile.
+
+With ``W >= B`` (``lanes=`` the batch or more, and batches of at most 8 rows) every
+row has a lane from the start: the rows are started before the loop and nothing is
+refilled or written, the whole batch as one ``vmap``.
+
+The lanes' data and states are carried packed (:mod:`fixedopt._driver.packing`): one array
+per dtype for their scalars and vectors, so that a trip, a refill or a write handles
+a few arrays, not one per leaf (each array written is a kernel that XLA compiles).
+
+What a row's result depends on: only its own data. Its iterates are computed by the
+same elementwise program whatever lane it runs in and whoever its neighbours are, so
+it gets the same bits as when solved alone in any other batch through lanes of the
+same width (tested bit for bit on the CPU, ``tests/driver/test_lanes.py``); a different
+width is other machine code and agrees to rounding. Runs are deterministic. The one
+exception is a solver that reads ``StepContext.iteration`` (L-BFGS does, to pick
+the ring slot of its memory): the slot a pair lands in changes with the lane's
+start, its order in the recursion does not, so the arithmetic is the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
+
+import jax
+import jax.numpy as jnp
+
+from fixedopt._contract.solver import Problem, Solver, StepContext
+from fixedopt._contract.status import PENDING, RUNNING, Status
+from fixedopt._driver.loop import (
+    LoopState,
+    Stopping,
+    advance,
+    certifies,
+    certify,
+    start,
+    to_certify,
+)  # fmt: skip
+from fixedopt._driver.packing import Packed, Packing
+from fixedopt._driver.progress import Progress
+
+Rows = TypeVar("Rows")  # a batch's per-row data (a pytree with a leading batch axis)
+
+# A refill costs about one trip of the loop (it starts the new rows, one evaluation
+# each): this many trips.
+REFILL_COST = 1.0
+
+
+class Report(NamedTuple):
+    """What the loop reports of each row: its last iterate and how it stopped."""
+
+    x: jax.Array
+    value: jax.Array
+    grad: jax.Array
+    grad_norm: jax.Array
+    steps: jax.Array
+    status: jax.Array
+    reason: jax.Array
+
+
+class Lanes(NamedTuple):
+    """The loop's carry: ``W`` lanes, the queue position and the results so far."""
+
+    iteration: jax.Array  # () int32: steps taken by the loop (StepContext.iteration)
+    queued: jax.Array  # () int32: the first row no lane has taken yet
+    idle: jax.Array  # () int32: the lanes not running
+    idle_steps: jax.Array  # () int32: the sum of their rows' steps
+    row: jax.Array  # (W,) int32: the row each lane holds; B for none
+    data: Packed  # the lanes' rows' data, packed
+    state: Packed  # the lanes' loop states, packed
+    results: Packed  # the B rows' Reports, packed: each row written once
+
+
+class Plan(NamedTuple):
+    """The static layout of a solve through lanes."""
+
+    data: Packing  # of the lanes' rows' data
+    state: Packing  # of their loop states
+    results: Packing  # of the rows' Reports
+    always_new: tuple[Any, ...]  # state's columns a stopped lane takes anyway (solver state)
+
+
+# The default number of lanes. On a CPU: as many rows as fit half of a core's L2 cache
+# (1 MiB on the EPYC cores these defaults were measured on: benchmarks/results, suite
+# ``scale``), so a step's working set stays in cache; on an accelerator, enough rows to
+# fill it. Never more than an eighth of the batch, so that slow rows overlap with
+# others, and never fewer than 8.
+CPU_CACHE_BYTES = 1 << 19
+CPU_MOST_LANES = 4096
+ACCELERATOR_LANES = 1 << 16
+
+
+def default_width(batch: int, row_bytes: int, backend: str) -> int:
+    """The default number of lanes for ``batch`` rows whose loop state takes
+    ``row_bytes`` bytes each, on ``backend`` ("cpu", "gpu", "tpu", ...)."""
+    if backend == "cpu":
+        width = min(CPU_MOST_LANES, CPU_CACHE_BYTES // max(row_bytes, 1))
+    else:
+        width = ACCELERATOR_LANES
+    return min(batch, max(min(width, -(-batch // 8)), 8))
+
+
+def iterate_lanes(
+    solver: Solver[Any],
+    problem_of: Callable[[Rows], Problem],
+    rows: Rows,
+    x: jax.Array,
+    stopping: Stopping,
+    width: int | None,
+    backend: str,
+    progress: Progress | None = None,
+) -> Report:
+    """Run every row of a batch through ``width`` lanes until each row stops.
+
+    Args:
+      solver: the solver.
+      problem_of: ``row -> Problem``, for one row's slice of ``rows``.
+      rows: the per-row data (a pytree whose leaves have the batch axis ``B``).
+      x: the starting points, ``(B, n)``.
+      stopping: the stopping rules, shared by all rows.
+      width: the number of lanes ``W`` (static; more than ``B`` means ``B``); None:
+        :func:`default_width`.
+      backend: the platform the program is for, which sets the default width.
+      progress: report progress on the host; None adds nothing to the program.
+
+    Returns:
+      The :class:`Report` of every row, ``(B, ...)`` leaves.
+    """
+    total = x.shape[0]
+    # Jitted, one row is traced once: for its shapes here and for the refill's start.
+    start_row = jax.jit(lambda row, x: start(solver, problem_of(row), x, stopping))
+    start_rows = jax.vmap(start_row)
+    one_row = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[1:], a.dtype), (rows, x))
+    started = jax.eval_shape(start_row, *one_row)  # one row's loop state (shapes)
+    if width is None:
+        row_bytes = sum(a.size * a.dtype.itemsize for a in jax.tree.leaves((one_row, started)))
+        width = default_width(total, row_bytes, backend)
+    width = min(width, total)
+    plan = _plan(*jax.tree.map(_rows_of_one, (one_row[0], started)))
+
+    def advance_lanes(data: Any, state: Packed, iteration: jax.Array) -> Packed:
+        return _advance(solver, problem_of, stopping, plan, data, state, iteration)
+
+    def report(state: Packed, iteration: jax.Array, queued: jax.Array | int) -> None:
+        if progress is not None:
+            _report(plan.state.unpack(state), iteration, queued, total, progress)
+
+    if width == total:
+        return _whole_batch(start_rows, advance_lanes, report, plan, rows, x)
+
+    def refill(lanes: Lanes) -> Lanes:
+        return _refill(lanes, rows, x, start_rows, plan, total)
+
+    def body(lanes: Lanes) -> Lanes:
+        # Refill first: the first trip fills the empty lanes, so the rows are started
+        # by one piece of code (traced and compiled once).
+        wanted = _refill_due(lanes.idle, lanes.idle_steps, width) & (lanes.queued < total)
+        lanes = jax.lax.cond(wanted, refill, lambda lanes: lanes, lanes)
+        state = advance_lanes(plan.data.unpack(lanes.data), lanes.state, lanes.iteration)
+        idle, idle_steps = _idle(plan.state.unpack(state))
+        lanes = lanes._replace(iteration=lanes.iteration + 1, state=state, idle=idle,
+                               idle_steps=idle_steps)  # fmt: skip
+        report(state, lanes.iteration, lanes.queued)
+        return lanes
+
+    def going(lanes: Lanes) -> jax.Array:
+        return (lanes.idle < width) | (lanes.queued < total)
+
+    final = jax.lax.while_loop(going, body, _empty_lanes(plan, x, width))
+    results = _write(final.results, final.row, final.state, final.row < total, plan)
+    unpacked: Report = plan.results.unpack(results)
+    return unpacked
+
+
+def _rows_of_one(a: jax.ShapeDtypeStruct) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct((1, *a.shape), a.dtype)
+
+
+def _plan(one_row: Any, started: LoopState) -> Plan:
+    """The packings of a solve, from one row's data and loop state (shapes)."""
+    state = Packing.of(started)
+    # advance keeps a stopped lane's x, value and grad itself (StepContext.active): so
+    # the carried grad is the one its tests read, computed once (XLA fuses a value
+    # into each of its readers unless one of them needs it in memory).
+    flags = jax.tree.map(lambda _: False, started._replace(solver_state=None))
+    flags = flags._replace(solver_state=jax.tree.map(lambda _: True, started.solver_state),
+                           x=True, value=True, grad=True)  # fmt: skip
+    return Plan(
+        Packing.of(one_row),
+        state,
+        Packing.of(_reported(started), vectors=True),
+        state.columns(flags),
+    )
+
+
+def _reported(state: LoopState) -> Report:
+    return Report(*state[: len(Report._fields)])
+
+
+def _advance(
+    solver: Solver[Any],
+    problem_of: Callable[[Rows], Problem],
+    stopping: Stopping,
+    plan: Plan,
+    data: Any,
+    packed: Packed,
+    iteration: jax.Array,
+) -> Packed:
+    """One step of every running lane. A stopped lane keeps what it reports; its
+    solver state is never read again, so it takes the new one (keeping the old would
+    stream the whole L-BFGS history through a select). A row that the step leaves
+    CONVERGED waits, PENDING, for its certification (:func:`_certify_some`)."""
+    state: LoopState = plan.state.unpack(packed)
+    running = state.status == RUNNING
+    checks = certifies(solver)
+
+    def one(row: Any, state: LoopState, running: jax.Array) -> LoopState:
+        context = StepContext(running, iteration)
+        new = advance(solver, problem_of(row), state, stopping, context, check=False)
+        if checks:
+            new = new._replace(status=jnp.where(to_certify(new), PENDING, new.status))
+        return new
+
+    new = plan.state.pack(jax.vmap(one)(data, state, running))
+    new = plan.state.select(running, new, packed, plan.always_new)
+    if not checks:
+        return new
+    waiting = state.status == PENDING
+    new = plan.state.select(waiting, packed, new)  # a waiting lane keeps all it holds
+    return _certify_some(solver, problem_of, stopping, plan, data, new)
+
+
+def certify_slots(width: int) -> int:
+    """How many PENDING lanes a trip certifies at most (static): an eighth of the
+    lanes, so that a trip's certification costs a fraction of its step (L-BFGS's
+    takes up to ``n`` Hessian-vector products per row); the others wait."""
+    return max(1, min(width, -(-width // 8)))
+
+
+def _certify_some(
+    solver: Solver[Any],
+    problem_of: Callable[[Rows], Problem],
+    stopping: Stopping,
+    plan: Plan,
+    data: Any,
+    packed: Packed,
+) -> Packed:
+    """Certify the verdicts of the first :func:`certify_slots` PENDING lanes (in lane
+    order), in a ``lax.cond`` that runs only when a lane waits: the lanes are gathered,
+    certified by ``fixedopt._loop.certify`` and written back. A row's arithmetic does
+    not depend on when its turn comes: a waiting lane takes no step."""
+    waiting = plan.state.unpack(packed).status == PENDING
+    width = waiting.shape[0]
+    if width == 0:  # an empty batch
+        return packed
+    slots = certify_slots(width)
+
+    def check(packed: Packed) -> Packed:
+        index = jnp.nonzero(waiting, size=slots, fill_value=width)[0]
+        inside = jnp.minimum(index, width - 1)
+        rows = jax.tree.map(lambda a: a[inside], data)
+        chosen: LoopState = plan.state.unpack(plan.state.take(packed, inside))
+        chosen = chosen._replace(status=jnp.full_like(chosen.status, Status.CONVERGED))
+
+        def one(row: Any, state: LoopState) -> LoopState:
+            return certify(solver, problem_of(row), state, stopping)
+
+        checked = plan.state.pack(jax.vmap(one)(rows, chosen))
+        return plan.state.put(packed, index, checked)
+
+    certified: Packed = jax.lax.cond(jnp.any(waiting), check, lambda packed: packed, packed)
+    return certified
+
+
+def _whole_batch(
+    start_rows: Callable[[Any, jax.Array], LoopState],
+    advance_lanes: Callable[[Any, Packed, jax.Array], Packed],
+    report: Callable[[Packed, jax.Array, int], None],
+    plan: Plan,
+    rows: Any,
+    x: jax.Array,
+) -> Report:
+    """Every row in its own lane from the start: no refill, no writes."""
+    total = x.shape[0]
+
+    def body(carry: tuple[jax.Array, Packed, Any]) -> tuple[jax.Array, Packed, Any]:
+        iteration, state, data = carry
+        state = advance_lanes(data, state, iteration)
+        report(state, iteration + 1, total)
+        # The rows' data go round the loop through a barrier: as loop invariants, XLA
+        # hoists what depends on them alone out of the loop and carries it instead,
+        # larger (masked Jacobian columns of the linear parameters, (B, n, m) arrays:
+        # 1.06x slower on the tiny suite's decay fit at B = 1e4, measured).
+        data, state = jax.lax.optimization_barrier((data, state))
+        return iteration + 1, state, data
+
+    def going(carry: tuple[jax.Array, Packed, Any]) -> jax.Array:
+        return jnp.any(_busy(plan.state.unpack(carry[1]).status))
+
+    initial = (jnp.zeros((), jnp.int32), plan.state.pack(start_rows(rows, x)), rows)
+    final: LoopState = plan.state.unpack(jax.lax.while_loop(going, body, initial)[1])
+    return _reported(final)
+
+
+def _empty_lanes(plan: Plan, x: jax.Array, width: int) -> Lanes:
+    """``width`` lanes that hold no row (row ``B``, not running), and empty results."""
+    total = x.shape[0]
+    state = plan.state.zeros(width)  # status 0: not RUNNING
+    # The results are made from x, so that a batch sharded across devices gets results
+    # sharded the same way (XLA propagates the sharding of x to them).
+    like_x = jnp.sum(x[:, :1] * 0, axis=1)  # (B,); also for n = 0
+
+    def empty(a: jax.Array) -> jax.Array:
+        column = like_x.astype(a.dtype).reshape(total, *(1,) * (a.ndim - 1))
+        return jnp.broadcast_to(column, (total, *a.shape[1:]))
+
+    results = tuple(empty(a) for a in plan.results.zeros(0))
+    zero = jnp.zeros((), jnp.int32)
+    idle = jnp.full((), width, jnp.int32)
+    return Lanes(zero, zero, idle, zero, jnp.full((width,), total, jnp.int32),
+                 plan.data.zeros(width), state, results)  # fmt: skip
+
+
+def _idle(state: LoopState) -> tuple[jax.Array, jax.Array]:
+    """The lanes not running and the sum of their rows' steps (one reduction)."""
+    idle = ~_busy(state.status)
+    counts = jnp.stack([idle.astype(jnp.int32), jnp.where(idle, state.steps, 0)])
+    count, steps = jnp.sum(counts, axis=1, dtype=jnp.int32)
+    return count, steps
+
+
+def _busy(status: jax.Array) -> jax.Array:
+    """Lanes whose row has not stopped: RUNNING, or PENDING its certification."""
+    return (status == RUNNING) | (status == PENDING)
+
+
+def _refill_due(count: jax.Array, steps_sum: jax.Array, width: int) -> jax.Array:
+    """Whether enough lanes are idle for a refill to pay: ``count`` lanes, whose rows
+    took ``steps_sum`` steps in all.
+
+    Rows that take ``k`` steps each leave about ``W / k`` lanes idle per trip. Waiting
+    for a share ``s`` of idle lanes wastes ``s / 2`` of each trip on average and
+    refills every ``s k`` trips, each refill costing ``REFILL_COST`` trips: the sum is
+    least at ``s = sqrt(2 REFILL_COST / k)``, with ``k`` the mean steps of the rows
+    stopped in the lanes now. (All lanes idle: always.)"""
+    steps = steps_sum / jnp.maximum(count, 1)
+    share = jnp.minimum(1.0, jnp.sqrt(2.0 * REFILL_COST / jnp.maximum(steps, 1.0)))
+    return count >= jnp.maximum(share * width, 1.0)
+
+
+def _write(results: Packed, row: jax.Array, state: Packed, done: jax.Array, plan: Plan) -> Packed:
+    """``results`` with the lanes that are ``done`` written at their rows."""
+    total = results[0].shape[0]
+    index = jnp.where(done, row, total)  # out of range: dropped
+    reported = plan.results.pack(_reported(plan.state.unpack(state)))
+    return tuple(out.at[index].set(new, mode="drop") for out, new in zip(results, reported))
+
+
+def _refill(
+    lanes: Lanes,
+    rows: Any,
+    x: jax.Array,
+    start_rows: Callable[[Any, jax.Array], LoopState],
+    plan: Plan,
+    total: int,
+) -> Lanes:
+    """Write the stopped lanes' rows out and give the idle lanes the next queued rows.
+
+    The ``k``-th idle lane (in lane order: stopped, or holding no row) takes row
+    ``queued + k``; an idle lane left without a row holds row ``B`` (none)."""
+    idle = ~_busy(plan.state.unpack(lanes.state).status)
+    results = _write(lanes.results, lanes.row, lanes.state, idle & (lanes.row < total), plan)
+    new_row = lanes.queued + jnp.cumsum(idle) - 1
+    takes = idle & (new_row < total)
+    source = jnp.where(takes, new_row, 0)
+    gathered = plan.data.pack(jax.tree.map(lambda a: a[source], rows))
+    data = plan.data.select(takes, gathered, lanes.data)
+    started = plan.state.pack(start_rows(plan.data.unpack(data), x[source]))
+    state = plan.state.select(takes, started, lanes.state)
+    row = jnp.where(takes, new_row, jnp.where(idle, total, lanes.row))
+    queued = jnp.minimum(lanes.queued + jnp.sum(idle), total).astype(jnp.int32)
+    return lanes._replace(queued=queued, row=row.astype(jnp.int32), data=data, state=state,
+                          results=results)  # fmt: skip
+
+
+def _report(
+    state: LoopState, step: jax.Array, queued: jax.Array | int, total: int, progress: Progress
+) -> None:
+    """Every ``progress.every`` steps, a host callback reports rows stopped and the worst
+    gradient among the running lanes (:mod:`fixedopt._driver.progress`)."""
+    running = _busy(state.status)
+    left = total - queued + jnp.sum(running)
+    worst = jnp.max(jnp.where(running, state.grad_norm, 0.0), initial=0.0)
+
+    def report() -> None:
+        jax.debug.callback(progress.report, step, left, total, worst)
+
+    jax.lax.cond((step % progress.every == 0) | (left == 0), report, lambda: None)

@@ -1,0 +1,297 @@
+"""The one loop driver every solver runs in (the contract is :mod:`fixedopt._contract.solver`).
+
+The driver owns everything but the solver's own iteration: the initial evaluation,
+the failure policy (a row keeps its last accepted iterate; a failed step stops it
+with a status saying why), the stopping rules, the status codes and the step count.
+One row runs in one ``lax.while_loop`` (:func:`iterate`); a batch runs through lanes
+(:mod:`fixedopt._driver.lanes`) that call :func:`start` and :func:`advance` for each row:
+each row stops on its own (a stopped row keeps what it reports), and one row's NaN
+cannot reach another row.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from fixedopt._contract.solver import Problem, Solver, Step, StepContext
+from fixedopt._contract.status import RUNNING, Reason, Status, accepted, stop_status, stops
+
+AnySolver = Solver[Any]  # the driver runs any solver; its state is opaque here
+
+
+def secant_curvature(s: jax.Array, y: jax.Array, moved: jax.Array, gamma: jax.Array) -> jax.Array:
+    """``s.y / y.y`` of the last step that moved with positive curvature, else
+    ``gamma`` (the one before; ``inf`` before any)."""
+    sy, yy = jnp.dot(s, y), jnp.dot(y, y)
+    positive = moved & (sy > 0)
+    return jnp.where(positive, sy / jnp.where(positive, yy, 1.0), gamma)
+
+
+def objective_scale(value: jax.Array, initial_value: jax.Array, precision: jax.Array) -> jax.Array:
+    """``max(|f|, eps (f0 - f))``, ``eps = precision ** 2``: the scale of ``f`` that the
+    relative-reduction test (``ftol``) compares against.
+
+    ``|f|`` alone leaves no scale at a minimum with ``f* = 0`` and a singular Hessian
+    (a quartic): there the relative reduction per step tends to a constant and the
+    test never passes, though ``f`` has fallen to the rounding level of the progress
+    made. ``eps`` of that progress, ``f0 - f``, is a scale in the problem's own units
+    (unchanged by an offset or a rescaling of ``f``). Where ``|f|`` is larger, nothing
+    changes. The gradient tests keep ``|f|``: relative to this scale they would pass
+    early on badly scaled problems (measured on the minimize status-truth suite).
+    """
+    eps = precision**2
+    return jnp.maximum(jnp.abs(value), eps * jnp.maximum(initial_value - value, 0.0))
+
+
+class Stopping(NamedTuple):
+    """The stopping rules, as traced data: changing them does not recompile.
+
+    ``gtol``, ``ftol`` and ``xtol`` are relative tolerances (see :class:`Reason`);
+    ``precision`` is ``sqrt(eps)`` of the dtype, the tolerance of the test a row that
+    can no longer progress must pass to count as converged.
+    """
+
+    gtol: jax.Array
+    ftol: jax.Array
+    xtol: jax.Array
+    abs_gtol: jax.Array
+    max_steps: jax.Array
+    precision: jax.Array
+
+
+class LoopState(NamedTuple):
+    x: jax.Array
+    value: jax.Array
+    grad: jax.Array
+    grad_norm: jax.Array
+    steps: jax.Array
+    status: jax.Array
+    reason: jax.Array
+    gamma: jax.Array  # secant curvature of the last good step (inf: none): gradient_measure's
+    initial_value: jax.Array  # f(x0), the scale of the last-resort PRECISION test
+    doubted: jax.Array  # f where the solver's certification last rejected a verdict (inf: never)
+    solver_state: Any
+
+
+class Tests(NamedTuple):
+    """The measures a row's convergence tests compare, at its current iterate."""
+
+    grad_norm: jax.Array  # max-norm of the projected gradient (abs_gtol)
+    gradient: jax.Array  # the solver's scale-invariant gradient measure (gtol)
+    reduction: jax.Array  # max(actual, predicted) relative reduction (ftol); inf: none
+    relative_step: jax.Array  # the model step relative to x (xtol); inf: none
+    value_drop: jax.Array  # |f| / |f(x0)|: where f fell to rounding of its start
+
+
+def _reason(tests: Tests, stopping: Stopping, loose: bool = False) -> jax.Array:
+    """The first test met, as a :class:`Reason` code (NONE if none).
+
+    With ``loose``, each relative tolerance is raised to ``stopping.precision``: the
+    test of a row that can no longer progress (reported as PRECISION)."""
+
+    def within(measure: jax.Array, tol: jax.Array) -> jax.Array:
+        # A tolerance of 0 turns a relative test off.
+        tol = jnp.maximum(tol, stopping.precision) if loose else tol
+        return (tol > 0) & (measure <= tol)
+
+    met = [
+        (within(tests.gradient, stopping.gtol), Reason.GTOL),
+        (within(tests.reduction, stopping.ftol), Reason.FTOL),
+        (within(tests.relative_step, stopping.xtol), Reason.XTOL),
+        (tests.grad_norm <= stopping.abs_gtol, Reason.ABS_GTOL),
+    ]
+    if loose:  # an objective whose minimum is 0 at x = 0 leaves no relative scale:
+        met.append((tests.value_drop <= jnp.finfo(tests.value_drop.dtype).eps, Reason.FTOL))
+    reason = jnp.asarray(Reason.NONE, jnp.int32)
+    for holds, code in reversed(met):
+        reason = jnp.where(holds, Reason.PRECISION if loose else code, reason)
+    return reason.astype(jnp.int32)
+
+
+def _verdict(
+    outcome: jax.Array, tests: Tests, steps: jax.Array, stopping: Stopping
+) -> tuple[jax.Array, jax.Array]:
+    """``(status, reason)`` of a row after a step whose outcome is ``outcome``.
+
+    A step that failed (no acceptable point) took no step: only the gradient tests
+    apply as such, and the model's step and predicted reduction decide, with the
+    loose tolerance, whether the row is stationary to working precision."""
+    failed = (outcome == Status.LINESEARCH_FAILED) | (outcome == Status.STALLED)
+    strict = tests._replace(
+        reduction=jnp.where(failed, jnp.inf, tests.reduction),
+        relative_step=jnp.where(failed, jnp.inf, tests.relative_step),
+    )
+    reason = _reason(strict, stopping)
+    reason = jnp.where(failed & (reason == Reason.NONE), _reason(tests, stopping, True), reason)
+    reason = jnp.where(outcome == Status.NONFINITE, Reason.NONE, reason)
+    status = jnp.where(steps >= stopping.max_steps, Status.MAX_STEPS, RUNNING)
+    status = jnp.where(outcome != RUNNING, outcome, status)
+    status = jnp.where(reason != Reason.NONE, Status.CONVERGED, status)
+    return status.astype(jnp.int32), reason
+
+
+def _infeasible(problem: Problem) -> jax.Array:
+    """Empty or NaN bounds on a free entry (traced bounds cannot be checked earlier)."""
+    if problem.lower is None or problem.upper is None:
+        return jnp.zeros((), bool)
+    empty = ~(problem.lower <= problem.upper)  # also True where either is NaN
+    return jnp.any(empty & ~problem.fixed)
+
+
+def start(solver: AnySolver, problem: Problem, x: jax.Array, stopping: Stopping) -> LoopState:
+    """Project the starting point, evaluate it, and give the row its first status."""
+    x = problem.project(x)
+    value, grad = problem.value_and_grad(x)
+    grad_norm = problem.grad_norm(x, grad)
+    solver_state = solver.init(problem, x, value, grad)
+    finite = jnp.isfinite(value) & jnp.all(jnp.isfinite(grad))
+    outcome = jnp.where(finite, RUNNING, Status.NONFINITE)
+    infinite = jnp.asarray(jnp.inf, value.dtype)
+    gradient = solver.gradient_measure(problem, x, value, grad, solver_state, None)
+    tests = Tests(grad_norm, gradient, infinite, infinite, infinite)
+    zero = jnp.zeros((), jnp.int32)
+    status, reason = _verdict(outcome, tests, zero, stopping)
+    infeasible = _infeasible(problem)
+    status = jnp.where(infeasible, Status.INFEASIBLE, status).astype(jnp.int32)
+    reason = jnp.where(infeasible, Reason.NONE, reason).astype(jnp.int32)
+    return LoopState(
+        x, value, grad, grad_norm, zero, status, reason, infinite, value, infinite, solver_state
+    )
+
+
+def _relative_reduction(
+    old_value: jax.Array, new_value: jax.Array, step: Step[Any], scale: jax.Array
+) -> jax.Array:
+    """MINPACK's ``ftol`` measure: the larger of the actual and the predicted
+    reduction, relative to ``scale`` (:func:`objective_scale` at the old value);
+    ``inf`` unless the step was accepted. After a failed step, the model's predicted
+    reduction alone."""
+    actual = old_value - new_value
+    reduction = jnp.maximum(actual, step.predicted) / scale
+    reduction = jnp.where(accepted(step.outcome) & (actual >= 0), reduction, jnp.inf)
+    return jnp.where(stops(step.outcome), step.predicted / scale, reduction)
+
+
+def advance(
+    solver: AnySolver,
+    problem: Problem,
+    state: LoopState,
+    stopping: Stopping,
+    context: StepContext | None = None,
+    check: bool = True,
+) -> LoopState:
+    """One iteration of one row: the solver's step, the failure policy, the new status.
+
+    The row moves to the step's point only if the step's outcome accepts it, so it
+    always holds its last finite iterate; a stopping outcome stops it with the status
+    of :func:`~fixedopt._contract.status.stop_status`. A CONVERGED verdict is then checked by
+    the solver's certification (:func:`certify`, in a ``lax.cond``) unless ``check``
+    is False (static): lanes check their rows together (``fixedopt._driver.lanes``).
+    """
+    context = StepContext(True, state.steps) if context is None else context
+    step = solver.step(problem, state.x, state.value, state.grad, state.solver_state, context)
+    moved = accepted(step.outcome)
+    # A row of a batch that has stopped (not active) keeps its iterate too.
+    moves = moved & context.active
+    x, value, grad = (
+        jnp.where(moves, new, old)
+        for new, old in ((step.x, state.x), (step.value, state.value), (step.grad, state.grad))
+    )
+    grad_norm = problem.grad_norm(x, grad)
+    s, y = problem.free_part(x - state.x), grad - state.grad
+    gamma = secant_curvature(s, y, moved, state.gamma)
+    scale = objective_scale(state.value, state.initial_value, stopping.precision)
+    tests = Tests(
+        grad_norm=grad_norm,
+        gradient=solver.gradient_measure(problem, x, value, grad, step.state, gamma),
+        reduction=_relative_reduction(state.value, value, step, scale),
+        relative_step=jnp.where(moved | stops(step.outcome), step.relative_step, jnp.inf),
+        value_drop=jnp.abs(value) / jnp.abs(state.initial_value),
+    )
+    steps = state.steps + 1
+    status, reason = _verdict(stop_status(step.outcome), tests, steps, stopping)
+    new = LoopState(x, value, grad, grad_norm, steps, status, reason, gamma, state.initial_value,
+                    state.doubted, step.state)  # fmt: skip
+    if not (check and certifies(solver)):
+        return new
+    checked: LoopState = jax.lax.cond(
+        to_certify(new), lambda: certify(solver, problem, new, stopping), lambda: new
+    )
+    return checked
+
+
+# The share of the documented accuracy that a certified verdict may leave: a Newton step
+# from a CONVERGED row would still gain at most this share of it.
+CERTIFY_SHARE = 0.01
+
+
+def certifies(solver: AnySolver) -> bool:
+    """Whether the solver checks a verdict before the driver stops a row (static)."""
+    return type(solver).certify is not Solver.certify
+
+
+def to_certify(state: LoopState) -> jax.Array:
+    """Whether the row's verdict is one the solver's certification checks: CONVERGED by
+    a relative test (the absolute ``abs_gtol`` is the user's own word)."""
+    return (state.status == Status.CONVERGED) & (state.reason != Reason.ABS_GTOL)
+
+
+def certify(solver: AnySolver, problem: Problem, state: LoopState, stopping: Stopping) -> LoopState:
+    """The row's CONVERGED verdict, checked by ``solver.certify``.
+
+    The verdict holds if half the certified Newton decrement (the reduction a Newton
+    step would still make) is within ``CERTIFY_SHARE`` of the documented accuracy,
+    ``sqrt(eps) max(|f|, eps (f0 - f))``. Else the row goes on from the state the
+    solver gives; a row shown wrong again without having lowered ``f`` since stops as
+    STALLED (it cannot progress and is not stationary), or MAX_STEPS at the limit.
+    """
+    # Not differentiated (Unroll): the check decides and steers, and the derivative of
+    # an eigendecomposition with repeated eigenvalues (a fixed entry's) is not finite.
+    inputs = jax.lax.stop_gradient((state.x, state.value, state.grad, state.solver_state))
+    checked = solver.certify(problem, *inputs)
+    if checked is None:  # no check for this problem
+        return state
+    decrement, doubted_state = jax.lax.stop_gradient(checked)  # also what the closure carries
+    scale = objective_scale(state.value, state.initial_value, stopping.precision)
+    small = 0.5 * decrement <= CERTIFY_SHARE * stopping.precision * scale
+    # A row that can no longer progress (PRECISION) tries the solver's step once first.
+    holds = small & ((state.reason != Reason.PRECISION) | (state.value == state.doubted))
+    progressed = state.value < state.doubted
+    status = jnp.where(progressed, RUNNING, Status.STALLED)
+    status = jnp.where(progressed & (state.steps >= stopping.max_steps), Status.MAX_STEPS, status)
+    solver_state = jax.tree.map(
+        lambda old, new: jnp.where(holds, old, new), state.solver_state, doubted_state
+    )
+    return state._replace(
+        status=jnp.where(holds, state.status, status).astype(jnp.int32),
+        reason=jnp.where(holds, state.reason, Reason.NONE).astype(jnp.int32),
+        doubted=jnp.where(holds, state.doubted, state.value),
+        solver_state=solver_state,
+    )
+
+
+def _running(state: LoopState) -> jax.Array:
+    return state.status == RUNNING
+
+
+def iterate(
+    solver: AnySolver,
+    problem: Problem,
+    x: jax.Array,
+    stopping: Stopping,
+    max_trips: int | None = None,
+) -> LoopState:
+    """Run ``solver`` on one row from ``x`` until its status is no longer RUNNING.
+
+    The loop is ``problem.differentiate``'s; ``max_trips`` is ``max_steps`` where that
+    loop needs a static trip count (``Differentiation.static_max_steps``), else None.
+    """
+    return problem.differentiate.loop(
+        _running,
+        lambda state: advance(solver, problem, state, stopping),
+        start(solver, problem, x, stopping),
+        max_trips,
+    )

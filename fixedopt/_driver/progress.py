@@ -1,0 +1,113 @@
+"""Progress of a batched solve, reported on the host: text lines or a tqdm bar.
+
+The solver loop calls one of these reporters through ``jax.debug.callback`` every
+``every`` steps (see ``fixedopt._driver.loop``); with progress off the loop adds no callback.
+A reporter receives the step, the number of rows still running, the batch size and
+the largest projected gradient among the running rows, and runs on the host, so it
+works under ``jax.jit``. The compiled program holds the reporter function, not a bar:
+the bar lives here, on the host, opened by the first report of a solve and closed by
+its last (the one with no row running).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any, NamedTuple, SupportsFloat, SupportsInt
+
+import numpy as np
+
+from fixedopt._inputs.checks import integer
+
+DEFAULT_EVERY = 10
+
+# A reporter's arguments arrive from ``jax.debug.callback`` as NumPy scalars (``()``
+# arrays): step, rows still running, batch size (ints) and the worst gradient (a float).
+Reporter = Callable[[SupportsInt, SupportsInt, SupportsInt, SupportsFloat], None]
+
+
+class Progress(NamedTuple):
+    """How a batched solve reports progress: every ``every`` steps, via ``report``."""
+
+    every: int
+    report: Reporter  # (step, running, total, worst) -> None, on the host
+
+
+def report_text(
+    step: SupportsInt, running: SupportsInt, total: SupportsInt, worst: SupportsFloat
+) -> None:
+    """Print one line: rows stopped and the worst projected gradient of the rest."""
+    rows = int(total)
+    if int(running) == 0:
+        print(f"fixedopt: all {rows} rows stopped", flush=True)
+        return
+    print(
+        f"fixedopt: step {int(step)}: {rows - int(running)}/{rows} rows stopped, "
+        f"max |projected grad| of running rows {float(worst):.2e}",
+        flush=True,
+    )
+
+
+def _tqdm() -> Any:
+    """The tqdm class used for bars (``tqdm.auto``: a widget in a notebook); tqdm is
+    optional and untyped, hence ``Any``."""
+    return importlib.import_module("tqdm.auto").tqdm
+
+
+class _Bars:
+    """The one bar of the solve in progress, between its first and last report."""
+
+    bar: Any = None  # a tqdm bar
+
+
+def report_bar(
+    step: SupportsInt, running: SupportsInt, total: SupportsInt, worst: SupportsFloat
+) -> None:
+    """Advance a tqdm bar of rows stopped, with the worst projected gradient as postfix.
+
+    A report that does not continue the open bar (another batch size, or fewer rows
+    stopped than it shows: a new solve after one that was interrupted) opens a new
+    bar. The report with no row running completes and closes the bar.
+    """
+    steps, left, rows, largest = int(step), int(running), int(total), float(worst)
+    done = rows - left
+    bar = _Bars.bar
+    if bar is None or bar.total != rows or done < bar.n:
+        if bar is not None:
+            bar.close()
+        bar = _Bars.bar = _tqdm()(total=rows, desc="fixedopt", unit="row")
+    if left > 0:
+        bar.set_postfix_str(f"step {steps}, max |projected grad| {largest:.2e}")
+    bar.update(done - bar.n)
+    if left == 0:
+        bar.close()
+        _Bars.bar = None
+
+
+def progress_option(progress: bool | int | str | None) -> Progress | None:
+    """The :class:`Progress` of the ``progress`` argument of ``minimize``/``least_squares``.
+
+    ``False``/``None``: off. ``True``: text every 10 steps; an int ``k >= 1``: text every
+    ``k`` steps. ``"bar"``: a tqdm bar updated every 10 steps (needs tqdm installed).
+
+    Example:
+      >>> progress_option(5).every
+      5
+      >>> progress_option("bar").report.__name__
+      'report_bar'
+      >>> progress_option(False) is None
+      True
+    """
+    if progress is None or isinstance(progress, (bool, np.bool_)):
+        return Progress(DEFAULT_EVERY, report_text) if progress else None
+    if isinstance(progress, str) and progress == "bar":
+        try:
+            _tqdm()
+        except ImportError as error:
+            raise ValueError(
+                '`progress="bar"` needs tqdm: install it (pip install tqdm, or '
+                f'"fixedopt[progress]") or use progress=True for text ({error})'
+            ) from None
+        return Progress(DEFAULT_EVERY, report_bar)
+    every = integer("progress", progress, minimum=1, expected='a bool, an int >= 1 or "bar"')
+    return Progress(every, report_text)

@@ -1,0 +1,158 @@
+"""``keep_fixed``: an exact, element-wise freeze for any optax optimizer."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import optax
+
+from fixedopt._fixing import mask as _mask
+from fixedopt._fixing.bitselect import select_constant
+from fixedopt._inputs import validate as _validate
+from fixedopt._inputs.validate import Mask, PyTree
+
+
+class KeepFixedState(NamedTuple):
+    """State of :func:`keep_fixed`: the wrapped optimizer's state, unchanged in form."""
+
+    inner_state: optax.OptState
+
+
+def _freeze_updates(mask: Mask, updates: PyTree) -> PyTree:
+    # -0.0 rather than 0.0: x + (-0.0) == x bit for bit for every x, including -0.0,
+    # whereas (-0.0) + 0.0 == +0.0 would flip the sign bit of a fixed negative zero.
+    return jax.tree.map(lambda m, u: select_constant(m, -0.0, u), mask, updates)
+
+
+def _zero_fixed(mask: Mask, tree: PyTree) -> PyTree:
+    return jax.tree.map(lambda m, t: select_constant(m, 0.0, t), mask, tree)
+
+
+def _fixed_value_fn(
+    value_fn: Callable[..., jax.Array], mask: Mask, params: PyTree
+) -> Callable[..., jax.Array]:
+    """``value_fn`` whose fixed entries are pinned to ``params`` inside the function."""
+    pinned = jax.lax.stop_gradient(params)
+
+    @functools.wraps(value_fn)
+    def fixed_value_fn(candidate: PyTree, *args: Any, **kwargs: Any) -> jax.Array:
+        return value_fn(_mask.tree_select(mask, pinned, candidate), *args, **kwargs)
+
+    return fixed_value_fn
+
+
+def keep_fixed(
+    optimizer: optax.GradientTransformation, fixed: Mask
+) -> optax.GradientTransformationExtraArgs:
+    """Wrap any optax optimizer so that fixed entries never move, exactly.
+
+    Unlike ``optax.masked`` (which passes the raw gradient through on masked-out
+    leaves, so they still move) or ``optax.freeze`` (whole leaves, static masks only),
+    ``keep_fixed`` works per element, with static or traced masks, and for every
+    optimizer:
+
+    * incoming gradients are zeroed on fixed entries, so moments and quasi-Newton
+      memory never accumulate there;
+    * outgoing updates are replaced by ``-0.0`` on fixed entries, so weight decay,
+      momentum or anything else the optimizer adds cannot move them
+      (``optax.apply_updates`` then leaves them bit-identical);
+    * the extra arguments ``grad`` (masked) and ``value_fn`` (with fixed entries pinned
+      to the current parameters) are forwarded, so ``optax.lbfgs`` and its zoom line
+      search work;
+    * the wrapped optimizer sees fixed parameters as zeros, so parameter norms (lamb,
+      lars, prodigy) range over free entries only and a NaN fixed value cannot turn
+      free entries NaN.
+
+    What holds precisely: with ``optax.apply_updates``, every fixed entry is
+    ``x + (-0.0)``, bit-identical to ``x`` except that XLA on the CPU flushes a
+    subnormal ``x`` to ``±0``; :func:`fixedopt.apply_updates` selects instead and is
+    exact for every value. Optimizers whose deployable parameters come from their
+    state (``optax.contrib.schedule_free_eval_params``, parameter averaging) keep
+    their own copy, which weight decay moves on fixed entries; pin it with
+    ``fixedopt.project(eval_params, fixed, params)``.
+
+    Args:
+      optimizer: any ``optax.GradientTransformation``.
+      fixed: the fixed mask, per element or per leaf: a bool or boolean array per leaf
+        of the parameters, a tree prefix of those (``{"Dense": False, "bias": True}``),
+        or a callable ``params -> mask``. Arrays may be traced: a new mask with the
+        same shapes does not recompile.
+
+    Returns:
+      An ``optax.GradientTransformationExtraArgs`` with state :class:`KeepFixedState`.
+
+    Example:
+      >>> import jax.numpy as jnp, optax
+      >>> import fixedopt
+      >>> params = jnp.array([1.0, 2.0, 3.0])
+      >>> tx = fixedopt.keep_fixed(optax.adamw(0.1, weight_decay=0.5),
+      ...                          fixed=jnp.array([False, True, False]))
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(jnp.ones(3), state, params)
+      >>> optax.apply_updates(params, updates)[1] == params[1]
+      Array(True, dtype=bool)
+    """
+    inner = optax.with_extra_args_support(optimizer)
+
+    def mask_for(updates: PyTree, params: PyTree | None) -> Mask:
+        if _validate.is_mask_function(fixed):
+            if params is None:
+                raise ValueError("`fixed` is a callable of the parameters: pass `params`")
+            return _validate.normalize_fixed(fixed(params), updates, name="fixed")
+        return _validate.normalize_fixed(fixed, updates, name="fixed")
+
+    def init(params: PyTree) -> KeepFixedState:
+        _validate.check_params(params, "params")
+        mask_for(params, params)
+        return KeepFixedState(inner_state=inner.init(params))
+
+    def update(
+        updates: PyTree, state: KeepFixedState, params: PyTree | None = None, **extra_args: Any
+    ) -> tuple[PyTree, KeepFixedState]:
+        mask = mask_for(updates, params)
+        updates = _zero_fixed(mask, updates)
+        if "grad" in extra_args:
+            extra_args["grad"] = _zero_fixed(mask, extra_args["grad"])
+        if "value_fn" in extra_args and params is not None:
+            extra_args["value_fn"] = _fixed_value_fn(extra_args["value_fn"], mask, params)
+        # The inner optimizer sees fixed parameters as zeros too: norms (lamb, lars,
+        # prodigy) and differences then range over free entries only, and a NaN or
+        # infinite fixed value cannot reach a free one.
+        free_params = None if params is None else _zero_fixed(mask, params)
+        updates, inner_state = inner.update(updates, state.inner_state, free_params, **extra_args)
+        return _freeze_updates(mask, updates), KeepFixedState(inner_state=inner_state)
+
+    return optax.GradientTransformationExtraArgs(init, update)
+
+
+def apply_updates(params: PyTree, updates: PyTree, fixed: Mask) -> PyTree:
+    """``optax.apply_updates`` that leaves fixed entries untouched: no arithmetic on them.
+
+    ``keep_fixed`` makes the update of a fixed entry ``-0.0``, and ``x + (-0.0)`` is
+    ``x`` bit for bit in IEEE arithmetic; but XLA on the CPU flushes subnormal numbers
+    to zero, so a subnormal fixed value would become ``±0``. This selects instead
+    (``where(fixed, params, params + updates)``), so fixed entries keep their exact
+    bits whatever the backend does with subnormals.
+
+    Args:
+      params: the parameters, an array or a pytree of arrays.
+      updates: updates with the structure of ``params``.
+      fixed: the fixed mask (see :func:`fixedopt.keep_fixed`).
+
+    Returns:
+      The new parameters, with the structure and dtypes of ``params``.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> import fixedopt
+      >>> params = jnp.array([1.0, 2.0])
+      >>> new = fixedopt.apply_updates(params, jnp.array([0.3, 0.5]), jnp.array([True, False]))
+      >>> print(new)
+      [1.  2.5]
+    """
+    mask = _validate.normalize_fixed(fixed, params, name="fixed")
+    moved = optax.apply_updates(params, updates)
+    return jax.tree.map(lambda m, p, q: _mask.select(m, p, q), mask, params, moved)

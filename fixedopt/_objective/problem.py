@@ -1,0 +1,300 @@
+"""Each row set up once: its flat data (:class:`RowData`) and the objective that turns
+that data into the :class:`~fixedopt._contract.solver.Problem` a solver sees.
+
+The public functions ravel each row's pytree into one vector and mask the objective
+with the fixed entries (in-function ``where``): gradients and Jacobian columns of fixed
+entries are exactly zero, and ``fun`` never sees a drifted fixed value. Solvers never
+see pytrees, batch axes or unmasked gradients.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
+
+from fixedopt._contract.solver import Problem
+from fixedopt._derivatives.differentiation import Differentiation
+from fixedopt._inputs.validate import Bounds, PyTree
+from fixedopt._objective.call_note import one_problem_note, rows_at_once_note
+from fixedopt._objective.losses import Loss
+from fixedopt._objective.reparam import pack, split
+from fixedopt._objective.vectorized import lane_problem, residual_output
+
+
+class RowData(NamedTuple):
+    """One row's data, flat; in a batch, every row's, with a leading batch axis."""
+
+    x0: jax.Array  # (n,) the starting point
+    fixed: jax.Array  # (n,) bool
+    fixed_values: jax.Array  # (n,)
+    lower: jax.Array | None  # (n,), or None without bounds
+    upper: jax.Array | None
+    split_index: jax.Array | None  # (width,) strategy="split": packed free positions
+    row_args: tuple[Any, ...]  # the leaves of ``args`` that are per row
+
+
+def _flat(tree: PyTree) -> jax.Array:
+    flat: jax.Array = ravel_pytree(tree)[0]
+    return flat
+
+
+def flatten_row(
+    x0: PyTree,
+    mask: PyTree,
+    values: PyTree,
+    bounds: Bounds | None,
+    split_index: jax.Array | None,
+    row_args: list[Any],
+) -> RowData:
+    """One row's :class:`RowData` from its trees (``vmap`` it for a batch)."""
+    lower = upper = None
+    if bounds is not None:
+        lower, upper = _flat(bounds[0]), _flat(bounds[1])
+    return RowData(
+        _flat(x0), _flat(mask), _flat(values), lower, upper, split_index, tuple(row_args)
+    )
+
+
+class Objective(NamedTuple):
+    """The user's ``fun`` for one row, flat and masked; builds each row's Problem.
+
+    ``args_of(row_args)`` merges a row's per-row leaves of ``args`` with the shared
+    ones. Built once per solve by :func:`objective`, which checks ``fun``'s output.
+    """
+
+    fun: Callable[..., Any]
+    least_squares: bool | Loss  # False for minimize; True or a Loss (robust, Poisson)
+    unravel: Callable[[jax.Array], PyTree]
+    args_of: Callable[[tuple[Any, ...]], tuple[Any, ...]]
+    differentiate: Differentiation  # the loops, and what of the inputs the solver sees
+    jacobian: Callable[..., Any] | None  # jax.jacfwd or jax.jacrev (least squares)
+    vectorized: bool = False  # fun takes the lane batch (see fixedopt._objective.vectorized)
+    shared_args: tuple[Any, ...] = ()  # vectorized: the leaves of args shared by all rows
+    merge_args: Callable[..., tuple[Any, ...]] | None = None  # (row_args, shared) -> args
+
+    def full_problem(self, data: RowData) -> Problem:
+        """The row's problem in the full flat vector (its inputs as
+        ``differentiate.stop`` lets the solver see them)."""
+        if self.vectorized:
+            output = residual_output(_loss(self.least_squares)) if self.least_squares else None
+            return lane_problem(self, data, output)
+        data, args = self.differentiate.stop((data, self.args_of(data.row_args)))
+        args, counts = split_data(self.least_squares, args)
+
+        def call(flat_x: jax.Array) -> Any:
+            out = self.fun(self.unravel(jnp.where(data.fixed, data.fixed_values, flat_x)), *args)
+            # Data in a wider dtype than x0 (float64 data, float32 x0) must not widen
+            # the loop's carry: the solve runs in the dtype of x0.
+            return _cast_floating(out, flat_x.dtype)
+
+        functions = _residual_functions(call, self, counts) if self.least_squares else {}
+        value_and_grad = functions.pop("value_and_grad", jax.value_and_grad(call))
+        return Problem(
+            value_and_grad, data.fixed, data.fixed_values, data.lower, data.upper,
+            differentiate=self.differentiate, **functions,
+        )  # fmt: skip
+
+    def problem(self, data: RowData) -> Problem:
+        """The problem the solver runs on: the full one, or packed for ``split``."""
+        full = self.full_problem(data)
+        return full if data.split_index is None else split(full, data.split_index)
+
+    def start(self, data: RowData) -> jax.Array:
+        """The starting point in the solver's variables (packed for ``split``)."""
+        x0 = self.differentiate.stop(data.x0)
+        return x0 if data.split_index is None else pack(x0, data.split_index)
+
+
+def objective(
+    fun: Callable[..., Any],
+    least_squares: bool | Loss,
+    x0_row: PyTree,
+    args_of: Callable[[tuple[Any, ...]], tuple[Any, ...]],
+    differentiate: Differentiation,
+    one_row: RowData,
+) -> Objective:
+    """The :class:`Objective` of ``fun``, after checking its output once.
+
+    ``x0_row`` gives the row's tree structure (shapes only); ``one_row`` is the shape
+    of one row's :class:`RowData` (``jax.ShapeDtypeStruct`` leaves are enough).
+    """
+    unravel = ravel_pytree(x0_row)[1]
+    partial = Objective(fun, least_squares, unravel, args_of, differentiate, None)
+
+    def output(data: RowData) -> Any:
+        args = split_data(least_squares, args_of(data.row_args))[0]
+        return fun(unravel(jnp.where(data.fixed, data.fixed_values, data.x0)), *args)
+
+    try:
+        out = jax.eval_shape(output, one_row)
+    except Exception as error:  # the user's function failed while tracing: say how it was called
+        error.add_note(one_problem_note(fun, x0_row))
+        raise
+    n = one_row.x0.shape[-1]
+    if not least_squares:
+        _check_scalar(out)
+        return partial
+    _check_residuals(out)
+    # Forward mode when there are at least as many residuals as unknowns.
+    return partial._replace(jacobian=jax.jacfwd if out.size >= n else jax.jacrev)
+
+
+def vectorized_objective(
+    fun: Callable[..., Any],
+    least_squares: bool | Loss,
+    x0_row: PyTree,
+    differentiate: Differentiation,
+    one_row: RowData,
+    shared: tuple[Any, ...],
+    merge_args: Callable[..., tuple[Any, ...]],
+) -> Objective:
+    """The :class:`Objective` of a ``fun`` that takes the lane batch
+    (``vectorized=True``), its output checked on one row; ``merge_args(row_args,
+    shared)`` makes ``fun``'s args from the per-row and the ``shared`` leaves."""
+    unravel = ravel_pytree(x0_row)[1]
+
+    def args_of(row_args: tuple[Any, ...]) -> tuple[Any, ...]:
+        return merge_args(row_args, shared)
+
+    vectorized = Objective(fun, least_squares, unravel, args_of, differentiate, None, True,
+                           shared, merge_args)  # fmt: skip
+    _check_vectorized(vectorized, one_row, x0_row)
+    return vectorized
+
+
+def _check_vectorized(objective: Objective, one_row: RowData, x0_row: PyTree) -> None:
+    """``fun`` of a vectorized objective returns one output per row (checked on one;
+    ``x0_row`` is a row of ``x``, for the shapes)."""
+    rows = jax.tree.map(lambda a: jax.ShapeDtypeStruct((1, *a.shape), a.dtype), one_row)
+
+    def output(data: RowData) -> Any:
+        x = jax.vmap(objective.unravel)(jnp.where(data.fixed, data.fixed_values, data.x0))
+        return objective.fun(x, *objective.args_of(data.row_args))
+
+    try:
+        out = jax.eval_shape(output, rows)
+    except Exception as error:  # the user's function failed while tracing: say how it was called
+        x = jax.tree.map(lambda a: jax.ShapeDtypeStruct((1, *a.shape), a.dtype), x0_row)
+        error.add_note(rows_at_once_note(objective.fun, x, "a batch of 1 row, to check the output"))
+        raise
+    shape = getattr(out, "shape", None)
+    scalar = not objective.least_squares
+    if shape is None or shape[:1] != (1,) or (scalar and len(shape) != 1):
+        expected = "(rows,)" if scalar else "(rows, ...) residuals"
+        raise ValueError(
+            f"with vectorized=True, `fun` must return {expected} for a batch of rows, got "
+            f"shape {shape} for 1 row"
+        )
+    if not jnp.issubdtype(out.dtype, jnp.floating):
+        raise ValueError(f"`fun` must return floating-point values, got {out.dtype}")
+
+
+def _check_scalar(out: Any) -> None:
+    if not (hasattr(out, "shape") and out.shape == () and jnp.issubdtype(out.dtype, jnp.floating)):
+        raise ValueError(
+            "`fun` must return a floating-point scalar for one problem, got "
+            f"{getattr(out, 'dtype', type(out).__name__)} of shape {getattr(out, 'shape', '?')}"
+        )
+
+
+def _check_residuals(out: Any) -> None:
+    if not (hasattr(out, "dtype") and jnp.issubdtype(out.dtype, jnp.floating)):
+        raise ValueError(
+            "`residual_fun` must return a floating-point array of residuals, got "
+            f"{getattr(out, 'dtype', type(out).__name__)}"
+        )
+
+
+def _cast_floating(out: Any, dtype: Any) -> Any:
+    if hasattr(out, "dtype") and jnp.issubdtype(out.dtype, jnp.floating):
+        return out.astype(dtype)
+    return out
+
+
+def _loss(least_squares: bool | Loss) -> Loss | None:
+    return least_squares if isinstance(least_squares, Loss) else None
+
+
+def split_data(
+    least_squares: bool | Loss, args: tuple[Any, ...]
+) -> tuple[tuple[Any, ...], jax.Array | None]:
+    """``(args of fun, data)``: a :class:`~fixedopt._objective.losses.Loss` that ``needs_data``
+    (the Poisson likelihood's counts) reads the last of ``args``, which ``fun`` does
+    not receive; otherwise ``(args, None)``."""
+    loss = _loss(least_squares)
+    if loss is None or not loss.needs_data:
+        return args, None
+    return args[:-1], args[-1]
+
+
+DifferentiableObjective = Callable[[jax.Array, jax.Array, jax.Array, tuple[Any, ...]], jax.Array]
+
+
+def differentiable_objective(
+    fun: Callable[..., Any],
+    least_squares: bool | Loss,
+    unravel: Callable[[jax.Array], PyTree],
+    vectorized: bool = False,
+) -> DifferentiableObjective:
+    """``(x, fixed, values, args) -> f``: one row's objective with fixed entries read
+    from ``values``, not stopped, for implicit differentiation. It closes over no
+    traced value (``unravel`` holds only shapes), as ``custom_jvp`` requires. A
+    ``vectorized`` ``fun`` is called on a batch of this one row (its per-row ``args``
+    already have the leading axis of one row)."""
+
+    def objective(
+        x: jax.Array, fixed: jax.Array, values: jax.Array, args: tuple[Any, ...]
+    ) -> jax.Array:
+        fun_args, counts = split_data(least_squares, args)
+        tree = unravel(jnp.where(fixed, values, x))
+        if vectorized:
+            out: jax.Array = fun(jax.tree.map(lambda a: a[None], tree), *fun_args)[0]
+        else:
+            out = fun(tree, *fun_args)
+        if not least_squares:
+            return out
+        loss = _loss(least_squares)
+        return 0.5 * jnp.sum(jnp.ravel(out) ** 2) if loss is None else loss.cost(out, counts)
+
+    return objective
+
+
+def _residual_functions(
+    call: Callable[[jax.Array], Any], objective: Objective, counts: jax.Array | None
+) -> dict[str, Any]:
+    """``value_and_grad`` and ``residual_and_jacobian`` of a least-squares row
+    (the rescaled residuals and Jacobian of a robust loss or of the Poisson
+    likelihood, whose data are ``counts``)."""
+    loss = _loss(objective.least_squares)
+    jacobian_of = objective.jacobian
+    assert jacobian_of is not None  # set by objective() for least squares
+
+    def residual(flat_x: jax.Array) -> jax.Array:
+        return jnp.ravel(call(flat_x))
+
+    def value_and_grad(flat_x: jax.Array) -> tuple[jax.Array, jax.Array]:
+        r, pullback = jax.vjp(residual, flat_x)
+        if loss is not None:
+            value, cotangent = loss.value_and_cotangent(r, counts)
+            return value, pullback(cotangent)[0]
+        return 0.5 * jnp.dot(r, r), pullback(r)[0]
+
+    def residual_and_jacobian(flat_x: jax.Array) -> tuple[jax.Array, jax.Array]:
+        def with_aux(x: jax.Array) -> tuple[jax.Array, jax.Array]:
+            r = residual(x)
+            return r, r
+
+        jacobian, r = jacobian_of(with_aux, has_aux=True)(flat_x)
+        if loss is not None:
+            return loss.rescale(r, jacobian, counts)[1:]
+        return r, jacobian
+
+    return {
+        "value_and_grad": value_and_grad,
+        "residual_and_jacobian": residual_and_jacobian,
+        "robust": loss is not None,
+    }

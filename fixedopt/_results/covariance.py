@@ -1,0 +1,366 @@
+"""Uncertainties of a least-squares fit on its free block, per row.
+
+At a least-squares solution ``x`` with residuals ``r`` (``m`` of them) and Jacobian
+``J``, the covariance of the free parameters ``F`` is
+
+    cov_FF = s^2 (J_F^T J_F)^{-1},      s^2 = sum(r^2) / (m - n_F),
+
+as ``scipy.optimize.curve_fit`` and lmfit compute it (``s^2 = 1`` with
+``absolute_sigma=True``). Fixed parameters get exactly 0 variance and 0 covariance:
+they do not vary within the model. A bound-active parameter (on a bound that the
+gradient pushes against: :func:`fixedopt._fixing.mask.active_set`, the solve's
+``Solution.at_bound``) is flagged; with ``at_bound="free"`` (the default,
+``curve_fit``'s and lmfit's convention) it stays in ``F``, with ``at_bound="fixed"`` it
+is held like a fixed one (the covariance conditional on the bound). The inverse comes
+from a QR factorization of ``J`` (differentiable; see ``_inverse_normal_matrix``).
+The rank is counted as ``curve_fit`` does, singular values above
+``eps * max(m, n) * s_max``, but of ``J_F`` with unit columns, so that it does not
+depend on the units of the parameters; when fewer than the free parameters pass, the row is
+flagged ``rank_deficient`` and its free block is NaN (never a finite number the
+data do not support).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
+from jax.typing import ArrayLike
+
+from fixedopt._fixing.mask import active_set, unravel_mask
+from fixedopt._inputs import validate as _validate
+from fixedopt._inputs.checks import boolean, one_of, optional_boolean
+from fixedopt._inputs.validate import Bounds, Mask, PyTree, batch_size, fixed_arrays
+from fixedopt._objective.arguments import args_tuple, batched_args
+from fixedopt._results.solution import Solution
+
+ResidualFun = Callable[..., jax.Array]  # residual_fun(x, *args) -> (m,) residuals
+AT_BOUND = ("free", "fixed")
+AT_BOUND_DEFAULT = "free"  # measured: benchmarks/results/cpu-at_bound-2026-12-01.md
+
+
+class Covariance(NamedTuple):
+    """What :func:`fixedopt.covariance` returns; a pytree (works under ``jit``).
+
+    With ``batched=True`` every field but ``index`` has the leading batch axis.
+
+    Attributes:
+      covariance: ``(n, n)``, over the flat parameter vector ``ravel_pytree(x)``
+        (leaves in ``jax.tree.leaves`` order, each raveled in C order): entry
+        ``[index[a], index[b]]`` couples parameters ``a`` and ``b``. Rows and columns
+        of fixed parameters (and, with ``at_bound="fixed"``, bound-active ones) are
+        exactly 0.
+      stderr: the standard errors, a tree like ``x``; 0 where ``covariance``'s
+        diagonal is, NaN on the free block of a rank-deficient row.
+      rank_deficient: ``J_F`` has numerical rank below the number of free
+        parameters (its covariance does not exist): the row's free block is NaN.
+      dof: degrees of freedom ``m - n_free`` (``n_free`` counts the parameters in
+        ``F``: neither fixed nor, with ``at_bound="fixed"``, bound-active ones).
+        With ``dof <= 0`` and ``absolute_sigma=False`` the free block is ``inf``,
+        as in ``curve_fit``.
+      residual_variance: ``s^2``, the factor applied to ``(J_F^T J_F)^{-1}`` (1 with
+        ``absolute_sigma=True``).
+      fixed: the fixed mask, a tree of booleans like ``x``.
+      at_bound: the bound-active free entries (on a bound that the gradient pushes
+        against), flagged with either ``at_bound`` option (with ``"fixed"``, held like
+        fixed ones).
+      index: a tree like one row of ``x`` (no batch axis) of ``int32`` positions in
+        the flat vector.
+    """
+
+    covariance: jax.Array
+    stderr: PyTree
+    rank_deficient: jax.Array
+    dof: jax.Array
+    residual_variance: jax.Array
+    fixed: Mask
+    at_bound: PyTree
+    index: PyTree
+
+    def correlation(self) -> jax.Array:
+        """``covariance / outer(stderr, stderr)``; 0 where a standard error is 0."""
+        flat = jax.vmap(lambda t: ravel_pytree(t)[0]) if self.covariance.ndim == 3 else None
+        sd = flat(self.stderr) if flat else ravel_pytree(self.stderr)[0]
+        outer = sd[..., :, None] * sd[..., None, :]
+        return jnp.where(outer == 0, 0.0, self.covariance / jnp.where(outer == 0, 1.0, outer))
+
+
+def covariance(
+    sol: Solution | PyTree,
+    residual_fun: ResidualFun,
+    fixed: Mask | None = None,
+    *,
+    args: tuple[Any, ...] = (),
+    batched: bool | None = None,
+    bounds: Bounds | None = None,
+    sigma: ArrayLike | None = None,
+    absolute_sigma: bool = False,
+    at_bound: str = AT_BOUND_DEFAULT,
+    args_axes: Any = None,
+) -> Covariance:
+    """Covariance and standard errors of the free parameters of a least-squares fit.
+
+    Per row: ``s^2 (J_F^T J_F)^{-1}`` on the free block ``F`` (not fixed; with
+    ``at_bound="fixed"``, not bound-active either), ``s^2 = sum(r^2) / (m - n_F)``,
+    where ``r = residual_fun(x, *args) / sigma``; the convention of
+    ``scipy.optimize.curve_fit`` (``pcov``) and of lmfit (``vary=False`` parameters
+    excluded). Fixed parameters get 0 variance and 0 covariance. A
+    :class:`fixedopt.Solution` brings its fit's mask, bounds and bound-active
+    entries, and whether it is batched: only the residuals and their ``args`` are
+    needed.
+
+    Args:
+      sol: a :class:`fixedopt.Solution` of :func:`fixedopt.least_squares` (or its
+        ``x`` alone, with ``fixed``). With a robust ``loss``, this is still the plain
+        least-squares covariance at ``sol.x``.
+      residual_fun: the residual function of the fit, ``residual_fun(x, *args)``.
+      fixed: the fixed mask (any form ``least_squares`` accepts); by default
+        ``sol.fixed``. Given, it is the mask used, even where it differs from the
+        solve's: under ``jit`` the two cannot be compared, and a larger mask is a
+        question worth asking (the error bars with more parameters held at their
+        fitted values). Required when ``sol`` is an ``x`` alone.
+      args: the fit's ``args`` (with ``batched=True``, arrays have the batch axis).
+      batched: ``sol`` holds one fit per row; each row gets its own free set. By
+        default, whether the ``Solution`` is batched (``False`` for an ``x`` alone).
+      bounds: the bounds whose active entries are flagged; by default the solve's,
+        with its own active set (``sol.at_bound``, the entries its implicit
+        derivative holds). Given (or with an ``x`` alone), they are used instead, and
+        the active set is found as the solve finds it, from the gradient ``J^T r`` at
+        ``x``: the free entries on a bound that the gradient pushes against.
+      sigma: the standard deviations of the residuals, an array broadcastable to
+        ``residual_fun``'s output (with ``batched=True``, with the batch axis), as
+        ``curve_fit``'s 1-D ``sigma``; fit the same weighted residuals.
+      absolute_sigma: ``sigma`` is absolute: no rescaling by ``s^2``.
+      at_bound: how a bound-active parameter enters (``Covariance.at_bound`` flags it
+        either way). ``"free"`` (the default): like any free parameter, its
+        Jacobian column stays in ``J_F``, as ``curve_fit`` and lmfit compute it; the
+        error bars of the other parameters include its correlation with them.
+        ``"fixed"``: held like a fixed parameter (0 variance, out of ``J_F``, not
+        counted in ``dof``): the covariance of the fit conditional on the bound,
+        whose other error bars are smaller. The default is measured:
+        ``benchmarks/results/cpu-at_bound-2026-12-01.md``.
+      args_axes: with ``batched=True``, which ``args`` are per row (as in
+        :func:`fixedopt.least_squares`; by default the arrays).
+
+    Returns:
+      A :class:`fixedopt.Covariance`.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> import fixedopt
+      >>> t = jnp.linspace(0.0, 1.0, 5)
+      >>> y = jnp.array([1.0, 1.6, 1.9, 2.6, 3.0])
+      >>> line = lambda p: p[0] * t + p[1] + p[2] - y   # p[2] is known: 0
+      >>> sol = fixedopt.least_squares(line, jnp.zeros(3), jnp.array([False, False, True]))
+      >>> print(fixedopt.covariance(sol, line).stderr.round(4))
+      [0.1222 0.0748 0.    ]
+    """
+    x, constraints, batched = solved_problem(sol, fixed, bounds, batched)
+    absolute_sigma = boolean("absolute_sigma", absolute_sigma)
+    batch = batch_size(x, "sol.x") if batched else None
+    args = args_tuple(args)
+    one_of("at_bound", at_bound, AT_BOUND)
+    axes = args_in_axes(args, args_axes, batch) if batch is not None else None
+    if sigma is not None:
+        sigma = _check_sigma(sigma, batch)
+    hold = at_bound == "fixed"
+    result: Covariance = _compiled(
+        residual_fun, batched, absolute_sigma, hold, axes, x, constraints, sigma, args
+    )
+    row = jax.tree.map(lambda leaf: leaf[0], x) if batched else x
+    return result._replace(index=flat_index(row))
+
+
+class Constraints(NamedTuple):
+    """What holds a fit's entries, normalized (trees like ``x``): its fixed mask, its
+    bounds, and its bound-active entries where known (the solve's, with its bounds;
+    None: to be found from the gradient)."""
+
+    fixed: Mask
+    bounds: Bounds | None
+    at_bound: PyTree | None
+
+
+def solved_problem(
+    sol: Solution | PyTree, fixed: Mask | None, bounds: Bounds | None, batched: bool | None
+) -> tuple[PyTree, Constraints, bool]:
+    """``(x, constraints, batched)`` of a covariance of ``sol``: the mask and bounds
+    given or else the solution's (with its active set), and ``batched`` given or else
+    the solution's."""
+    solution = isinstance(sol, Solution)
+    x = sol.x if solution else sol
+    _validate.check_params(x, "sol.x")
+    if fixed is None and not solution:
+        raise TypeError(
+            "`fixed` is required when `sol` is not a fixedopt.Solution (an x alone): "
+            "pass the fit's fixed mask"
+        )
+    batched = optional_boolean("batched", batched)
+    mask = fixed_arrays(sol.fixed if fixed is None else fixed, x)
+    stored = sol.at_bound if solution and bounds is None else None
+    bounds = _validate.normalize_bounds(sol.bounds if stored is not None else bounds, x)
+    if batched is None:
+        batched = solution and jnp.ndim(sol.value) == 1
+    return x, Constraints(mask, bounds, stored), batched
+
+
+def args_in_axes(args: tuple[Any, ...], args_axes: Any, batch: int) -> PyTree:
+    """``vmap`` axes for ``args``: 0 for per-row arrays (checked), None for the rest
+    (``args_axes`` as in ``least_squares``)."""
+    flags = iter(batched_args(args, args_axes, batch))
+    return jax.tree.map(lambda _: 0 if next(flags) else None, args)
+
+
+def _check_sigma(value: ArrayLike, batch: int | None) -> jax.Array:
+    sigma = jnp.asarray(value)
+    if not jnp.issubdtype(sigma.dtype, jnp.floating):
+        raise TypeError(f"`sigma` must be a floating-point array, got {sigma.dtype}")
+    if batch is not None and (sigma.ndim == 0 or sigma.shape[0] != batch):
+        raise ValueError(
+            f"`sigma` must have the leading batch axis of size {batch} (batched=True), "
+            f"got shape {tuple(sigma.shape)}"
+        )
+    return sigma
+
+
+def flat_index(row: PyTree) -> PyTree:
+    """A tree like ``row`` of each entry's position in ``ravel_pytree(row)``."""
+    leaves, treedef = jax.tree.flatten(row)
+    offsets = [0]
+    for leaf in leaves:
+        offsets.append(offsets[-1] + leaf.size)
+    index = [
+        jnp.arange(start, start + leaf.size, dtype=jnp.int32).reshape(leaf.shape)
+        for start, leaf in zip(offsets, leaves)
+    ]
+    return jax.tree.unflatten(treedef, index)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
+def _compiled(
+    residual_fun: ResidualFun,
+    batched: bool,
+    absolute_sigma: bool,
+    hold: bool,
+    axes: PyTree,
+    x: PyTree,
+    constraints: Constraints,
+    sigma: jax.Array | None,
+    args: tuple[Any, ...],
+) -> Covariance:
+    """The covariance of one row (of each row, ``batched``), ``index`` left None;
+    ``axes`` are the ``vmap`` axes of ``args``."""
+
+    def one(
+        x: PyTree, constraints: Constraints, sigma: jax.Array | None, args: PyTree
+    ) -> Covariance:
+        return _row(residual_fun, absolute_sigma, hold, x, constraints, sigma, args)
+
+    if not batched:
+        return one(x, constraints, sigma, args)
+    sigma_axis = None if sigma is None else 0
+    return jax.vmap(one, in_axes=(0, 0, sigma_axis, axes))(x, constraints, sigma, args)
+
+
+def held_entries(
+    flat_x: jax.Array, constraints: Constraints, hold: bool, gradient: Callable[[], jax.Array]
+) -> tuple[jax.Array, jax.Array]:
+    """``(at_bound, frozen)`` of one row, flat: the bound-active entries (the solve's
+    own, or :func:`~fixedopt._fixing.mask.active_set` with ``gradient()``, the objective's
+    gradient at ``x``), and the entries the covariance holds (fixed ones, and
+    bound-active ones if ``hold``)."""
+    fixed = ravel_pytree(constraints.fixed)[0]
+    at_bound = jnp.zeros_like(fixed)
+    if constraints.at_bound is not None:
+        at_bound = ravel_pytree(constraints.at_bound)[0] & ~fixed
+    elif constraints.bounds is not None:
+        lower, upper = (ravel_pytree(b)[0] for b in constraints.bounds)
+        at_bound = active_set(flat_x, gradient(), fixed, lower, upper)
+    return at_bound, fixed | at_bound if hold else fixed
+
+
+def _row(
+    residual_fun: ResidualFun,
+    absolute_sigma: bool,
+    hold: bool,
+    x: PyTree,
+    constraints: Constraints,
+    sigma: jax.Array | None,
+    args: PyTree,
+) -> Covariance:
+    flat_x, unravel = ravel_pytree(x)
+    fixed = ravel_pytree(constraints.fixed)[0]
+
+    # Fixed entries read a constant: exact zero Jacobian columns.
+    def weighted(flat: jax.Array) -> jax.Array:
+        r = residual_fun(unravel(jnp.where(fixed, flat_x, flat)), *args)
+        return jnp.ravel(r if sigma is None else r / sigma)
+
+    residual = weighted(flat_x)
+    jacobian = jax.jacfwd(weighted)(flat_x)
+    at_bound, frozen = held_entries(flat_x, constraints, hold, lambda: residual @ jacobian)
+    jacobian = jnp.where(frozen[None, :], 0.0, jacobian)  # held: zero columns too
+    m = jacobian.shape[0]
+    n_free = jnp.sum(~frozen)
+    dof = m - n_free
+    # Unit columns: the rank test and the inverse then do not depend on the units of
+    # the parameters (in float32, columns 1e6 apart passed for rank-deficient).
+    squared = jnp.sum(jacobian**2, axis=0)  # 0 at frozen columns: kept off the sqrt,
+    column_scale = jnp.sqrt(jnp.where(squared > 0, squared, 1.0))  # whose slope is inf
+    jacobian = jacobian / column_scale[None, :]
+    rank, largest = _rank(jax.lax.stop_gradient(jacobian))
+    rank_deficient = rank < n_free
+    # The QR reads the SVD's largest singular value, so it runs after the SVD: jaxlib
+    # 0.10's CPU LAPACK kernels deadlock when two run side by side on a 2-core pool (seen:
+    # gesdd and geqrf, both in ParallelBatchMap; an optimization_barrier did not order
+    # them). tests/test_hlo.py checks the dependency.
+    unscaled = _inverse_normal_matrix(jacobian, frozen, largest)
+    unscaled = unscaled / (column_scale[:, None] * column_scale[None, :])
+    if absolute_sigma:
+        variance = jnp.ones((), jacobian.dtype)
+    else:
+        rss = jnp.dot(residual, residual)
+        variance = jnp.where(dof > 0, rss / jnp.maximum(dof, 1), jnp.inf)
+    both_free = ~frozen[:, None] & ~frozen[None, :]
+    block = jnp.where(jnp.isinf(variance), jnp.inf, variance * unscaled)
+    block = jnp.where(rank_deficient, jnp.nan, block)
+    cov = jnp.where(both_free, block, 0.0)
+    stderr = jnp.sqrt(jnp.diagonal(cov))
+    return Covariance(
+        covariance=cov,
+        stderr=unravel(stderr),
+        rank_deficient=rank_deficient,
+        dof=dof.astype(jnp.int32),
+        residual_variance=variance,
+        fixed=constraints.fixed,
+        at_bound=unravel_mask(at_bound, constraints.fixed),
+        index=None,
+    )
+
+
+def _rank(jacobian: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Numerical rank with scipy's (``curve_fit``'s) cut-off ``eps * max(m, n) * s_max``,
+    and ``s_max``."""
+    singular = jnp.linalg.svd(jacobian, compute_uv=False)
+    cutoff = jnp.finfo(jacobian.dtype).eps * max(jacobian.shape) * singular[0]
+    return jnp.sum(singular > cutoff), singular[0]
+
+
+def _inverse_normal_matrix(jacobian: jax.Array, frozen: jax.Array, scale: jax.Array) -> jax.Array:
+    """``(J_F^T J_F)^{-1}`` on the free block, from the QR factorization of ``J`` with
+    rows ``scale * e_j`` appended for the frozen columns ``j`` (zero in ``J``; ``scale``
+    is ``J``'s largest singular value, 1 if it is 0, so ``R`` stays scaled like ``J``;
+    the frozen block, ``1 / scale**2``, is discarded): accurate to ``eps * cond(J)``, not
+    ``cond(J)**2`` as from ``J^T J``, and differentiable (an SVD's derivative is not, at
+    the repeated zero singular values of the frozen columns)."""
+    scale = jnp.where(scale > 0, scale, 1.0)
+    rows = jnp.diag(jnp.where(frozen, scale, 0.0).astype(jacobian.dtype))
+    augmented = jnp.concatenate([jacobian, rows])
+    r = jnp.linalg.qr(augmented, mode="r")
+    identity = jnp.eye(r.shape[0], dtype=r.dtype)
+    r_inverse = jax.scipy.linalg.solve_triangular(r, identity, lower=False)
+    return r_inverse @ r_inverse.T

@@ -1,0 +1,148 @@
+"""Small symmetric positive definite solves as unrolled elementwise arithmetic.
+
+For a system of ``n <= SMALL_N`` unknowns, :func:`spd_solve` writes the Cholesky
+factorization and both triangular solves as a Python loop over the static ``n``: every
+operation reads and writes whole arrays of matrix entries. Under ``vmap`` each one is
+an elementwise operation over the batch, which XLA fuses into loop fusions with the
+arithmetic around it: no LAPACK custom call per tiny system, which cannot fuse, costs
+a call per batch and reads the matrices from memory again. The products with the
+Jacobian (the normal matrix, the gradient, the model's ``|J s|^2``) are unrolled the
+same way while they are small (:data:`PRODUCT_TERMS`).
+
+The operation count grows as ``n^3 / 6`` (the program's size too); past ``SMALL_N``
+the batched LAPACK path (``jax.scipy.linalg.cho_factor``) is faster and compiles
+sooner. XLA:CPU still splits the factorization into one loop fusion per few entries
+(every entry feeds several later ones): ~30 small fusions for two 5x5 systems, which
+cost ~1.5 s of compile time (one LLVM kernel each) but stay in cache in a small batch.
+
+Golub & Van Loan, *Matrix Computations*, 4th ed., Algorithm 4.2.1 (the ``gaxpy``
+Cholesky, here by columns), and 3.1.1-3.1.2 (the triangular solves).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+# Free blocks of at most this many entries are solved here; larger ones by LAPACK.
+# 0 sends every solve to LAPACK and every product to XLA's dot (the path before).
+SMALL_N = 16
+# Products with a tall (m, n) matrix are unrolled up to this many multiply-adds (the
+# Gram matrix's m n (n + 1) / 2). XLA:CPU runs a batch of tiny dots or reductions far
+# slower than the same sums written elementwise (Gpufit's 5x5 Gaussian, m = 25, n = 5:
+# 375 terms, LM ~2x faster at 1e5 fits), but the program grows with the count: for a
+# 128-bin decay (1920 terms) the dots were faster and compiled sooner (measured).
+PRODUCT_TERMS = 1024
+
+
+def is_small(n: int) -> bool:
+    """Whether a system of ``n`` unknowns takes the unrolled path (read at trace time)."""
+    return n <= SMALL_N
+
+
+def unrolls(matrix: jax.Array) -> bool:
+    """Whether products with this ``(m, n)`` matrix are unrolled: ``n`` small and
+    its Gram matrix at most ``PRODUCT_TERMS`` multiply-adds."""
+    m, n = matrix.shape
+    return is_small(n) and m * n * (n + 1) // 2 <= PRODUCT_TERMS
+
+
+def gram(matrix: jax.Array) -> jax.Array:
+    """``matrix.T @ matrix``: :func:`unrolled_gram` if :func:`unrolls`, else a dot."""
+    return unrolled_gram(matrix) if unrolls(matrix) else matrix.T @ matrix
+
+
+def matvec(matrix: jax.Array, vector: jax.Array) -> jax.Array:
+    """``matrix @ vector``: :func:`unrolled_matvec` if :func:`unrolls`, else a dot."""
+    return unrolled_matvec(matrix, vector) if unrolls(matrix) else matrix @ vector
+
+
+def rmatvec(matrix: jax.Array, vector: jax.Array) -> jax.Array:
+    """``matrix.T @ vector``: :func:`unrolled_rmatvec` if :func:`unrolls`, else a dot."""
+    return unrolled_rmatvec(matrix, vector) if unrolls(matrix) else matrix.T @ vector
+
+
+def column_norms_squared(matrix: jax.Array) -> jax.Array:
+    """``sum(matrix**2, axis=0)``, unrolled over the rows if :func:`unrolls`."""
+    if not unrolls(matrix):
+        return jnp.sum(matrix**2, axis=0)
+    return unrolled_rmatvec(matrix, matrix)
+
+
+def unrolled_gram(matrix: jax.Array) -> jax.Array:
+    """``matrix.T @ matrix`` of an ``(m, n)`` matrix, as ``m`` rank-one updates.
+
+    Each entry sums its ``m`` products in row order; the lower triangle is computed
+    and mirrored, so the result is exactly symmetric.
+    """
+    total = jnp.outer(matrix[0], matrix[0])
+    for k in range(1, matrix.shape[0]):
+        total = total + jnp.outer(matrix[k], matrix[k])
+    return total
+
+
+def unrolled_matvec(matrix: jax.Array, vector: jax.Array) -> jax.Array:
+    """``matrix @ vector`` for an ``(m, n)`` matrix: ``n`` scaled columns summed."""
+    total = matrix[:, 0] * vector[0]
+    for j in range(1, matrix.shape[1]):
+        total = total + matrix[:, j] * vector[j]
+    return total
+
+
+def unrolled_rmatvec(matrix: jax.Array, vector: jax.Array) -> jax.Array:
+    """``matrix.T @ vector`` for an ``(m, n)`` matrix and an ``(m,)`` vector, ``m``
+    scaled rows summed; with an ``(m, n)`` ``vector``, the column sums of the
+    elementwise product (each row times its own row of ``vector``)."""
+    total = matrix[0] * vector[0]
+    for k in range(1, matrix.shape[0]):
+        total = total + matrix[k] * vector[k]
+    return total
+
+
+def cholesky_columns(matrix: jax.Array) -> list[list[jax.Array]]:
+    """The lower Cholesky factor ``L`` of the SPD ``(n, n)`` ``matrix``, as scalars.
+
+    ``L[i][j]`` for ``j <= i``; only the lower triangle of ``matrix`` is read. Where
+    the matrix is not positive definite (to rounding) the factor holds NaN.
+    """
+    n = matrix.shape[-1]
+    lower: list[list[jax.Array]] = [[] for _ in range(n)]
+    for j in range(n):
+        diagonal = jnp.sqrt(_minus_dot(matrix[j, j], lower[j][:j], lower[j][:j]))
+        lower[j].append(diagonal)
+        inverse = 1.0 / diagonal
+        for i in range(j + 1, n):
+            lower[i].append(_minus_dot(matrix[i, j], lower[i][:j], lower[j][:j]) * inverse)
+    return lower
+
+
+def spd_solve(matrix: jax.Array, rhs: jax.Array) -> jax.Array:
+    """Solve ``matrix @ x = rhs`` for a symmetric positive definite ``(n, n)`` matrix.
+
+    ``L y = rhs`` forward, then ``L^T x = y`` backward, with ``L`` from
+    :func:`cholesky_columns`; the result has the dtype of ``rhs`` (NaN where the
+    matrix is not positive definite, as LAPACK's factor).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from fixedopt._solvers.small_linalg import spd_solve
+      >>> print(spd_solve(jnp.array([[4.0, 2.0], [2.0, 3.0]]), jnp.array([2.0, 1.0])))
+      [0.5 0. ]
+    """
+    n = matrix.shape[-1]
+    lower = cholesky_columns(matrix)
+    forward: list[jax.Array] = []
+    for i in range(n):
+        forward.append(_minus_dot(rhs[i], lower[i][:i], forward) / lower[i][i])
+    backward: list[jax.Array] = []  # x[n-1], x[n-2], ...
+    for i in reversed(range(n)):
+        column = [lower[k][i] for k in reversed(range(i + 1, n))]
+        backward.append(_minus_dot(forward[i], column, backward) / lower[i][i])
+    return jnp.stack(backward[::-1]).astype(rhs.dtype)
+
+
+def _minus_dot(start: jax.Array, left: list[jax.Array], right: list[jax.Array]) -> jax.Array:
+    """``start - sum(left[k] * right[k])``, subtracting term by term (no zero added)."""
+    for a, b in zip(left, right):
+        start = start - a * b
+    return start

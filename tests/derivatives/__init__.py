@@ -1,0 +1,2 @@
+"""Tests of ``fixedopt/_derivatives/``: implicit and unrolled derivatives of a solve,
+and the ring buffer the two modes read."""

@@ -1,0 +1,79 @@
+"""Packing a tree's per-row scalars into one array per dtype (``fixedopt._driver.packing``):
+unpack gives back the same bits, shapes and dtypes; the column masks flag the right
+entries; empty batches work."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from fixedopt._driver.packing import Packing
+from tests.helpers import bits
+
+
+def tree(rows):
+    rng = np.random.default_rng(0)
+    return {
+        "x": jnp.asarray(rng.normal(size=(rows, 3)), jnp.float32),
+        "value": jnp.asarray(rng.normal(size=rows), jnp.float32),
+        "steps": jnp.arange(rows, dtype=jnp.int32),
+        "status": -jnp.arange(rows, dtype=jnp.int32),
+        "matrix": jnp.asarray(rng.normal(size=(rows, 2, 2)), jnp.float32),
+        "flag": jnp.arange(rows) % 2 == 0,
+        "small": jnp.full(rows, -0.0, jnp.bfloat16),
+    }
+
+
+@pytest.mark.parametrize("vectors", [False, True])
+@pytest.mark.parametrize("rows", [0, 1, 5])
+def test_unpack_gives_back_the_same_bits(rows, vectors):
+    original = tree(rows)
+    packing = Packing.of(original, vectors=vectors)
+    packed = packing.pack(original)
+    restored = packing.unpack(packed)
+    assert jax.tree.structure(restored) == jax.tree.structure(original)
+    for mine, theirs in zip(jax.tree.leaves(restored), jax.tree.leaves(original)):
+        assert mine.shape == theirs.shape and mine.dtype == theirs.dtype
+        np.testing.assert_array_equal(bits(mine), bits(theirs))
+    zeros = packing.zeros(rows)
+    assert [(a.shape, a.dtype) for a in zeros] == [(a.shape, a.dtype) for a in packed]
+
+
+def test_scalars_are_packed_per_dtype_and_the_rest_kept():
+    packing = Packing.of(tree(4))
+    packed = packing.pack(tree(4))
+    # In the tree's (sorted) leaf order: flag; matrix (kept); small; status, steps;
+    # value; x (kept). One packed array per dtype, in order of first appearance, a
+    # leaf per row (each leaf contiguous); then the kept leaves as they are.
+    assert [(a.shape, a.dtype) for a in packed] == [
+        ((1, 4), jnp.bool_), ((1, 4), jnp.bfloat16), ((2, 4), jnp.int32), ((1, 4), jnp.float32),
+        ((4, 2, 2), jnp.float32), ((4, 3), jnp.float32),
+    ]  # fmt: skip
+    with_vectors = Packing.of(tree(4), vectors=True).pack(tree(4))
+    assert with_vectors[3].shape == (4, 4)  # a row per row: the value and x's 3 entries
+
+
+def test_column_masks_flag_the_leaves_asked_for():
+    packing = Packing.of(tree(4))
+    flags = {key: key in ("status", "matrix") for key in tree(4)}
+    masks = packing.columns(flags)
+    assert masks[0] is None and masks[1] is None and masks[3] is None  # none flagged
+    np.testing.assert_array_equal(masks[2], [True, False])  # status, steps
+    assert masks[4] is True and masks[5] is None  # the matrix flagged, x not
+
+
+@pytest.mark.parametrize("vectors", [False, True])
+def test_select_takes_new_rows_and_the_flagged_leaves_everywhere(vectors):
+    old, new = tree(5), jax.tree.map(lambda a: ~a if a.dtype == bool else a + 1, tree(5))
+    packing = Packing.of(old, vectors=vectors)
+    rows = jnp.array([True, False, True, False, False])
+    flags = {key: key in ("status", "matrix") for key in old}
+    always = packing.columns(flags)
+    picked = packing.unpack(packing.select(rows, packing.pack(new), packing.pack(old), always))
+    for key in old:
+        expected = (
+            new[key]
+            if flags[key]
+            else jnp.where(rows.reshape(-1, *(1,) * (old[key].ndim - 1)), new[key], old[key])
+        )
+        np.testing.assert_array_equal(bits(picked[key]), bits(expected), err_msg=key)

@@ -1,0 +1,268 @@
+"""Statuses a scientist can trust: scale-invariant stopping and status truth.
+
+References: scipy's MINPACK (``least_squares(method="lm")``) with tight tolerances
+for the solutions, the known minimizers of the Moré–Garbow–Hillstrom problems, and
+the same fit in other units.
+"""
+
+import math
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+import scipy.optimize
+
+import fixedopt
+from fixedopt import Reason, Status
+from tests.helpers import MGH, RESIDUAL_SOLVERS, scipy_lbfgsb
+from tests.mgh_least_squares import (
+    PROBLEMS,
+    decay,
+    decay_batch,
+    hyperbola,
+    hyperbola_batch,
+    reference_fits,
+    relative_error,
+)
+
+SCALES = (1e-6, 1.0, 1e6)
+DTYPES = (np.float32, np.float64)
+
+
+def test_every_code_carries_its_message_and_has_a_row_in_the_readme():
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for code in [*Status, *Reason]:
+        assert isinstance(code.message, str) and code.message, code
+        assert type(code)(int(code)) is code and code == int(code)
+        if code is not Reason.NONE:
+            assert f"| `{code.name}` |" in readme, code
+
+
+def decay_objective(p, y):
+    return 0.5 * jnp.sum(decay(p, y) ** 2)
+
+
+def hyperbola_objective(p, y):
+    return 0.5 * jnp.sum(hyperbola(p, y) ** 2)
+
+
+# Least-squares solvers scale each parameter by its Jacobian column (Moré): the decay
+# fit with its amplitude and offset in other units than its rate. The minimize solvers
+# see no Jacobian: the fit with every parameter in the data's units (a problem whose
+# parameters differ in scale by 1e6 is a badly scaled problem for a quasi-Newton
+# method; see the README).
+UNITS_SOLVERS = {
+    "lbfgs": (fixedopt.minimize, hyperbola_objective, fixedopt.LBFGS()),
+    "optax_lbfgs": (fixedopt.minimize, hyperbola_objective, fixedopt.Optax(optax.lbfgs())),
+    "levenberg_marquardt": (fixedopt.least_squares, decay, fixedopt.LevenbergMarquardt()),
+    "gauss_newton": (fixedopt.least_squares, decay, fixedopt.GaussNewton()),
+}
+
+
+def correct_digits(x, reference) -> np.ndarray:
+    """Per row, -log10 of the largest relative error of a parameter."""
+    error = np.max(np.abs(x - reference) / np.abs(reference), axis=1)
+    return -np.log10(np.maximum(error, 1e-17))
+
+
+@pytest.mark.parametrize("name", list(UNITS_SOLVERS))
+def test_the_same_fit_in_other_units_gets_the_same_verdict_and_digits(name):
+    """Amplitude, offset and data in units 1e-6, 1 and 1e6 times larger, in float32
+    and float64: the same status and reason per row, and the same number of correct
+    digits, up to what the dtype resolves; a dtype's defaults give it a useful fit."""
+    call, fun, solver = UNITS_SOLVERS[name]
+    homogeneous = call is fixedopt.minimize
+    x0, fixed, y = hyperbola_batch() if homogeneous else decay_batch()
+    reference = reference_fits(x0, fixed, y, hyperbola if homogeneous else decay)
+    units = np.array([1.0, 1.0, 1.0]) if homogeneous else np.array([1.0, 0.0, 1.0])
+    for dtype in DTYPES:
+        verdicts, digits = [], []
+        for scale in SCALES:
+            factor = np.where(units == 1.0, scale, 1.0)
+            sol = call(
+                fun, jnp.asarray(x0 * factor, dtype), jnp.asarray(fixed), solver=solver,
+                args=(jnp.asarray(y * scale, dtype),), batched=True, max_steps=3000,
+            )  # fmt: skip
+            verdicts.append((np.asarray(sol.status), np.asarray(sol.reason)))
+            digits.append(correct_digits(np.asarray(sol.x, float) / factor, reference))
+        for status, reason in verdicts[1:]:
+            np.testing.assert_array_equal(status, verdicts[0][0])
+            np.testing.assert_array_equal(reason, verdicts[0][1])
+        converged = verdicts[0][0] == Status.CONVERGED
+        if name != "gradient_descent":  # too slow for 3000 steps here: MAX_STEPS, honestly
+            assert np.all(converged), (dtype, verdicts[0])
+        half_the_dtype = -math.log10(math.sqrt(np.finfo(dtype).eps))
+        # Beyond half the dtype's digits (plus one) the tolerances stop caring and
+        # rounding decides: digits are compared up to that.
+        digits = np.minimum(np.array(digits), half_the_dtype + 1.0)
+        # A converged row has at least half the dtype's digits, less one for the
+        # conditioning of the fit.
+        assert np.all(digits[:, converged] >= half_the_dtype - 1.0), (dtype, digits)
+        # The same digits at every scale, to within what rounding in the dtype moves.
+        spread = np.max(digits, axis=0) - np.min(digits, axis=0)
+        assert np.all(spread <= 1.0), (dtype, digits)
+
+
+# --------------------------------------------------------------------- status truth
+
+
+def refined_minimizers(problem):
+    """The listed minimizers refined by MINPACK (tolerances 1e-15); checked against
+    the published sums of squares."""
+    refined = []
+    for x_star, published in problem.minima:
+        fun = lambda z: np.asarray(problem.residuals(jnp.asarray(z)))
+        tight = dict(xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=100_000)
+        fit = scipy.optimize.least_squares(fun, np.asarray(x_star, float), method="lm", **tight)
+        assert abs(2 * fit.cost - published) <= 1e-4 * published + 1e-10
+        refined.append(fit.x)
+    return refined
+
+
+def documented_accuracy(dtype) -> float:
+    """The README's accuracy of a CONVERGED least-squares row on these problems:
+    a relative error of at most ``100 sqrt(eps)`` in every parameter."""
+    return 100.0 * math.sqrt(float(np.finfo(dtype).eps))
+
+
+@pytest.mark.parametrize("solver_name", list(RESIDUAL_SOLVERS))
+def test_converged_means_accurate_and_accurate_means_converged(solver_name):
+    """MGH least-squares problems from their standard starts, in float64 and float32:
+    every CONVERGED row is within the documented accuracy of a known minimizer, and
+    every row within it reports CONVERGED (the statuses tell the truth)."""
+    solver = RESIDUAL_SOLVERS[solver_name]
+    lies = []
+    for name, problem in PROBLEMS.items():
+        minimizers = refined_minimizers(problem)
+        for dtype in DTYPES:
+            x0 = jnp.asarray(problem.start, dtype)
+            sol = fixedopt.least_squares(
+                problem.residuals, x0, jnp.zeros(x0.shape, bool), solver=solver, max_steps=2000
+            )
+            error = min(relative_error(np.asarray(sol.x, float), m) for m in minimizers)
+            accurate = error <= documented_accuracy(dtype)
+            if bool(sol.converged) != accurate:
+                lies.append((name, np.dtype(dtype).name, Status(int(sol.status)).name, error))
+    assert not lies, lies
+
+
+def test_lbfgs_statuses_tell_the_truth_on_the_mgh_minimization_problems():
+    """The minimize problems of the reference tests from their standard starts, and
+    from 10 times them: every row converges, to the minimum scipy's L-BFGS-B reaches
+    with tight tolerances (gtol 1e-10), within the documented accuracy of
+    ``minimize`` (an objective gap of 1e-10 relative to the start's)."""
+    for name, (fun, start) in MGH.items():
+        value_and_grad = jax.jit(jax.value_and_grad(fun))
+        for factor in (1.0, 10.0):
+            x0 = jnp.asarray(factor * start)
+            sol = fixedopt.minimize(fun, x0, jnp.zeros(x0.shape, bool), max_steps=5000)
+            assert bool(sol.converged), (name, factor, Status(int(sol.status)).name)
+            _, reference = scipy_lbfgsb(value_and_grad, np.asarray(x0), np.zeros(x0.shape, bool))
+            gap = float(sol.value) - reference
+            assert gap <= 1e-10 * float(fun(x0)), (name, factor, float(sol.value), reference)
+
+
+# ------------------------------------------------------------ the meaning of a status
+
+
+def test_a_start_at_the_solution_converges_at_once():
+    """Started at MINPACK's solution (as scientists restart fits), LM reports
+    CONVERGED with zero steps or after steps that cannot improve it."""
+    x0, fixed, y = decay_batch()
+    reference = reference_fits(x0, fixed, y, decay)
+    sol = fixedopt.least_squares(
+        decay, jnp.asarray(reference), jnp.asarray(fixed), args=(jnp.asarray(y),), batched=True
+    )
+    assert np.all(np.asarray(sol.converged)), np.asarray(sol.status)
+    np.testing.assert_allclose(np.asarray(sol.x), reference, rtol=1e-9)
+
+
+def test_float32_rows_stop_within_a_few_steps_of_stagnation():
+    """A float32 row that can no longer make progress stops with a status that says
+    so, and never runs to max_steps: here every row converges in few steps."""
+    rng = np.random.default_rng(3)
+    batch, n = 64, 16
+    scale = np.exp(rng.uniform(-3, 3, size=(batch, n)))  # condition ~ 400 per row
+    target = rng.normal(size=(batch, n))
+    fixed = rng.random((batch, n)) < 0.3
+
+    def fun(x, scale, target):
+        return 0.5 * jnp.sum(scale * (x - target) ** 2) + 0.1 * jnp.sum(jnp.diff(x) ** 2)
+
+    args = (jnp.asarray(scale, np.float32), jnp.asarray(target, np.float32))
+    x0 = jnp.zeros((batch, n), np.float32)
+    sol = fixedopt.minimize(fun, x0, jnp.asarray(fixed), args=args, batched=True, max_steps=1000)
+    assert np.all(np.asarray(sol.converged)), np.unique(np.asarray(sol.status))
+    assert int(np.max(np.asarray(sol.steps))) < 200
+
+
+def test_a_row_that_cannot_progress_far_from_stationarity_is_not_converged():
+    """A non-smooth objective (|x|-like kink away from the minimum of the smooth
+    part) stops the line search; the row must not report CONVERGED."""
+
+    def kinked(x):
+        return jnp.sum((x - 3.0) ** 2) + 50.0 * jnp.abs(x[0] - 1.0)
+
+    sol = fixedopt.minimize(kinked, jnp.array([0.0, 0.0]), jnp.array([False, False]))
+    assert not bool(sol.converged) or abs(float(sol.x[0]) - 1.0) < 1e-6
+    assert int(sol.status) != Status.MAX_STEPS
+
+
+def test_reason_names_the_test_and_absolute_test_alone():
+    """``abs_gtol`` alone (relative tests off) converges with Reason.ABS_GTOL at a
+    gradient at most ``abs_gtol``; the default converges with a relative test."""
+    fun = lambda x: jnp.sum((x - jnp.arange(4.0)) ** 2)
+    x0, fixed = jnp.zeros(4), jnp.array([False, True, False, False])
+    sol = fixedopt.minimize(fun, x0, fixed, gtol=0.0, ftol=0.0, xtol=0.0, abs_gtol=1e-6)
+    assert int(sol.reason) == Reason.ABS_GTOL and float(sol.grad_norm) <= 1e-6
+    sol = fixedopt.minimize(fun, x0, fixed)
+    assert int(sol.reason) in (Reason.GTOL, Reason.FTOL, Reason.XTOL)
+
+
+def test_infeasible_traced_bounds_are_a_per_row_status():
+    """``lower > upper`` on a free entry, known only under jit: that row reports
+    INFEASIBLE at its start, the others solve."""
+    fun = lambda x: jnp.sum((x - 1.0) ** 2)
+
+    @jax.jit
+    def solve(lower, upper):
+        return fixedopt.minimize(
+            fun, jnp.zeros((2, 2)), jnp.zeros((2, 2), bool), bounds=(lower, upper), batched=True
+        )
+
+    lower = jnp.array([[0.0, 0.0], [2.0, 0.0]])
+    upper = jnp.array([[5.0, 5.0], [1.0, 5.0]])
+    sol = solve(lower, upper)
+    assert [Status(int(s)) for s in sol.status] == [Status.CONVERGED, Status.INFEASIBLE]
+    np.testing.assert_allclose(np.asarray(sol.x[0]), [1.0, 1.0], rtol=1e-7)
+
+
+# --------------------------------------------------------------------- LM vs MINPACK
+
+
+def test_levenberg_marquardt_reaches_a_minimum_with_a_nonzero_residual():
+    """One residual, two parameters, minimum value 1 where the Jacobian vanishes:
+    Moré's scaling keeps the damping meaningful; scipy's MINPACK cannot run it
+    (m < n), scipy's trf needs 17 evaluations from (3, 4)."""
+    residual = lambda x: jnp.array([(x[0] - 1.0) ** 2 + (x[1] - 2.0) ** 2 + 1.0])
+    sol = fixedopt.least_squares(residual, jnp.array([3.0, 4.0]), jnp.zeros(2, bool))
+    assert bool(sol.converged), Status(int(sol.status)).name
+    np.testing.assert_allclose(np.asarray(sol.x), [1.0, 2.0], atol=1e-7)
+    assert int(sol.steps) <= 2 * 17
+
+
+def test_levenberg_marquardt_needs_at_most_twice_minpacks_evaluations_on_meyer():
+    """MGH10 (Meyer), the hard exponential fit, from its standard start: MINPACK
+    (scipy's method="lm", default tolerances) needs about 126 evaluations. LM makes
+    one residual+Jacobian evaluation per step."""
+    problem = PROBLEMS["meyer"]
+    fun = lambda z: np.asarray(problem.residuals(jnp.asarray(z)))
+    minpack = scipy.optimize.least_squares(fun, np.asarray(problem.start), method="lm")
+    x0 = jnp.asarray(problem.start)
+    sol = fixedopt.least_squares(problem.residuals, x0, jnp.zeros(3, bool), max_steps=2000)
+    assert bool(sol.converged)
+    assert relative_error(sol.x, minpack.x) < 1e-6
+    assert int(sol.steps) + 1 <= 2 * minpack.nfev, (int(sol.steps), minpack.nfev)

@@ -1,0 +1,2 @@
+"""Tests of ``fixedopt/_results/``: ``Solution``, ``report``, records, and the two
+covariances."""

@@ -1,0 +1,118 @@
+"""The unrolled small-n linear algebra against NumPy and SciPy.
+
+References: ``scipy.linalg.cho_solve`` (and ``numpy.linalg.solve``) in float64 on the
+same matrices, and NumPy's products. Tolerances: the matrices have condition numbers
+of at most 100 (eigenvalues drawn in ``[1, 100]``), so a backward-stable solve has a
+forward error of order ``n * cond * eps``: checked at ``50 * n * cond * eps``
+relative, in max-norm (``n <= 16``: about ``1e-11`` in float64, ``1e-2`` in float32).
+The products are sums of ``m`` terms of bounded size, checked at ``4 m eps`` relative
+to the sum of absolute values.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.linalg
+
+from fixedopt._solvers import small_linalg
+
+CONDITION = 100.0
+SIZES = (1, 2, 3, 5, 8, 16)
+DTYPES = (jnp.float32, jnp.float64)
+
+
+def spd_matrix(rng, n):
+    q, _ = np.linalg.qr(rng.normal(size=(n, n)))
+    eigenvalues = np.exp(rng.uniform(0.0, np.log(CONDITION), n))
+    eigenvalues[0], eigenvalues[-1] = 1.0, CONDITION  # the bound is attained
+    return (q * eigenvalues) @ q.T
+
+
+def solve_tolerance(n, dtype):
+    return 50 * n * CONDITION * float(jnp.finfo(dtype).eps)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
+@pytest.mark.parametrize("n", SIZES)
+def test_spd_solve_matches_scipy_cho_solve(n, dtype):
+    rng = np.random.default_rng(n)
+    rows = 7
+    matrices = np.stack([spd_matrix(rng, n) for _ in range(rows)])
+    rhs = rng.normal(size=(rows, n))
+    matrices, rhs = matrices.astype(dtype), rhs.astype(dtype)  # the same numbers in both
+    expected = np.stack([
+        scipy.linalg.cho_solve(scipy.linalg.cho_factor(a.astype(np.float64)), b.astype(np.float64))
+        for a, b in zip(matrices, rhs)
+    ])  # fmt: skip
+    independent = np.linalg.solve(matrices.astype(float), rhs[..., None].astype(float))[..., 0]
+    np.testing.assert_allclose(expected, independent, rtol=1e-10)
+    actual = jax.jit(jax.vmap(small_linalg.spd_solve))(jnp.asarray(matrices), jnp.asarray(rhs))
+    assert actual.dtype == dtype
+    error = np.max(np.abs(np.asarray(actual, np.float64) - expected), axis=1)
+    assert np.all(error <= solve_tolerance(n, dtype) * np.max(np.abs(expected), axis=1))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
+def test_identity_rows_with_a_zero_right_hand_side_give_exact_zeros(dtype):
+    """How the least-squares solvers pin entries that are not free: identity row and
+    column, zero right-hand side; the solution there is exactly 0 and elsewhere the
+    solution of the free block alone."""
+    rng = np.random.default_rng(3)
+    n = 9
+    free = rng.random(n) < 0.6
+    free[0] = True
+    matrix = spd_matrix(rng, n)
+    matrix[~free, :] = matrix[:, ~free] = 0.0
+    matrix[~free, ~free] = 1.0
+    rhs = np.where(free, rng.normal(size=n), 0.0)
+    matrix, rhs = matrix.astype(dtype), rhs.astype(dtype)
+    actual = np.asarray(jax.jit(small_linalg.spd_solve)(matrix, rhs), np.float64)
+    np.testing.assert_array_equal(actual[~free], 0.0)
+    block = np.linalg.solve(matrix[np.ix_(free, free)].astype(float), rhs[free].astype(float))
+    tolerance = solve_tolerance(n, dtype) * np.max(np.abs(block))
+    assert np.max(np.abs(actual[free] - block)) <= tolerance
+
+
+def test_a_matrix_that_is_not_positive_definite_gives_nan_like_lapack():
+    matrix = jnp.array([[1.0, 2.0], [2.0, 1.0]])  # eigenvalues 3 and -1
+    rhs = jnp.array([1.0, 1.0])
+    lapack = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(matrix), rhs)
+    assert np.all(np.isnan(lapack))
+    assert np.all(np.isnan(small_linalg.spd_solve(matrix, rhs)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
+@pytest.mark.parametrize("shape", [(1, 1), (25, 5), (128, 5), (7, 16)])
+def test_products_match_numpy(shape, dtype):
+    rng = np.random.default_rng(shape[0])
+    matrix = rng.normal(size=shape).astype(dtype)
+    column, row = rng.normal(size=shape[1]).astype(dtype), rng.normal(size=shape[0]).astype(dtype)
+    a = matrix.astype(np.float64)
+    eps = float(jnp.finfo(dtype).eps)
+    cases = {
+        "gram": (small_linalg.unrolled_gram, (matrix,), a.T @ a, np.abs(a).T @ np.abs(a)),
+        "matvec": (small_linalg.unrolled_matvec, (matrix, column), a @ column,
+                   np.abs(a) @ np.abs(column)),
+        "rmatvec": (small_linalg.unrolled_rmatvec, (matrix, row), a.T @ row,
+                    np.abs(a).T @ np.abs(row)),
+        "column_norms": (small_linalg.column_norms_squared, (matrix,), np.sum(a**2, axis=0),
+                         np.sum(a**2, axis=0)),
+    }  # fmt: skip
+    for name, (function, args, expected, magnitude) in cases.items():
+        actual = jax.jit(function)(*map(jnp.asarray, args))
+        assert actual.dtype == dtype, name
+        bound = 4 * max(shape) * eps * magnitude
+        assert np.all(np.abs(np.asarray(actual, np.float64) - expected) <= bound), name
+    gram = np.asarray(small_linalg.unrolled_gram(jnp.asarray(matrix)))
+    np.testing.assert_array_equal(gram, gram.T)  # exactly symmetric
+
+
+def test_the_unrolled_path_is_taken_up_to_the_thresholds(monkeypatch):
+    assert small_linalg.is_small(16) and not small_linalg.is_small(17)
+    assert small_linalg.unrolls(jnp.zeros((25, 5))) and not small_linalg.unrolls(
+        jnp.zeros((25, 17))
+    )
+    assert not small_linalg.unrolls(jnp.zeros((128, 5)))  # too many terms: a dot
+    monkeypatch.setattr(small_linalg, "SMALL_N", 0)
+    assert not small_linalg.unrolls(jnp.zeros((25, 5)))

@@ -1,0 +1,128 @@
+"""The Hager–Zhang line search: the conditions it claims hold at the step it accepts.
+
+Checked independently of its internals: ``phi(t) = f(x + t d)`` and ``phi'(t)`` are
+recomputed with ``jax.value_and_grad`` at the returned point, ``t d`` is the move.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import fixedopt
+from fixedopt import Problem
+from fixedopt._solvers.linesearch import SearchStart
+from fixedopt._solvers.wolfe import hager_zhang
+from tests.helpers import MGH, heterogeneous_masks, scipy_lbfgsb, smooth, smooth_batch
+
+DECREASE, CURVATURE = 0.1, 0.1
+
+
+def search_row(x, weights, shift, curvature, fixed, step, patience=5):
+    value_and_grad = jax.value_and_grad(lambda z: smooth(z, weights, shift, curvature))
+    problem = Problem(value_and_grad, fixed, x)
+    value, grad = value_and_grad(x)
+    grad = jnp.where(fixed, 0.0, grad)
+    direction = -grad
+
+    def evaluate(z):
+        value, grad = value_and_grad(z)
+        return value, jnp.where(fixed, 0.0, grad), None
+
+    start = SearchStart(problem, evaluate, x, value, grad, direction, step)
+    result = hager_zhang(start, max_steps=40, patience=patience)
+    return result, value, grad, direction
+
+
+@pytest.mark.parametrize("patience", [40, 5])
+def test_accepted_steps_satisfy_the_conditions(patience):
+    """Sufficient (or approximate) decrease always; the strong curvature condition too
+    unless the search settled early (``patience`` trials) for the lowest point with
+    enough decrease."""
+    inputs = smooth_batch(0)
+    result, value, grad, direction = jax.vmap(search_row, (0,) * 6 + (None,))(*inputs, patience)
+    x, weights, shift, curvature, fixed, _ = inputs
+    assert bool(jnp.all(result.accepted))
+    phi, grad_at = jax.vmap(jax.value_and_grad(smooth))(result.x, weights, shift, curvature)
+    slope0 = jnp.sum(grad * direction, axis=1)
+    slope = jnp.sum(grad_at * direction, axis=1)
+    np.testing.assert_allclose(phi, result.value, rtol=1e-13)
+    move = jnp.sum(grad * (result.x - x), axis=1)  # t * phi'(0)
+    sufficient = phi <= value + DECREASE * move
+    rounding = 10 * jnp.finfo(value.dtype).eps * jnp.abs(value)
+    approximate = (phi <= value + rounding) & (slope <= (2 * DECREASE - 1) * slope0)
+    assert bool(jnp.all(sufficient | approximate))
+    curved = jnp.abs(slope) <= CURVATURE * jnp.abs(slope0)
+    assert bool(jnp.all(curved)) if patience == 40 else float(jnp.mean(curved)) >= 0.75
+    assert bool(jnp.all(phi < value))
+    # Fixed entries: bit-identical (the row's fixed values are its x).
+    np.testing.assert_array_equal(
+        np.asarray(result.x).view(np.uint64)[np.asarray(fixed)],
+        np.asarray(x).view(np.uint64)[np.asarray(fixed)],
+    )
+
+
+def count_trials(active):
+    """Run the batched search; count its objective calls with a host callback."""
+    trials = []
+
+    def row(x, weights, shift, curvature, fixed, step):
+        value_and_grad = jax.value_and_grad(lambda z: smooth(z, weights, shift, curvature))
+        value, grad = value_and_grad(x)
+
+        def evaluate(z):
+            jax.debug.callback(lambda: trials.append(1))
+            return (*value_and_grad(z), None)
+
+        problem = Problem(value_and_grad, fixed, x)
+        start = SearchStart(problem, evaluate, x, value, grad, -grad, step, active)
+        return hager_zhang(start, max_steps=40)
+
+    result = jax.block_until_ready(jax.jit(jax.vmap(row))(*smooth_batch(1)))
+    return result, len(trials)
+
+
+def test_inactive_rows_make_no_trials():
+    result, trials = count_trials(jnp.zeros((), bool))
+    assert trials == 0
+    assert not bool(jnp.any(result.accepted | result.nonfinite))
+    result, trials = count_trials(jnp.ones((), bool))  # the same batch, active
+    assert trials > 0 and bool(jnp.all(result.accepted))
+
+
+def test_bounds_fall_back_to_projected_backtracking_bit_for_bit():
+    rng = np.random.default_rng(3)
+    x0 = jnp.asarray(rng.uniform(-0.5, 0.7, size=(8, 6)))
+    fixed = jnp.asarray(rng.random((8, 6)) < 0.3)
+    bounds = (-0.5, 0.7)
+
+    def solve(linesearch):
+        solver = fixedopt.LBFGS(linesearch=linesearch)
+        fun = MGH["extended_rosenbrock"][0]
+        return fixedopt.minimize(fun, x0, fixed, bounds=bounds, batched=True, solver=solver).x
+
+    np.testing.assert_array_equal(solve("hager-zhang"), solve("backtracking"))
+
+
+@pytest.mark.parametrize("name", ["extended_rosenbrock", "wood", "trigonometric"])
+def test_lbfgs_with_hager_zhang_matches_scipy_lbfgsb(name):
+    fun, standard_start = MGH[name]
+    rng = np.random.default_rng(sum(map(ord, name)) + 1)
+    rows, n = 16, standard_start.size
+    x0 = standard_start + 0.1 * rng.normal(size=(rows, n))
+    fixed = heterogeneous_masks(rng, rows, n)
+    solver = fixedopt.LBFGS(linesearch="hager-zhang")
+    solution = fixedopt.minimize(fun, jnp.asarray(x0), jnp.asarray(fixed), batched=True,
+                                 solver=solver)  # fmt: skip
+    value_and_grad = jax.jit(jax.value_and_grad(fun))
+    reference = np.array([scipy_lbfgsb(value_and_grad, x0[b], fixed[b])[1] for b in range(rows)])
+    value = np.asarray(solution.value)
+    np.testing.assert_array_equal(np.asarray(solution.x)[fixed], x0[fixed])
+    as_good = value <= reference + 1e-8 * np.maximum(np.abs(reference), 1.0)
+    assert as_good.mean() >= 0.9, (value[~as_good], reference[~as_good])
+    assert np.asarray(solution.converged).mean() >= 0.9
+
+
+def test_unknown_linesearch_is_named():
+    with pytest.raises(ValueError, match="linesearch"):
+        fixedopt.LBFGS(linesearch="zoom")
