@@ -233,9 +233,9 @@ class LBFGS(Solver[LBFGSState]):
         not move), and only curvature measured along them can tell.
 
         At most ``CERTIFY_FULL_N`` entries, from the whole Hessian (``n``
-        Hessian-vector products): :func:`~fixedopt._solvers.certify.newton_check`.
+        Hessian-vector products): ``newton_check`` of ``fixedopt/_solvers/certify.py``.
         Above, a lower bound from a few preconditioned conjugate-gradient iterations:
-        :func:`~fixedopt._solvers.certify.conjugate_gradient_check`, preconditioned
+        ``conjugate_gradient_check`` there, preconditioned
         by the model's own inverse Hessian. The row goes on along the Newton (or
         truncated-Newton, or negative-curvature) step, whose line search then stores
         a curvature pair along it; the model must pass its test again. None (no
