@@ -366,8 +366,7 @@ def _write(results: Packed, row: jax.Array, state: Packed, done: jax.Array, plan
     """``results`` with the lanes that are ``done`` written at their rows."""
     total = results[0].shape[0]
     index = jnp.where(done, row, total)  # out of range: dropped
-    reported = plan.results.pack(_reported(plan.state.unpack(state)))
-    return tuple(out.at[index].set(new, mode="drop") for out, new in zip(results, reported))
+    return plan.results.put(results, index, plan.results.pack(_reported(plan.state.unpack(state))))
 
 
 def _refill(

@@ -16,7 +16,16 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
+from fixedopt._contract.solver import Problem
+
 HessianTimes = Callable[[jax.Array], jax.Array]
+
+
+def hessian_times(problem: Problem, x: jax.Array) -> HessianTimes:
+    """``v -> H v`` at ``x``, forward over reverse (one gradient's cost per product)."""
+    return lambda v: jax.jvp(lambda z: problem.value_and_grad(z)[1], (x,), (v,))[1]
+
+
 Carry = tuple[jax.Array, ...]  # the conjugate-gradient iteration's state
 # Conjugate-gradient iterations (Hessian-vector products) of the check above
 # LBFGS's CERTIFY_FULL_N entries.
@@ -56,7 +65,7 @@ def newton_check(
     largest = jnp.max(jnp.sum(jnp.abs(scaled), axis=1))  # >= every |eigenvalue|
     matrix = scaled + eps * largest * jnp.eye(n, dtype=wide)
     decrement, z, negative, down, curvature = _conjugate_gradients(
-        matrix, s * g, -jnp.sqrt(eps) * largest, 2 * n
+        lambda v: matrix @ v, lambda r: r, s * g, -jnp.sqrt(eps) * largest, 2 * n
     )
     down = s * down
     down = jnp.where(jnp.dot(g, down) > 0, -down, down)
@@ -68,35 +77,40 @@ def newton_check(
 
 
 def _conjugate_gradients(
-    matrix: jax.Array, b: jax.Array, negative_below: jax.Array, iterations: int
+    matvec: HessianTimes,
+    precondition: HessianTimes,
+    b: jax.Array,
+    negative_below: jax.Array | float,
+    iterations: int,
 ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
-    """``iterations`` conjugate-gradient steps on ``matrix z = b`` from 0:
-    ``(b.z, z, negative, direction, curvature)``, where ``negative`` says a search
-    direction of unit length had curvature below ``negative_below`` (then
-    ``direction`` is it and ``curvature`` its curvature, and the iteration stopped)."""
-    zero = jnp.zeros((), b.dtype)
+    """``iterations`` preconditioned conjugate-gradient steps on ``matvec(z) = b`` from
+    0: ``(b.z, z, negative, direction, curvature)``. ``negative`` says a search
+    direction of unit length had curvature below ``negative_below`` (then ``direction``
+    is it and ``curvature`` its curvature); a direction without positive curvature
+    stops the iteration."""
 
     def iteration(carry: Carry, _: None) -> tuple[Carry, None]:
-        z, r, p, rr, negative, direction, curvature, stopped = carry
-        ap = matrix @ p
-        size = jnp.dot(p, p)
-        pap = jnp.dot(p, ap)
-        active = ~stopped & (rr > 0) & (size > 0)
+        z, r, p, rh, negative, direction, curvature, stopped = carry
+        ap = matvec(p)
+        size, pap = jnp.dot(p, p), jnp.dot(p, ap)
+        active = ~stopped & (rh > 0) & (size > 0)
         unit_curvature = pap / jnp.where(size > 0, size, 1.0)
         found = active & (unit_curvature < negative_below)
         go = active & (pap > 0)
-        alpha = jnp.where(go, rr / jnp.where(go, pap, 1.0), 0.0)
+        alpha = jnp.where(go, rh / jnp.where(go, pap, 1.0), 0.0)
         z, r = z + alpha * p, r - alpha * ap
-        rr_new = jnp.dot(r, r)
-        beta = jnp.where(go, rr_new / jnp.where(go, rr, 1.0), 0.0)
+        h = precondition(r)
+        rh_new = jnp.dot(r, h)
+        beta = jnp.where(go, rh_new / jnp.where(go, rh, 1.0), 0.0)
         direction = jnp.where(found, p / jnp.sqrt(jnp.where(size > 0, size, 1.0)), direction)
         curvature = jnp.where(found, unit_curvature, curvature)
-        carry = (z, r, jnp.where(go, r + beta * p, p), jnp.where(go, rr_new, rr),
+        carry = (z, r, jnp.where(go, h + beta * p, p), jnp.where(go, rh_new, rh),
                  negative | found, direction, curvature, stopped | ~go)  # fmt: skip
         return carry, None
 
-    start: Carry = (jnp.zeros_like(b), b, b, jnp.dot(b, b), jnp.zeros((), bool), jnp.zeros_like(b),
-             zero, jnp.zeros((), bool))  # fmt: skip
+    h = precondition(b)
+    start: Carry = (jnp.zeros_like(b), b, h, jnp.dot(b, h), jnp.zeros((), bool),
+                    jnp.zeros_like(b), jnp.zeros((), b.dtype), jnp.zeros((), bool))  # fmt: skip
     (z, _, _, _, negative, direction, curvature, _), _ = jax.lax.scan(
         iteration, start, None, length=iterations
     )
@@ -113,24 +127,11 @@ def conjugate_gradient_check(
     so it grows with ``k`` toward ``g.H^-1 g``: a lower bound, which can show a verdict
     wrong but not prove it right. Conjugate gradients resolve the extreme
     eigenvalues of the preconditioned Hessian first, so a direction the
-    preconditioner (the quasi-Newton model) got badly wrong shows early. Negative
-    curvature met on the way gives ``inf``; ``-z_k`` is the truncated-Newton step.
+    preconditioner (the quasi-Newton model) got badly wrong shows early. Curvature
+    that is not positive gives ``inf``; ``-z_k`` is the truncated-Newton step.
     """
-    z = jnp.zeros_like(g)
-    r, h = g, precondition(g)
-    p, rh = h, jnp.dot(g, h)
-    negative = jnp.zeros((), bool)
-    for _ in range(min(CG_ITERATIONS, g.shape[0])):
-        hp = hessian_times(p)
-        curvature = jnp.dot(p, hp)
-        useful = (rh > 0) & ~negative
-        negative = negative | (useful & ~(curvature > 0))
-        go = useful & (curvature > 0)
-        alpha = jnp.where(go, rh / jnp.where(go, curvature, 1.0), 0.0)
-        z, r = z + alpha * p, r - alpha * hp
-        h = precondition(r)
-        rh_new = jnp.dot(r, h)
-        beta = jnp.where(go, rh_new / jnp.where(go, rh, 1.0), 0.0)
-        p, rh = jnp.where(go, h + beta * p, p), jnp.where(go, rh_new, 0.0)
-    decrement = jnp.where(negative, jnp.inf, jnp.maximum(jnp.dot(g, z), 0.0))
-    return decrement, -z
+    iterations = min(CG_ITERATIONS, g.shape[0])
+    decrement, z, negative, _, _ = _conjugate_gradients(
+        hessian_times, precondition, g, float(jnp.finfo(g.dtype).tiny), iterations
+    )
+    return jnp.where(negative, jnp.inf, jnp.maximum(decrement, 0.0)), -z

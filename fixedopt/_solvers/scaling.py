@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._contract.solver import Problem
+from fixedopt._solvers.certify import hessian_times
 
 SCALINGS = ("auto", "scalar", "diagonal", "hessian")
 # "auto" uses the diagonal where the free entries' learned inverse curvatures span
@@ -63,11 +64,10 @@ def hessian_diagonal(problem: Problem, x: jax.Array) -> jax.Array:
     reverse); entries whose curvature is 0 or not finite take the largest finite
     curvature of the row's free entries (1 if none)."""
 
-    def grad_of(z: jax.Array) -> jax.Array:
-        return problem.value_and_grad(z)[1]
+    product = hessian_times(problem, x)
 
     def curvature(e: jax.Array) -> jax.Array:
-        return jnp.dot(e, jax.jvp(grad_of, (x,), (e,))[1])
+        return jnp.dot(e, product(e))
 
     h = jnp.abs(jax.vmap(curvature)(jnp.eye(x.shape[0], dtype=x.dtype)))
     usable = (h > 0) & jnp.isfinite(h) & ~problem.fixed

@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 
 import fixedopt
+from benchmarks.certify_cost import Uncertified
 from benchmarks.status_truth import minimize_cases
 from fixedopt._solvers.certify import conjugate_gradient_check, newton_check
 from fixedopt._solvers.lbfgs import LBFGS
 from tests import minimize_truth
+from tests.helpers import assert_rows_identical, bits
 
 
 def _hessian_times(hessian, free):
@@ -101,3 +103,34 @@ def test_a_right_verdict_is_kept_bit_for_bit(monkeypatch):
     assert bool(jnp.all(certified.converged))
     np.testing.assert_array_equal(np.asarray(certified.x), np.asarray(plain.x))
     np.testing.assert_array_equal(np.asarray(certified.steps), np.asarray(plain.steps))
+
+
+def test_a_rejected_verdict_keeps_fixed_bits_and_its_row_to_itself():
+    """Where the certification sends rows on (the saturation fit, ``scaling="scalar"``),
+    a fixed entry (a -0.0 that enters the objective) keeps its bits, and a row whose
+    objective is NaN from the start changes no other row's bits (both batches through
+    4 lanes)."""
+    problem = minimize_truth.PROBLEMS["saturation"]
+
+    def fun(x, shift):
+        return 0.5 * jnp.sum(problem.residuals(x[:2]) ** 2) + shift + x[2] ** 2
+
+    starts = np.array([list(s) + [-0.0] for s in problem.starts] * 8)
+    fixed = np.zeros(starts.shape, bool)
+    fixed[:, 2] = True
+    shift = np.zeros(len(starts))
+    shift[3] = np.nan
+
+    def solve(rows, solver):
+        return fixedopt.minimize(fun, jnp.asarray(starts[rows]), jnp.asarray(fixed[rows]),
+                                 args=(jnp.asarray(shift[rows]),), batched=True, solver=solver,
+                                 lanes=4)  # fmt: skip
+
+    good = np.setdiff1d(np.arange(len(starts)), [3])
+    everything = solve(np.arange(len(starts)), LBFGS(scaling="scalar"))
+    alone = solve(good, LBFGS(scaling="scalar"))
+    assert_rows_identical(everything, alone, good)
+    np.testing.assert_array_equal(bits(everything.x)[fixed], bits(jnp.asarray(starts))[fixed])
+    assert int(everything.status[3]) == fixedopt.Status.NONFINITE
+    unchecked = solve(good, Uncertified(scaling="scalar"))  # the certification sent rows on
+    assert np.any(np.asarray(unchecked.steps) != np.asarray(alone.steps))
