@@ -115,7 +115,7 @@ def test_a_rejected_verdict_keeps_fixed_bits_and_its_row_to_itself():
     def fun(x, shift):
         return 0.5 * jnp.sum(problem.residuals(x[:2]) ** 2) + shift + x[2] ** 2
 
-    starts = np.array([list(s) + [-0.0] for s in problem.starts] * 8)
+    starts = np.array([[*s, -0.0] for s in problem.starts] * 8)
     fixed = np.zeros(starts.shape, bool)
     fixed[:, 2] = True
     shift = np.zeros(len(starts))
