@@ -2,7 +2,7 @@
 dtype per process): every row that does not tell the truth, and the summary.
 
     python -m benchmarks.status_truth_minimize float32   # then float64; appends to
-    # benchmarks/results/cpu-status-truth-certified.md
+    # benchmarks/results/cpu-status-truth-certified.md (a third argument: another name)
 
 One process per dtype: a single process that compiles the whole suite (both dtypes,
 both scalings, the MGH tables) ran out of memory maps in LLVM ("Cannot allocate
@@ -25,10 +25,11 @@ import fixedopt  # noqa: E402
 from benchmarks import status_truth  # noqa: E402
 from tests import minimize_truth  # noqa: E402
 
-OUT = pathlib.Path(__file__).parent / "results" / "cpu-status-truth-certified.md"
+RESULTS = pathlib.Path(__file__).parent / "results"
 
 
-def main(dtype_name: str, scaling: str = "auto") -> None:
+def main(dtype_name: str, scaling: str = "auto", name: str = "cpu-status-truth-certified") -> None:
+    out_path = RESULTS / f"{name}.md"
     start = time.perf_counter()
     rows = status_truth.minimize_cases(
         minimize_truth.PROBLEMS, (np.dtype(dtype_name).type,), fixedopt.LBFGS(scaling=scaling)
@@ -49,9 +50,9 @@ def main(dtype_name: str, scaling: str = "auto") -> None:
     lines.append("| " + " | ".join(str(summary[k]) for k in keys) + " |")
     lines += ["", f"{time.perf_counter() - start:.0f} s; backend {jax.default_backend()}", ""]
     text = "\n".join(lines) + "\n"
-    if not OUT.exists():
-        OUT.write_text("# cpu-status-truth-certified\n\n" + __doc__.strip() + "\n\n")
-    with OUT.open("a") as out:
+    if not out_path.exists():
+        out_path.write_text(f"# {name}\n\n" + __doc__.strip() + "\n\n")
+    with out_path.open("a") as out:
         out.write(text)
     print(text)
 

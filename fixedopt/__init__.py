@@ -3,6 +3,7 @@
 The public surface; every name is defined in a private module and re-exported here.
 """
 
+from fixedopt._contract.solver import Certificate as Certificate
 from fixedopt._contract.solver import Problem as Problem
 from fixedopt._contract.solver import Solver as Solver
 from fixedopt._contract.solver import Step as Step
@@ -40,6 +41,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "LBFGS",
+    "Certificate",
     "Covariance",
     "CurveFit",
     "GaussNewton",

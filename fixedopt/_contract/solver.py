@@ -236,19 +236,29 @@ class Solver(abc.ABC, Generic[State]):
 
     def certify(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array, state: State
-    ) -> tuple[jax.Array, State] | None:
+    ) -> Certificate[State] | None:
         """A check of a row that is about to stop ``CONVERGED``, from curvature the
         solver's model has not seen; None (the default) for none.
 
-        Returns ``(decrement, state)``: a lower bound of the true Newton decrement
-        ``g.H^-1 g`` at ``x`` (``inf`` where the curvature is not positive), and the
-        state the row goes on with if the decrement shows the verdict wrong. The
-        driver keeps the verdict only if ``decrement / 2``, the reduction a Newton step
-        would still make, is within a tenth of the documented accuracy
-        (``sqrt(eps) max(|f|, eps (f0 - f))``); L-BFGS, whose model never saw the
-        directions its steps did not explore, certifies this way.
+        Returns a :class:`Certificate`: a lower bound of the true Newton decrement
+        ``g.H^-1 g`` at ``x`` (``inf`` where the curvature is not positive), the step
+        it proposes, and the state the row goes on with if the verdict is shown wrong.
+        The driver keeps the verdict only if ``decrement / 2``, the reduction a Newton
+        step would still make, is within a hundredth of the documented accuracy
+        (``sqrt(eps) max(|f|, eps (f0 - f))``), and, for a row that can no longer
+        progress (``PRECISION``), if the step does not gain more than that either;
+        L-BFGS, whose model never saw the directions its steps did not explore,
+        certifies this way.
         """
         return None
+
+
+class Certificate(NamedTuple, Generic[State]):
+    """What :meth:`Solver.certify` says of a row about to stop CONVERGED."""
+
+    decrement: jax.Array  # a lower bound of g.H^-1 g at x (inf: curvature not positive)
+    step: jax.Array  # (n,): the step the check proposes (zero on fixed entries)
+    state: State  # the solver state to go on with if the verdict is shown wrong
 
 
 def secant_measure(

@@ -236,11 +236,10 @@ def _advance(
         return new
 
     new = plan.state.pack(jax.vmap(one)(data, state, running))
-    new = plan.state.select(running, new, packed, plan.always_new)
     if not checks:
-        return new
-    waiting = state.status == PENDING
-    new = plan.state.select(waiting, packed, new)  # a waiting lane keeps all it holds
+        return plan.state.select(running, new, packed, plan.always_new)
+    # A waiting lane keeps all it holds, its solver state too.
+    new = plan.state.select(running, new, packed, plan.always_new, state.status == PENDING)
     return _certify_some(solver, problem_of, stopping, plan, data, new)
 
 

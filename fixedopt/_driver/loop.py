@@ -244,21 +244,25 @@ def certify(solver: AnySolver, problem: Problem, state: LoopState, stopping: Sto
 
     The verdict holds if half the certified Newton decrement (the reduction a Newton
     step would still make) is within ``CERTIFY_SHARE`` of the documented accuracy,
-    ``sqrt(eps) max(|f|, eps (f0 - f))``. Else the row goes on from the state the
-    solver gives; a row shown wrong again without having lowered ``f`` since stops as
-    STALLED (it cannot progress and is not stationary), or MAX_STEPS at the limit.
+    ``sqrt(eps) max(|f|, eps (f0 - f))``. A row that can no longer progress
+    (PRECISION) must also not gain more than that by the step the check proposes,
+    tried once here: a quadratic model can under-predict a curved valley's gap. Else
+    the row goes on from the state the solver gives; a row shown wrong again without
+    having lowered ``f`` since stops as STALLED (it cannot progress and is not
+    stationary), or MAX_STEPS at the limit.
     """
-    # Not differentiated (Unroll): the check decides and steers, and the derivative of
-    # an eigendecomposition with repeated eigenvalues (a fixed entry's) is not finite.
+    # Not differentiated (Unroll): the check decides and steers; its linear algebra
+    # (a factorization with pivots floored) has no useful derivative.
     inputs = jax.lax.stop_gradient((state.x, state.value, state.grad, state.solver_state))
     checked = solver.certify(problem, *inputs)
     if checked is None:  # no check for this problem
         return state
-    decrement, doubted_state = jax.lax.stop_gradient(checked)  # also what the closure carries
+    decrement, step, doubted_state = jax.lax.stop_gradient(checked)  # also the closure's
     scale = objective_scale(state.value, state.initial_value, stopping.precision)
-    small = 0.5 * decrement <= CERTIFY_SHARE * stopping.precision * scale
-    # A row that can no longer progress (PRECISION) tries the solver's step once first.
-    holds = small & ((state.reason != Reason.PRECISION) | (state.value == state.doubted))
+    allowed = CERTIFY_SHARE * stopping.precision * scale
+    trial_value = problem.value_and_grad(problem.project(inputs[0] + step))[0]
+    gains = jax.lax.stop_gradient(state.value - trial_value) > allowed  # False for NaN
+    holds = (0.5 * decrement <= allowed) & ((state.reason != Reason.PRECISION) | ~gains)
     progressed = state.value < state.doubted
     status = jnp.where(progressed, RUNNING, Status.STALLED)
     status = jnp.where(progressed & (state.steps >= stopping.max_steps), Status.MAX_STEPS, status)

@@ -40,13 +40,14 @@ def newton_check(
     The Hessian is scaled to a unit diagonal (Jacobi) first, so that parameters of
     very different magnitudes are resolved alike, shifted by ``eps`` of its largest
     curvature (the precision its entries carry: a gradient along a direction of less
-    curvature then shows a large decrement), and solved by ``2 n`` conjugate-gradient
-    iterations on the explicit ``n x n`` matrix: elementwise arithmetic in a small
-    ``scan``, no LAPACK call (inside the lanes' loop, jaxlib 0.10's CPU ``syevd`` and
-    ``potrf`` crashed here). Clearly negative curvature met on the way (below
-    ``-sqrt(eps)`` of the largest: a saddle point or a maximum) gives ``inf`` and the
-    step along it, downhill, of the length at which the quadratic model would have
-    lost ``|f|``; else the step is the Newton step.
+    curvature then shows a large decrement), and factored ``L D L^T``
+    (:func:`_factor`): elementwise arithmetic in a small loop, no LAPACK call (inside
+    the lanes' loop, jaxlib 0.10's CPU ``syevd`` and ``potrf`` crashed here). The
+    factorization tests the whole space, not only the directions the gradient
+    reaches: a pivot clearly below zero (below ``-sqrt(eps)`` of the largest
+    curvature: a saddle point or a maximum) gives ``inf`` and a step along the
+    direction of negative curvature it exhibits, downhill, of the length at which the
+    quadratic model would have lost ``|f|``; else the step is the Newton step.
     """
     n, dtype = g.shape[0], g.dtype
     wide = jnp.promote_types(dtype, jnp.float32)  # half precision is solved in float32
@@ -64,16 +65,84 @@ def newton_check(
     scaled = jnp.where(finite, scaled, jnp.eye(n, dtype=wide))
     largest = jnp.max(jnp.sum(jnp.abs(scaled), axis=1))  # >= every |eigenvalue|
     matrix = scaled + eps * largest * jnp.eye(n, dtype=wide)
-    decrement, z, negative, down, curvature = _conjugate_gradients(
-        lambda v: matrix @ v, lambda r: r, s * g, -jnp.sqrt(eps) * largest, 2 * n
-    )
-    down = s * down
+    lower, pivots, broken = _factor(matrix, -jnp.sqrt(eps) * largest, eps * largest)
+    b = s * g
+    forward = _forward(lower, b)
+    # The Newton solve; where a pivot was negative, the direction L^-T e_k it exhibits.
+    at_break = jnp.arange(n) == jnp.argmax(broken)
+    negative = jnp.any(broken)
+    pivots = jnp.where(pivots > 0, pivots, 1.0)  # past a break: not used
+    solved = _backward(lower, jnp.stack([forward / pivots, at_break.astype(wide)], axis=1))
+    z, down = solved[:, 0], solved[:, 1]
+    decrement = jnp.dot(b, z)
+    curvature = jnp.dot(down, matrix @ down) / jnp.dot(down, down)
+    curvature = jnp.minimum(curvature, -jnp.sqrt(eps) * largest)
+    down = s * down / jnp.sqrt(jnp.dot(down, down))
     down = jnp.where(jnp.dot(g, down) > 0, -down, down)
-    length = jnp.sqrt(2.0 * jnp.abs(value) / jnp.where(negative, -curvature, 1.0))
+    length = jnp.sqrt(2.0 * jnp.abs(value) / -curvature)
     decrement = jnp.where(negative | ~finite | ~jnp.isfinite(decrement), jnp.inf, decrement)
     step = jnp.where(negative, length * down, -s * z)
     step = jnp.where(free & jnp.isfinite(step), step, 0.0)
     return decrement.astype(dtype), step.astype(dtype)
+
+
+def _factor(
+    matrix: jax.Array, negative_below: jax.Array, floor: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(L, d, broken)``: ``matrix = L diag(d) L^T`` with ``L`` unit lower triangular,
+    by outer products, column by column, in a loop of ``n`` trips.
+
+    A pivot below ``negative_below`` stops the factorization there (``broken`` marks
+    its index; the columns after it stay those of the identity): the leading block up
+    to it is then ``L D L^T`` with a negative last pivot, so that ``v = L^-T e_k``
+    has ``v.matrix.v = d_k < 0``. A pivot between that and ``floor`` (rounding, at a
+    singular minimum) is raised to ``floor``.
+    """
+    n = matrix.shape[0]
+    index = jnp.arange(n)
+
+    def column(k: jax.Array, carry: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
+        remaining, lower, pivots, broken = carry
+        pivot = remaining[k, k]
+        stop = jnp.any(broken)
+        breaks = ~stop & (pivot < negative_below)
+        goes = ~stop & ~breaks
+        pivot = jnp.maximum(pivot, floor)
+        below = jnp.where(goes & (index > k), remaining[:, k] / pivot, 0.0)
+        remaining = remaining - pivot * jnp.outer(below, below)
+        lower = lower.at[:, k].add(below)
+        pivots = pivots.at[k].set(jnp.where(goes, pivot, jnp.where(breaks, -1.0, 0.0)))
+        return remaining, lower, pivots, broken.at[k].set(breaks)
+
+    eye = jnp.eye(n, dtype=matrix.dtype)
+    start = (matrix, eye, jnp.zeros(n, matrix.dtype), jnp.zeros(n, bool))
+    _, lower, pivots, broken = jax.lax.fori_loop(0, n, column, start)
+    return lower, pivots, broken
+
+
+def _forward(lower: jax.Array, b: jax.Array) -> jax.Array:
+    """``L^-1 b`` for a unit lower triangular ``L`` (eliminated column by column)."""
+
+    def eliminate(k: jax.Array, y: jax.Array) -> jax.Array:
+        below = jnp.where(jnp.arange(b.shape[0]) > k, lower[:, k], 0.0)
+        return y - below * y[k]
+
+    forward: jax.Array = jax.lax.fori_loop(0, b.shape[0], eliminate, b)
+    return forward
+
+
+def _backward(lower: jax.Array, c: jax.Array) -> jax.Array:
+    """``L^-T c`` for a unit lower triangular ``L`` and ``(n, m)`` right-hand sides
+    (substituted from the last entry up)."""
+    n = lower.shape[0]
+
+    def substitute(i: jax.Array, x: jax.Array) -> jax.Array:
+        k = n - 1 - i
+        below = jnp.where(jnp.arange(n) > k, lower[:, k], 0.0)
+        return x.at[k].set(c[k] - below @ x)
+
+    backward: jax.Array = jax.lax.fori_loop(0, n, substitute, jnp.zeros_like(c))
+    return backward
 
 
 def _conjugate_gradients(

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from fixedopt._contract.solver import (
+    Certificate,
     Problem,
     Solver,
     Step,
@@ -236,7 +237,7 @@ class LBFGS(Solver[LBFGSState]):
 
     def certify(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array, state: LBFGSState
-    ) -> tuple[jax.Array, LBFGSState] | None:
+    ) -> Certificate[LBFGSState] | None:
         """The Newton decrement ``g.H^-1 g`` of the true Hessian at ``x`` (``inf`` where
         it has clearly negative curvature), and the state to go on with if it shows the
         model wrong (see :meth:`Solver.certify`): L-BFGS's model never saw the
@@ -282,10 +283,10 @@ class LBFGS(Solver[LBFGSState]):
         # slot moves on (fixedopt._driver.lanes), and its next pairs must not depend on
         # how long (bit-identical results whoever its neighbours are).
         cleared = jnp.zeros_like(state.s_history)
-        return decrement, state._replace(
+        return Certificate(decrement, step, state._replace(
             s_history=cleared, y_history=cleared, rho=jnp.zeros_like(state.rho),
             direction=step, validated=jnp.zeros((), bool),
-        )  # fmt: skip
+        ))  # fmt: skip
 
     def _starts_from_hessian(self, x: jax.Array) -> bool:
         """Whether the diagonal starts from the Hessian's at ``x0`` (static)."""
@@ -364,9 +365,7 @@ class LBFGS(Solver[LBFGSState]):
         new_state = self._remember(state, s, search.grad - grad, search.accepted, slot, write)
         x_new = jnp.where(search.accepted, search.x, x)
         grad_new = jnp.where(search.accepted, search.grad, grad)
-        validated = model_validated(
-            problem, x, value, grad, direction, search.x, search.value, state.validated
-        )
+        validated = model_validated(problem, x, value, grad, direction, search.x, search.value)
         new_state = new_state._replace(
             direction=self._direction(problem, x_new, grad_new, new_state, slot),
             # A failed step leaves the verdict to the driver's test of a stuck row.

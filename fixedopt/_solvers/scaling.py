@@ -102,7 +102,6 @@ def model_validated(
     direction: jax.Array,
     x_new: jax.Array,
     value_new: jax.Array,
-    validated: jax.Array,
 ) -> jax.Array:
     """Whether the quasi-Newton model passed the test of the step just taken.
 
@@ -111,8 +110,13 @@ def model_validated(
     the line search took the model's full step (``alpha = 1``: the model did not
     overshoot) and the actual reduction is within a factor 2 of the prediction (a
     model ``c`` times too stiff along the step gives ``2 - 1/c``: 1.5 at ``c = 2``).
-    Where the predicted reduction is at the rounding level of ``f`` the ratio says
-    nothing, and a full step keeps the previous verdict.
+    Where the predicted reduction is at the rounding level of ``f``, neither the ratio
+    nor the step length says anything (a line search there accepts a step within
+    rounding of ``f``, or halves one because ``f`` rose by an ulp), and ``f`` cannot
+    contradict the model: it passes, and the true Hessian decides
+    (:meth:`~fixedopt.LBFGS.certify`). A row that lost the verdict just above that
+    level and kept the lost verdict there ran to ``max_steps`` (measured: 4 of 1e5
+    rows of the quad suite at n = 8, gradients 1e-16).
     """
     move = problem.free_part(x_new - x)
     taken = jnp.dot(grad, move)
@@ -123,4 +127,4 @@ def model_validated(
     measurable = predicted > 100 * jnp.finfo(value.dtype).eps * jnp.abs(value)
     full = (model_slope < 0) & (jnp.abs(alpha - 1.0) <= 0.01)
     agrees = (ratio >= 0.5) & (ratio <= 1.5)
-    return full & jnp.where(measurable, agrees, validated)
+    return jnp.where(measurable, full & agrees, True)
