@@ -151,39 +151,33 @@ def _conjugate_gradients(
     b: jax.Array,
     negative_below: jax.Array | float,
     iterations: int,
-) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
+) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``iterations`` preconditioned conjugate-gradient steps on ``matvec(z) = b`` from
-    0: ``(b.z, z, negative, direction, curvature)``. ``negative`` says a search
-    direction of unit length had curvature below ``negative_below`` (then ``direction``
-    is it and ``curvature`` its curvature); a direction without positive curvature
-    stops the iteration."""
+    0: ``(b.z, z, negative)``. ``negative`` says a search direction of unit length had
+    curvature below ``negative_below``; a direction without positive curvature stops
+    the iteration."""
 
     def iteration(carry: Carry, _: None) -> tuple[Carry, None]:
-        z, r, p, rh, negative, direction, curvature, stopped = carry
+        z, r, p, rh, negative, stopped = carry
         ap = matvec(p)
         size, pap = jnp.dot(p, p), jnp.dot(p, ap)
         active = ~stopped & (rh > 0) & (size > 0)
-        unit_curvature = pap / jnp.where(size > 0, size, 1.0)
-        found = active & (unit_curvature < negative_below)
+        found = active & (pap / jnp.where(size > 0, size, 1.0) < negative_below)
         go = active & (pap > 0)
         alpha = jnp.where(go, rh / jnp.where(go, pap, 1.0), 0.0)
         z, r = z + alpha * p, r - alpha * ap
         h = precondition(r)
         rh_new = jnp.dot(r, h)
         beta = jnp.where(go, rh_new / jnp.where(go, rh, 1.0), 0.0)
-        direction = jnp.where(found, p / jnp.sqrt(jnp.where(size > 0, size, 1.0)), direction)
-        curvature = jnp.where(found, unit_curvature, curvature)
         carry = (z, r, jnp.where(go, h + beta * p, p), jnp.where(go, rh_new, rh),
-                 negative | found, direction, curvature, stopped | ~go)  # fmt: skip
+                 negative | found, stopped | ~go)  # fmt: skip
         return carry, None
 
     h = precondition(b)
     start: Carry = (jnp.zeros_like(b), b, h, jnp.dot(b, h), jnp.zeros((), bool),
-                    jnp.zeros_like(b), jnp.zeros((), b.dtype), jnp.zeros((), bool))  # fmt: skip
-    (z, _, _, _, negative, direction, curvature, _), _ = jax.lax.scan(
-        iteration, start, None, length=iterations
-    )
-    return jnp.dot(b, z), z, negative, direction, curvature
+                    jnp.zeros((), bool))  # fmt: skip
+    (z, _, _, _, negative, _), _ = jax.lax.scan(iteration, start, None, length=iterations)
+    return jnp.dot(b, z), z, negative
 
 
 def conjugate_gradient_check(
@@ -200,7 +194,7 @@ def conjugate_gradient_check(
     that is not positive gives ``inf``; ``-z_k`` is the truncated-Newton step.
     """
     iterations = min(CG_ITERATIONS, g.shape[0])
-    decrement, z, negative, _, _ = _conjugate_gradients(
+    decrement, z, negative = _conjugate_gradients(
         hessian_times, precondition, g, float(jnp.finfo(g.dtype).tiny), iterations
     )
     return jnp.where(negative, jnp.inf, jnp.maximum(decrement, 0.0)), -z
