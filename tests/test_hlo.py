@@ -5,6 +5,7 @@ the least-squares step of a small problem."""
 import re
 
 import jax
+import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import optax
@@ -135,3 +136,34 @@ def test_covariance_runs_its_qr_after_its_svd():
     qr = [name for name, target in calls.items() if target.startswith("geqrf")]
     assert len(svd) == 1 and len(qr) == 1, calls
     assert _depends_on(_operands(hlo), qr[0], svd[0])
+
+
+def _while_carry_sizes(jaxpr) -> list[int]:
+    """The number of carried values of every ``while`` in ``jaxpr``, nested ones too."""
+    sizes = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "while":
+            sizes.append(len(eqn.outvars))
+        for sub in jax.extend.core.jaxprs_in_params(eqn.params):
+            sizes += _while_carry_sizes(sub)
+    return sizes
+
+
+@pytest.mark.parametrize("lanes", [4, None], ids=["lanes", "whole-batch"])
+def test_an_implicit_derivative_differentiates_no_iteration(lanes):
+    """Under ``differentiate="implicit"`` (the default) the loop runs on stopped inputs:
+    a forward-mode derivative adds the implicit solve after it, and no tangent goes
+    round the loop (once the lanes carried their rows' data with its tangents, and
+    XLA compiled a jvp of the whole loop body: 1.6x the compile time of a jacfwd)."""
+    x0, fixed = jnp.zeros((8, 5)), jnp.asarray(_rng.random((8, 5)) < 0.3)
+    target = jnp.asarray(_rng.normal(size=(8, 5)))
+
+    def x_of(target, upper):
+        return fixedopt.minimize(lambda x, t: jnp.sum((x - t) ** 2), x0, fixed, args=(target,),
+                                 batched=True, bounds=(-1.5, upper), lanes=lanes).x  # fmt: skip
+
+    upper = jnp.asarray(1.0)
+    plain = _while_carry_sizes(jax.make_jaxpr(x_of)(target, upper).jaxpr)
+    tangent = jax.make_jaxpr(lambda t, u: jax.jvp(x_of, (t, u), (t, u)))(target, upper)
+    # The same loops with the same carries; the implicit solve may add a loop of its own.
+    assert _while_carry_sizes(tangent.jaxpr)[: len(plain)] == plain

@@ -81,10 +81,13 @@ def run(
     start = jax.vmap(objective.start)(rows)
     rows_final: LoopState | Report
     if plan.differentiate.through_lanes:
+        # The lanes carry the rows' data round the loop: as the solver sees them
+        # (stopped under Implicit), or their tangents go round it too (a jvp of the
+        # whole loop body, which XLA compiles and runs for nothing).
         rows_final = iterate_lanes(
             solver,
             objective.problem,
-            rows,
+            plan.differentiate.stop(rows),
             start,
             stopping,
             plan.lanes,

@@ -78,8 +78,10 @@ def test_split_and_mask_give_the_same_derivatives_with_active_bounds():
     x0 = jnp.zeros((3, 5))
     target = jnp.asarray(rng.uniform(-2.0, 2.0, (3, 5)))  # some beyond the upper bound 1
 
+    def fun(x, t):
+        return jnp.sum((x - t) ** 2) + 0.1 * jnp.sum(x[1:] * x[:-1])
+
     def x_of(target, upper, strategy):
-        fun = lambda x, t: jnp.sum((x - t) ** 2) + 0.1 * jnp.sum(x[1:] * x[:-1])
         return fixedopt.minimize(
             fun, x0, fixed, args=(target,), batched=True, bounds=(-1.5, upper),
             strategy=strategy,
