@@ -20,7 +20,7 @@ from fixedopt._contract.solver import (
     predicted_reduction,
     secant_measure,
 )
-from fixedopt._derivatives.ring import plain_read_slot, plain_write_slot, read_slot
+from fixedopt._derivatives.ring import plain_read_slot, plain_write_slot, read_slot, write_slot
 from fixedopt._inputs.checks import one_of, positive_int, set_option
 from fixedopt._solvers.certify import conjugate_gradient_check, hessian_times, newton_check
 from fixedopt._solvers.linesearch import (
@@ -72,6 +72,7 @@ def two_loop(
     newest: ArrayLike,
     gamma: jax.Array,
     read: ReadSlot = plain_read_slot,
+    write: WriteSlot = plain_write_slot,
 ) -> jax.Array:
     """``H @ grad`` for the L-BFGS inverse Hessian ``H`` (Nocedal 1980).
 
@@ -81,27 +82,43 @@ def two_loop(
 
     The pairs sit in a ring buffer whose newest entry is at slot ``newest``; empty
     or skipped slots (and pairs whose curvature vanished once masked to the free
-    subspace) have ``rho = 0`` and drop out, branch-free. The loops are unrolled, and
-    in a batch ``newest`` is one unbatched scalar (every running row stores its pair
-    at the same slot), so the history is read with plain slices, not per-row
+    subspace) have ``rho = 0`` and drop out, branch-free. In a batch ``newest`` is one
+    unbatched scalar (every running row stores its pair at the same slot), and so is
+    each loop's counter, so the history is read with plain slices, not per-row
     gathers: under ``vmap`` this streams it at memory bandwidth. ``read(history,
-    slot)`` reads one slot: :func:`~fixedopt._derivatives.ring.read_slot` keeps that a slice under
-    ``vmap`` (the default, a ``dynamic_slice``, becomes a gather there but can be
+    slot)`` reads one slot and ``write(history, slot, value)`` writes one (the
+    ``alpha`` of each pair): :func:`~fixedopt._derivatives.ring.read_slot` and
+    ``write_slot`` keep them slices under ``vmap`` (the defaults, a ``dynamic_slice``
+    and a ``dynamic_update_slice``, become a gather and a scatter there but can be
     differentiated in reverse mode).
+
+    The two loops are ``fori_loop``s (scans), not unrolled: unrolled, the default
+    memory of 10 pairs was 20 copies of the step's arithmetic in every L-BFGS program,
+    ~1.7 s of its ~5.7 s compile on the CPU, and no faster to run (quad n = 8 at
+    B = 1e5 ran 25% faster rolled; ``benchmarks/results/cpu-two-loop-rolled-*.md``).
     """
     memory = s_history.shape[0]
     newest = jnp.asarray(newest)
     period = jnp.asarray(memory, newest.dtype)
-    newest_first = [jax.lax.rem(newest + (memory - j), period) for j in range(memory)]
-    pairs = [(read(s_history, i), read(y_history, i), read(rho, i)) for i in newest_first]
-    q, alphas = grad, []
-    for s, y, rho_i in pairs:
-        alpha = rho_i * jnp.dot(s, q)
-        q = q - alpha * y
-        alphas.append(alpha)
-    r = gamma * q
-    for (s, y, rho_i), alpha in zip(reversed(pairs), reversed(alphas)):
-        r = r + (alpha - rho_i * jnp.dot(y, r)) * s
+
+    def slot(j: jax.Array) -> jax.Array:  # the j-th newest pair's slot
+        return jax.lax.rem(newest + (memory - j.astype(newest.dtype)), period)
+
+    def newest_first(j: jax.Array, q_alphas: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
+        q, alphas = q_alphas
+        i = slot(j)
+        alpha = read(rho, i) * jnp.dot(read(s_history, i), q)
+        return q - alpha * read(y_history, i), write(alphas, j, alpha)
+
+    def oldest_first(k: jax.Array, r: jax.Array) -> jax.Array:
+        j = memory - 1 - k
+        i = slot(j)
+        correction = read(alphas, j) - read(rho, i) * jnp.dot(read(y_history, i), r)
+        return r + correction * read(s_history, i)
+
+    alphas = jnp.zeros((memory,), grad.dtype)
+    q, alphas = jax.lax.fori_loop(0, memory, newest_first, (grad, alphas))
+    r: jax.Array = jax.lax.fori_loop(0, memory, oldest_first, gamma * q)
     return r
 
 
@@ -110,7 +127,7 @@ def two_loop(
 # to keep each row's history in cache; by 2026-11-30 it made whole solves at n >= 256
 # about 2x slower than this, so it is gone: ``benchmarks/results/cpu-solvers-2026-11-30``
 # against ``cpu-solvers-chunked-2026-11-30``, the ``quad`` n=512 rows.)
-two_loop_by_slots = functools.partial(two_loop, read=read_slot)
+two_loop_by_slots = functools.partial(two_loop, read=read_slot, write=write_slot)
 
 
 def _pairs_in(state: LBFGSState, free: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -330,7 +347,8 @@ class LBFGS(Solver[LBFGSState]):
         if problem.has_bounds:  # restrict the pairs to this iteration's free subspace
             s_history, y_history, rho = _pairs_in(state, ~problem.fixed & ~at_bound)
         # Without bounds the pairs are already zero on fixed entries: no masking needed.
-        recursion = functools.partial(two_loop, read=problem.differentiate.read_slot)
+        recursion = functools.partial(two_loop, read=problem.differentiate.read_slot,
+                                      write=problem.differentiate.write_slot)  # fmt: skip
         scale = initial_scale(self.scaling, state.gamma, state.diagonal, problem.fixed)
         quasi_newton = -recursion(
             jnp.where(at_bound, 0.0, grad), s_history, y_history, rho, newest, scale
