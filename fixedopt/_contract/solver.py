@@ -249,6 +249,12 @@ class Solver(abc.ABC, Generic[State]):
         progress (``PRECISION``), if the step does not gain more than that either;
         L-BFGS, whose model never saw the directions its steps did not explore,
         certifies this way.
+
+        In a batch solved through lanes a row may wait a few trips for its check:
+        its steps meanwhile are inactive (``StepContext.active`` False), and the
+        driver keeps its ``x``, ``value`` and ``grad`` but not its state. An inactive
+        step must leave what ``certify`` reads of the state unchanged, or the row's
+        result depends on how long it waited (L-BFGS writes no curvature pair).
         """
         return None
 

@@ -236,11 +236,10 @@ def _advance(
         return new
 
     new = plan.state.pack(jax.vmap(one)(data, state, running))
-    if not checks:
-        return plan.state.select(running, new, packed, plan.always_new)
-    # A waiting lane keeps all it holds, its solver state too.
-    new = plan.state.select(running, new, packed, plan.always_new, state.status == PENDING)
-    return _certify_some(solver, problem_of, stopping, plan, data, new)
+    # A waiting lane keeps what it reports; its solver state is the inactive step's,
+    # which leaves what the check reads unchanged (Solver.certify).
+    new = plan.state.select(running, new, packed, plan.always_new)
+    return _certify_some(solver, problem_of, stopping, plan, data, new) if checks else new
 
 
 def certify_slots(width: int) -> int:

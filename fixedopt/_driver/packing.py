@@ -149,27 +149,23 @@ class Packing:
         new: Packed,
         old: Packed,
         always: tuple[Any, ...] = (),
-        keep: jax.Array | None = None,
     ) -> Packed:
         """``new`` in the given ``rows`` (a ``(rows,)`` mask), ``old`` in the others,
         array by array; the entries flagged in ``always`` (from :meth:`columns`) take
-        ``new`` in every row but those of ``keep`` (a ``(rows,)`` mask outside
-        ``rows``, or None: none)."""
+        ``new`` in every row."""
         flags = always or (None,) * len(new)
         picked = []
         for i, (a, b, flag) in enumerate(zip(new, old, flags)):
             packed = i < len(self.groups)
-            if flag is True and keep is None:
+            if flag is True:
                 picked.append(a)
                 continue
             row_axis = 1 if packed and not self.vectors else 0
             shape = [1] * a.ndim
             shape[row_axis] = rows.shape[0]
             chosen = rows.reshape(shape)
-            if flag is True and keep is not None:
-                chosen = ~keep.reshape(shape)
-            elif flag is not None:  # a (columns,) mask of a packed array
+            if flag is not None:  # a (columns,) mask of a packed array
                 column = jnp.asarray(flag).reshape((1, -1) if self.vectors else (-1, 1))
-                chosen = chosen | (column if keep is None else column & ~keep.reshape(shape))
+                chosen = chosen | column
             picked.append(jnp.where(chosen, a, b))
         return tuple(picked)

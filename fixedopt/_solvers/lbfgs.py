@@ -379,8 +379,10 @@ class LBFGS(Solver[LBFGSState]):
         search = LINESEARCHES[self.linesearch](start, max_steps=self.max_linesearch_steps)
         slot = context.iteration % self.memory_size
         s = problem.free_part(search.x - x)
-        write = problem.differentiate.write_slot
-        new_state = self._remember(state, s, search.grad - grad, search.accepted, slot, write)
+        new_state = self._remember(
+            state, s, search.grad - grad, search.accepted, slot, context.active,
+            problem.differentiate.read_slot, problem.differentiate.write_slot,
+        )  # fmt: skip
         x_new = jnp.where(search.accepted, search.x, x)
         grad_new = jnp.where(search.accepted, search.grad, grad)
         validated = model_validated(problem, x, value, grad, direction, search.x, search.value)
@@ -399,10 +401,15 @@ class LBFGS(Solver[LBFGSState]):
         y: jax.Array,
         accepted: jax.Array,
         slot: jax.Array,
+        active: jax.Array | bool = True,
+        read: ReadSlot = plain_read_slot,
         write: WriteSlot = plain_write_slot,
     ) -> LBFGSState:
         """Store the pair ``(s, y)`` in ``slot``; a pair without positive curvature
-        is stored empty (``rho = 0``), so it drops out of the two-loop recursion.
+        is stored empty (``rho = 0``), so it drops out of the two-loop recursion. An
+        inactive row (``active`` False: stopped, or waiting for its check) writes its
+        slot back as it was: the memory the check reads does not depend on how long
+        the row waited (see :meth:`fixedopt.Solver.certify`).
 
         Writes one slot of the ring buffer rather than shifting the whole history.
         """
@@ -416,10 +423,14 @@ class LBFGS(Solver[LBFGSState]):
         first = (state.pairs == 0) & (not self._starts_from_hessian(s))
         safe_s, safe_y = jnp.where(good, s, 1.0), jnp.where(good, y, 1.0)  # finite when unused
         diagonal = update_diagonal(state.diagonal, safe_s, safe_y, first)
+
+        def store(history: jax.Array, value: jax.Array) -> jax.Array:
+            return write(history, slot, jnp.where(active, value, read(history, slot)))
+
         return LBFGSState(
-            s_history=write(state.s_history, slot, jnp.where(good, s, 0.0)),
-            y_history=write(state.y_history, slot, jnp.where(good, y, 0.0)),
-            rho=write(state.rho, slot, _inverse_or_zero(sy, good)),
+            s_history=store(state.s_history, jnp.where(good, s, 0.0)),
+            y_history=store(state.y_history, jnp.where(good, y, 0.0)),
+            rho=store(state.rho, _inverse_or_zero(sy, good)),
             gamma=jnp.where(good, sy / jnp.where(good, yy, 1.0), state.gamma),
             pairs=jnp.minimum(state.pairs + good, self.memory_size).astype(jnp.int32),
             direction=state.direction,
