@@ -144,11 +144,7 @@ class Packing:
         return (*(mask if mask.any() else None for mask in masks), *kept)
 
     def select(
-        self,
-        rows: jax.Array,
-        new: Packed,
-        old: Packed,
-        always: tuple[Any, ...] = (),
+        self, rows: jax.Array, new: Packed, old: Packed, always: tuple[Any, ...] = ()
     ) -> Packed:
         """``new`` in the given ``rows`` (a ``(rows,)`` mask), ``old`` in the others,
         array by array; the entries flagged in ``always`` (from :meth:`columns`) take
@@ -165,7 +161,6 @@ class Packing:
             shape[row_axis] = rows.shape[0]
             chosen = rows.reshape(shape)
             if flag is not None:  # a (columns,) mask of a packed array
-                column = jnp.asarray(flag).reshape((1, -1) if self.vectors else (-1, 1))
-                chosen = chosen | column
+                chosen = chosen | jnp.asarray(flag).reshape((1, -1) if self.vectors else (-1, 1))
             picked.append(jnp.where(chosen, a, b))
         return tuple(picked)

@@ -94,8 +94,9 @@ def two_loop(
 
     The two loops are ``fori_loop``s (scans), not unrolled: unrolled, the default
     memory of 10 pairs was 20 copies of the step's arithmetic in every L-BFGS program,
-    ~1.7 s of its ~5.7 s compile on the CPU, and no faster to run (quad n = 8 at
-    B = 1e5 ran 25% faster rolled; ``benchmarks/results/cpu-two-loop-rolled-*.md``).
+    0.2 to 1.3 s more compile on the CPU, and mostly slower to run (rolled: 0.79x the
+    time at quad n = 8, B = 1e5; 1.10x at n = 64, B = 1024;
+    ``benchmarks/results/cpu-two-loop-rolled-2026-12-02.md``).
     """
     memory = s_history.shape[0]
     newest = jnp.asarray(newest)
