@@ -18,7 +18,8 @@ LEAST_SQUARES = ("scipy-least-squares-loop", "lmfit-loop", "fixedopt-lm")
 STRAGGLER = ("scipy-lbfgsb-loop", "optax-lbfgs-vmap-mask", "fixedopt-mask",
              "fixedopt-mask-vmap")  # fmt: skip
 SOLVERS = ("scipy-lbfgsb-loop", "optax-lbfgs-vmap-mask", "fixedopt-mask")
-LINESEARCH = ("fixedopt-mask", "fixedopt-hager-zhang", "tfp-lbfgs-batch")
+# Both line searches by name (the default, linesearch="auto", is Hager-Zhang up to n = 10).
+LINESEARCH = ("fixedopt-backtracking", "fixedopt-hager-zhang", "tfp-lbfgs-batch")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -410,12 +410,16 @@ def _report(
     state: LoopState, step: jax.Array, queued: jax.Array | int, total: int, progress: Progress
 ) -> None:
     """Every ``progress.every`` steps, a host callback reports rows stopped and the worst
-    gradient among the running lanes (:mod:`fixedopt._driver.progress`)."""
-    running = _busy(state.status)
-    left = total - queued + jnp.sum(running)
+    gradient among the running lanes (:mod:`fixedopt._driver.progress`); not on a trip
+    that left no lane running while rows are left (they wait for the next refill, or
+    for their certification): it would show no running row's gradient."""
+    busy = _busy(state.status)
+    running = state.status == RUNNING
+    left = total - queued + jnp.sum(busy)
     worst = jnp.max(jnp.where(running, state.grad_norm, 0.0), initial=0.0)
 
     def report() -> None:
         jax.debug.callback(progress.report, step, left, total, worst)
 
-    jax.lax.cond((step % progress.every == 0) | (left == 0), report, lambda: None)
+    due = (step % progress.every == 0) & jnp.any(running)
+    jax.lax.cond(due | (left == 0), report, lambda: None)

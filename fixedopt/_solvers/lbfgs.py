@@ -160,12 +160,16 @@ class LBFGS(Solver[LBFGSState]):
     Args:
       memory_size: number of curvature pairs kept.
       linesearch: ``"backtracking"`` (projected backtracking to sufficient decrease,
-        ``fixedopt._solvers.linesearch.projected_backtracking``) or ``"hager-zhang"``
+        ``fixedopt._solvers.linesearch.projected_backtracking``), ``"hager-zhang"``
         (Wolfe conditions, ``fixedopt._solvers.wolfe.hager_zhang``; with bounds it
-        backtracks too). Hager–Zhang's near-exact steps cut the slowest row's step
-        count on ill-conditioned problems, but cost more evaluations per step where
-        rounding hides the slope (float32 rows that cannot converge); measured in
-        ``benchmarks/results/cpu-linesearch-2026-11-30.md``
+        backtracks too) or ``"auto"`` (the default: Hager–Zhang where the row has at
+        most ``memory_size`` entries, else backtracking). Hager–Zhang's near-exact
+        steps cut the step count where the memory holds the whole space (quad n = 8:
+        6.4 steps a row against 14.4, and 1.2x-1.3x less time, in
+        ``benchmarks/results/cpu-small_n-2026-12-02.md``) and the slowest row's on
+        ill-conditioned problems, but cost more evaluations per step where rounding
+        hides the slope (float32 rows of n = 32 that cannot converge, 3x-4.6x the
+        time); measured in ``benchmarks/results/cpu-linesearch-2026-11-30.md``
         (``python -m benchmarks.run --suite linesearch``).
       max_linesearch_steps: trials per line search before the row stops with
         ``Status.LINESEARCH_FAILED``.
@@ -200,14 +204,14 @@ class LBFGS(Solver[LBFGSState]):
 
     memory_size: int = 10
     max_linesearch_steps: int = 30
-    linesearch: str = "backtracking"
+    linesearch: str = "auto"
     scaling: str = "auto"
 
     def __post_init__(self) -> None:
         set_option(self, "memory_size", positive_int("memory_size", self.memory_size))
         steps = positive_int("max_linesearch_steps", self.max_linesearch_steps)
         set_option(self, "max_linesearch_steps", steps)
-        one_of("linesearch", self.linesearch, tuple(sorted(LINESEARCHES)))
+        one_of("linesearch", self.linesearch, ("auto", *sorted(LINESEARCHES)))
         one_of("scaling", self.scaling, SCALINGS)
 
     def init(self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array) -> LBFGSState:
@@ -236,11 +240,14 @@ class LBFGS(Solver[LBFGSState]):
     ) -> jax.Array:
         """The larger of the model's measure (:meth:`LBFGS.model_measure`) and the secant
         measure (``fixedopt._contract.solver.secant_measure``); the secant measure alone at
-        the starting point, where the model has no curvature pair."""
+        the starting point, where the model has no curvature pair. 0 where the projected
+        gradient is exactly 0: stationary whatever the model (a near-exact line search
+        lands there on a separable quadratic, before the model has passed its test)."""
         secant = secant_measure(problem, x, value, grad, curvature)
         if curvature is None:
             return secant
-        return jnp.maximum(self.model_measure(problem, x, value, grad, state), secant)
+        measure = jnp.maximum(self.model_measure(problem, x, value, grad, state), secant)
+        return jnp.where(problem.grad_norm(x, grad) == 0, 0.0, measure)
 
     def model_measure(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array, state: LBFGSState
@@ -377,7 +384,7 @@ class LBFGS(Solver[LBFGSState]):
         start = SearchStart(
             problem, evaluate, x, value, grad, direction, initial_step, context.active
         )
-        search = LINESEARCHES[self.linesearch](start, max_steps=self.max_linesearch_steps)
+        search = self._linesearch(x.shape[0])(start, max_steps=self.max_linesearch_steps)
         slot = context.iteration % self.memory_size
         s = problem.free_part(search.x - x)
         new_state = self._remember(
@@ -394,6 +401,14 @@ class LBFGS(Solver[LBFGSState]):
         )
         model = self._model(problem, x_new, grad_new, new_state)
         return step_from_search(search, new_state, *model)
+
+    def _linesearch(self, size: int) -> LineSearch:
+        """The line search of a row of ``size`` entries (static): ``"auto"`` takes
+        Hager–Zhang where the memory can hold the whole space."""
+        name = self.linesearch
+        if name == "auto":
+            name = "hager-zhang" if size <= self.memory_size else "backtracking"
+        return LINESEARCHES[name]
 
     def _remember(
         self,

@@ -90,7 +90,19 @@ def test_the_same_fit_in_other_units_gets_the_same_verdict_and_digits(name):
             digits.append(correct_digits(np.asarray(sol.x, float) / factor, reference))
         for status, reason in verdicts[1:]:
             np.testing.assert_array_equal(status, verdicts[0][0])
-            np.testing.assert_array_equal(reason, verdicts[0][1])
+            # The gradient test's default asks for a relative gap of eps (gtol =
+            # sqrt(eps) on a measure whose square is the gap): whether a row's last
+            # step meets it or its line search ends at the rounding level of f first
+            # (PRECISION: the same tests at sqrt(eps)) is rounding's choice, which
+            # differs between units. Seen in float64 with L-BFGS's Hager-Zhang
+            # searches (1 row of 4 at 1e-6 and at 1e6). Any other change of reason fails.
+            rounding_choice = np.isin(reason, (Reason.GTOL, Reason.PRECISION)) & np.isin(
+                verdicts[0][1], (Reason.GTOL, Reason.PRECISION)
+            )
+            np.testing.assert_array_equal(
+                np.where(rounding_choice, Reason.GTOL, reason),
+                np.where(rounding_choice, Reason.GTOL, verdicts[0][1]),
+            )
         converged = verdicts[0][0] == Status.CONVERGED
         if name != "gradient_descent":  # too slow for 3000 steps here: MAX_STEPS, honestly
             assert np.all(converged), (dtype, verdicts[0])
@@ -153,7 +165,13 @@ def test_lbfgs_statuses_tell_the_truth_on_the_mgh_minimization_problems():
     """The minimize problems of the reference tests from their standard starts, and
     from 10 times them: every row converges, to the minimum scipy's L-BFGS-B reaches
     with tight tolerances (gtol 1e-10), within the documented accuracy of
-    ``minimize`` (an objective gap of 1e-10 relative to the start's)."""
+    ``minimize`` (an objective gap of 1e-10 relative to the start's), or to another
+    local minimum (a different path on a non-convex objective: Broyden's tridiagonal
+    function from 10 times its start, where the Hager-Zhang searches of the default
+    take L-BFGS to a minimum at f = 0.94), which the true Hessian confirms: positive
+    definite, and a Newton step from there gains within the documented accuracy.
+    At most one of the ten rows ends elsewhere."""
+    elsewhere = []
     for name, (fun, start) in MGH.items():
         value_and_grad = jax.jit(jax.value_and_grad(fun))
         for factor in (1.0, 10.0):
@@ -162,7 +180,15 @@ def test_lbfgs_statuses_tell_the_truth_on_the_mgh_minimization_problems():
             assert bool(sol.converged), (name, factor, Status(int(sol.status)).name)
             _, reference = scipy_lbfgsb(value_and_grad, np.asarray(x0), np.zeros(x0.shape, bool))
             gap = float(sol.value) - reference
-            assert gap <= 1e-10 * float(fun(x0)), (name, factor, float(sol.value), reference)
+            if gap <= 1e-10 * float(fun(x0)):
+                continue
+            elsewhere.append((name, factor, float(sol.value), reference))
+            hessian = np.asarray(jax.hessian(fun)(sol.x))
+            gradient = np.asarray(jax.grad(fun)(sol.x))
+            assert np.linalg.eigvalsh(hessian)[0] > 0, elsewhere[-1]
+            newton_gain = 0.5 * gradient @ np.linalg.solve(hessian, gradient)
+            assert newton_gain <= 1e-10 * float(sol.value), (elsewhere[-1], newton_gain)
+    assert len(elsewhere) <= 1, elsewhere
 
 
 # ------------------------------------------------------------ the meaning of a status
