@@ -123,6 +123,31 @@ def test_lbfgs_with_hager_zhang_matches_scipy_lbfgsb(name):
     assert np.asarray(solution.converged).mean() >= 0.9
 
 
+@pytest.mark.parametrize(
+    ("n", "memory_size", "expected"),
+    [(8, 10, "hager-zhang"), (10, 10, "hager-zhang"), (12, 10, "backtracking"),
+     (8, 4, "backtracking")],
+)  # fmt: skip
+def test_auto_searches_as_hager_zhang_up_to_the_memory_size(n, memory_size, expected):
+    """The default ``linesearch="auto"``: Hager-Zhang where the row has at most
+    ``memory_size`` entries, else backtracking, bit for bit."""
+    fun = MGH["extended_rosenbrock"][0]
+    rng = np.random.default_rng(n)
+    x0 = jnp.asarray(np.tile([-1.2, 1.0], n // 2) + 0.1 * rng.normal(size=(4, n)))
+    fixed = jnp.asarray(heterogeneous_masks(rng, 4, n))
+
+    def solve(linesearch):
+        solver = fixedopt.LBFGS(memory_size=memory_size, linesearch=linesearch)
+        return fixedopt.minimize(fun, x0, fixed, batched=True, solver=solver)
+
+    auto, named = solve("auto"), solve(expected)
+    np.testing.assert_array_equal(auto.x, named.x)
+    np.testing.assert_array_equal(auto.steps, named.steps)
+    other = solve({"hager-zhang": "backtracking", "backtracking": "hager-zhang"}[expected])
+    assert np.any(np.asarray(other.steps) != np.asarray(auto.steps))  # the two searches differ
+    assert fixedopt.LBFGS().linesearch == "auto"
+
+
 def test_unknown_linesearch_is_named():
     with pytest.raises(ValueError, match="linesearch"):
         fixedopt.LBFGS(linesearch="zoom")
