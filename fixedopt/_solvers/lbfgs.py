@@ -22,7 +22,12 @@ from fixedopt._contract.solver import (
 )
 from fixedopt._derivatives.ring import plain_read_slot, plain_write_slot, read_slot, write_slot
 from fixedopt._inputs.checks import one_of, positive_int, set_option
-from fixedopt._solvers.certify import conjugate_gradient_check, hessian_times, newton_check
+from fixedopt._solvers.certify import (
+    conjugate_gradient_check,
+    hessian_times,
+    newton_check,
+    wider_check,
+)
 from fixedopt._solvers.linesearch import (
     LineSearch,
     SearchStart,
@@ -270,7 +275,10 @@ class LBFGS(Solver[LBFGSState]):
         not move), and only curvature measured along them can tell.
 
         At most ``CERTIFY_FULL_N`` entries, from the whole Hessian (``n``
-        Hessian-vector products): ``newton_check`` of ``fixedopt/_solvers/certify.py``.
+        Hessian-vector products): ``newton_check`` of ``fixedopt/_solvers/certify.py``;
+        in float64 for a narrower row where JAX's x64 is on (``wider_check``: a float32
+        check cannot resolve a valley whose curvature is below float32's epsilon of the
+        largest, and passes rows far from its bottom).
         Above, a lower bound from a few preconditioned conjugate-gradient iterations:
         ``conjugate_gradient_check`` there, preconditioned
         by the model's own inverse Hessian. The row goes on along the Newton (or
@@ -282,17 +290,28 @@ class LBFGS(Solver[LBFGSState]):
             return None
         margin = jnp.minimum(problem.grad_norm(x, grad), 1e-3)
         free = ~problem.fixed & ~problem.at_bound(x, grad, margin)
-
-        product = hessian_times(problem, x)
-
-        def free_product(v: jax.Array) -> jax.Array:
-            return jnp.where(free, product(v), 0.0)
-
-        g = jnp.where(free, grad, 0.0)
         scale = initial_scale(self.scaling, state.gamma, state.diagonal, problem.fixed)
         if x.shape[0] <= CERTIFY_FULL_N:
-            decrement, step = newton_check(free_product, g, value, free)
+            wide = wider_check(problem, x)
+            checked_x, checked_value, checked_grad = x, value, grad
+            if wide is not None:  # the Hessian in float64, its value and gradient too
+                checked_x = x.astype(wide)
+                checked_value, checked_grad = problem.value_and_grad(checked_x)
+            product = hessian_times(problem, checked_x)
+
+            def free_product(v: jax.Array) -> jax.Array:
+                return jnp.where(free, product(v), 0.0)
+
+            g = jnp.where(free, checked_grad, 0.0)
+            decrement, step = newton_check(free_product, g, checked_value, free)
+            decrement, step = decrement.astype(value.dtype), step.astype(x.dtype)
         else:
+            product = hessian_times(problem, x)
+
+            def free_product(v: jax.Array) -> jax.Array:
+                return jnp.where(free, product(v), 0.0)
+
+            g = jnp.where(free, grad, 0.0)
             s_history, y_history, rho = _pairs_in(state, free)
 
             def precondition(r: jax.Array) -> jax.Array:

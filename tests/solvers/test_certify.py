@@ -5,17 +5,19 @@ would have said."""
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import fixedopt
+import fixedopt._solvers.lbfgs
 from benchmarks import problems
 from benchmarks.certify_cost import Uncertified
 from benchmarks.status_truth import minimize_cases
-from fixedopt._solvers.certify import conjugate_gradient_check, newton_check
+from fixedopt._solvers.certify import conjugate_gradient_check, newton_check, wider_check
 from fixedopt._solvers.lbfgs import LBFGS
-from tests import minimize_truth
+from tests import mgh_least_squares, minimize_truth
 from tests.helpers import assert_rows_identical, bits
 
 
@@ -173,3 +175,46 @@ def test_a_rejected_verdict_keeps_fixed_bits_and_its_row_to_itself():
     assert int(everything.status[3]) == fixedopt.Status.NONFINITE
     unchecked = solve(good, Uncertified(scaling="scalar"))  # the certification sent rows on
     assert np.any(np.asarray(unchecked.steps) != np.asarray(alone.steps))
+
+
+def test_a_float32_row_is_checked_in_float64_where_x64_is_on(monkeypatch):
+    """A decay fit in float32 with its amplitude and offset in units 1e6 (the status
+    suite's fit in other units, its fourth row): L-BFGS runs into the valley where the
+    rate vanishes and the amplitude and offset cancel, at 3x the minimum. The scaled
+    Hessian's curvature along it (2e-10 of the largest) is below float32's epsilon.
+    Checked in float64 (x64 is on in this suite), the row is not CONVERGED there; the
+    float32 check (the ablation) passed it."""
+    x0, fixed, y = mgh_least_squares.decay_batch()
+    factor = np.array([1e6, 1.0, 1e6])
+    best = mgh_least_squares.reference_fits(x0, fixed, y, mgh_least_squares.decay)[3] * factor
+
+    def solve():
+        fun = lambda p, y: 0.5 * jnp.sum(mgh_least_squares.decay(p, y) ** 2)  # new: compiles
+        solution = fixedopt.minimize(
+            fun, jnp.asarray(x0[3] * factor, jnp.float32), jnp.asarray(fixed[3]),
+            args=(jnp.asarray(y[3] * 1e6, jnp.float32),), max_steps=3000,
+        )  # fmt: skip
+        gap = fun(jnp.asarray(solution.x, jnp.float64), y[3] * 1e6) / fun(best, y[3] * 1e6) - 1
+        return bool(solution.converged), float(gap)
+
+    allowed = np.sqrt(np.finfo(np.float32).eps)
+    converged, gap = solve()
+    assert not converged or gap <= allowed, gap
+    monkeypatch.setattr(fixedopt._solvers.lbfgs, "wider_check", lambda problem, x: None)
+    converged, gap = solve()
+    assert converged and gap > 1.0, (converged, gap)
+
+
+def test_the_check_stays_in_the_row_dtype_where_the_objective_takes_no_float64():
+    """An objective that adds a float32 constant with ``lax.add`` (no promotion) cannot
+    be evaluated at float64: the check stays in float32, and the solve runs."""
+    fun = lambda x: jnp.sum(jax.lax.add(x, jnp.float32(-2.0)) ** 2)
+    x32 = jnp.zeros(3, jnp.float32)
+    problem = fixedopt.Problem(jax.value_and_grad(fun), jnp.zeros(3, bool), x32)
+    assert wider_check(problem, x32) is None
+    assert wider_check(problem, x32.astype(jnp.float64)) is None  # already float64
+    promoting = fixedopt.Problem(jax.value_and_grad(lambda x: jnp.sum((x - 2.0) ** 2)),
+                                 jnp.zeros(3, bool), x32)  # fmt: skip
+    assert wider_check(promoting, x32) == jnp.float64
+    sol = fixedopt.minimize(fun, x32, False)
+    assert bool(sol.converged) and np.allclose(sol.x, 2.0)
