@@ -49,6 +49,19 @@ def wider_check(problem: Problem, x: jax.Array) -> Any:
     return wide
 
 
+def checked_point(
+    problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array
+) -> tuple[jax.Array, jax.Array, HessianTimes]:
+    """``(value, grad, hessian_times)`` of the Newton check at ``x``: the row's own
+    where :func:`wider_check` says None; else all three in float64, from one
+    linearization (one evaluation of the value and gradient, then the products)."""
+    wide = wider_check(problem, x)
+    if wide is None:
+        return value, grad, hessian_times(problem, x)
+    (wide_value, wide_grad), linear = jax.linearize(problem.value_and_grad, x.astype(wide))
+    return wide_value, wide_grad, lambda v: linear(v.astype(wide))[1]
+
+
 Carry = tuple[jax.Array, ...]  # the conjugate-gradient iteration's state
 # Conjugate-gradient iterations (Hessian-vector products) of the check above
 # LBFGS's CERTIFY_FULL_N entries.

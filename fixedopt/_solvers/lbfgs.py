@@ -23,10 +23,10 @@ from fixedopt._contract.solver import (
 from fixedopt._derivatives.ring import plain_read_slot, plain_write_slot, read_slot, write_slot
 from fixedopt._inputs.checks import one_of, positive_int, set_option
 from fixedopt._solvers.certify import (
+    checked_point,
     conjugate_gradient_check,
     hessian_times,
     newton_check,
-    wider_check,
 )
 from fixedopt._solvers.linesearch import (
     LineSearch,
@@ -276,7 +276,7 @@ class LBFGS(Solver[LBFGSState]):
 
         At most ``CERTIFY_FULL_N`` entries, from the whole Hessian (``n``
         Hessian-vector products): ``newton_check`` of ``fixedopt/_solvers/certify.py``;
-        in float64 for a narrower row where JAX's x64 is on (``wider_check``: a float32
+        in float64 for a narrower row where JAX's x64 is on (``checked_point``: a float32
         check cannot resolve a valley whose curvature is below float32's epsilon of the
         largest, and passes rows far from its bottom).
         Above, a lower bound from a few preconditioned conjugate-gradient iterations:
@@ -291,27 +291,19 @@ class LBFGS(Solver[LBFGSState]):
         margin = jnp.minimum(problem.grad_norm(x, grad), 1e-3)
         free = ~problem.fixed & ~problem.at_bound(x, grad, margin)
         scale = initial_scale(self.scaling, state.gamma, state.diagonal, problem.fixed)
-        if x.shape[0] <= CERTIFY_FULL_N:
-            wide = wider_check(problem, x)
-            checked_x, checked_value, checked_grad = x, value, grad
-            if wide is not None:  # the Hessian in float64, its value and gradient too
-                checked_x = x.astype(wide)
-                checked_value, checked_grad = problem.value_and_grad(checked_x)
-            product = hessian_times(problem, checked_x)
-
-            def free_product(v: jax.Array) -> jax.Array:
-                return jnp.where(free, product(v), 0.0)
-
-            g = jnp.where(free, checked_grad, 0.0)
-            decrement, step = newton_check(free_product, g, checked_value, free)
-            decrement, step = decrement.astype(value.dtype), step.astype(x.dtype)
+        full = x.shape[0] <= CERTIFY_FULL_N
+        if full:  # the whole Hessian: in float64 for a narrower row where it can be
+            value_at, grad_at, product = checked_point(problem, x, value, grad)
         else:
-            product = hessian_times(problem, x)
+            value_at, grad_at, product = value, grad, hessian_times(problem, x)
 
-            def free_product(v: jax.Array) -> jax.Array:
-                return jnp.where(free, product(v), 0.0)
+        def free_product(v: jax.Array) -> jax.Array:
+            return jnp.where(free, product(v), 0.0)
 
-            g = jnp.where(free, grad, 0.0)
+        g = jnp.where(free, grad_at, 0.0)
+        if full:
+            decrement, step = newton_check(free_product, g, value_at, free)
+        else:
             s_history, y_history, rho = _pairs_in(state, free)
 
             def precondition(r: jax.Array) -> jax.Array:
@@ -320,7 +312,9 @@ class LBFGS(Solver[LBFGSState]):
                 return jnp.where(free, h, 0.0)
 
             decrement, step = conjugate_gradient_check(free_product, precondition, g)
-        step = jnp.where(problem.fixed, 0.0, step)
+        decrement, step = decrement.astype(value.dtype), step.astype(x.dtype)
+        # A float64 step beyond the row's range is no step (inf after the cast).
+        step = jnp.where(problem.fixed | ~jnp.isfinite(step), 0.0, step)
         steepest = jnp.where(problem.fixed, 0.0, -scale * grad)
         step = jnp.where(jnp.dot(grad, step) < 0, step, steepest)
         # The memory is cleared: a row of lanes may wait for this check while the ring's

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import fixedopt
-import fixedopt._solvers.lbfgs
+import fixedopt._solvers.certify
 from benchmarks import problems
 from benchmarks.certify_cost import Uncertified
 from benchmarks.status_truth import minimize_cases
@@ -146,17 +146,18 @@ def test_a_right_verdict_is_kept_bit_for_bit(monkeypatch):
     np.testing.assert_array_equal(np.asarray(certified.steps), np.asarray(plain.steps))
 
 
-def test_a_rejected_verdict_keeps_fixed_bits_and_its_row_to_itself():
+@pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32])  # float32: a float64 check
+def test_a_rejected_verdict_keeps_fixed_bits_and_its_row_to_itself(dtype):
     """Where the certification sends rows on (the saturation fit, ``scaling="scalar"``),
     a fixed entry (a -0.0 that enters the objective) keeps its bits, and a row whose
     objective is NaN from the start changes no other row's bits (both batches through
-    4 lanes)."""
+    4 lanes). In float32 (x64 on) the check computes in float64 (``checked_point``)."""
     problem = minimize_truth.PROBLEMS["saturation"]
 
     def fun(x, shift):
         return 0.5 * jnp.sum(problem.residuals(x[:2]) ** 2) + shift + x[2] ** 2
 
-    starts = np.array([[*s, -0.0] for s in problem.starts] * 8)
+    starts = np.array([[*s, -0.0] for s in problem.starts] * 8).astype(dtype)
     fixed = np.zeros(starts.shape, bool)
     fixed[:, 2] = True
     shift = np.zeros(len(starts))
@@ -164,8 +165,8 @@ def test_a_rejected_verdict_keeps_fixed_bits_and_its_row_to_itself():
 
     def solve(rows, solver):
         return fixedopt.minimize(fun, jnp.asarray(starts[rows]), jnp.asarray(fixed[rows]),
-                                 args=(jnp.asarray(shift[rows]),), batched=True, solver=solver,
-                                 lanes=4)  # fmt: skip
+                                 args=(jnp.asarray(shift[rows], dtype),), batched=True,
+                                 solver=solver, lanes=4)  # fmt: skip
 
     good = np.setdiff1d(np.arange(len(starts)), [3])
     everything = solve(np.arange(len(starts)), LBFGS(scaling="scalar"))
@@ -200,7 +201,7 @@ def test_a_float32_row_is_checked_in_float64_where_x64_is_on(monkeypatch):
     allowed = np.sqrt(np.finfo(np.float32).eps)
     converged, gap = solve()
     assert not converged or gap <= allowed, gap
-    monkeypatch.setattr(fixedopt._solvers.lbfgs, "wider_check", lambda problem, x: None)
+    monkeypatch.setattr(fixedopt._solvers.certify, "wider_check", lambda problem, x: None)
     converged, gap = solve()
     assert converged and gap > 1.0, (converged, gap)
 
