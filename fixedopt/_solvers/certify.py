@@ -191,28 +191,33 @@ def _conjugate_gradients(
     """``iterations`` preconditioned conjugate-gradient steps on ``matvec(z) = b`` from
     0: ``(b.z, z, negative)``. ``negative`` says a search direction of unit length had
     curvature below ``negative_below``; a direction without positive curvature stops
-    the iteration."""
+    the iteration.
 
-    def iteration(carry: Carry, _: None) -> tuple[Carry, None]:
+    Each iteration preconditions its residual first, then takes its step: the
+    preconditioner (a two-loop recursion) appears once in the program and runs
+    ``iterations`` times, not once more for a residual that no step would use."""
+
+    def iteration(carry: Carry, first: jax.Array) -> tuple[Carry, None]:
         z, r, p, rh, negative, stopped = carry
+        h = precondition(r)
+        rh_new = jnp.dot(r, h)
+        goes_on = ~first & ~stopped  # the last iteration stepped: a conjugate direction
+        beta = jnp.where(goes_on, rh_new / jnp.where(goes_on, rh, 1.0), 0.0)
+        p = jnp.where(first, h, jnp.where(goes_on, h + beta * p, p))
+        rh = jnp.where(first | goes_on, rh_new, rh)
         ap = matvec(p)
         size, pap = jnp.dot(p, p), jnp.dot(p, ap)
         active = ~stopped & (rh > 0) & (size > 0)
         found = active & (pap / jnp.where(size > 0, size, 1.0) < negative_below)
         go = active & (pap > 0)
         alpha = jnp.where(go, rh / jnp.where(go, pap, 1.0), 0.0)
-        z, r = z + alpha * p, r - alpha * ap
-        h = precondition(r)
-        rh_new = jnp.dot(r, h)
-        beta = jnp.where(go, rh_new / jnp.where(go, rh, 1.0), 0.0)
-        carry = (z, r, jnp.where(go, h + beta * p, p), jnp.where(go, rh_new, rh),
-                 negative | found, stopped | ~go)  # fmt: skip
+        carry = (z + alpha * p, r - alpha * ap, p, rh, negative | found, stopped | ~go)
         return carry, None
 
-    h = precondition(b)
-    start: Carry = (jnp.zeros_like(b), b, h, jnp.dot(b, h), jnp.zeros((), bool),
-                    jnp.zeros((), bool))  # fmt: skip
-    (z, _, _, _, negative, _), _ = jax.lax.scan(iteration, start, None, length=iterations)
+    false = jnp.zeros((), bool)
+    start: Carry = (jnp.zeros_like(b), b, jnp.zeros_like(b), jnp.zeros((), b.dtype), false, false)
+    firsts = jnp.arange(iterations) == 0
+    (z, _, _, _, negative, _), _ = jax.lax.scan(iteration, start, firsts)
     return jnp.dot(b, z), z, negative
 
 

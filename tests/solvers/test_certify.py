@@ -113,6 +113,50 @@ def test_conjugate_gradients_bound_the_decrement_from_below(n):
         np.testing.assert_allclose(np.asarray(step), -np.linalg.solve(hessian, g), rtol=1e-6)
 
 
+def _textbook_pcg(hessian, precondition, b, iterations):
+    """Preconditioned conjugate gradients from 0, in NumPy (Saad, Algorithm 9.1)."""
+    z, r = np.zeros_like(b), b.copy()
+    h = precondition * r
+    p, rh = h.copy(), r @ h
+    for k in range(iterations):
+        ap = hessian @ p
+        alpha = rh / (p @ ap)
+        z, r = z + alpha * p, r - alpha * ap
+        if k + 1 < iterations:
+            h = precondition * r
+            rh, previous = r @ h, rh
+            p = h + rh / previous * p
+    return b @ z, z
+
+
+def test_conjugate_gradients_are_textbook_pcg_and_precondition_once_per_iteration():
+    """The check's iterations against NumPy's preconditioned conjugate gradients (a
+    diagonal preconditioner that changes the iterates), and the preconditioner traced
+    once: one copy of it in the program, run once per iteration."""
+    n = 12
+    rng = np.random.default_rng(5)
+    q, _ = np.linalg.qr(rng.normal(size=(n, n)))
+    hessian = q @ np.diag(np.geomspace(1.0, 1e3, n)) @ q.T
+    g = rng.normal(size=n)
+    diagonal = 1.0 / np.diag(hessian) * np.linspace(0.5, 2.0, n)
+    traced = []
+
+    def precondition(r):
+        traced.append(r)
+        return jnp.asarray(diagonal) * r
+
+    check = jax.jit(lambda g: conjugate_gradient_check(
+        _hessian_times(jnp.asarray(hessian), jnp.ones(n, bool)), precondition, g))  # fmt: skip
+    decrement, step = check(jnp.asarray(g))
+    iterations = fixedopt._solvers.certify.CG_ITERATIONS
+    expected, z = _textbook_pcg(hessian, diagonal, g, iterations)
+    np.testing.assert_allclose(float(decrement), expected, rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(step), -z, rtol=1e-8, atol=1e-12 * np.abs(z).max())
+    assert len(traced) == 1
+    unpreconditioned, _ = _textbook_pcg(hessian, np.ones(n), g, iterations)
+    assert abs(unpreconditioned - expected) > 1e-3 * abs(expected)  # the preconditioner counts
+
+
 def _saturation_rows(monkeypatch, certified):
     if not certified:  # the ablation: L-BFGS without its certification
         monkeypatch.setattr(LBFGS, "certify", fixedopt.Solver.certify)
