@@ -139,6 +139,7 @@ def test_the_library_imports_in_one_direction():
 # package root (``__init__``, ``__main__``, ``testing``) stands above them all.
 FLOORS = {
     "_inputs": 0,  # the rules every argument meets: scalars, trees
+    "_numerics": 0,  # arithmetic every floor shares: reductions that fuse
     "_fixing": 1,  # the mask, keep_fixed, Flax masks
     "_derivatives": 1,  # Implicit / Unroll, the implicit function theorem, ring slots
     "_contract": 2,  # Problem, Step, Solver; Status, Reason, Outcome

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 
 from fixedopt._derivatives.differentiation import IMPLICIT, Differentiation
 from fixedopt._fixing.mask import active_set
+from fixedopt._numerics import reduce
 
 State = TypeVar("State")
 ValueAndGrad = Callable[[jax.Array], tuple[jax.Array, jax.Array]]
@@ -72,7 +73,7 @@ class Problem(NamedTuple):
         """The objective at ``x``, given ``residual_and_jacobian(x)[0]``."""
         if self.robust:
             return self.value_and_grad(x)[0]
-        return 0.5 * jnp.dot(residual, residual)
+        return 0.5 * reduce.dot(residual, residual)
 
     def project(self, x: jax.Array) -> jax.Array:
         """``where(fixed, fixed_values, clip(x, lower, upper))``: fixed bit-identical."""
@@ -93,7 +94,7 @@ class Problem(NamedTuple):
 
     def grad_norm(self, x: jax.Array, grad: jax.Array) -> jax.Array:
         """Max-norm of the projected gradient over free entries (0 when all fixed)."""
-        return jnp.max(jnp.abs(self.projected_gradient(x, grad)), initial=0.0)
+        return reduce.largest(jnp.abs(self.projected_gradient(x, grad)), initial=0.0)
 
     def at_bound(self, x: jax.Array, grad: jax.Array, margin: jax.typing.ArrayLike) -> jax.Array:
         """Free entries within ``margin`` of a bound that the gradient pushes toward
@@ -289,7 +290,7 @@ def secant_measure(
     if curvature is None:
         infinite = jnp.asarray(jnp.inf, value.dtype)
         return jnp.where(problem.grad_norm(x, grad) == 0, 0.0, infinite)
-    size = jnp.linalg.norm(problem.projected_gradient(x, grad))
+    size = reduce.norm(problem.projected_gradient(x, grad))
     measure = jnp.where(size == 0, 0.0, size * jnp.sqrt(curvature / (2.0 * jnp.abs(value))))
     return jnp.where(jnp.isnan(measure), jnp.inf, measure)
 
@@ -302,10 +303,10 @@ def relative_size(problem: Problem, step: jax.Array, x: jax.Array) -> jax.Array:
     ``sqrt(eps)`` times the largest entry. 0 for a zero step, ``inf`` where ``x`` is 0.
     """
     step, x = jnp.abs(problem.free_part(step)), jnp.abs(problem.free_part(x))
-    floor = jnp.sqrt(jnp.finfo(x.dtype).eps) * jnp.max(x, initial=0.0)
+    floor = jnp.sqrt(jnp.finfo(x.dtype).eps) * reduce.largest(x, initial=0.0)
     scale = jnp.maximum(x, floor)
     ratio = jnp.where(step == 0, 0.0, step / jnp.where(scale > 0, scale, 0.0))
-    return jnp.max(ratio, initial=0.0)
+    return reduce.largest(ratio, initial=0.0)
 
 
 def predicted_reduction(
@@ -313,5 +314,5 @@ def predicted_reduction(
 ) -> jax.Array:
     """``-grad . direction / 2``, the reduction a quasi-Newton model predicts for its
     step ``direction = -H grad`` (``>= 0``); ``inf`` where the model is not ``valid``."""
-    predicted = jnp.maximum(-0.5 * jnp.dot(grad, problem.free_part(direction)), 0.0)
+    predicted = jnp.maximum(-0.5 * reduce.dot(grad, problem.free_part(direction)), 0.0)
     return jnp.where(valid, predicted, jnp.asarray(jnp.inf, grad.dtype))

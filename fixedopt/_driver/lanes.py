@@ -52,6 +52,7 @@ from fixedopt._driver.loop import (
 )  # fmt: skip
 from fixedopt._driver.packing import Packed, Packing
 from fixedopt._driver.progress import Progress
+from fixedopt._numerics import reduce
 
 Rows = TypeVar("Rows")  # a batch's per-row data (a pytree with a leading batch axis)
 
@@ -280,7 +281,7 @@ def _certify_some(
         checked = plan.state.pack(jax.vmap(one)(rows, chosen))
         return plan.state.put(packed, index, checked)
 
-    certified: Packed = jax.lax.cond(jnp.any(waiting), check, lambda packed: packed, packed)
+    certified: Packed = jax.lax.cond(reduce.any_true(waiting), check, lambda packed: packed, packed)
     return certified
 
 
@@ -319,7 +320,7 @@ def _whole_batch(
         return iteration + 1, state, data
 
     def going(carry: tuple[jax.Array, Packed, Any]) -> jax.Array:
-        return jnp.any(_busy(plan.state.unpack(carry[1]).status))
+        return reduce.any_true(_busy(plan.state.unpack(carry[1]).status))
 
     initial = (jnp.zeros((), jnp.int32), plan.state.pack(start_rows(rows, x)), rows)
     final: LoopState = plan.state.unpack(jax.lax.while_loop(going, body, initial)[1])
@@ -349,7 +350,7 @@ def _idle(state: LoopState) -> tuple[jax.Array, jax.Array]:
     """The lanes not running and the sum of their rows' steps (one reduction)."""
     idle = ~_busy(state.status)
     counts = jnp.stack([idle.astype(jnp.int32), jnp.where(idle, state.steps, 0)])
-    count, steps = jnp.sum(counts, axis=1, dtype=jnp.int32)
+    count, steps = reduce.total(counts, dtype=jnp.int32)
     return count, steps
 
 

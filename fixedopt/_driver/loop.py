@@ -18,6 +18,7 @@ import jax.numpy as jnp
 
 from fixedopt._contract.solver import Problem, Solver, Step, StepContext
 from fixedopt._contract.status import RUNNING, Reason, Status, accepted, stop_status, stops
+from fixedopt._numerics import reduce
 
 AnySolver = Solver[Any]  # the driver runs any solver; its state is opaque here
 
@@ -25,7 +26,7 @@ AnySolver = Solver[Any]  # the driver runs any solver; its state is opaque here
 def secant_curvature(s: jax.Array, y: jax.Array, moved: jax.Array, gamma: jax.Array) -> jax.Array:
     """``s.y / y.y`` of the last step that moved with positive curvature, else
     ``gamma`` (the one before; ``inf`` before any)."""
-    sy, yy = jnp.dot(s, y), jnp.dot(y, y)
+    sy, yy = reduce.dot(s, y), reduce.dot(y, y)
     positive = moved & (sy > 0)
     return jnp.where(positive, sy / jnp.where(positive, yy, 1.0), gamma)
 
@@ -138,7 +139,7 @@ def _infeasible(problem: Problem) -> jax.Array:
     if problem.lower is None or problem.upper is None:
         return jnp.zeros((), bool)
     empty = ~(problem.lower <= problem.upper)  # also True where either is NaN
-    return jnp.any(empty & ~problem.fixed)
+    return reduce.any_true(empty & ~problem.fixed)
 
 
 def start(solver: AnySolver, problem: Problem, x: jax.Array, stopping: Stopping) -> LoopState:
@@ -147,7 +148,7 @@ def start(solver: AnySolver, problem: Problem, x: jax.Array, stopping: Stopping)
     value, grad = problem.value_and_grad(x)
     grad_norm = problem.grad_norm(x, grad)
     solver_state = solver.init(problem, x, value, grad)
-    finite = jnp.isfinite(value) & jnp.all(jnp.isfinite(grad))
+    finite = jnp.isfinite(value) & reduce.all_true(jnp.isfinite(grad))
     outcome = jnp.where(finite, RUNNING, Status.NONFINITE)
     infinite = jnp.asarray(jnp.inf, value.dtype)
     gradient = solver.gradient_measure(problem, x, value, grad, solver_state, None)

@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._contract.solver import Problem
+from fixedopt._numerics import reduce
 
 HessianTimes = Callable[[jax.Array], jax.Array]
 
@@ -200,13 +201,13 @@ def _conjugate_gradients(
     def iteration(carry: Carry, first: jax.Array) -> tuple[Carry, None]:
         z, r, p, rh, negative, stopped = carry
         h = precondition(r)
-        rh_new = jnp.dot(r, h)
+        rh_new = reduce.dot(r, h)
         goes_on = ~first & ~stopped  # the last iteration stepped: a conjugate direction
         beta = jnp.where(goes_on, rh_new / jnp.where(goes_on, rh, 1.0), 0.0)
         p = jnp.where(first, h, jnp.where(goes_on, h + beta * p, p))
         rh = jnp.where(first | goes_on, rh_new, rh)
         ap = matvec(p)
-        size, pap = jnp.dot(p, p), jnp.dot(p, ap)
+        size, pap = reduce.dot(p, p), reduce.dot(p, ap)
         active = ~stopped & (rh > 0) & (size > 0)
         found = active & (pap / jnp.where(size > 0, size, 1.0) < negative_below)
         go = active & (pap > 0)
@@ -218,7 +219,7 @@ def _conjugate_gradients(
     start: Carry = (jnp.zeros_like(b), b, jnp.zeros_like(b), jnp.zeros((), b.dtype), false, false)
     firsts = jnp.arange(iterations) == 0
     (z, _, _, _, negative, _), _ = jax.lax.scan(iteration, start, firsts)
-    return jnp.dot(b, z), z, negative
+    return reduce.dot(b, z), z, negative
 
 
 def conjugate_gradient_check(

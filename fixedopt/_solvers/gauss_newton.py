@@ -20,6 +20,7 @@ from jax.typing import ArrayLike
 from fixedopt._contract.solver import Problem, Solver, Step, StepContext
 from fixedopt._contract.status import Outcome, failure
 from fixedopt._inputs.checks import positive_float, positive_int, set_option
+from fixedopt._numerics import reduce
 from fixedopt._solvers import small_linalg
 from fixedopt._solvers.linesearch import SearchStart, projected_backtracking, step_from_search
 
@@ -82,7 +83,9 @@ def normal_equations_step(
     if jnp.finfo(dtype).bits < 32:  # no low-precision Cholesky: solve in float32
         normal, grad = normal.astype(jnp.float32), grad.astype(jnp.float32)
     diagonal = jnp.diagonal(normal) if scale is None else scale.astype(normal.dtype)
-    floor = jnp.finfo(normal.dtype).eps * jnp.max(jnp.where(free, diagonal, 0.0), initial=0.0)
+    floor = jnp.finfo(normal.dtype).eps * reduce.largest(
+        jnp.where(free, diagonal, 0.0), initial=0.0
+    )
     diagonal = jnp.maximum(diagonal, jnp.maximum(floor, jnp.finfo(normal.dtype).tiny))
     both_free = free[:, None] & free[None, :]
     matrix = jnp.where(both_free, normal + jnp.diag(damping * diagonal), 0.0)
@@ -106,7 +109,7 @@ def residual_cosine(
     not bound-active columns (the projected gradient in the numerator); 0 for a zero
     residual or a zero column."""
     return cosine(problem, x, grad, column_norms_squared(problem, jacobian),
-                  jnp.linalg.norm(residual))  # fmt: skip
+                  reduce.norm(residual))  # fmt: skip
 
 
 def cosine(
@@ -117,7 +120,7 @@ def cosine(
     projected = jnp.abs(problem.projected_gradient(x, grad))
     denominator = jnp.sqrt(columns) * residual_norm
     cosine = jnp.where(projected == 0, 0.0, projected / jnp.where(projected == 0, 1.0, denominator))
-    return jnp.max(cosine, initial=0.0)
+    return reduce.largest(cosine, initial=0.0)
 
 
 def gauss_newton_model(
@@ -132,7 +135,7 @@ def gauss_newton_model(
     predicted reduction ``-(g.s + |J s|^2 / 2)`` (negative for a projected step that
     the model says goes uphill), ``curvature = |J s|^2``, and ``|D s| / |D x|``,
     ``D^2 = scale``."""
-    predicted = -(jnp.dot(grad, step) + 0.5 * curvature)
+    predicted = -(reduce.dot(grad, step) + 0.5 * curvature)
     return predicted, relative_step_size(problem, x, step, scale)
 
 
@@ -141,8 +144,8 @@ def relative_step_size(
 ) -> jax.Array:
     """``|D s| / |D x|`` over free entries, ``D^2 = scale`` (MINPACK's xtol measure)."""
     d = jnp.sqrt(scale)
-    step_norm = jnp.linalg.norm(d * step)
-    return jnp.where(step_norm == 0, 0.0, step_norm / jnp.linalg.norm(problem.free_part(d * x)))
+    step_norm = reduce.norm(d * step)
+    return jnp.where(step_norm == 0, 0.0, step_norm / reduce.norm(problem.free_part(d * x)))
 
 
 class _ResidualState(Protocol):
@@ -251,7 +254,7 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         damping = jnp.asarray(self.initial_damping, x.dtype)
         scale = problem.free_part(jnp.diagonal(normal).astype(x.dtype))
         return LevenbergMarquardtState(
-            normal, jnp.linalg.norm(residual), damping, jnp.asarray(2.0, x.dtype), scale
+            normal, reduce.norm(residual), damping, jnp.asarray(2.0, x.dtype), scale
         )
 
     def step(
@@ -275,7 +278,7 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         trial_value, trial_grad, (residual, jacobian) = _residual_evaluation(problem, x_trial)
         normal = normal_matrix(jacobian)  # the next step's system, formed once
         wide_step = step.astype(state.normal.dtype)
-        curvature = jnp.dot(wide_step, small_linalg.matvec(state.normal, wide_step))  # |J s|^2
+        curvature = reduce.dot(wide_step, small_linalg.matvec(state.normal, wide_step))  # |J s|^2
         curvature = curvature.astype(x.dtype)
         predicted, _ = gauss_newton_model(problem, x, grad, curvature, step, state.scale)
         relative_step = relative_step_size(problem, x, gauss_newton, state.scale)
@@ -293,13 +296,13 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         scale = jnp.maximum(state.scale, problem.free_part(jnp.diagonal(normal).astype(x.dtype)))
         new_state = LevenbergMarquardtState(
             keep(normal, state.normal),
-            keep(jnp.linalg.norm(residual), state.residual_norm),
+            keep(reduce.norm(residual), state.residual_norm),
             damping,
             growth,
             keep(scale, state.scale),
         )
         rounding = _EPS_FACTOR * _eps(value) * value
-        no_progress = ~jnp.any(step != 0) | ((predicted >= 0) & (predicted <= rounding))
+        no_progress = ~reduce.any_true(step != 0) | ((predicted >= 0) & (predicted <= rounding))
         # A rejected step raises the damping and goes on, unless the damping is spent or
         # no step can make progress any more.
         gives_up = (damping > self.max_damping) | (finite & no_progress)
@@ -373,7 +376,7 @@ class GaussNewton(_LeastSquaresSolver[GaussNewtonState]):
             jnp.where(search.accepted, jacobian, state.jacobian),
             jnp.where(search.accepted, residual, state.residual),
         )
-        curvature = jnp.sum(small_linalg.matvec(state.jacobian, direction) ** 2)
+        curvature = reduce.total(small_linalg.matvec(state.jacobian, direction) ** 2)
         predicted, relative_step = gauss_newton_model(
             problem, x, grad, curvature, direction, column_norms_squared(problem, state.jacobian)
         )

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 
 from fixedopt._contract.solver import Problem, Solver, Step, StepContext
 from fixedopt._inputs.checks import positive_int, set_option
+from fixedopt._numerics import reduce
 from fixedopt._solvers.linesearch import (
     SearchStart,
     first_step,
@@ -70,8 +71,8 @@ class GradientDescent(Solver[GradientDescentState]):
         )
         search = projected_backtracking(start, max_steps=self.max_linesearch_steps)
         s, y = problem.free_part(search.x - x), search.grad - grad
-        sy = jnp.dot(s, y)
-        barzilai_borwein = jnp.dot(s, s) / jnp.where(sy > 0, sy, 1.0)
+        sy = reduce.dot(s, y)
+        barzilai_borwein = reduce.dot(s, s) / jnp.where(sy > 0, sy, 1.0)
         trial_step = jnp.where(sy > 0, barzilai_borwein, 2.0 * state.trial_step)
         trial_step = jnp.where(search.accepted, trial_step, state.trial_step).astype(x.dtype)
         # A scalar curvature (the Barzilai–Borwein step) predicts steps far too short

@@ -22,6 +22,7 @@ from fixedopt._contract.solver import (
 )
 from fixedopt._derivatives.ring import plain_read_slot, plain_write_slot, read_slot, write_slot
 from fixedopt._inputs.checks import one_of, positive_int, set_option
+from fixedopt._numerics import reduce
 from fixedopt._solvers.certify import (
     checked_point,
     conjugate_gradient_check,
@@ -113,13 +114,13 @@ def two_loop(
     def newest_first(j: jax.Array, q_alphas: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
         q, alphas = q_alphas
         i = slot(j)
-        alpha = read(rho, i) * jnp.dot(read(s_history, i), q)
+        alpha = read(rho, i) * reduce.dot(read(s_history, i), q)
         return q - alpha * read(y_history, i), write(alphas, j, alpha)
 
     def oldest_first(k: jax.Array, r: jax.Array) -> jax.Array:
         j = memory - 1 - k
         i = slot(j)
-        correction = read(alphas, j) - read(rho, i) * jnp.dot(read(y_history, i), r)
+        correction = read(alphas, j) - read(rho, i) * reduce.dot(read(y_history, i), r)
         return r + correction * read(s_history, i)
 
     alphas = jnp.zeros((memory,), grad.dtype)
@@ -141,7 +142,7 @@ def _pairs_in(state: LBFGSState, free: jax.Array) -> tuple[jax.Array, jax.Array,
     ``rho``; a pair whose curvature vanishes there drops out (``rho = 0``)."""
     s_history = jnp.where(free[None, :], state.s_history, 0.0)
     y_history = jnp.where(free[None, :], state.y_history, 0.0)
-    sy = jnp.sum(s_history * y_history, axis=1)
+    sy = reduce.total(s_history * y_history)
     return s_history, y_history, _inverse_or_zero(sy, (sy > 0) & (state.rho > 0))
 
 
@@ -316,7 +317,7 @@ class LBFGS(Solver[LBFGSState]):
         # A float64 step beyond the row's range is no step (inf after the cast).
         step = jnp.where(problem.fixed | ~jnp.isfinite(step), 0.0, step)
         steepest = jnp.where(problem.fixed, 0.0, -scale * grad)
-        step = jnp.where(jnp.dot(grad, step) < 0, step, steepest)
+        step = jnp.where(reduce.dot(grad, step) < 0, step, steepest)
         # The memory is cleared: a row of lanes may wait for this check while the ring's
         # slot moves on (fixedopt._driver.lanes), and its next pairs must not depend on
         # how long (bit-identical results whoever its neighbours are).
@@ -377,7 +378,7 @@ class LBFGS(Solver[LBFGSState]):
         direction = jnp.where(at_bound, -scale * grad, quasi_newton)
         direction = jnp.where(problem.fixed, 0.0, direction)
         steepest = jnp.where(problem.fixed, 0.0, -scale * grad)
-        return jnp.where(jnp.dot(grad, direction) < 0, direction, steepest)
+        return jnp.where(reduce.dot(grad, direction) < 0, direction, steepest)
 
     def step(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array,
@@ -442,12 +443,12 @@ class LBFGS(Solver[LBFGSState]):
 
         Writes one slot of the ring buffer rather than shifting the whole history.
         """
-        sy, yy = jnp.dot(s, y), jnp.dot(y, y)
+        sy, yy = reduce.dot(s, y), reduce.dot(y, y)
         eps = jnp.finfo(s.dtype).eps
         # Positive curvature, tested in two ways: ``gamma = s.y / y.y > eps`` depends on
         # the units of ``f`` (in float32 with ``f`` times 1e6 it drops every pair, and the
         # row runs on steepest descent), ``cos(s, y) > eps`` does not.
-        cosine = sy > eps * jnp.sqrt(jnp.dot(s, s) * yy)
+        cosine = sy > eps * jnp.sqrt(reduce.dot(s, s) * yy)
         good = accepted & ((sy > eps * yy) | cosine)
         first = (state.pairs == 0) & (not self._starts_from_hessian(s))
         safe_s, safe_y = jnp.where(good, s, 1.0), jnp.where(good, y, 1.0)  # finite when unused

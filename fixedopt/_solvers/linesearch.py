@@ -14,6 +14,7 @@ import jax.numpy as jnp
 
 from fixedopt._contract.solver import Problem, State, Step
 from fixedopt._contract.status import Outcome, failure
+from fixedopt._numerics import reduce
 
 Aux = TypeVar("Aux")  # what ``evaluate`` returns besides value and gradient (a pytree)
 
@@ -60,7 +61,7 @@ class LineSearch(Protocol):
 
 
 def _all_finite(value: jax.Array, grad: jax.Array) -> jax.Array:
-    return jnp.isfinite(value) & jnp.all(jnp.isfinite(grad))
+    return jnp.isfinite(value) & reduce.all_true(jnp.isfinite(grad))
 
 
 def within_rounding(value: jax.Array, trial_value: jax.Array) -> jax.Array:
@@ -84,7 +85,7 @@ def first_step(problem: Problem, value: jax.Array, grad: jax.Array) -> jax.Array
     """The first trial step along ``-grad``, before any curvature is known:
     ``|f| / |g|^2``, the step on which the linear model predicts a reduction of
     ``|f|`` (unchanged when ``f`` or ``x`` is rescaled); ``1 / |g|`` where ``f = 0``."""
-    squared = jnp.sum(problem.free_part(grad) ** 2)
+    squared = reduce.total(problem.free_part(grad) ** 2)
     safe = jnp.where(squared > 0, squared, 1.0)
     return jnp.where(value != 0, jnp.abs(value) / safe, 1.0 / jnp.sqrt(safe))
 
@@ -133,7 +134,7 @@ def projected_backtracking(
     stopped, in a batch) makes no trial, so it cannot lengthen the batch's loop.
     """
     problem, evaluate, x, value, grad, direction, initial_step, active = start
-    slope = jnp.dot(grad, problem.free_part(direction))
+    slope = reduce.dot(grad, problem.free_part(direction))
     trial_value0, trial_grad0, aux0 = jax.eval_shape(evaluate, x)
     init: _Carry[Aux] = (
         jnp.asarray(initial_step, x.dtype),
@@ -157,11 +158,13 @@ def projected_backtracking(
         trial_value, trial_grad, aux = evaluate(x_trial)
         finite = _all_finite(trial_value, trial_grad)
         move = problem.free_part(x_trial - x)  # fixed entries never enter a product
-        moved = jnp.any(move != 0)
-        decrease = jnp.dot(grad, move)
+        moved = reduce.any_true(move != 0)
+        decrease = reduce.dot(grad, move)
         # Only a descent move can pass: a projected path may bend uphill (decrease > 0).
         armijo_holds = (decrease < 0) & (trial_value <= value + armijo * decrease)
-        wolfe_holds = _approximately_wolfe(value, trial_value, decrease, jnp.dot(trial_grad, move))
+        wolfe_holds = _approximately_wolfe(
+            value, trial_value, decrease, reduce.dot(trial_grad, move)
+        )
         accepted = finite & moved & (armijo_holds | wolfe_holds)
         # A step so short that x did not move ends the search: shorter ones cannot move.
         count = jnp.where(finite & ~moved, max_steps, count + 1)

@@ -12,6 +12,7 @@ import optax
 from fixedopt._contract.solver import Problem, Solver, Step, StepContext
 from fixedopt._contract.status import Outcome
 from fixedopt._fixing.keep_fixed import keep_fixed
+from fixedopt._numerics import reduce
 from fixedopt._solvers.linesearch import within_rounding
 
 
@@ -85,8 +86,8 @@ class Optax(Solver[optax.OptState]):
         updates, new_state = update(grad, state, x)
         x_new = problem.project(optax.apply_updates(x, updates))
         value_new, grad_new = problem.value_and_grad(x_new)
-        finite = jnp.isfinite(value_new) & jnp.all(jnp.isfinite(grad_new))
-        moved = jnp.any(problem.free_part(x_new - x) != 0)
+        finite = jnp.isfinite(value_new) & reduce.all_true(jnp.isfinite(grad_new))
+        moved = reduce.any_true(problem.free_part(x_new - x) != 0)
         # No progress at working precision: x or f no longer changes (a float32 row
         # near its minimum); the driver then decides whether it is stationary.
         flat = ~moved | within_rounding(value, value_new)

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._contract.solver import Problem
+from fixedopt._numerics import reduce
 from fixedopt._solvers.certify import hessian_times
 
 SCALINGS = ("auto", "scalar", "diagonal", "hessian")
@@ -51,11 +52,11 @@ def update_diagonal(diagonal: jax.Array, s: jax.Array, y: jax.Array, first: jax.
     any pair (``first``) the start is Oren and Luenberger's ``s.y / y.y``. Entries
     the pair does not touch (fixed ones: ``s_i = y_i = 0``) keep their scaled value.
     """
-    sy = jnp.dot(s, y)
-    diagonal = jnp.where(first, sy / jnp.dot(y, y), diagonal)
-    diagonal = diagonal * sy / jnp.dot(y, diagonal * y)
+    sy = reduce.dot(s, y)
+    diagonal = jnp.where(first, sy / reduce.dot(y, y), diagonal)
+    diagonal = diagonal * sy / reduce.dot(y, diagonal * y)
     b = 1.0 / diagonal
-    updated = b + y * y / sy - (b * s) ** 2 / jnp.dot(s, b * s)
+    updated = b + y * y / sy - (b * s) ** 2 / reduce.dot(s, b * s)
     return jnp.where(updated > 0, 1.0 / jnp.where(updated > 0, updated, 1.0), diagonal)
 
 
@@ -80,8 +81,8 @@ def uses_diagonal(scaling: str, diagonal: jax.Array, fixed: jax.Array) -> jax.Ar
     """``()`` bool: whether ``H0`` is the diagonal (else ``gamma I``)."""
     if scaling in ("scalar", "diagonal", "hessian"):
         return jnp.asarray(scaling != "scalar")
-    largest = jnp.max(jnp.where(fixed, 0.0, diagonal), initial=0.0)
-    smallest = jnp.min(jnp.where(fixed, jnp.inf, diagonal), initial=jnp.inf)
+    largest = reduce.largest(jnp.where(fixed, 0.0, diagonal), initial=0.0)
+    smallest = reduce.smallest(jnp.where(fixed, jnp.inf, diagonal), initial=jnp.inf)
     return largest > SPREAD * smallest
 
 
@@ -119,8 +120,8 @@ def model_validated(
     rows of the quad suite at n = 8, gradients 1e-16).
     """
     move = problem.free_part(x_new - x)
-    taken = jnp.dot(grad, move)
-    model_slope = jnp.dot(grad, problem.free_part(direction))
+    taken = reduce.dot(grad, move)
+    model_slope = reduce.dot(grad, problem.free_part(direction))
     alpha = taken / jnp.where(model_slope < 0, model_slope, -1.0)
     predicted = -taken * (1.0 - 0.5 * alpha)
     ratio = (value - value_new) / jnp.where(predicted > 0, predicted, 1.0)

@@ -14,6 +14,7 @@ from typing import Generic, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from fixedopt._numerics import reduce
 from fixedopt._solvers.linesearch import Aux, LineSearchResult, SearchStart, projected_backtracking
 
 EXPAND, SECANT, SECANT_AGAIN, BISECT = 0, 1, 2, 3  # what the pending trial step is
@@ -127,7 +128,7 @@ def hager_zhang(
     problem, evaluate, x, value, grad, direction, initial_step, active = start
     if problem.has_bounds:
         return projected_backtracking(start, max_steps=max_steps)
-    slope = jnp.dot(grad, problem.free_part(direction))
+    slope = reduce.dot(grad, problem.free_part(direction))
     rounding = 10 * jnp.finfo(value.dtype).eps * jnp.abs(value)
     origin = _Point(jnp.zeros((), x.dtype), value, slope)
     shapes = jax.eval_shape(evaluate, x)
@@ -147,9 +148,9 @@ def hager_zhang(
     def trial(search: _Search[Aux]) -> _Search[Aux]:
         x_trial = problem.project(x + search.step * direction)
         trial_value, trial_grad, aux = evaluate(x_trial)
-        point = _Point(search.step, trial_value, jnp.dot(trial_grad, direction))
-        finite = jnp.isfinite(trial_value) & jnp.all(jnp.isfinite(trial_grad))
-        moved = jnp.any(problem.free_part(x_trial - x) != 0)  # fixed entries: never read
+        point = _Point(search.step, trial_value, reduce.dot(trial_grad, direction))
+        finite = jnp.isfinite(trial_value) & reduce.all_true(jnp.isfinite(trial_grad))
+        moved = reduce.any_true(problem.free_part(x_trial - x) != 0)  # fixed entries: never read
         sufficient = trial_value <= value + decrease * point.step * slope
         curved = point.slope >= curvature * slope
         if strong:
