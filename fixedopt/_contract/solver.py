@@ -73,7 +73,7 @@ class Problem(NamedTuple):
         """The objective at ``x``, given ``residual_and_jacobian(x)[0]``."""
         if self.robust:
             return self.value_and_grad(x)[0]
-        return 0.5 * reduce.dot(residual, residual)
+        return 0.5 * jnp.dot(residual, residual)
 
     def project(self, x: jax.Array) -> jax.Array:
         """``where(fixed, fixed_values, clip(x, lower, upper))``: fixed bit-identical."""

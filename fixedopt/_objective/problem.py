@@ -19,7 +19,6 @@ from jax.flatten_util import ravel_pytree
 from fixedopt._contract.solver import Problem
 from fixedopt._derivatives.differentiation import Differentiation
 from fixedopt._inputs.validate import Bounds, PyTree
-from fixedopt._numerics import reduce
 from fixedopt._objective.call_note import one_problem_note, rows_at_once_note
 from fixedopt._objective.losses import Loss
 from fixedopt._objective.reparam import pack, split
@@ -259,7 +258,7 @@ def differentiable_objective(
         if not least_squares:
             return out
         loss = _loss(least_squares)
-        return 0.5 * reduce.total(jnp.ravel(out) ** 2) if loss is None else loss.cost(out, counts)
+        return 0.5 * jnp.sum(jnp.ravel(out) ** 2) if loss is None else loss.cost(out, counts)
 
     return objective
 
@@ -282,7 +281,7 @@ def _residual_functions(
         if loss is not None:
             value, cotangent = loss.value_and_cotangent(r, counts)
             return value, pullback(cotangent)[0]
-        return 0.5 * reduce.dot(r, r), pullback(r)[0]
+        return 0.5 * jnp.dot(r, r), pullback(r)[0]
 
     def residual_and_jacobian(flat_x: jax.Array) -> tuple[jax.Array, jax.Array]:
         def with_aux(x: jax.Array) -> tuple[jax.Array, jax.Array]:

@@ -109,7 +109,7 @@ def residual_cosine(
     not bound-active columns (the projected gradient in the numerator); 0 for a zero
     residual or a zero column."""
     return cosine(problem, x, grad, column_norms_squared(problem, jacobian),
-                  reduce.norm(residual))  # fmt: skip
+                  jnp.linalg.norm(residual))  # fmt: skip
 
 
 def cosine(
@@ -254,7 +254,7 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         damping = jnp.asarray(self.initial_damping, x.dtype)
         scale = problem.free_part(jnp.diagonal(normal).astype(x.dtype))
         return LevenbergMarquardtState(
-            normal, reduce.norm(residual), damping, jnp.asarray(2.0, x.dtype), scale
+            normal, jnp.linalg.norm(residual), damping, jnp.asarray(2.0, x.dtype), scale
         )
 
     def step(
@@ -296,7 +296,7 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         scale = jnp.maximum(state.scale, problem.free_part(jnp.diagonal(normal).astype(x.dtype)))
         new_state = LevenbergMarquardtState(
             keep(normal, state.normal),
-            keep(reduce.norm(residual), state.residual_norm),
+            keep(jnp.linalg.norm(residual), state.residual_norm),
             damping,
             growth,
             keep(scale, state.scale),
@@ -376,7 +376,7 @@ class GaussNewton(_LeastSquaresSolver[GaussNewtonState]):
             jnp.where(search.accepted, jacobian, state.jacobian),
             jnp.where(search.accepted, residual, state.residual),
         )
-        curvature = reduce.total(small_linalg.matvec(state.jacobian, direction) ** 2)
+        curvature = jnp.sum(small_linalg.matvec(state.jacobian, direction) ** 2)
         predicted, relative_step = gauss_newton_model(
             problem, x, grad, curvature, direction, column_norms_squared(problem, state.jacobian)
         )
