@@ -142,16 +142,26 @@ def iterate_lanes(
       The :class:`Report` of every row, ``(B, ...)`` leaves.
     """
     total = x.shape[0]
+    # Reductions along the rows fold where XLA:CPU would split them (_numerics.reduce):
+    # at narrow enough lanes, known once the state's size sets the width.
+    folds = reduce.folding_helps(backend, 1, x.shape[1])
+
+    def start_row_jitted() -> Callable[[Any, jax.Array], LoopState]:
+        return jax.jit(lambda row, x: start(solver, problem_of(row), x, stopping))
+
     # Jitted, one row is traced once: for its shapes here and for the refill's start.
-    start_row = jax.jit(lambda row, x: start(solver, problem_of(row), x, stopping))
-    start_rows = jax.vmap(start_row)
+    start_row = start_row_jitted()
     one_row = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[1:], a.dtype), (rows, x))
-    started = jax.eval_shape(start_row, *one_row)  # one row's loop state (shapes)
+    with reduce.folding(folds):
+        started = jax.eval_shape(start_row, *one_row)  # one row's loop state (shapes)
     if width is None:
         row_bytes = sum(a.size * a.dtype.itemsize for a in jax.tree.leaves((one_row, started)))
         width = default_width(total, row_bytes, backend)
     width = min(width, total)
     plan = _plan(*jax.tree.map(_rows_of_one, (one_row[0], started)))
+    if folds and not reduce.folding_helps(backend, width, x.shape[1]):
+        folds, start_row = False, start_row_jitted()  # wide lanes: traced again, plain
+    start_rows = jax.vmap(start_row)
 
     def advance_lanes(data: Any, state: Packed, iteration: jax.Array) -> Packed:
         return _advance(solver, problem_of, stopping, plan, data, state, iteration)
@@ -161,7 +171,8 @@ def iterate_lanes(
             _report(plan.state.unpack(state), iteration, queued, total, progress)
 
     if width == total:
-        return _whole_batch(start_rows, advance_lanes, report, plan, rows, x)
+        with reduce.folding(folds):
+            return _whole_batch(start_rows, advance_lanes, report, plan, rows, x)
 
     def refill(lanes: Lanes) -> Lanes:
         return _refill(lanes, rows, x, start_rows, plan, total)
@@ -181,8 +192,9 @@ def iterate_lanes(
     def going(lanes: Lanes) -> jax.Array:
         return (lanes.idle < width) | (lanes.queued < total)
 
-    final = jax.lax.while_loop(going, body, _empty_lanes(plan, x, width))
-    results = _write(final.results, final.row, final.state, final.row < total, plan)
+    with reduce.folding(folds):
+        final = jax.lax.while_loop(going, body, _empty_lanes(plan, x, width))
+        results = _write(final.results, final.row, final.state, final.row < total, plan)
     unpacked: Report = plan.results.unpack(results)
     return unpacked
 

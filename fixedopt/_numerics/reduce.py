@@ -23,20 +23,30 @@ and 512. Residuals (a least-squares row's ``m`` entries) are reduced plainly: th
 rows are short in ``n``, so their lanes are wide and ``W x m`` reaches YNN (the
 decay fit, m = 128: folded, 1.09x for 0.2 s more compile).
 
+Folding is a trace-time switch, off unless a program is traced inside
+``folding(True)``: the lanes (``fixedopt._driver.lanes``) turn it on where it pays, on
+the CPU when ``W x n`` stays below YNN's ``YNN_ENTRIES`` (:func:`folding_helps`). Where
+YNN takes the plain reduction it is the faster one (the whole batch of quad n = 64,
+B = 1024, as one ``vmap``: 475 ms plain against 612 ms folded), and no other backend
+runs this CPU trick.
+
 Every function reduces the last axis of its argument (one row's vector, or a batch of
-them), on every backend: the folded reduction is one kernel there too.
+them).
 
 Example:
   >>> import jax.numpy as jnp
   >>> from fixedopt._numerics import reduce
   >>> v = jnp.arange(100.0)
-  >>> float(reduce.total(v)), float(reduce.dot(v, v)), float(reduce.largest(-v))
+  >>> with reduce.folding(True):
+  ...     float(reduce.total(v)), float(reduce.dot(v, v)), float(reduce.largest(-v))
   (4950.0, 328350.0, -0.0)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator
 
 import jax
 import jax.numpy as jnp
@@ -44,11 +54,31 @@ from jax.typing import ArrayLike
 
 FOLD = 32  # XLA:CPU's tree-reduction rewrite leaves reductions of at most 32 alone
 MOST_CHUNKS = 8  # longer vectors: the plain reduction
+# XLA:CPU's YNN takes a reduction of this many entries in all (rows x length) or more
+# (seen: 4000 entries rewritten, 4096 to YNN, at lengths 40 to 200).
+YNN_ENTRIES = 4096
+_FOLDING = contextvars.ContextVar("fixedopt_folding", default=False)
+
+
+def folding_helps(backend: str, rows: int, length: int) -> bool:
+    """Whether folding pays for ``rows`` rows of ``length`` entries reduced together on
+    ``backend``: on the CPU, where the reduction is too small for YNN."""
+    return backend == "cpu" and length > FOLD and rows * length < YNN_ENTRIES
+
+
+@contextlib.contextmanager
+def folding(on: bool) -> Iterator[None]:
+    """Fold the reductions traced inside (``on``), or not."""
+    token = _FOLDING.set(on)
+    try:
+        yield
+    finally:
+        _FOLDING.reset(token)
 
 
 def _folds(a: jax.Array) -> bool:
     """Whether the last axis of ``a`` is folded before it is reduced (static)."""
-    return FOLD < a.shape[-1] <= MOST_CHUNKS * FOLD
+    return _FOLDING.get() and FOLD < a.shape[-1] <= MOST_CHUNKS * FOLD
 
 
 def _fold(

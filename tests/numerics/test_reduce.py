@@ -1,6 +1,7 @@
 """``fixedopt._numerics.reduce``: the folded reductions against NumPy's, across the
-lengths where folding starts and stops, and the one kernel they compile to on the CPU
-where the plain reduction compiles to three (XLA's tree-reduction rewrite)."""
+lengths where folding starts and stops, folding on and off; the one kernel they compile
+to on the CPU where the plain reduction compiles to three (XLA's tree-reduction
+rewrite); and where the lanes turn folding on."""
 
 import re
 
@@ -9,9 +10,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import fixedopt
 from fixedopt._numerics import reduce
 
-LENGTHS = [1, 31, 32, 33, 64, 100, 1024, 1025]
+LENGTHS = [1, 31, 32, 33, 64, 100, 256, 257, 1025]
+
+
+@pytest.fixture(params=[True, False], ids=["folded", "plain"])
+def folding(request):
+    with reduce.folding(request.param):
+        yield request.param
 
 
 def _vectors(n, dtype, seed=0, batch=()):
@@ -22,7 +30,7 @@ def _vectors(n, dtype, seed=0, batch=()):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n", LENGTHS)
-def test_sums_and_dots_are_numpys_to_rounding(n, dtype):
+def test_sums_and_dots_are_numpys_to_rounding(n, dtype, folding):
     a, b = _vectors(n, dtype), _vectors(n, dtype, seed=1)
     exact = np.sum(a.astype(np.float64) * b.astype(np.float64))
     scale = np.sum(np.abs(a.astype(np.float64) * b.astype(np.float64)))
@@ -34,7 +42,7 @@ def test_sums_and_dots_are_numpys_to_rounding(n, dtype):
 
 
 @pytest.mark.parametrize("n", LENGTHS)
-def test_extremes_and_tests_are_numpys_exactly(n):
+def test_extremes_and_tests_are_numpys_exactly(n, folding):
     a = _vectors(n, np.float64, batch=(3,))
     a[1, n // 2] = np.nan  # NaN wins, as in jnp.max
     for ours, theirs in ((reduce.largest, np.max), (reduce.smallest, np.min)):
@@ -54,7 +62,7 @@ def test_extremes_and_tests_are_numpys_exactly(n):
     assert bool(reduce.all_true(jnp.ones(n, bool)))
 
 
-def test_an_integer_sum_keeps_the_dtype_asked_for():
+def test_an_integer_sum_keeps_the_dtype_asked_for(folding):
     counts = jnp.ones((2, 40), jnp.int32)
     total = reduce.total(counts, dtype=jnp.int32)
     assert total.dtype == jnp.int32 and total.tolist() == [40, 40]
@@ -66,12 +74,45 @@ def _kernels(function, *args) -> tuple[int, int]:
 
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="XLA:CPU's rewrite")
-def test_a_row_reduction_in_the_lanes_shape_is_one_kernel():
+def test_a_row_reduction_in_the_lanes_shape_is_one_kernel(folding):
     """33 lanes of 64 entries: the plain sum is XLA:CPU's padded reduce-window and a
     reduce (three kernels); folded, one. If this fails, XLA changed how it compiles
     small reductions, and the module's reason to exist needs measuring again."""
     a = jnp.ones((33, 64))
     plain = _kernels(lambda a: jnp.sum(a * a, axis=-1) + 1.0, a)
-    folded = _kernels(lambda a: reduce.dot(a, a) + 1.0, a)
+    ours = _kernels(lambda a: reduce.dot(a, a) + 1.0, a)
     assert plain[1] == 1 and plain[0] == 3
-    assert folded == (1, 0)
+    assert ours == ((1, 0) if folding else plain)
+
+
+def test_folding_is_on_for_narrow_lanes_on_the_cpu_only():
+    assert reduce.folding_helps("cpu", 33, 64)
+    assert not reduce.folding_helps("cpu", 33, 32)  # nothing to fold
+    assert not reduce.folding_helps("cpu", 1024, 64)  # YNN's: the plain one is faster
+    assert not any(reduce.folding_helps(b, 8, 64) for b in ("gpu", "cuda", "rocm", "tpu"))
+
+
+def _solve_program(n: int, rows: int, lanes: int | None) -> str:
+    def solve(x0, fixed, target):
+        fun = lambda x, t: 0.5 * jnp.sum((x - t) ** 2)
+        options = {} if lanes is None else {"lanes": lanes}
+        return fixedopt.minimize(fun, x0, fixed, args=(target,), batched=True, **options)
+
+    shapes = [jax.ShapeDtypeStruct((rows, n), dtype) for dtype in (float, bool, float)]
+    return jax.jit(solve).lower(*shapes).compile().as_text()
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="XLA:CPU's rewrite")
+@pytest.mark.parametrize("lanes", [None, 1 << 30], ids=["default lanes", "whole batch"])
+def test_the_lanes_fold_where_it_pays(monkeypatch, lanes):
+    """n = 64: the default lanes (W = 32 of 256 rows, 2048 entries) fold, and their
+    program keeps a few reduce-windows (the objective's own sum, where it is traced:
+    the line search, the refill, the certification); switched off, it held 35 more. The
+    whole batch (256 x 64 entries, YNN's) does not fold: the same program either way."""
+    folded = _solve_program(64, 256, lanes).count("reduce-window(")
+    monkeypatch.setattr(reduce, "folding_helps", lambda *args: False)
+    plain = _solve_program(64, 256, lanes).count("reduce-window(")
+    if lanes is None:
+        assert folded <= 8 and plain >= folded + 30, (folded, plain)
+    else:
+        assert folded == plain, (folded, plain)
