@@ -110,7 +110,7 @@ def dot(a: jax.Array, b: jax.Array) -> jax.Array:
 
 
 def norm(a: jax.Array) -> jax.Array:
-    """``jnp.linalg.norm(a)`` of a vector (the 2-norm)."""
+    """``jnp.linalg.norm(a)`` of a real vector (the 2-norm)."""
     a = jnp.asarray(a)
     return jnp.linalg.norm(a) if not _folds(a) else jnp.sqrt(total(a * a))
 
