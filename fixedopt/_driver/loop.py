@@ -253,7 +253,7 @@ def certify(solver: AnySolver, problem: Problem, state: LoopState, stopping: Sto
     stationary), or MAX_STEPS at the limit.
     """
     # Not differentiated (Unroll): the check decides and steers; its linear algebra
-    # (a factorization with pivots floored) has no useful derivative.
+    # (an elimination with pivots floored) has no useful derivative.
     inputs = jax.lax.stop_gradient((state.x, state.value, state.grad, state.solver_state))
     checked = solver.certify(problem, *inputs)
     if checked is None:  # no check for this problem

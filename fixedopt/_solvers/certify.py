@@ -77,11 +77,11 @@ def newton_check(
     The Hessian is scaled to a unit diagonal (Jacobi) first, so that parameters of
     very different magnitudes are resolved alike, shifted by ``eps`` of its largest
     curvature (the precision its entries carry: a gradient along a direction of less
-    curvature then shows a large decrement), and factored ``L D L^T``
-    (:func:`_factor`): elementwise arithmetic in a small loop, no LAPACK call (inside
-    the lanes' loop, jaxlib 0.10's CPU ``syevd`` and ``potrf`` crashed here). The
-    factorization tests the whole space, not only the directions the gradient
-    reaches: a pivot clearly below zero (below ``-sqrt(eps)`` of the largest
+    curvature then shows a large decrement), and inverted by :func:`_sweep`
+    (Gauss–Jordan elimination: elementwise arithmetic in one small loop, no LAPACK
+    call; inside the lanes' loop, jaxlib 0.10's CPU ``syevd`` and ``potrf`` crashed
+    here). The elimination tests the whole space, not only the directions the
+    gradient reaches: a pivot clearly below zero (below ``-sqrt(eps)`` of the largest
     curvature: a saddle point or a maximum) gives ``inf`` and a step along the
     direction of negative curvature it exhibits, downhill, of the length at which the
     quadratic model would have lost ``|f|``; else the step is the Newton step.
@@ -102,20 +102,16 @@ def newton_check(
     scaled = jnp.where(finite, scaled, jnp.eye(n, dtype=wide))
     largest = jnp.max(jnp.sum(jnp.abs(scaled), axis=1))  # >= every |eigenvalue|
     matrix = scaled + eps * largest * jnp.eye(n, dtype=wide)
-    lower, pivots, broken = _factor(matrix, -jnp.sqrt(eps) * largest, eps * largest)
+    swept, down, negative = _sweep(matrix, -jnp.sqrt(eps) * largest, eps * largest)
     b = s * g
-    forward = _forward(lower, b)
-    # The Newton solve; where a pivot was negative, the direction L^-T e_k it exhibits.
-    at_break = jnp.arange(n) == jnp.argmax(broken)
-    negative = jnp.any(broken)
-    pivots = jnp.where(pivots > 0, pivots, 1.0)  # past a break: not used
-    solved = _backward(lower, jnp.stack([forward / pivots, at_break.astype(wide)], axis=1))
-    z, down = solved[:, 0], solved[:, 1]
-    decrement = jnp.dot(b, z)
-    curvature = jnp.dot(down, matrix @ down) / jnp.dot(down, down)
+    z = -jnp.sum(swept * b[None, :], axis=1)  # the Newton solve: swept is -matrix^-1
+    decrement = jnp.sum(b * z)
+    # Where a pivot was negative, the direction it exhibits (down.matrix.down < 0).
+    size = jnp.where(negative, jnp.sum(down * down), 1.0)  # down is 0 where not
+    curvature = jnp.sum(down * jnp.sum(matrix * down[None, :], axis=1)) / size
     curvature = jnp.minimum(curvature, -jnp.sqrt(eps) * largest)
-    down = s * down / jnp.sqrt(jnp.dot(down, down))
-    down = jnp.where(jnp.dot(g, down) > 0, -down, down)
+    down = s * down / jnp.sqrt(size)
+    down = jnp.where(jnp.sum(g * down) > 0, -down, down)
     length = jnp.sqrt(2.0 * jnp.abs(value) / -curvature)
     decrement = jnp.where(negative | ~finite | ~jnp.isfinite(decrement), jnp.inf, decrement)
     step = jnp.where(negative, length * down, -s * z)
@@ -123,63 +119,48 @@ def newton_check(
     return decrement.astype(dtype), step.astype(dtype)
 
 
-def _factor(
+def _sweep(
     matrix: jax.Array, negative_below: jax.Array, floor: jax.Array
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """``(L, d, broken)``: ``matrix = L diag(d) L^T`` with ``L`` unit lower triangular,
-    by outer products, column by column, in a loop of ``n`` trips.
+    """``(-matrix^-1, down, negative)`` of a symmetric ``matrix``, by the sweep
+    operator (Gauss–Jordan elimination without pivoting, symmetric), one pivot a trip
+    in a loop of ``n`` trips: each trip updates the whole ``(n, n)`` array, so that
+    one loop does what a factorization and two triangular solves would in three.
 
-    A pivot below ``negative_below`` stops the factorization there (``broken`` marks
-    its index; the columns after it stay those of the identity): the leading block up
-    to it is then ``L D L^T`` with a negative last pivot, so that ``v = L^-T e_k``
-    has ``v.matrix.v = d_k < 0``. A pivot between that and ``floor`` (rounding, at a
-    singular minimum) is raised to ``floor``.
+    After the pivots ``0..k-1``, entry ``(k, k)`` is the pivot ``L D L^T`` would
+    have there (the Schur complement's). A pivot below ``negative_below`` stops the
+    elimination (``negative``), and ``down`` is the direction it exhibits:
+    ``v = (-A_11^-1 a_k, 1, 0, ...)``, read from column ``k``, whose curvature
+    ``v.matrix.v`` is that pivot, below zero. A pivot between that and ``floor``
+    (rounding, at a singular minimum) is raised to ``floor``: the result is then the
+    inverse of ``matrix`` with those diagonal entries raised, as ``L D L^T`` with
+    raised pivots would have factored.
+
+    Goodnight, "A tutorial on the SWEEP operator", The American Statistician 33
+    (1979); Golub & Van Loan, *Matrix Computations*, 4th ed., 4.2 (``L D L^T``).
     """
     n = matrix.shape[0]
     index = jnp.arange(n)
 
-    def column(k: jax.Array, carry: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
-        remaining, lower, pivots, broken = carry
-        pivot = remaining[k, k]
-        stop = jnp.any(broken)
-        breaks = ~stop & (pivot < negative_below)
-        goes = ~stop & ~breaks
+    def pivot_on(k: jax.Array, carry: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
+        swept, down, negative = carry
+        column = swept[k]  # symmetric: the row is the column
+        pivot = column[k]
+        breaks = ~negative & (pivot < negative_below)
+        goes = ~negative & ~breaks
         pivot = jnp.maximum(pivot, floor)
-        below = jnp.where(goes & (index > k), remaining[:, k] / pivot, 0.0)
-        remaining = remaining - pivot * jnp.outer(below, below)
-        lower = lower.at[:, k].add(below)
-        pivots = pivots.at[k].set(jnp.where(goes, pivot, jnp.where(breaks, -1.0, 0.0)))
-        return remaining, lower, pivots, broken.at[k].set(breaks)
+        at_k = index == k
+        other = jnp.where(at_k, 0.0, column)
+        eliminated = swept - jnp.outer(other, other) / pivot
+        on_cross = at_k[:, None] | at_k[None, :]
+        cross = (other[:, None] + other[None, :] - (at_k[:, None] & at_k[None, :])) / pivot
+        swept = jnp.where(goes, jnp.where(on_cross, cross, eliminated), swept)
+        exhibited = jnp.where(index < k, -column, at_k.astype(column.dtype))
+        return swept, jnp.where(breaks, exhibited, down), negative | breaks
 
-    eye = jnp.eye(n, dtype=matrix.dtype)
-    start = (matrix, eye, jnp.zeros(n, matrix.dtype), jnp.zeros(n, bool))
-    _, lower, pivots, broken = jax.lax.fori_loop(0, n, column, start)
-    return lower, pivots, broken
-
-
-def _forward(lower: jax.Array, b: jax.Array) -> jax.Array:
-    """``L^-1 b`` for a unit lower triangular ``L`` (eliminated column by column)."""
-
-    def eliminate(k: jax.Array, y: jax.Array) -> jax.Array:
-        below = jnp.where(jnp.arange(b.shape[0]) > k, lower[:, k], 0.0)
-        return y - below * y[k]
-
-    forward: jax.Array = jax.lax.fori_loop(0, b.shape[0], eliminate, b)
-    return forward
-
-
-def _backward(lower: jax.Array, c: jax.Array) -> jax.Array:
-    """``L^-T c`` for a unit lower triangular ``L`` and ``(n, m)`` right-hand sides
-    (substituted from the last entry up)."""
-    n = lower.shape[0]
-
-    def substitute(i: jax.Array, x: jax.Array) -> jax.Array:
-        k = n - 1 - i
-        below = jnp.where(jnp.arange(n) > k, lower[:, k], 0.0)
-        return x.at[k].set(c[k] - below @ x)
-
-    backward: jax.Array = jax.lax.fori_loop(0, n, substitute, jnp.zeros_like(c))
-    return backward
+    start = (matrix, jnp.zeros(n, matrix.dtype), jnp.zeros((), bool))
+    swept, down, negative = jax.lax.fori_loop(0, n, pivot_on, start)
+    return swept, down, negative
 
 
 def _conjugate_gradients(

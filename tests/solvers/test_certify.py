@@ -63,7 +63,7 @@ def test_newton_check_at_a_saddle_is_infinite_and_steps_downhill():
 
 
 def test_newton_check_finds_a_saddle_the_gradient_does_not_point_along():
-    """The factorization tests the whole space: at a saddle approached along its
+    """The elimination tests the whole space: at a saddle approached along its
     stable directions (Wood's, in float32), the gradient has no component along the
     negative curvature, which no Krylov method started from it can meet."""
     hessian = jnp.array([[2.0, 0.3, 0.0], [0.3, -0.5, 0.0], [0.0, 0.0, 3.0]])
@@ -73,6 +73,75 @@ def test_newton_check_finds_a_saddle_the_gradient_does_not_point_along():
                                    jnp.asarray(4.0), jnp.ones(3, bool))  # fmt: skip
     assert float(decrement) == np.inf
     assert float(g @ step + 0.5 * step @ hessian @ step) < -1.0
+
+
+def _ldlt_reference(matrix, negative_below, floor):
+    """``L D L^T`` by outer products in NumPy with the check's pivot rules (Golub & Van
+    Loan 4.2): stop at the first pivot below ``negative_below``, raise the others to
+    ``floor``. Returns the inverse of ``L D L^T`` and, at a stop at ``k``, ``L^-T e_k``."""
+    n = matrix.shape[0]
+    remaining, lower, pivots = matrix.copy(), np.eye(n), np.ones(n)
+    for k in range(n):
+        pivot = remaining[k, k]
+        if pivot < negative_below:
+            return None, np.linalg.solve(lower.T, np.eye(n)[k]), pivot
+        pivots[k] = max(pivot, floor)
+        below = remaining[k + 1 :, k] / pivots[k]
+        remaining[k + 1 :, k + 1 :] -= pivots[k] * np.outer(below, below)
+        lower[k + 1 :, k] = below
+    return np.linalg.inv(lower @ np.diag(pivots) @ lower.T), None, None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_sweep_inverts_as_ldlt_with_the_same_pivot_rules(seed):
+    """One loop of ``n`` pivots (:func:`fixedopt._solvers.certify._sweep`) against a NumPy
+    ``L D L^T`` with the check's rules, on unit-diagonal matrices of 2 to 16 entries:
+    positive definite (the inverse, to rounding of its condition), singular to rounding
+    (a pivot of rounding size, raised to the floor at most: a huge inverse along the
+    null direction, so that a gradient there shows a large decrement), and
+    indefinite (it stops where ``L D L^T`` stops, and exhibits the same direction, of
+    negative curvature equal to that pivot)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 17))
+    q, _ = np.linalg.qr(rng.normal(size=(n, n)))
+    kinds = {"definite": np.geomspace(1e-3, 1.0, n), "singular": np.r_[0.0, np.ones(n - 1)],
+             "indefinite": np.r_[-0.5, np.geomspace(1e-2, 1.0, n - 1)]}  # fmt: skip
+    for kind, eigenvalues in kinds.items():
+        matrix = q @ np.diag(eigenvalues) @ q.T
+        s = 1.0 / np.sqrt(np.abs(np.diag(matrix)))
+        matrix = s[:, None] * matrix * s[None, :]
+        eps = np.finfo(np.float64).eps
+        largest = np.abs(matrix).sum(axis=1).max()
+        rules = (-np.sqrt(eps) * largest, eps * largest)
+        swept, down, negative = jax.jit(fixedopt._solvers.certify._sweep)(
+            jnp.asarray(matrix), *map(jnp.asarray, rules)
+        )
+        inverse, direction, pivot = _ldlt_reference(matrix, *rules)
+        assert bool(negative) == (inverse is None), kind
+        if inverse is None:
+            np.testing.assert_allclose(np.asarray(down), direction, rtol=1e-9, atol=1e-12)
+            curvature = float(down @ jnp.asarray(matrix) @ down)
+            np.testing.assert_allclose(curvature, pivot, rtol=1e-8)
+            assert curvature < 0
+        elif kind == "definite":
+            np.testing.assert_allclose(-np.asarray(swept), inverse,
+                                       atol=1e-9 * np.abs(inverse).max())  # fmt: skip
+        else:  # a pivot of rounding size, raised or not: which one, rounding decides
+            null = q[:, 0] / s
+            null /= np.linalg.norm(null)
+            assert float(null @ -swept @ null) > 1e-2 / rules[1]  # a gradient there shows
+
+
+def test_the_newton_check_is_one_loop_of_n_trips():
+    """The whole check at n = 12 is one loop (the sweep), not a factorization and two
+    triangular solves (three), and runs its ``n`` trips: the program's loops are
+    sequential trips of small kernels, which bound a small row's check."""
+    n = 12
+    free = jnp.ones(n, bool)
+    check = jax.jit(lambda h, g: newton_check(_hessian_times(h, free), g, jnp.asarray(1.0), free))
+    program = check.lower(jnp.eye(n), jnp.ones(n)).as_text()
+    assert program.count("stablehlo.while") == 1
+    assert f"stablehlo.constant dense<{n}> : tensor<i32>" in program  # the trip bound
 
 
 def test_a_precision_verdict_stands_where_the_proposed_step_gains_nothing():
