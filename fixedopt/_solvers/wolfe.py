@@ -51,6 +51,18 @@ def _secant(a: _Point, b: _Point, low: jax.Array, high: jax.Array) -> tuple[jax.
     return jnp.where(inside, step, 0.5 * (low + high)), inside
 
 
+def _extrapolated(low: _Point, trial: _Point, expand: float) -> jax.Array:
+    """The next trial beyond ``trial`` (slope still negative, ``f`` still low): where
+    the secant of the slope through the last low point and ``trial`` vanishes, if the
+    slope rose (convex along the line; on a quadratic, its minimizer), kept within
+    ``[1.1, expand]`` times ``trial.step``; else ``expand`` times it."""
+    rise = trial.slope - low.slope
+    convex = rise > 0
+    secant = (low.step * trial.slope - trial.step * low.slope) / jnp.where(convex, rise, 1.0)
+    bounded = jnp.clip(secant, 1.1 * trial.step, expand * trial.step)
+    return jnp.where(convex & jnp.isfinite(secant), bounded, expand * trial.step)
+
+
 def _choose(
     search: _Search[Aux], trial: _Point, good: jax.Array, is_high: jax.Array, expand: float
 ) -> tuple[jax.Array, jax.Array, _Point, _Point, jax.Array, jax.Array]:
@@ -76,7 +88,7 @@ def _choose(
     middle = 0.5 * (low.step + high.step)
     step = jnp.where(take_again, again, jnp.where(bisect, middle, first_secant))
     # Before a bracket exists: expand while the slope is still negative and f low.
-    step = jnp.where(bracketed, step, expand * trial.step)
+    step = jnp.where(bracketed, step, _extrapolated(old_low, trial, expand))
     stage = jnp.where(bracketed, stage, EXPAND)
     round_width = jnp.where(stage == SECANT, width, search.width)
     return step, stage.astype(jnp.int32), low, high, bracketed, round_width
@@ -99,9 +111,11 @@ def hager_zhang(
     sufficient decrease, ``phi(t) <= phi(0) + decrease * t * phi'(0)``, or Hager and
     Zhang's approximate version for when ``f`` is flat to rounding, ``phi'(t) <=
     (2 decrease - 1) phi'(0)`` with ``phi(t)`` not above ``phi(0)`` beyond rounding.
-    The bracket grows by ``expand`` until the slope turns non-negative (or ``f``
-    rises), then shrinks by double secant steps and bisection (Hager and Zhang, SIAM
-    J. Optim. 16, 2005; ACM TOMS 32, 2006). The default ``curvature = 0.1`` asks for a
+    The bracket grows until the slope turns non-negative (or ``f`` rises), each trial
+    at the zero of the slope's secant where the slope rose (on a quadratic, the
+    minimizer: accepted at the second trial), at most ``expand`` times the last; then
+    it shrinks by double secant steps and bisection (Hager and Zhang, SIAM J. Optim.
+    16, 2005; ACM TOMS 32, 2006). The default ``curvature = 0.1`` asks for a
     near-exact minimizer along ``d``, on a quadratic the first secant step, so that
     L-BFGS behaves like conjugate gradients there; Hager and Zhang's own ``0.9``
     (weak) accepts the unit step as often as backtracking does. If no trial meets the

@@ -90,6 +90,35 @@ def test_inactive_rows_make_no_trials():
     assert trials > 0 and bool(jnp.all(result.accepted))
 
 
+@pytest.mark.parametrize("minimizer", [1.3, 2.0, 4.5, 40.0])
+def test_on_a_quadratic_the_expansion_extrapolates_to_the_minimizer(minimizer):
+    """Along a quadratic whose minimizer ``t*`` lies beyond the first trial (``t = 1``,
+    slope still falling), the next trial is the secant's zero of the slope, ``t*``
+    itself (accepted: 2 trials), not ``expand * t`` (5: past ``t*``, then a secant
+    back, 3 trials); beyond ``expand`` times the trial it expands by ``expand`` (40:
+    trials at 1, 5 and 25, then at ``t*``, within 5x of 25: 4 trials)."""
+    hessian = jnp.diag(jnp.array([1.0, 3.0, 0.5]))
+    x = jnp.array([1.0, -2.0, 0.5])
+    g = hessian @ x
+    direction = -g * (g @ g) / (g @ hessian @ g) / minimizer  # t* = minimizer
+    calls = []
+
+    def value_and_grad(z):
+        return 0.5 * z @ hessian @ z, hessian @ z
+
+    def evaluate(z):
+        jax.debug.callback(lambda: calls.append(1))
+        return (*value_and_grad(z), None)
+
+    problem = Problem(value_and_grad, jnp.zeros(3, bool), x)
+    start = SearchStart(problem, evaluate, x, *value_and_grad(x), direction, 1.0)
+    result = jax.block_until_ready(jax.jit(lambda: hager_zhang(start, max_steps=40))())
+    assert bool(result.accepted)
+    exact = x + minimizer * direction
+    np.testing.assert_allclose(np.asarray(result.x), np.asarray(exact), rtol=1e-12, atol=1e-14)
+    assert len(calls) == (2 if minimizer <= 5 else 4)
+
+
 def test_bounds_fall_back_to_projected_backtracking_bit_for_bit():
     rng = np.random.default_rng(3)
     x0 = jnp.asarray(rng.uniform(-0.5, 0.7, size=(8, 6)))
