@@ -171,7 +171,7 @@ class LBFGS(Solver[LBFGSState]):
         backtracks too) or ``"auto"`` (the default: Hager–Zhang where the row has at
         most ``memory_size`` entries, else backtracking). Hager–Zhang's near-exact
         steps cut the step count where the memory holds the whole space (quad n = 8:
-        6.4 steps a row against 14.4, and 1.0x-1.3x less time, B = 256 to 16384, in
+        6.2 steps a row against 14.4, and 1.13x-1.32x less time, B = 256 to 16384, in
         ``benchmarks/results/cpu-small_n-2026-12-02.md``) and the slowest row's on
         ill-conditioned problems, but cost more evaluations per step where rounding
         hides the slope (float32 rows of n = 32 that cannot converge, 3x-4.6x the
