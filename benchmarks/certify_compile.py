@@ -23,23 +23,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import statistics
-import time
 
 import jax
-import jax.numpy as jnp
 
 import fixedopt
-from benchmarks import certify_cost
-from benchmarks.problems import quad_jax
+from benchmarks import certify_cost, compile_time
+from benchmarks.certify_mechanism import NothingLeft
 from fixedopt._solvers import certify, lbfgs
-
-
-@dataclasses.dataclass(frozen=True)
-class NothingLeft(fixedopt.LBFGS):
-    """A check that finds nothing left, at once: the certification's plumbing alone."""
-
-    def certify(self, problem, x, value, grad, state):
-        return fixedopt.Certificate(jnp.zeros((), value.dtype), jnp.zeros_like(x), state)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,37 +74,22 @@ CONTEXTS = {
 }
 
 
-def compile_seconds(solver, context, repeats: int) -> list[float]:
+def compile_seconds(solver, context) -> float:
     """Trace + lower + compile of ``minimize`` on quad n = 64, B = 1024 (default lanes)
-    from scratch, ``repeats`` times: caches cleared and a new objective each time."""
-    n, batch = 64, 1024
-    f64 = jnp.float64
-    shapes = [jax.ShapeDtypeStruct((batch, width), dtype) for width, dtype in
-              ((n, f64), (n, jnp.bool_), (n, f64), (n - 1, f64), (n, f64))]  # fmt: skip
-    seconds = []
-    for _ in range(repeats):
-        jax.clear_caches()
-        fun = lambda x, diag, off, b: quad_jax(x, diag, off, b)  # new each time
-
-        def solve(x0, fixed, diag, off, b, fun=fun):
-            return fixedopt.minimize(fun, x0, fixed, args=(diag, off, b), batched=True,
-                                     solver=solver)  # fmt: skip
-
-        with context():
-            start = time.perf_counter()
-            jax.jit(solve).trace(*shapes).lower().compile()
-            seconds.append(time.perf_counter() - start)
-    return seconds
+    from scratch (``benchmarks.compile_time.compile_once``), traced inside ``context``."""
+    case = compile_time.Case("quad-n64", "quad", 1024, None, compile_time.quad(64, solver))
+    with context():
+        return compile_time.compile_once(case)["total_wall_s"]
 
 
 def main() -> None:
     jax.config.update("jax_enable_x64", True)
-    compile_seconds(SOLVERS["certified"], contextlib.nullcontext, 1)  # one-time costs
+    compile_seconds(SOLVERS["certified"], contextlib.nullcontext)  # one-time costs
     samples: dict[str, list[float]] = {label: [] for label in SOLVERS}
     for _ in range(3):  # interleaved
         for label, solver in SOLVERS.items():
             context = CONTEXTS.get(label, contextlib.nullcontext)
-            samples[label] += compile_seconds(solver, context, 1)
+            samples[label].append(compile_seconds(solver, context))
     row = certify_cost.measure("quad", 64, 1024, SOLVERS, CONTEXTS)  # times and steps
     for label, seconds in samples.items():
         row[f"{label}_compile_s"] = round(statistics.median(seconds), 2)

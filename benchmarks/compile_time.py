@@ -90,15 +90,17 @@ def fit(model: Callable, bins: int) -> Callable[[int | None, int], tuple[Callabl
     return build
 
 
-def quad(n: int) -> Callable[[int | None, int], tuple[Callable, tuple]]:
-    """A batched ``minimize`` of ``quad`` (``n`` float64 unknowns, L-BFGS defaults)."""
+def quad(n: int, solver=None) -> Callable[[int | None, int], tuple[Callable, tuple]]:
+    """A batched ``minimize`` of ``quad`` (``n`` float64 unknowns, L-BFGS defaults, or
+    ``solver``)."""
+    options = {} if solver is None else {"solver": solver}
 
     def build(lanes: int | None, batch: int) -> tuple[Callable, tuple]:
         fun = lambda x, diag, off, b: quad_jax(x, diag, off, b)  # new each time
 
         def solve(x0, fixed, diag, off, b):
             return fixedopt.minimize(
-                fun, x0, fixed, args=(diag, off, b), batched=True, **_options(lanes)
+                fun, x0, fixed, args=(diag, off, b), batched=True, **_options(lanes), **options
             )
 
         f64 = jnp.float64

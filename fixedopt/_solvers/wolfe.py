@@ -44,11 +44,16 @@ def _secant(a: _Point, b: _Point, low: jax.Array, high: jax.Array) -> tuple[jax.
     bisection of ``[low, high]`` when that is not strictly inside it. (Equal slopes
     divide by a 1 instead of 0, then fail the test: ``where`` alone would send
     ``0 * inf`` into the derivative of an unrolled search.)"""
-    difference = b.slope - a.slope
-    sloped = difference != 0
-    step = (a.step * b.slope - b.step * a.slope) / jnp.where(sloped, difference, 1.0)
-    inside = sloped & jnp.isfinite(step) & (step > low) & (step < high)
+    step, difference = _slope_zero(a, b)
+    inside = (difference != 0) & jnp.isfinite(step) & (step > low) & (step < high)
     return jnp.where(inside, step, 0.5 * (low + high)), inside
+
+
+def _slope_zero(a: _Point, b: _Point) -> tuple[jax.Array, jax.Array]:
+    """Where the secant of the slope through ``a`` and ``b`` vanishes, and the slope's
+    rise ``b.slope - a.slope`` (no zero division: a zero rise divides by 1)."""
+    rise = b.slope - a.slope
+    return (a.step * b.slope - b.step * a.slope) / jnp.where(rise != 0, rise, 1.0), rise
 
 
 def _extrapolated(low: _Point, trial: _Point, expand: float) -> jax.Array:
@@ -56,9 +61,8 @@ def _extrapolated(low: _Point, trial: _Point, expand: float) -> jax.Array:
     the secant of the slope through the last low point and ``trial`` vanishes, if the
     slope rose (convex along the line; on a quadratic, its minimizer), kept within
     ``[1.1, expand]`` times ``trial.step``; else ``expand`` times it."""
-    rise = trial.slope - low.slope
+    secant, rise = _slope_zero(low, trial)
     convex = rise > 0
-    secant = (low.step * trial.slope - trial.step * low.slope) / jnp.where(convex, rise, 1.0)
     bounded = jnp.clip(secant, 1.1 * trial.step, expand * trial.step)
     return jnp.where(convex & jnp.isfinite(secant), bounded, expand * trial.step)
 
