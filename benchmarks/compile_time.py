@@ -1,6 +1,12 @@
-"""``python -m benchmarks.compile_time [--repeats N] [--cases NAME ...] [--label L]``: how
-long ``jit`` takes to trace, lower and compile fixedopt's batched solves, and how big the
-programs are.
+"""``python -m benchmarks.compile_time [--repeats N] [--cases NAME ...] [--label L]
+[--xla-defaults-too]``: how long ``jit`` takes to trace, lower and compile fixedopt's
+batched solves, and how big the programs are.
+
+Each solve is compiled as a call of ``minimize`` or ``least_squares`` on its own is: with
+``fixedopt.compiler_options(solver)`` (a ``jax.jit`` around the solve, which takes them;
+on the CPU, XLA's elemental code generator for the least-squares fits, XLA's defaults for
+``minimize``); with ``--xla-defaults-too``, also with XLA's defaults, as a solve inside
+a ``jit`` of the user's own without them.
 
 Each case is compiled ``--repeats`` times from scratch (``jax.clear_caches()`` and a new
 objective function before each, so nothing is reused), the cases interleaved (A B A B
@@ -48,6 +54,7 @@ from benchmarks.tiny_problems import BINS, GRID, decay_model, gaussian_model  # 
 RESULTS = pathlib.Path(__file__).parent / "results"
 WHOLE_BATCH = 1 << 30  # lanes >= B: the whole batch as one vmap
 STAGES = ("trace", "lower", "compile")
+FITS = ("gaussian", "decay")  # least_squares' problems; the others run minimize
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,10 +66,12 @@ class Case:
     batch: int
     lanes: int | None
     build: Callable[[int | None, int], tuple[Callable, tuple]]
+    xla_defaults: bool = False  # compiled with XLA's defaults, not fixedopt's options
 
     @property
     def label(self) -> str:
-        return f"{self.name} {'whole batch' if self.lanes else 'lanes'}"
+        options = ", XLA defaults" if self.xla_defaults else ""
+        return f"{self.name} {'whole batch' if self.lanes else 'lanes'}{options}"
 
 
 def _options(lanes: int | None) -> dict:
@@ -110,7 +119,7 @@ def quad(n: int, solver=None) -> Callable[[int | None, int], tuple[Callable, tup
     return build
 
 
-def cases() -> list[Case]:
+def cases(xla_defaults_too: bool = False) -> list[Case]:
     problems = [
         ("gaussian-lm B=1e3", "gaussian", 10**3, fit(gaussian_model, GRID * GRID)),
         ("gaussian-lm B=1e5", "gaussian", 10**5, fit(gaussian_model, GRID * GRID)),
@@ -118,7 +127,9 @@ def cases() -> list[Case]:
         ("quad-n64-lbfgs B=1024", "quad", 1024, quad(64)),
         ("quad-n64-lbfgs B=1e5", "quad", 10**5, quad(64)),
     ]
-    return [Case(*p[:3], lanes, p[3]) for p in problems for lanes in (None, WHOLE_BATCH)]
+    defaults = (False, True) if xla_defaults_too else (False,)
+    return [Case(*p[:3], lanes, p[3], d) for p in problems for lanes in (None, WHOLE_BATCH)
+            for d in defaults]  # fmt: skip
 
 
 def jaxpr_equations(jaxpr: jax.extend.core.Jaxpr) -> int:
@@ -136,7 +147,9 @@ def compile_once(case: Case) -> dict:
     jax.clear_caches()
     function, shapes = case.build(case.lanes, case.batch)
     clocks = [(time.perf_counter(), time.process_time())]
-    traced = jax.jit(function).trace(*shapes)
+    solver = fixedopt.LevenbergMarquardt() if case.problem in FITS else fixedopt.LBFGS()
+    options = None if case.xla_defaults else fixedopt.compiler_options(solver)
+    traced = jax.jit(function, compiler_options=options).trace(*shapes)
     clocks.append((time.perf_counter(), time.process_time()))
     lowered = traced.lower()
     clocks.append((time.perf_counter(), time.process_time()))
@@ -169,6 +182,7 @@ def measure(selected: list[Case], repeats: int) -> list[dict]:
         medians = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
         records.append({"kind": "compile_time", "case": case.name, "problem": case.problem,
                         "B": case.batch, "lanes": "whole batch" if case.lanes else "default",
+                        "options": "XLA defaults" if case.xla_defaults else "fixedopt's",
                         "repeats": repeats, **medians,
                         "total_cpu_s_all": [run["total_cpu_s"] for run in runs]})  # fmt: skip
     return records
@@ -180,7 +194,7 @@ def _line(record: dict) -> str:
             f"{record['total_cpu_s']:.2f} s, {record['fusions']} fusions")  # fmt: skip
 
 
-COLUMNS = (("case", "case"), ("lanes", "lanes"), *(
+COLUMNS = (("case", "case"), ("lanes", "lanes"), ("compiler options", "options"), *(
     (f"{s} wall / CPU s", (f"{s}_wall_s", f"{s}_cpu_s")) for s in (*STAGES, "total")),
     ("fusions", "fusions"), ("HLO instructions", "hlo_instructions"),
     ("jaxpr equations", "jaxpr_equations"))  # fmt: skip
@@ -213,9 +227,12 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
     parser.add_argument("--repeats", type=int, default=3, help="compiles per case (>= 3)")
     parser.add_argument("--cases", nargs="*", help="case names to run (default: all)")
     parser.add_argument("--label", default="", help="added to the results' file name")
+    parser.add_argument("--xla-defaults-too", action="store_true",
+                        help="each case also compiled with XLA's default options")  # fmt: skip
     parser.add_argument("--out", type=pathlib.Path, default=RESULTS, help="results folder")
     args = parser.parse_args(argv)
-    selected = [c for c in cases() if not args.cases or c.name in args.cases]
+    every = cases(args.xla_defaults_too)
+    selected = [c for c in every if not args.cases or c.name in args.cases]
     env = environment() | {"suite": "compile_time"}
     records = [env | r for r in measure(selected, args.repeats)]
     label = f"-{args.label}" if args.label else ""

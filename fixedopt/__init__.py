@@ -13,6 +13,7 @@ from fixedopt._contract.status import Reason as Reason
 from fixedopt._contract.status import Status as Status
 from fixedopt._derivatives.differentiation import Implicit as Implicit
 from fixedopt._derivatives.differentiation import Unroll as Unroll
+from fixedopt._driver.compiler import compiler_options as compiler_options
 from fixedopt._entry.curve_fit import CurveFit as CurveFit
 from fixedopt._entry.curve_fit import curve_fit as curve_fit
 from fixedopt._entry.minimize import least_squares as least_squares
@@ -61,6 +62,7 @@ __all__ = [
     "StepContext",
     "Unroll",
     "apply_updates",
+    "compiler_options",
     "covariance",
     "curve_fit",
     "fix",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from fixedopt._driver.engine import run as _compiled_solve
+from fixedopt._driver import engine as _engine
 from fixedopt._solvers import small_linalg as _small_linalg
 
 
@@ -33,10 +33,7 @@ def compiled_solves() -> int:
       >>> compiled_solves() - before  # a new mask: nothing compiled
       0
     """
-    # ``_cache_size`` is jit's own count of compiled programs: private, so the stubs
-    # of ``jax.jit``'s result (``JitWrapped``) do not list it.
-    size: int = _compiled_solve._cache_size()  # type: ignore[attr-defined]
-    return size
+    return _engine.compiled_programs()
 
 
 @contextlib.contextmanager
@@ -64,9 +61,9 @@ def lapack_solves() -> Iterator[None]:
     """
     saved = _small_linalg.SMALL_N
     _small_linalg.SMALL_N = 0
-    _compiled_solve.clear_cache()  # type: ignore[attr-defined]
+    _engine.clear_compiled()
     try:
         yield
     finally:
         _small_linalg.SMALL_N = saved
-        _compiled_solve.clear_cache()  # type: ignore[attr-defined]
+        _engine.clear_compiled()

@@ -15,6 +15,7 @@ from fixedopt._contract.solver import Solver
 from fixedopt._contract.status import Status
 from fixedopt._derivatives.differentiation import IMPLICIT, Differentiation
 from fixedopt._derivatives.implicit import DerivativeProblem
+from fixedopt._driver import compiler
 from fixedopt._driver.lanes import Report, iterate_lanes
 from fixedopt._driver.loop import LoopState, Stopping, iterate
 from fixedopt._driver.progress import Progress
@@ -60,11 +61,34 @@ class Inputs(NamedTuple):
     split_index: jax.Array | None  # strategy="split": each row's packed free positions
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 2))
 def run(
     fun: Callable[..., Any], solver: Solver[Any], plan: Plan, inputs: Inputs, stopping: Stopping
 ) -> Solution:
-    """Compiled once per (fun, solver, plan, shapes); masks and values are data.
+    """The solve, compiled once per (fun, solver, plan, shapes), with the XLA options
+    of :mod:`fixedopt._driver.compiler` where they apply (a least-squares solver,
+    called at the top level on the CPU); masks and values are data."""
+    tuned = compiler.options_for(solver, plan.backend) is not None
+    compiled = _compiled_for_cpu if tuned else _compiled
+    solution: Solution = compiled(fun, solver, plan, inputs, stopping)
+    return solution
+
+
+def compiled_programs() -> int:
+    """Programs compiled so far for solves. ``_cache_size`` is jit's own count: private,
+    so the stubs of ``jax.jit``'s result (``JitWrapped``) do not list it."""
+    return sum(c._cache_size() for c in (_compiled, _compiled_for_cpu))  # type: ignore[attr-defined]
+
+
+def clear_compiled() -> None:
+    """Drop every compiled solve."""
+    for compiled in (_compiled, _compiled_for_cpu):
+        compiled.clear_cache()  # type: ignore[attr-defined]
+
+
+def _solve(
+    fun: Callable[..., Any], solver: Solver[Any], plan: Plan, inputs: Inputs, stopping: Stopping
+) -> Solution:
+    """The traced solve.
 
     ``plan.batched_args`` is None for one problem, else one flag per leaf of ``args``:
     True for a per-row array, False for a value shared by all rows. The solution's
@@ -101,6 +125,10 @@ def run(
 
         rows_final = jax.vmap(one)(rows, start)
     return _solution(rows_final, jax.vmap(finish)(rows, rows_final))
+
+
+_compiled = jax.jit(_solve, static_argnums=(0, 1, 2))
+_compiled_for_cpu = jax.jit(_solve, static_argnums=(0, 1, 2), compiler_options=compiler.CPU_OPTIONS)
 
 
 def _set_up(fun: Callable[..., Any], plan: Plan, inputs: Inputs) -> tuple[Objective, RowData]:

@@ -1,0 +1,108 @@
+"""The XLA options of fixedopt's compiled solves: least squares on the CPU, at the top
+level only.
+
+A least-squares solve called on its own is compiled with
+``fixedopt.compiler_options(solver)``; one called inside a transformation (``jit``,
+``vmap``, ``grad``, ``scan``) must run without them (``jax.jit`` refuses options on a
+nested program) and give the same answer to rounding. ``minimize``'s solvers keep
+XLA's defaults (they run slower with the options), and so does a jaxlib that does not
+know the options.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import fixedopt
+from fixedopt._driver import compiler, engine
+
+ON_CPU = jax.default_backend() == "cpu"
+X0 = jnp.zeros((4, 3))
+FIXED = jnp.eye(4, 3, dtype=bool)
+LM = fixedopt.LevenbergMarquardt()
+
+
+def residuals(x, target):
+    return jnp.concatenate([x - target, 0.3 * jnp.exp(0.5 * x)])
+
+
+def solve(target):
+    return fixedopt.least_squares(residuals, X0, FIXED, args=(target,), batched=True).x
+
+
+def programs() -> tuple[int, int]:
+    """(with the options, without): programs compiled so far."""
+    return engine._compiled_for_cpu._cache_size(), engine._compiled._cache_size()
+
+
+@pytest.fixture
+def fresh():
+    engine.clear_compiled()
+    yield
+    engine.clear_compiled()
+
+
+@pytest.mark.skipif(not ON_CPU, reason="the options are the CPU's")
+def test_a_solve_called_on_its_own_compiles_with_the_cpu_options(fresh):
+    target = jnp.ones((4, 3))
+    alone = solve(target)
+    assert programs() == (1, 0)
+    assert fixedopt.compiler_options(LM) == compiler.CPU_OPTIONS
+    assert fixedopt.compiler_options(fixedopt.GaussNewton()) == compiler.CPU_OPTIONS
+    np.testing.assert_array_equal(alone[FIXED], 0.0)
+
+
+def test_minimize_keeps_xlas_defaults(fresh):
+    fun = lambda x, t: jnp.sum((x - t) ** 2)
+    fixedopt.minimize(fun, X0, FIXED, args=(jnp.ones((4, 3)),), batched=True)
+    assert programs() == (0, 1)
+    for solver in (fixedopt.LBFGS(), fixedopt.GradientDescent()):
+        assert fixedopt.compiler_options(solver) == {}
+
+
+@pytest.mark.skipif(not ON_CPU, reason="the options are the CPU's")
+@pytest.mark.parametrize("around", ["jit", "vmap", "grad", "scan"])
+def test_a_solve_inside_a_transformation_compiles_without_them(fresh, around):
+    target = jnp.ones((4, 3))
+    alone = solve(target)
+    seen = []
+
+    def watched(t):
+        seen.append(compiler.options_for(LM, "cpu"))
+        return solve(t)
+
+    if around == "jit":
+        inside = jax.jit(watched)(target)
+    elif around == "vmap":
+        inside = jax.vmap(watched)(target[None])[0]
+    elif around == "grad":
+        gradient, inside = jax.grad(lambda t: (jnp.sum(watched(t)), solve(t)), has_aux=True)(target)
+        assert np.all(np.isfinite(gradient)) and np.all(np.asarray(gradient)[FIXED] == 0.0)
+    else:
+        inside = jax.lax.scan(lambda c, t: (c, watched(t)), 0.0, target[None])[1][0]
+    assert seen and all(options is None for options in seen)
+    assert programs()[0] == 1  # the solve alone's program only
+    np.testing.assert_allclose(inside, alone, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(np.asarray(inside)[FIXED], 0.0)
+
+
+@pytest.mark.skipif(not ON_CPU, reason="the options are the CPU's")
+def test_a_jit_of_ones_own_takes_the_options_and_compiles(fresh):
+    fast = jax.jit(solve, compiler_options=fixedopt.compiler_options(LM))
+    np.testing.assert_allclose(fast(jnp.ones((4, 3))), solve(jnp.ones((4, 3))), rtol=1e-6)
+
+
+def test_other_backends_keep_xlas_defaults():
+    for backend in ("gpu", "cuda", "rocm", "tpu"):
+        assert fixedopt.compiler_options(LM, backend) == {}
+        assert compiler.options_for(LM, backend) is None
+
+
+def test_a_jaxlib_that_refuses_the_options_gets_the_defaults(monkeypatch, fresh):
+    monkeypatch.setattr(compiler, "CPU_OPTIONS", {"xla_cpu_no_such_option": True})
+    monkeypatch.setattr(compiler, "_accepted", compiler._accepted.__wrapped__)
+    assert fixedopt.compiler_options(LM, "cpu") == {}
+    assert compiler.options_for(LM, "cpu") is None
+    solve(jnp.ones((4, 3)))
+    assert programs() == (0, 1)
