@@ -1,9 +1,9 @@
 """The XLA options of fixedopt's compiled solves, per solver and backend.
 
 XLA:CPU generates each fused kernel with one of two code generators: the MLIR fusion
-emitters (jaxlib's default since 2025) or the older elemental emitter. A least-squares
+emitters (jaxlib 0.10's default) or the older elemental emitter. A least-squares
 solve (Levenberg–Marquardt, Gauss–Newton) compiles through the older one in 0.6 to 0.8
-times the time, and runs as fast; an L-BFGS solve compiles faster too but runs 5% to 12%
+times the time, and runs as fast; an L-BFGS solve compiles faster too but runs 8% to 13%
 slower, so ``minimize``'s solvers keep XLA's defaults
 (``benchmarks/results/cpu-compiler-options-2026-12-02.md``). Other backends keep them.
 
