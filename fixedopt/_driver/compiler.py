@@ -15,6 +15,7 @@ caller's own ``jit``, ``vmap``, ``grad`` or ``scan`` is compiled by the caller's
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any
 
 import jax
@@ -24,7 +25,6 @@ import numpy as np
 from fixedopt._contract.solver import Solver
 
 CPU_OPTIONS: dict[str, Any] = {"xla_cpu_use_fusion_emitters": False}
-_TOP_LEVEL = jax.extend.core.get_opaque_trace_state()  # imported outside any transformation
 
 
 def compiler_options(solver: Solver[Any], backend: str | None = None) -> dict[str, Any]:
@@ -51,24 +51,40 @@ def compiler_options(solver: Solver[Any], backend: str | None = None) -> dict[st
       >>> print(fast(jnp.zeros(2), jnp.array([False, False])).round(6))
       [2. 1.]
     """
+    if not isinstance(solver, Solver):
+        raise TypeError(
+            f"`solver` must be a fixedopt solver such as fixedopt.LevenbergMarquardt(), "
+            f"got {type(solver).__name__}"
+        )
     if not solver.needs_residuals or (backend or jax.default_backend()) != "cpu":
         return {}
     return dict(CPU_OPTIONS) if _accepted() else {}
 
 
-def options_for(solver: Solver[Any], backend: str) -> dict[str, Any] | None:
-    """The options of a solve compiled for ``backend`` from here: those of
-    :func:`compiler_options` at the top level (no transformation around the call),
-    else None (jit refuses options on a nested program)."""
-    options = compiler_options(solver, backend)
-    return options if options and _at_top_level() else None
+def takes_options(solver: Solver[Any], backend: str) -> bool:
+    """Whether a solve by ``solver`` compiled for ``backend`` from here gets
+    :data:`CPU_OPTIONS`: where :func:`compiler_options` gives them and nothing traces
+    around the call (jit refuses options on a nested program)."""
+    return bool(compiler_options(solver, backend)) and _at_top_level()
 
 
 def _at_top_level() -> bool:
     """Whether nothing traces around this call: a ``jit`` called here is compiled on
     its own, not staged into an outer program."""
-    here: bool = jax.extend.core.get_opaque_trace_state() == _TOP_LEVEL
+    here: bool = jax.extend.core.get_opaque_trace_state() == _top_level_state()
     return here
+
+
+@functools.cache
+def _top_level_state() -> Any:
+    """The trace state of a call with no transformation around it: read in a new
+    thread (the trace state is per thread), so that it is right wherever it is first
+    asked for, even inside a ``jit`` (where fixedopt may have been imported)."""
+    found: list[Any] = []
+    reader = threading.Thread(target=lambda: found.append(jax.extend.core.get_opaque_trace_state()))
+    reader.start()
+    reader.join()
+    return found[0]
 
 
 @functools.cache

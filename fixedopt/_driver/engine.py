@@ -64,10 +64,11 @@ class Inputs(NamedTuple):
 def run(
     fun: Callable[..., Any], solver: Solver[Any], plan: Plan, inputs: Inputs, stopping: Stopping
 ) -> Solution:
-    """The solve, compiled once per (fun, solver, plan, shapes), with the XLA options
-    of :mod:`fixedopt._driver.compiler` where they apply (a least-squares solver,
-    called at the top level on the CPU); masks and values are data."""
-    tuned = compiler.options_for(solver, plan.backend) is not None
+    """The solve, compiled once per (fun, solver, plan, shapes) and per program: with
+    the XLA options of :mod:`fixedopt._driver.compiler` where they apply (a
+    least-squares solver called at the top level on the CPU), else without; masks and
+    values are data."""
+    tuned = compiler.takes_options(solver, plan.backend)
     compiled = _compiled_for_cpu if tuned else _compiled
     solution: Solution = compiled(fun, solver, plan, inputs, stopping)
     return solution

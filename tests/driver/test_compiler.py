@@ -69,7 +69,7 @@ def test_a_solve_inside_a_transformation_compiles_without_them(fresh, around):
     seen = []
 
     def watched(t):
-        seen.append(compiler.options_for(LM, "cpu"))
+        seen.append(compiler.takes_options(LM, "cpu"))
         return solve(t)
 
     if around == "jit":
@@ -81,7 +81,7 @@ def test_a_solve_inside_a_transformation_compiles_without_them(fresh, around):
         assert np.all(np.isfinite(gradient)) and np.all(np.asarray(gradient)[FIXED] == 0.0)
     else:
         inside = jax.lax.scan(lambda c, t: (c, watched(t)), 0.0, target[None])[1][0]
-    assert seen and all(options is None for options in seen)
+    assert seen and not any(seen)
     assert programs()[0] == 1  # the solve alone's program only
     np.testing.assert_allclose(inside, alone, rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(np.asarray(inside)[FIXED], 0.0)
@@ -96,13 +96,44 @@ def test_a_jit_of_ones_own_takes_the_options_and_compiles(fresh):
 def test_other_backends_keep_xlas_defaults():
     for backend in ("gpu", "cuda", "rocm", "tpu"):
         assert fixedopt.compiler_options(LM, backend) == {}
-        assert compiler.options_for(LM, backend) is None
+        assert not compiler.takes_options(LM, backend)
 
 
 def test_a_jaxlib_that_refuses_the_options_gets_the_defaults(monkeypatch, fresh):
     monkeypatch.setattr(compiler, "CPU_OPTIONS", {"xla_cpu_no_such_option": True})
     monkeypatch.setattr(compiler, "_accepted", compiler._accepted.__wrapped__)
     assert fixedopt.compiler_options(LM, "cpu") == {}
-    assert compiler.options_for(LM, "cpu") is None
+    assert not compiler.takes_options(LM, "cpu")
     solve(jnp.ones((4, 3)))
     assert programs() == (0, 1)
+
+
+@pytest.mark.skipif(not ON_CPU, reason="the options are the CPU's")
+def test_the_top_level_is_known_when_first_asked_inside_a_jit(monkeypatch):
+    """As when fixedopt is imported inside a ``jit``: the state of the top level is
+    still the top level's, so a solve there is not given options jit would refuse."""
+    monkeypatch.setattr(compiler, "_top_level_state", compiler._top_level_state.__wrapped__)
+    inside = jax.jit(lambda t: (seen.append(compiler.takes_options(LM, "cpu")), solve(t))[1])
+    seen: list[bool] = []
+    inside(jnp.ones((4, 3)))
+    assert seen == [False] and compiler.takes_options(LM, "cpu")
+
+
+@pytest.mark.skipif(not ON_CPU, reason="the options are the CPU's")
+def test_new_masks_and_fixed_values_reuse_the_program_with_options(fresh):
+    rng = np.random.default_rng(3)
+    target = jnp.asarray(rng.normal(size=(4, 3)))
+    for k in range(3):
+        fixed = jnp.asarray(rng.random((4, 3)) < 0.5)
+        values = jnp.asarray(rng.normal(size=(4, 3)))
+        x = fixedopt.least_squares(
+            residuals, X0, fixed, fixed_values=values, args=(target,), batched=True
+        ).x
+        assert programs() == (1, 0), k
+        bits = lambda a: np.asarray(a).view(np.uint64 if a.dtype.itemsize == 8 else np.uint32)
+        np.testing.assert_array_equal(bits(x)[np.asarray(fixed)], bits(values)[np.asarray(fixed)])
+
+
+def test_compiler_options_names_a_wrong_solver():
+    with pytest.raises(TypeError, match="`solver` must be a fixedopt solver"):
+        fixedopt.compiler_options("LevenbergMarquardt")
