@@ -142,13 +142,22 @@ def jaxpr_equations(jaxpr: jax.extend.core.Jaxpr) -> int:
     return total
 
 
+def solver_of(problem: str) -> fixedopt.Solver:
+    """The solver a case's problem is solved with (its default)."""
+    return fixedopt.LevenbergMarquardt() if problem in FITS else fixedopt.LBFGS()
+
+
+def options_of(case: Case, solver: fixedopt.Solver) -> dict | None:
+    """The compiler options a case compiles with: fixedopt's, or XLA's defaults."""
+    return None if case.xla_defaults else fixedopt.compiler_options(solver)
+
+
 def compile_once(case: Case) -> dict:
     """Trace, lower and compile ``case`` from scratch: seconds per stage, sizes."""
     jax.clear_caches()
     function, shapes = case.build(case.lanes, case.batch)
     clocks = [(time.perf_counter(), time.process_time())]
-    solver = fixedopt.LevenbergMarquardt() if case.problem in FITS else fixedopt.LBFGS()
-    options = None if case.xla_defaults else fixedopt.compiler_options(solver)
+    options = options_of(case, solver_of(case.problem))
     traced = jax.jit(function, compiler_options=options).trace(*shapes)
     clocks.append((time.perf_counter(), time.process_time()))
     lowered = traced.lower()
@@ -235,9 +244,17 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
     selected = [c for c in every if not args.cases or c.name in args.cases]
     env = environment() | {"suite": "compile_time"}
     records = [env | r for r in measure(selected, args.repeats)]
-    label = f"-{args.label}" if args.label else ""
-    stem = args.out / f"{env['backend']}-compile-time{label}-{env['date']}"
-    args.out.mkdir(parents=True, exist_ok=True)
+    name = f"compile-time{'-' + args.label if args.label else ''}"
+    return write(records, env, markdown, args.out, name)
+
+
+def write(
+    records: list[dict], env: dict, markdown: Callable, out: pathlib.Path, name: str
+) -> pathlib.Path:
+    """``records`` as ``<out>/<backend>-<name>-<date>.{json,md}`` (``markdown(records,
+    title, env)`` writes the table); returns the files' common stem."""
+    stem = out / f"{env['backend']}-{name}-{env['date']}"
+    out.mkdir(parents=True, exist_ok=True)
     stem.with_suffix(".json").write_text(json.dumps(records, indent=1, default=str) + "\n")
     stem.with_suffix(".md").write_text(markdown(records, stem.name, env))
     print(f"wrote {stem}.json and .md")
