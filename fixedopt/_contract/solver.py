@@ -196,6 +196,10 @@ class Solver(abc.ABC, Generic[State]):
 
     # True for least-squares solvers: they need ``problem.residual_and_jacobian``.
     needs_residuals: ClassVar[bool] = False
+    # What the lanes' refill costs (fixedopt._driver.lanes): it starts the new rows, one
+    # evaluation each, about one step of a solver whose step is one evaluation. Below 1
+    # for a solver whose step costs several (the lanes then refill sooner).
+    refill_cost: ClassVar[float] = 1.0
 
     @abc.abstractmethod
     def init(self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array) -> State:

@@ -21,14 +21,19 @@ The lanes' data and states are carried packed (:mod:`fixedopt._driver.packing`):
 per dtype for their scalars and vectors, so that a trip, a refill or a write handles
 a few arrays, not one per leaf (each array written is a kernel that XLA compiles).
 
-What a row's result depends on: only its own data. Its iterates are computed by the
-same elementwise program whatever lane it runs in and whoever its neighbours are, so
-it gets the same bits as when solved alone in any other batch through lanes of the
-same width (tested bit for bit on the CPU, ``tests/driver/test_lanes.py``); a different
-width is other machine code and agrees to rounding. Runs are deterministic. The one
-exception is a solver that reads ``StepContext.iteration`` (L-BFGS does, to pick
-the ring slot of its memory): the slot a pair lands in changes with the lane's
-start, its order in the recursion does not, so the arithmetic is the same.
+What a row's result depends on: only its own data, to rounding. fixedopt's arithmetic
+treats every lane alike (the same elementwise program whatever lane a row runs in and
+whoever its neighbours are), so a row gets the same bits as when solved alone in any
+other batch through lanes of the same width, wherever XLA's code for the objective
+treats every row alike too (tested bit for bit on the CPU, ``tests/driver/test_lanes.py``).
+XLA does not promise that: on the CPU it compiles a tridiagonal quadratic form
+``x @ (A @ x)`` over rows of 8, 16 rows at a time, into code whose last two rows round
+differently (plain ``vmap``), and the rows of such an objective then agree to rounding
+whatever lane they run in (tested too). A different width is other machine code and
+agrees to rounding. Runs are deterministic. A solver that reads
+``StepContext.iteration`` (L-BFGS does, to pick the ring slot of its memory) is no
+exception: the slot a pair lands in changes with the lane's start, its order in the
+recursion does not, so the arithmetic is the same.
 """
 
 from __future__ import annotations
@@ -55,10 +60,6 @@ from fixedopt._driver.progress import Progress
 from fixedopt._numerics import reduce
 
 Rows = TypeVar("Rows")  # a batch's per-row data (a pytree with a leading batch axis)
-
-# A refill costs about one trip of the loop (it starts the new rows, one evaluation
-# each): this many trips.
-REFILL_COST = 1.0
 
 
 class Report(NamedTuple):
@@ -180,7 +181,8 @@ def iterate_lanes(
     def body(lanes: Lanes) -> Lanes:
         # Refill first: the first trip fills the empty lanes, so the rows are started
         # by one piece of code (traced and compiled once).
-        wanted = _refill_due(lanes.idle, lanes.idle_steps, width) & (lanes.queued < total)
+        due = _refill_due(lanes.idle, lanes.idle_steps, width, solver.refill_cost)
+        wanted = due & (lanes.queued < total)
         lanes = jax.lax.cond(wanted, refill, lambda lanes: lanes, lanes)
         state = advance_lanes(plan.data.unpack(lanes.data), lanes.state, lanes.iteration)
         idle, idle_steps = _idle(plan.state.unpack(state))
@@ -371,17 +373,17 @@ def _busy(status: jax.Array) -> jax.Array:
     return (status == RUNNING) | (status == PENDING)
 
 
-def _refill_due(count: jax.Array, steps_sum: jax.Array, width: int) -> jax.Array:
+def _refill_due(count: jax.Array, steps_sum: jax.Array, width: int, cost: float) -> jax.Array:
     """Whether enough lanes are idle for a refill to pay: ``count`` lanes, whose rows
-    took ``steps_sum`` steps in all.
+    took ``steps_sum`` steps in all; a refill costs ``cost`` trips (``Solver.refill_cost``).
 
     Rows that take ``k`` steps each leave about ``W / k`` lanes idle per trip. Waiting
     for a share ``s`` of idle lanes wastes ``s / 2`` of each trip on average and
-    refills every ``s k`` trips, each refill costing ``REFILL_COST`` trips: the sum is
-    least at ``s = sqrt(2 REFILL_COST / k)``, with ``k`` the mean steps of the rows
+    refills every ``s k`` trips, each refill costing ``cost`` trips: the sum is
+    least at ``s = sqrt(2 cost / k)``, with ``k`` the mean steps of the rows
     stopped in the lanes now. (All lanes idle: always.)"""
     steps = steps_sum / jnp.maximum(count, 1)
-    share = jnp.minimum(1.0, jnp.sqrt(2.0 * REFILL_COST / jnp.maximum(steps, 1.0)))
+    share = jnp.minimum(1.0, jnp.sqrt(2.0 * cost / jnp.maximum(steps, 1.0)))
     return count >= jnp.maximum(share * width, 1.0)
 
 

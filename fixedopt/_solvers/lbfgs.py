@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -212,6 +212,11 @@ class LBFGS(Solver[LBFGSState]):
     max_linesearch_steps: int = 30
     linesearch: str = "auto"
     scaling: str = "auto"
+    # A step through the lanes makes a line search's trials (the lanes' most: 4 to 5 a
+    # trip at quad n = 8, 128 lanes) and the two-loop recursion; a refill one evaluation.
+    # At 0.25 (against 1): quad n = 8 1.14x-1.15x faster, n = 512 1.06x, n = 32 and 64
+    # the same (benchmarks/results/cpu-refill-cost-2026-12-02.md).
+    refill_cost: ClassVar[float] = 0.25
 
     def __post_init__(self) -> None:
         set_option(self, "memory_size", positive_int("memory_size", self.memory_size))
