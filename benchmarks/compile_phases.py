@@ -140,8 +140,7 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
     args = parser.parse_args(argv)
     env = environment() | {"suite": "compile_phases"}
     records = [env | r for r in measure(args.repeats, args.elemental_too)]
-    name = f"compile-phases{'-' + args.label if args.label else ''}"
-    return compile_time.write(records, env, markdown, args.out, name)
+    return compile_time.write(records, env, markdown, args.out, "compile-phases", args.label)
 
 
 if __name__ == "__main__":

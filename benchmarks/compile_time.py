@@ -244,16 +244,15 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
     selected = [c for c in every if not args.cases or c.name in args.cases]
     env = environment() | {"suite": "compile_time"}
     records = [env | r for r in measure(selected, args.repeats)]
-    name = f"compile-time{'-' + args.label if args.label else ''}"
-    return write(records, env, markdown, args.out, name)
+    return write(records, env, markdown, args.out, "compile-time", args.label)
 
 
 def write(
-    records: list[dict], env: dict, markdown: Callable, out: pathlib.Path, name: str
+    records: list[dict], env: dict, markdown: Callable, out: pathlib.Path, name: str, label: str
 ) -> pathlib.Path:
-    """``records`` as ``<out>/<backend>-<name>-<date>.{json,md}`` (``markdown(records,
-    title, env)`` writes the table); returns the files' common stem."""
-    stem = out / f"{env['backend']}-{name}-{env['date']}"
+    """``records`` as ``<out>/<backend>-<name>[-<label>]-<date>.{json,md}``
+    (``markdown(records, title, env)`` writes the table); returns the files' stem."""
+    stem = out / f"{env['backend']}-{name}{'-' + label if label else ''}-{env['date']}"
     out.mkdir(parents=True, exist_ok=True)
     stem.with_suffix(".json").write_text(json.dumps(records, indent=1, default=str) + "\n")
     stem.with_suffix(".md").write_text(markdown(records, stem.name, env))

@@ -18,10 +18,12 @@ Writes ``benchmarks/results/<backend>-refill-cost-<date>.{jsonl,md}``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import pathlib
 import statistics
 import time
+from collections.abc import Iterator
 
 import jax
 import jax.numpy as jnp
@@ -32,30 +34,40 @@ from benchmarks.compiler_options import fit_case, minimize_case
 from benchmarks.timing import environment
 
 RESULTS = pathlib.Path(__file__).parent / "results"
-SOLVERS = {False: fixedopt.LBFGS(), True: fixedopt.LevenbergMarquardt()}  # the cases' own
-SOLVER_CLASSES = {key: type(solver) for key, solver in SOLVERS.items()}
-CASES = {
-    "quad n = 8, B = 1024": lambda: minimize_case("quad", 1024, 8),
-    "quad n = 8, B = 16384": lambda: minimize_case("quad", 16384, 8),
-    "quad n = 32, B = 1024": lambda: minimize_case("quad", 1024, 32),
-    "quad n = 64, B = 1024": lambda: minimize_case("quad", 1024, 64),
-    "quad n = 512, B = 256": lambda: minimize_case("quad", 256, 512),
-    "gaussian LM, B = 1e5": lambda: fit_case("gaussian", 10**5),
-    "decay LM, B = 1e4": lambda: fit_case("decay", 10**4),
+LBFGS, LM = fixedopt.LBFGS, fixedopt.LevenbergMarquardt
+CASES = {  # name: (the case's solve and inputs, its solver's class)
+    "quad n = 8, B = 1024": (lambda: minimize_case("quad", 1024, 8), LBFGS),
+    "quad n = 8, B = 16384": (lambda: minimize_case("quad", 16384, 8), LBFGS),
+    "quad n = 32, B = 1024": (lambda: minimize_case("quad", 1024, 32), LBFGS),
+    "quad n = 64, B = 1024": (lambda: minimize_case("quad", 1024, 64), LBFGS),
+    "quad n = 512, B = 256": (lambda: minimize_case("quad", 256, 512), LBFGS),
+    "gaussian LM, B = 1e5": (lambda: fit_case("gaussian", 10**5), LM),
+    "decay LM, B = 1e4": (lambda: fit_case("decay", 10**4), LM),
 }
+
+
+@contextlib.contextmanager
+def refill_cost(solver_class: type[fixedopt.Solver], cost: float) -> Iterator[None]:
+    """``solver_class.refill_cost`` set to ``cost`` meanwhile (read when a solve traces)."""
+    kept = solver_class.refill_cost
+    solver_class.refill_cost = cost
+    try:
+        yield
+    finally:
+        solver_class.refill_cost = kept
 
 
 def measure(name: str, costs: list[float], rounds: int) -> dict:
     """Compile the case once per cost, then run the programs interleaved; medians."""
-    solve, inputs = CASES[name]()
+    build, solver_class = CASES[name]
+    solve, inputs = build()
+    options = fixedopt.compiler_options(solver_class())  # compiled as when called alone
     programs, compile_s = {}, {}
     for cost in costs:
-        SOLVER_CLASSES[name.split()[1] == "LM"].refill_cost = cost
         jax.clear_caches()  # traced anew: the rule is read at trace time
         tic = time.perf_counter()
-        options = fixedopt.compiler_options(SOLVERS[name.split()[1] == "LM"])  # as called alone
-        jitted = jax.jit(lambda *a: solve(*a), compiler_options=options)
-        programs[cost] = jitted.lower(*inputs).compile()
+        with refill_cost(solver_class, cost):
+            programs[cost] = jax.jit(solve, compiler_options=options).lower(*inputs).compile()
         compile_s[cost] = time.perf_counter() - tic
     answers = {cost: jax.block_until_ready(p(*inputs)) for cost, p in programs.items()}
     run_s: dict[float, list[float]] = {cost: [] for cost in costs}
@@ -108,15 +120,10 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
     parser.add_argument("--out", type=pathlib.Path, default=RESULTS, help="results folder")
     args = parser.parse_args(argv)
     env = environment() | {"suite": "refill_cost"}
-    kept = {key: cls.refill_cost for key, cls in SOLVER_CLASSES.items()}
     records = []
-    try:
-        for name in args.cases or CASES:
-            records.append(env | measure(name, args.costs, args.rounds))
-            print(json.dumps({k: records[-1][k] for k in records[-1] if k not in env}), flush=True)
-    finally:
-        for key, cls in SOLVER_CLASSES.items():
-            cls.refill_cost = kept[key]
+    for name in args.cases or CASES:
+        records.append(env | measure(name, args.costs, args.rounds))
+        print(json.dumps({k: records[-1][k] for k in records[-1] if k not in env}), flush=True)
     stem = args.out / f"{env['backend']}-refill-cost-{env['date']}"
     args.out.mkdir(parents=True, exist_ok=True)
     lines = (json.dumps(record, default=str) + "\n" for record in records)

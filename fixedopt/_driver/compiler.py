@@ -23,6 +23,7 @@ import jax.extend.core
 import numpy as np
 
 from fixedopt._contract.solver import Solver
+from fixedopt._objective.arguments import check_is_solver
 
 CPU_OPTIONS: dict[str, Any] = {"xla_cpu_use_fusion_emitters": False}
 
@@ -51,12 +52,7 @@ def compiler_options(solver: Solver[Any], backend: str | None = None) -> dict[st
       >>> print(fast(jnp.zeros(2), jnp.array([False, False])).round(6))
       [2. 1.]
     """
-    if not isinstance(solver, Solver):
-        raise TypeError(
-            f"`solver` must be a fixedopt solver such as fixedopt.LevenbergMarquardt(), "
-            f"got {type(solver).__name__}"
-        )
-    if not solver.needs_residuals or (backend or jax.default_backend()) != "cpu":
+    if not check_is_solver(solver).needs_residuals or (backend or jax.default_backend()) != "cpu":
         return {}
     return dict(CPU_OPTIONS) if _accepted() else {}
 

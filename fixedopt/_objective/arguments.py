@@ -9,6 +9,8 @@ and bounds: :mod:`fixedopt._inputs.validate`.)
 
 from __future__ import annotations
 
+import math
+import numbers
 import sys
 import warnings
 from collections.abc import Callable
@@ -199,14 +201,26 @@ def _check_row_leaf(path: KeyPath, leaf: object, batch: int) -> None:
         )
 
 
-def check_solver(solver: object, *, needs_residuals: bool, caller: str) -> None:
-    """A fixedopt solver, and one that ``caller`` can run."""
+def check_is_solver(solver: object) -> Solver[Any]:
+    """``solver``, a fixedopt solver, with a ``refill_cost`` the lanes can use (a solver
+    of the user's own may set it: a negative or NaN cost would never refill, and hang)."""
     if not isinstance(solver, Solver):
         raise TypeError(
             f"`solver` must be a fixedopt solver such as fixedopt.LBFGS(), got "
             f"{type(solver).__name__}; wrap an optax optimizer as fixedopt.Optax(...)"
         )
-    if solver.needs_residuals and not needs_residuals:
+    cost, name = solver.refill_cost, f"`{type(solver).__name__}.refill_cost`"
+    meaning = "what a refill of the lanes costs, in steps of the solver"
+    if isinstance(cost, bool) or not isinstance(cost, numbers.Real):
+        raise TypeError(f"{name} must be a number ({meaning}), got {type(cost).__name__}")
+    if not 0 <= cost < math.inf:
+        raise ValueError(f"{name} must be a finite number >= 0 ({meaning}), got {cost!r}")
+    return solver
+
+
+def check_solver(solver: object, *, needs_residuals: bool, caller: str) -> None:
+    """A fixedopt solver, and one that ``caller`` can run."""
+    if check_is_solver(solver).needs_residuals and not needs_residuals:
         raise TypeError(
             f"`solver` {type(solver).__name__} needs residuals: use "
             f"fixedopt.least_squares instead of fixedopt.{caller}"

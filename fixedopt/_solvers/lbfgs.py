@@ -214,7 +214,7 @@ class LBFGS(Solver[LBFGSState]):
     scaling: str = "auto"
     # A step through the lanes makes a line search's trials (the lanes' most: 4 to 5 a
     # trip at quad n = 8, 128 lanes) and the two-loop recursion; a refill one evaluation.
-    # At 0.25 (against 1): quad n = 8 1.14x-1.15x faster, n = 512 1.06x, n = 32 and 64
+    # At 0.25 (against 1): quad n = 8 1.15x-1.17x faster, n = 512 1.06x, n = 32 and 64
     # the same (benchmarks/results/cpu-refill-cost-2026-12-02.md).
     refill_cost: ClassVar[float] = 0.25
 

@@ -544,3 +544,25 @@ def test_every_choice_accepts_its_strings_and_names_the_choices(name):
         _raises_naming(call, bad, name, ValueError)
         with pytest.raises(ValueError, match=f"one of .*{valid}"):
             call(bad)
+
+
+@pytest.mark.parametrize(
+    ("cost", "error", "expected"),
+    [(-1.0, ValueError, "a finite number >= 0"), (float("nan"), ValueError, "a finite number"),
+     (float("inf"), ValueError, "a finite number"), ("0.5", TypeError, "a number"),
+     (True, TypeError, "a number")],
+    ids=repr,
+)  # fmt: skip
+def test_a_solver_of_ones_own_with_a_bad_refill_cost_is_named(cost, error, expected):
+    """A negative or NaN ``refill_cost`` would never refill the lanes (the batch would
+    hang): ``minimize`` and ``compiler_options`` name it instead."""
+
+    class Refilling(fixedopt.LBFGS):
+        refill_cost = cost
+
+    x0, fixed = jnp.zeros((4, 2)), jnp.zeros((4, 2), bool)
+    for call in (lambda: fixedopt.minimize(lambda x: jnp.sum(x**2), x0, fixed,
+                                           batched=True, solver=Refilling()),
+                 lambda: fixedopt.compiler_options(Refilling())):  # fmt: skip
+        with pytest.raises(error, match=f"`Refilling.refill_cost` must be {expected}"):
+            call()
