@@ -16,8 +16,6 @@ Writes ``benchmarks/results/<backend>-compiler-options-<date>.{jsonl,md}``.
 
 from __future__ import annotations
 
-import argparse
-import json
 import pathlib
 import re
 import statistics
@@ -32,7 +30,7 @@ import numpy as np  # noqa: E402
 
 import fixedopt  # noqa: E402
 from benchmarks import problems  # noqa: E402
-from benchmarks.timing import environment  # noqa: E402
+from benchmarks.timing import case_arguments, cases_to_files, environment  # noqa: E402
 from benchmarks.tiny_problems import MODELS  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).parent / "results"
@@ -162,24 +160,13 @@ def markdown(records: list[dict], title: str, env: dict, rounds: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> pathlib.Path:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.compiler_options",
-                                     description=__doc__.split("\n\n")[0])  # fmt: skip
-    parser.add_argument("--rounds", type=int, default=5, help="compiles and runs of each")
-    parser.add_argument("--cases", nargs="*", choices=list(CASES), help="default: all")
-    parser.add_argument("--out", type=pathlib.Path, default=RESULTS, help="results folder")
+    parser = case_arguments("compiler_options", __doc__, CASES, 5, RESULTS)
     args = parser.parse_args(argv)
     env = environment() | {"suite": "compiler_options"}
-    records = []
-    for name in args.cases or CASES:
-        records.append(env | measure(name, args.rounds))
-        print(json.dumps({k: records[-1][k] for k in records[-1] if k not in env}), flush=True)
-    stem = args.out / f"{env['backend']}-compiler-options-{env['date']}"
-    args.out.mkdir(parents=True, exist_ok=True)
-    lines = (json.dumps(record, default=str) + "\n" for record in records)
-    stem.with_suffix(".jsonl").write_text("".join(lines))
-    stem.with_suffix(".md").write_text(markdown(records, stem.name, env, args.rounds))
-    print(f"wrote {stem}.jsonl and .md")
-    return stem
+    cases = args.cases or list(CASES)
+    measured = lambda name: measure(name, args.rounds)
+    written = lambda records, title, env: markdown(records, title, env, args.rounds)
+    return cases_to_files(env, cases, measured, written, args.out, "compiler-options")
 
 
 if __name__ == "__main__":

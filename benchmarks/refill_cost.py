@@ -17,9 +17,7 @@ Writes ``benchmarks/results/<backend>-refill-cost-<date>.{jsonl,md}``.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import pathlib
 import statistics
 import time
@@ -31,7 +29,7 @@ import numpy as np
 
 import fixedopt
 from benchmarks.compiler_options import fit_case, minimize_case
-from benchmarks.timing import environment
+from benchmarks.timing import case_arguments, cases_to_files, environment
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 LBFGS, LM = fixedopt.LBFGS, fixedopt.LevenbergMarquardt
@@ -112,25 +110,14 @@ def markdown(records: list[dict], costs: list[float], title: str, env: dict) -> 
 
 
 def main(argv: list[str] | None = None) -> pathlib.Path:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.refill_cost",
-                                     description=__doc__.split("\n\n")[0])  # fmt: skip
-    parser.add_argument("--rounds", type=int, default=9, help="calls of each program")
+    parser = case_arguments("refill_cost", __doc__, CASES, 9, RESULTS)
     parser.add_argument("--costs", nargs="*", type=float, default=[1.0, 0.5, 0.25, 0.1])
-    parser.add_argument("--cases", nargs="*", choices=list(CASES), help="default: all")
-    parser.add_argument("--out", type=pathlib.Path, default=RESULTS, help="results folder")
     args = parser.parse_args(argv)
     env = environment() | {"suite": "refill_cost"}
-    records = []
-    for name in args.cases or CASES:
-        records.append(env | measure(name, args.costs, args.rounds))
-        print(json.dumps({k: records[-1][k] for k in records[-1] if k not in env}), flush=True)
-    stem = args.out / f"{env['backend']}-refill-cost-{env['date']}"
-    args.out.mkdir(parents=True, exist_ok=True)
-    lines = (json.dumps(record, default=str) + "\n" for record in records)
-    stem.with_suffix(".jsonl").write_text("".join(lines))
-    stem.with_suffix(".md").write_text(markdown(records, args.costs, stem.name, env))
-    print(f"wrote {stem}.jsonl and .md")
-    return stem
+    cases = args.cases or list(CASES)
+    measured = lambda name: measure(name, args.costs, args.rounds)
+    written = lambda records, title, env: markdown(records, args.costs, title, env)
+    return cases_to_files(env, cases, measured, written, args.out, "refill-cost")
 
 
 if __name__ == "__main__":

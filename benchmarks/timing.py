@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import datetime
+import json
 import os
+import pathlib
 import platform
 import statistics
 import time
@@ -102,3 +105,35 @@ def environment() -> dict:
             "device_count": jax.device_count(), "host_cpus": os.cpu_count(),
             "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"), "versions": versions,
             "date": datetime.date.today().isoformat()}  # fmt: skip
+
+
+def cases_to_files(
+    env: dict, cases: list[str], measure: Callable[[str], dict], markdown: Callable,
+    out: pathlib.Path, name: str,
+) -> pathlib.Path:  # fmt: skip
+    """``measure(case)`` for every case (each record printed as it comes), written as
+    ``<out>/<backend>-<name>-<date>.{jsonl,md}`` (``markdown(records, title, env)`` writes
+    the table); returns the files' stem."""
+    records = []
+    for case in cases:
+        records.append(env | measure(case))
+        print(json.dumps({k: records[-1][k] for k in records[-1] if k not in env}), flush=True)
+    stem = out / f"{env['backend']}-{name}-{env['date']}"
+    out.mkdir(parents=True, exist_ok=True)
+    lines = (json.dumps(record, default=str) + "\n" for record in records)
+    stem.with_suffix(".jsonl").write_text("".join(lines))
+    stem.with_suffix(".md").write_text(markdown(records, stem.name, env))
+    print(f"wrote {stem}.jsonl and .md")
+    return stem
+
+
+def case_arguments(module: str, doc: str, cases: dict, rounds: int, results: pathlib.Path):
+    """The command line of a benchmark ``python -m benchmarks.<module>`` whose ``cases``
+    are named: ``--rounds`` (default ``rounds``), ``--cases``, ``--out`` (``results``);
+    the parser, to add more before parsing."""
+    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{module}",
+                                     description=doc.split("\n\n")[0])  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=rounds, help="calls of each program")
+    parser.add_argument("--cases", nargs="*", choices=list(cases), help="default: all")
+    parser.add_argument("--out", type=pathlib.Path, default=results, help="results folder")
+    return parser

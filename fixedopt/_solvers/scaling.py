@@ -125,7 +125,12 @@ def model_validated(
     alpha = taken / jnp.where(model_slope < 0, model_slope, -1.0)
     predicted = -taken * (1.0 - 0.5 * alpha)
     ratio = (value - value_new) / jnp.where(predicted > 0, predicted, 1.0)
-    measurable = predicted > 100 * jnp.finfo(value.dtype).eps * jnp.abs(value)
     full = (model_slope < 0) & (jnp.abs(alpha - 1.0) <= 0.01)
     agrees = (ratio >= 0.5) & (ratio <= 1.5)
-    return jnp.where(measurable, full & agrees, True)
+    return jnp.where(measurable(predicted, value), full & agrees, True)
+
+
+def measurable(predicted: jax.Array, value: jax.Array) -> jax.Array:
+    """Whether a reduction of ``predicted`` from ``value`` is above ``f``'s rounding
+    (100 ulps of ``|f|``), where :func:`model_validated` can test a step's ratio."""
+    return predicted > 100 * jnp.finfo(value.dtype).eps * jnp.abs(value)

@@ -206,6 +206,32 @@ def test_a_start_at_the_solution_converges_at_once():
     np.testing.assert_allclose(np.asarray(sol.x), reference, rtol=1e-9)
 
 
+def two_entries_of_a_quadratic(x, units):
+    quadratic = 1.5 * (x[0] - 2.0) ** 2 + 3.5 * (x[1] + 1.0) ** 2 + 0.3 * x[0] * x[1]
+    return units * (quadratic + x[2] ** 2)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_lbfgs_stops_where_its_exact_line_search_lands_on_the_minimizer(dtype):
+    """Two free entries of a quadratic: L-BFGS's near-exact (Hager-Zhang) steps are
+    conjugate gradients there and land on the minimizer at the second step, before its
+    model has ever taken a full step (the test that lets the model stop a row). From
+    there the model predicts no reduction above f's rounding, the test its next step
+    would pass whatever it did: the row stops at 2 steps (it took a third, in rounding
+    noise), CONVERGED at the closed-form minimizer, in any units (traced: one compile)."""
+    x0 = jnp.array([0.5, 0.25, 4.0], dtype)
+    fixed = jnp.array([False, False, True])
+    # The gradient of the free pair vanishes: [[3, 0.3], [0.3, 7]] x = [6, -7].
+    exact = np.linalg.solve([[3.0, 0.3], [0.3, 7.0]], [6.0, -7.0])
+    for units in (1e-6, 1.0, 1e6):
+        sol = fixedopt.minimize(two_entries_of_a_quadratic, x0, fixed,
+                                args=(jnp.asarray(units, dtype),))  # fmt: skip
+        assert int(sol.status) == Status.CONVERGED and int(sol.steps) == 2, units
+        rtol = 1e-12 if dtype == "float64" else 1e-6
+        np.testing.assert_allclose(np.asarray(sol.x[:2], np.float64), exact, rtol=rtol)
+        assert float(sol.x[2]) == 4.0
+
+
 def test_float32_rows_stop_within_a_few_steps_of_stagnation():
     """A float32 row that can no longer make progress stops with a status that says
     so, and never runs to max_steps: here every row converges in few steps."""

@@ -90,13 +90,14 @@ def test_inactive_rows_make_no_trials():
     assert trials > 0 and bool(jnp.all(result.accepted))
 
 
-@pytest.mark.parametrize("minimizer", [1.3, 2.0, 4.5, 40.0])
+@pytest.mark.parametrize("minimizer", [1.3, 2.0, 4.5, 12.0, 40.0])
 def test_on_a_quadratic_the_expansion_extrapolates_to_the_minimizer(minimizer):
     """Along a quadratic whose minimizer ``t*`` lies beyond the first trial (``t = 1``,
     slope still falling), the next trial is the secant's zero of the slope, ``t*``
     itself (accepted: 2 trials), not ``expand * t`` (5: past ``t*``, then a secant
-    back, 3 trials); beyond ``expand`` times the trial it expands by ``expand`` (40:
-    trials at 1, 5 and 25, then at ``t*``, within 5x of 25: 4 trials)."""
+    back, 3 trials); on a quadratic (``f`` curves as the slopes say) up to
+    ``expand**2`` times the trial, beyond that by ``expand**2`` (40: trials at 1 and
+    25, then at ``t*``: 3 trials)."""
     hessian = jnp.diag(jnp.array([1.0, 3.0, 0.5]))
     x = jnp.array([1.0, -2.0, 0.5])
     g = hessian @ x
@@ -116,7 +117,34 @@ def test_on_a_quadratic_the_expansion_extrapolates_to_the_minimizer(minimizer):
     assert bool(result.accepted)
     exact = x + minimizer * direction
     np.testing.assert_allclose(np.asarray(result.x), np.asarray(exact), rtol=1e-12, atol=1e-14)
-    assert len(calls) == (2 if minimizer <= 5 else 4)
+    assert len(calls) == (2 if minimizer <= 25 else 3)
+
+
+@pytest.mark.parametrize("quartic", [False, True])
+def test_the_secant_reaches_far_only_where_f_curves_as_a_quadratic(quartic):
+    """Along ``phi(t) = -t + c t**k`` the slope rises from -1 to -0.996 between ``t = 0``
+    and 1, so its secant vanishes at ``t = 250``. With ``k = 2`` (a quadratic) ``f``
+    curves as the slopes say and the next trial goes ``expand**2 = 25`` times as far;
+    with ``k = 4`` it does not, and the next trial is only ``expand = 5`` times as
+    far (the secant's zero is a guess there: a valley's straight stretch)."""
+    power = 4 if quartic else 2
+    scale = 0.004 / power  # phi'(1) = -1 + 0.004 either way
+
+    def value_and_grad(z):
+        return jax.value_and_grad(lambda z: -z[0] + scale * z[0] ** power)(z)
+
+    steps = []
+
+    def evaluate(z):
+        jax.debug.callback(lambda t: steps.append(float(t)), z[0])
+        return (*value_and_grad(z), None)
+
+    x = jnp.zeros(1)
+    problem = Problem(value_and_grad, jnp.zeros(1, bool), x)
+    start = SearchStart(problem, evaluate, x, *value_and_grad(x), jnp.ones(1), 1.0)
+    jax.block_until_ready(jax.jit(lambda: hager_zhang(start, max_steps=3, patience=3))())
+    jax.effects_barrier()
+    assert steps[:2] == [1.0, 5.0 if quartic else 25.0]
 
 
 def test_bounds_fall_back_to_projected_backtracking_bit_for_bit():
