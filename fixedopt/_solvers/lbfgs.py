@@ -347,15 +347,6 @@ class LBFGS(Solver[LBFGSState]):
         driver's test of a row that cannot progress decides)."""
         return (state.pairs > 0) & state.validated
 
-    def _model(
-        self, problem: Problem, x: jax.Array, grad: jax.Array, state: LBFGSState
-    ) -> tuple[jax.Array, jax.Array]:
-        """The model's predicted reduction for its step, and no relative step (no
-        ``xtol`` test: see the class docstring)."""
-        step = self._model_step(problem, x, state)
-        predicted = predicted_reduction(problem, grad, step, self._trusted(state))
-        return predicted, jnp.asarray(jnp.inf, x.dtype)
-
     def _model_step(self, problem: Problem, x: jax.Array, state: LBFGSState) -> jax.Array:
         """The model's step as the bounds let it be taken (entries pressed against a
         bound do not move)."""
@@ -419,20 +410,24 @@ class LBFGS(Solver[LBFGSState]):
         value_new = jnp.where(search.accepted, search.value, value)
         grad_new = jnp.where(search.accepted, search.grad, grad)
         validated = model_validated(problem, x, value, grad, direction, search.x, search.value)
-        new_direction = self._direction(problem, x_new, grad_new, new_state, slot)
+        new_state = new_state._replace(
+            direction=self._direction(problem, x_new, grad_new, new_state, slot)
+        )
+        model_step = self._model_step(problem, x_new, new_state)
+        predicted = predicted_reduction(problem, grad_new, model_step, jnp.ones((), bool))
         # A model that predicts no measurable reduction from the new point passes now
         # the test its next step would pass whatever that step did (that step's
         # predicted reduction is at most this one: model_validated passes it).
-        predicted = predicted_reduction(problem, grad_new, new_direction, jnp.ones((), bool))
         settled = ~measurable(predicted, value_new)
         new_state = new_state._replace(
-            direction=new_direction,
             # A failed step leaves the verdict to the driver's test of a stuck row.
             validated=(state.pairs > 0)
             & ((search.accepted & validated) | ~search.accepted | settled),
         )
-        model = self._model(problem, x_new, grad_new, new_state)
-        return step_from_search(search, new_state, *model)
+        # The driver's tests read the prediction of a trusted model only; no relative
+        # step (no xtol test: see the class docstring).
+        trusted = jnp.where(self._trusted(new_state), predicted, jnp.inf)
+        return step_from_search(search, new_state, trusted, jnp.asarray(jnp.inf, x.dtype))
 
     def _linesearch(self, size: int) -> LineSearch:
         """The line search of a row of ``size`` entries (static): ``"auto"`` takes

@@ -127,7 +127,8 @@ def hager_zhang(
     (2 decrease - 1) phi'(0)`` with ``phi(t)`` not above ``phi(0)`` beyond rounding.
     The bracket grows until the slope turns non-negative (or ``f`` rises), each trial
     at the zero of the slope's secant where the slope rose (on a quadratic, the
-    minimizer: accepted at the second trial), at most ``expand`` times the last; then
+    minimizer: accepted at the second trial), at most ``expand`` times the last
+    (``expand**2`` where ``f`` curved as the quadratic through the two slopes); then
     it shrinks by double secant steps and bisection (Hager and Zhang, SIAM J. Optim.
     16, 2005; ACM TOMS 32, 2006). The default ``curvature = 0.1`` asks for a
     near-exact minimizer along ``d``, on a quadratic the first secant step, so that
