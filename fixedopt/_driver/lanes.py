@@ -273,9 +273,16 @@ def _certify_some(
     packed: Packed,
 ) -> Packed:
     """Certify the verdicts of the first :func:`certify_slots` PENDING lanes (in lane
-    order), in a ``lax.cond`` that runs only when a lane waits: the lanes are gathered,
-    certified by ``fixedopt._loop.certify`` and written back. A row's arithmetic does
-    not depend on when its turn comes: a waiting lane takes no step."""
+    order), in a ``lax.cond`` that runs when as many lanes wait as it has slots, or when
+    a lane waits and none runs: the lanes are gathered, certified by
+    ``fixedopt._loop.certify`` and written back. A row's arithmetic does not depend on
+    when its turn comes: a waiting lane takes no step.
+
+    The cond costs all its slots whatever number of lanes waits. Run whenever one
+    waited, it ran on nearly every trip where rows stop a few at a time (quad n = 16,
+    B = 1024: about 5 a trip of 128 lanes, 16 slots), and the certified solve took 2.1x
+    the uncertified one's time; waiting for full slots, 1.3x (``certify_cost``,
+    ``benchmarks/results/cpu-certify-cost-2026-12-03.md``)."""
     waiting = plan.state.unpack(packed).status == PENDING
     width = waiting.shape[0]
     if width == 0:  # an empty batch
@@ -295,7 +302,10 @@ def _certify_some(
         checked = plan.state.pack(jax.vmap(one)(rows, chosen))
         return plan.state.put(packed, index, checked)
 
-    certified: Packed = jax.lax.cond(reduce.any_true(waiting), check, lambda packed: packed, packed)
+    status = plan.state.unpack(packed).status
+    waits = reduce.total(waiting, dtype=jnp.int32)
+    due = (waits >= slots) | ((waits > 0) & ~reduce.any_true(status == RUNNING))
+    certified: Packed = jax.lax.cond(due, check, lambda packed: packed, packed)
     return certified
 
 
