@@ -283,7 +283,8 @@ def _certify_some(
     B = 1024: about 5 a trip of 128 lanes, 16 slots), and the certified solve took 2.1x
     the uncertified one's time; waiting for full slots, 1.3x (``certify_cost``,
     ``benchmarks/results/cpu-certify-cost-2026-12-03.md``)."""
-    waiting = plan.state.unpack(packed).status == PENDING
+    status = plan.state.unpack(packed).status
+    waiting = status == PENDING
     width = waiting.shape[0]
     if width == 0:  # an empty batch
         return packed
@@ -302,7 +303,6 @@ def _certify_some(
         checked = plan.state.pack(jax.vmap(one)(rows, chosen))
         return plan.state.put(packed, index, checked)
 
-    status = plan.state.unpack(packed).status
     waits = reduce.total(waiting, dtype=jnp.int32)
     due = (waits >= slots) | ((waits > 0) & ~reduce.any_true(status == RUNNING))
     certified: Packed = jax.lax.cond(due, check, lambda packed: packed, packed)
