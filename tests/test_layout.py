@@ -43,6 +43,7 @@ ABLATIONS = {
     "benchmarks/two_loop_rolled.py": {"fixedopt._solvers"},
     "benchmarks/certify_compile.py": {"fixedopt._solvers"},
     "benchmarks/lbfgs_rules.py": {"fixedopt._solvers"},
+    "benchmarks/two_loop_forms.py": {"fixedopt._solvers"},
 }
 
 
