@@ -44,6 +44,7 @@ ABLATIONS = {
     "benchmarks/certify_compile.py": {"fixedopt._solvers"},
     "benchmarks/lbfgs_rules.py": {"fixedopt._solvers"},
     "benchmarks/two_loop_forms.py": {"fixedopt._solvers"},
+    "benchmarks/search_carry.py": {"fixedopt._derivatives", "fixedopt._driver"},
 }
 
 
