@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint bench docs clean
+.PHONY: demo test lint bench docs clean device-wheels
 
 demo: $(VENV)/.installed-core
 	$(PY) -m fixedopt demo
@@ -30,6 +30,16 @@ docs: $(VENV)/.installed-docs
 
 bench: $(VENV)/.installed-bench
 	$(PY) -m benchmarks.run --suite cpu
+
+# The comparison packages a lent GPU machine lacks, as cp312 manylinux wheels in .whl/
+# (ignored by git), for benchmarks/device.sh: the versions of this machine's bench extra.
+DEVICE_WHEELS := jaxopt==0.8.5 tfp-nightly==0.26.0.dev20261027 dm-tree==0.1.10 gast==0.7.0 \
+	decorator==5.3.1 lmfit==1.3.4 asteval==1.0.10 uncertainties==3.2.3 dill==0.4.1
+device-wheels:
+	grep -qx '/.whl/' .git/info/exclude || echo /.whl/ >> .git/info/exclude
+	$(PYTHON) -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 \
+		--implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+		--platform manylinux2014_x86_64 -d .whl $(DEVICE_WHEELS)
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
