@@ -14,6 +14,9 @@ memory 10, the newest pair's slot moving as in a solve), medians of interleaved 
 - ``gram-matrices``: the two Gram matrices alone (the least a from-scratch compact
   form must do).
 
+Each form's ``H g`` is compared with the rolled recursion's (largest difference relative
+to its largest entry, every slot of the newest pair, one pair skipped).
+
 Then the solve it is part of: ``minimize`` (defaults) on quad B = 1024, n = 8 through
 the default lanes, its median time and its trips (one progress line a trip), for the
 recursion's share of a trip. Writes ``benchmarks/results/<backend>-two-loop-forms-<date>.md``.
@@ -68,7 +71,7 @@ def _sum_last(products: jax.Array) -> jax.Array:
 
 def _newest_first(history: jax.Array, newest: jax.Array) -> jax.Array:
     ages = jnp.arange(history.shape[0], dtype=newest.dtype)
-    return jnp.take(history, jax.lax.rem(newest + history.shape[0] - ages, history.shape[0]), 0)
+    return jnp.take(history, (newest + history.shape[0] - ages) % history.shape[0], 0)
 
 
 def _grams(s: jax.Array, y: jax.Array, gamma: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -103,13 +106,31 @@ FORMS = {"rolled": rolled(), "rolled-unroll2": rolled(2), "gram": gram,
          "gram-matrices": gram_matrices}  # fmt: skip
 
 
-def _calls(form, width: int, n: int):
-    """A jitted loop of ``CALLS`` calls of ``form`` on random pairs, and its input."""
+def _pairs(width: int, n: int) -> tuple[jax.Array, ...]:
+    """Random curvature pairs (one skipped: ``rho = 0``), their scale and a gradient."""
     keys = jax.random.split(jax.random.PRNGKey(0), 3)
     s = jax.random.normal(keys[0], (width, MEMORY, n))
     y = s + 0.3 * jax.random.normal(keys[1], (width, MEMORY, n))
-    rho, gamma = 1.0 / jnp.sum(s * y, -1), jnp.full((width,), 0.7)
-    grad = jax.random.normal(keys[2], (width, n))
+    rho = (1.0 / jnp.sum(s * y, -1)).at[:, 3].set(0.0)
+    return s, y, rho, jnp.full((width,), 0.7), jax.random.normal(keys[2], (width, n))
+
+
+def agreement(form, width: int, n: int) -> float:
+    """The largest difference of ``form``'s ``H g`` from the rolled recursion's, relative
+    to its largest entry, over every slot of the newest pair."""
+    s, y, rho, gamma, grad = _pairs(width, n)
+    worst = 0.0
+    for newest in jnp.arange(MEMORY, dtype=jnp.int32):
+        inputs = (grad, s, y, rho, newest, gamma)
+        reference = jax.vmap(FORMS["rolled"], in_axes=(0, 0, 0, 0, None, 0))(*inputs)
+        other = jax.vmap(form, in_axes=(0, 0, 0, 0, None, 0))(*inputs)
+        worst = max(worst, float(jnp.max(jnp.abs(other - reference) / jnp.max(jnp.abs(reference)))))
+    return worst
+
+
+def _calls(form, width: int, n: int):
+    """A jitted loop of ``CALLS`` calls of ``form`` on random pairs, and its input."""
+    s, y, rho, gamma, grad = _pairs(width, n)
     batched = jax.vmap(form, in_axes=(0, 0, 0, 0, None, 0))
 
     @jax.jit
@@ -136,7 +157,8 @@ def direction_costs(rounds: int) -> list[dict]:
                 loop(grad).block_until_ready()
                 times[name].append((time.perf_counter() - tic) / CALLS)
         for name in loops:
-            rows.append({"lanes": width, "n": n, "form": name,
+            agrees = "" if name == "gram-matrices" else f"{agreement(FORMS[name], width, n):.0e}"
+            rows.append({"lanes": width, "n": n, "form": name, "agrees": agrees,
                          "us": statistics.median(times[name]) * 1e6,
                          "first_call_s": compile_s[name]})  # fmt: skip
     return rows
@@ -167,12 +189,13 @@ def markdown(rows: list[dict], solve: dict, stem: str, env: dict) -> str:
     lines = [f"# {stem}", "", *__doc__.split("\n\n")[1:3], "",
              f"Backend {env['backend']} ({env['host_cpus']} CPUs), jax {env['versions']['jax']}; "
              "`python -m benchmarks.two_loop_forms`.", "",
-             "| lanes | n | form | us per call | share of a trip (n = 8) | first call s |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
+             "| lanes | n | form | us per call | share of a trip (n = 8) | first call s "
+             "| H g against the rolled recursion's |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
     for row in rows:
         share = f"{row['us'] / trip_us:.0%}" if row["n"] == 8 else ""
         lines.append(f"| {row['lanes']} | {row['n']} | {row['form']} | {row['us']:.1f} | "
-                     f"{share} | {row['first_call_s']:.2f} |")  # fmt: skip
+                     f"{share} | {row['first_call_s']:.2f} | {row['agrees']} |")  # fmt: skip
     lines += ["", f"The solve: quad B = 1024, n = 8, `minimize` defaults: {solve['solve_ms']:.2f} "
               f"ms in {solve['trips']} trips, {trip_us:.0f} us a trip.", ""]  # fmt: skip
     return "\n".join(lines)
