@@ -33,9 +33,14 @@ def lowered_text(platform: str) -> str:
 
 
 def structure(text: str) -> dict[str, int]:
-    """How many loops, conditionals and calls the program has."""
+    """How many loops, conditionals and calls the program has, JAX's own lowerings
+    apart: from jax 0.11 a cumulative sum is a ``chlo.scan`` composite on CUDA and ROCm
+    (a reduce-window on the CPU), with a loop as its decomposition for a compiler that
+    does not implement the composite. That loop is JAX's, not a trick of fixedopt's."""
+    functions = re.split(r"\n(?=\s*func\.func )", text)
+    own = "\n".join(f for f in functions if not re.match(r"\s*func\.func private @chlo\.", f))
     ops = ("stablehlo.while", "stablehlo.case", "stablehlo.if", "func.call", "custom_call")
-    return {op: len(re.findall(re.escape(op), text)) for op in ops}
+    return {op: len(re.findall(re.escape(op), own)) for op in ops}
 
 
 @pytest.fixture(scope="module")
