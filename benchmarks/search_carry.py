@@ -27,7 +27,7 @@ jax.config.update("jax_enable_x64", True)
 
 from benchmarks import methods  # noqa: E402
 from benchmarks.problems import quad  # noqa: E402
-from benchmarks.timing import environment  # noqa: E402
+from benchmarks.timing import environment, interleaved  # noqa: E402
 from fixedopt._derivatives import differentiation  # noqa: E402
 from fixedopt._driver.packing import Packing  # noqa: E402
 
@@ -85,12 +85,7 @@ def main() -> None:
     calls["tfp"] = methods.tfp_lbfgs(problem, settings).call
     for run in calls.values():
         run()
-    times: dict[str, list[float]] = {name: [] for name in calls}
-    for _ in range(args.rounds):
-        for name, run in calls.items():
-            tic = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - tic)
+    times, _ = interleaved(calls, args.rounds)
     median = {name: statistics.median(samples) for name, samples in times.items()}
     env = environment()
     stem = RESULTS / f"{env['backend']}-search-carry-{env['date']}"

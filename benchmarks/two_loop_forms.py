@@ -39,7 +39,7 @@ import jax.numpy as jnp  # noqa: E402
 
 import fixedopt  # noqa: E402
 from benchmarks.problems import quad  # noqa: E402
-from benchmarks.timing import environment  # noqa: E402
+from benchmarks.timing import environment, interleaved  # noqa: E402
 from fixedopt._solvers import lbfgs  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).parent / "results"
@@ -150,16 +150,13 @@ def direction_costs(rounds: int) -> list[dict]:
             tic = time.perf_counter()
             loop(grad).block_until_ready()
             compile_s[name] = time.perf_counter() - tic
-        times: dict[str, list[float]] = {name: [] for name in loops}
-        for _ in range(rounds):
-            for name, (loop, grad) in loops.items():
-                tic = time.perf_counter()
-                loop(grad).block_until_ready()
-                times[name].append((time.perf_counter() - tic) / CALLS)
+        calls = {name: (lambda f=loop, g=grad: f(g).block_until_ready())
+                 for name, (loop, grad) in loops.items()}  # fmt: skip
+        times, _ = interleaved(calls, rounds)
         for name in loops:
             agrees = "" if name == "gram-matrices" else f"{agreement(FORMS[name], width, n):.0e}"
             rows.append({"lanes": width, "n": n, "form": name, "agrees": agrees,
-                         "us": statistics.median(times[name]) * 1e6,
+                         "us": statistics.median(times[name]) / CALLS * 1e6,
                          "first_call_s": compile_s[name]})  # fmt: skip
     return rows
 
@@ -170,12 +167,9 @@ def solve_trip(rounds: int) -> dict:
     x0, fixed, args = jnp.asarray(problem.x0), jnp.asarray(problem.fixed), problem.args
     solve = jax.jit(lambda x0, fixed, *args: fixedopt.minimize(
         problem.jax_fun, x0, fixed, args=args, batched=True).x)  # fmt: skip
-    solve(x0, fixed, *args).block_until_ready()
-    samples = []
-    for _ in range(rounds):
-        tic = time.perf_counter()
-        solve(x0, fixed, *args).block_until_ready()
-        samples.append(time.perf_counter() - tic)
+    call = lambda: solve(x0, fixed, *args).block_until_ready()
+    call()
+    samples = interleaved({"solve": call}, rounds)[0]["solve"]
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         fixedopt.minimize(problem.jax_fun, x0, fixed, args=args, batched=True, progress=1)

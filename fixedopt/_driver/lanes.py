@@ -275,7 +275,7 @@ def _certify_some(
     """Certify the verdicts of the first :func:`certify_slots` PENDING lanes (in lane
     order), in a ``lax.cond`` that runs when as many lanes wait as it has slots, or when
     a lane waits and none runs: the lanes are gathered, certified by
-    ``fixedopt._loop.certify`` and written back. A row's arithmetic does not depend on
+    ``fixedopt._driver.loop.certify`` and written back. A row's arithmetic does not depend on
     when its turn comes: a waiting lane takes no step.
 
     The cond costs all its slots whatever number of lanes waits. Run whenever one
@@ -303,10 +303,16 @@ def _certify_some(
         checked = plan.state.pack(jax.vmap(one)(rows, chosen))
         return plan.state.put(packed, index, checked)
 
-    waits = reduce.total(waiting, dtype=jnp.int32)
-    due = (waits >= slots) | ((waits > 0) & ~reduce.any_true(status == RUNNING))
-    certified: Packed = jax.lax.cond(due, check, lambda packed: packed, packed)
+    certified: Packed = jax.lax.cond(_certify_due(status, slots), check, lambda p: p, packed)
     return certified
+
+
+def _certify_due(status: jax.Array, slots: int) -> jax.Array:
+    """Whether the lanes of ``status`` (``(W,)``) certify this trip: as many wait
+    (PENDING) as the check has ``slots``, or one waits and none runs (so no row waits
+    forever: running rows stop by ``max_steps`` at the latest)."""
+    waits = reduce.total(status == PENDING, dtype=jnp.int32)
+    return (waits >= slots) | ((waits > 0) & ~reduce.any_true(status == RUNNING))
 
 
 def _first(mask: jax.Array, count: int) -> jax.Array:

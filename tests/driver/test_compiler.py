@@ -58,11 +58,16 @@ def test_a_solve_called_on_its_own_compiles_with_the_cpu_options(fresh):
     np.testing.assert_array_equal(alone[FIXED], 0.0)
 
 
-@pytest.mark.skipif(not ON_CPU, reason="the options are the CPU's")
+# Whether each jaxlib series seen takes the options: 0.10.2 here, 0.11.2 in a Python 3.12
+# venv (the H200's image); other series are not known.
+TAKES_BY_SERIES = {(0, 10): True, (0, 11): False}
+SERIES = tuple(int(part) for part in jaxlib.__version__.split(".")[:2])
+
+
+@pytest.mark.skipif(not ON_CPU or SERIES not in TAKES_BY_SERIES, reason="a CPU, a known jaxlib")
 def test_the_jaxlib_that_has_the_options_takes_them():
     """So that the tests of the options skip only where the jaxlib has none to take."""
-    release = tuple(int(part) for part in jaxlib.__version__.split(".")[:2])
-    assert compiler._accepted() == (release < (0, 11)), jaxlib.__version__
+    assert compiler._accepted() == TAKES_BY_SERIES[SERIES], jaxlib.__version__
 
 
 def test_minimize_keeps_xlas_defaults(fresh):

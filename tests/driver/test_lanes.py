@@ -12,7 +12,8 @@ import pytest
 
 import fixedopt
 from fixedopt import Status
-from fixedopt._driver.lanes import CPU_CACHE_BYTES, default_width
+from fixedopt._contract.status import PENDING, RUNNING
+from fixedopt._driver.lanes import CPU_CACHE_BYTES, _certify_due, default_width
 from tests.helpers import assert_rows_identical, bits, quadratic, quadratic_rows
 
 
@@ -41,6 +42,18 @@ def test_default_width():
     assert default_width(20, 100, "tpu") == 8
     assert default_width(5, 100, "cpu") == 5
     assert default_width(0, 100, "cpu") == 0
+
+
+@pytest.mark.parametrize(
+    ("pending", "running", "due"),
+    [(0, 5, False), (3, 5, False), (4, 5, True), (6, 0, True), (1, 0, True), (0, 0, False)],
+)
+def test_lanes_certify_when_the_slots_fill_or_nothing_else_runs(pending, running, due):
+    """4 slots among 16 lanes: fewer waiting lanes wait on while others run (a trip's
+    check costs all its slots), and a waiting lane is never left once none runs."""
+    stopped = 16 - pending - running
+    status = jnp.array([PENDING] * pending + [RUNNING] * running + [Status.CONVERGED] * stopped)
+    assert bool(_certify_due(status.astype(jnp.int32), 4)) == due
 
 
 @pytest.mark.parametrize("solver", [fixedopt.LBFGS(), fixedopt.GradientDescent()], ids=repr)
