@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 
 import fixedopt  # noqa: E402
 from benchmarks import problems  # noqa: E402
-from benchmarks.timing import case_arguments, cases_to_files, environment  # noqa: E402
+from benchmarks.timing import run_cases  # noqa: E402
 from benchmarks.tiny_problems import MODELS  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).parent / "results"
@@ -160,13 +160,7 @@ def markdown(records: list[dict], title: str, env: dict, rounds: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> pathlib.Path:
-    parser = case_arguments("compiler_options", __doc__, CASES, 5, RESULTS)
-    args = parser.parse_args(argv)
-    env = environment() | {"suite": "compiler_options"}
-    cases = args.cases or list(CASES)
-    measured = lambda name: measure(name, args.rounds)
-    written = lambda records, title, env: markdown(records, title, env, args.rounds)
-    return cases_to_files(env, cases, measured, written, args.out, "compiler-options")
+    return run_cases("compiler_options", __doc__, CASES, 5, RESULTS, measure, markdown, argv)
 
 
 if __name__ == "__main__":

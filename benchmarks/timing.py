@@ -127,6 +127,22 @@ def cases_to_files(
     return stem
 
 
+def run_cases(
+    module: str, doc: str, cases: dict, rounds: int, results: pathlib.Path,
+    measure: Callable[[str, int], dict], markdown: Callable, argv: list[str] | None = None,
+) -> pathlib.Path:  # fmt: skip
+    """The command ``python -m benchmarks.<module>`` of a benchmark whose ``cases`` are
+    named (:func:`case_arguments`): ``measure(case, rounds)`` for each case chosen, and
+    ``markdown(records, title, env, rounds)`` for its table, written by
+    :func:`cases_to_files` as ``<backend>-<module, dashed>-<date>``; returns the stem."""
+    args = case_arguments(module, doc, cases, rounds, results).parse_args(argv)
+    env = environment() | {"suite": module}
+    measured = lambda name: measure(name, args.rounds)
+    written = lambda records, title, env: markdown(records, title, env, args.rounds)
+    chosen = args.cases or list(cases)
+    return cases_to_files(env, chosen, measured, written, args.out, module.replace("_", "-"))
+
+
 def case_arguments(module: str, doc: str, cases: dict, rounds: int, results: pathlib.Path):
     """The command line of a benchmark ``python -m benchmarks.<module>`` whose ``cases``
     are named: ``--rounds`` (default ``rounds``), ``--cases``, ``--out`` (``results``);

@@ -45,6 +45,7 @@ ABLATIONS = {
     "benchmarks/lbfgs_rules.py": {"fixedopt._solvers"},
     "benchmarks/two_loop_forms.py": {"fixedopt._solvers"},
     "benchmarks/search_carry.py": {"fixedopt._derivatives", "fixedopt._driver"},
+    "benchmarks/normal_sums.py": {"fixedopt._solvers"},
 }
 
 

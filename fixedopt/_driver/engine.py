@@ -21,6 +21,7 @@ from fixedopt._driver.loop import LoopState, Stopping, iterate
 from fixedopt._driver.progress import Progress
 from fixedopt._fixing.mask import active_set, unravel_mask
 from fixedopt._inputs.validate import Bounds, PyTree
+from fixedopt._numerics import reduce
 from fixedopt._objective.losses import Loss
 from fixedopt._objective.problem import (
     Objective,
@@ -96,6 +97,14 @@ def _solve(
     ``fixed`` and ``bounds`` are left None for the caller to attach: the inputs
     themselves (a compiled program would return copies of them).
     """
+    with reduce.summing(reduce.summing_helps(plan.backend)):
+        return _solve_traced(fun, solver, plan, inputs, stopping)
+
+
+def _solve_traced(
+    fun: Callable[..., Any], solver: Solver[Any], plan: Plan, inputs: Inputs, stopping: Stopping
+) -> Solution:
+    """:func:`_solve`'s trace, inside its backend's reduction settings."""
     objective, rows = _set_up(fun, plan, inputs)
     finish = functools.partial(_finish, objective)
     if plan.batched_args is None:

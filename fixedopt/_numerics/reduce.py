@@ -59,6 +59,7 @@ MOST_CHUNKS = 8  # longer vectors: the plain reduction
 # (seen: 4000 entries rewritten, 4096 to YNN, at lengths 40 to 200).
 YNN_ENTRIES = 4096
 _FOLDING = contextvars.ContextVar("fixedopt_folding", default=False)
+_TOGETHER = contextvars.ContextVar("fixedopt_summing_together", default=False)
 
 
 def folding_helps(backend: str, rows: int, length: int) -> bool:
@@ -75,6 +76,70 @@ def folding(on: bool) -> Iterator[None]:
         yield
     finally:
         _FOLDING.reset(token)
+
+
+def summing_helps(backend: str) -> bool:
+    """Whether many sums over the same axis pay as one reduction (:func:`together`) on
+    ``backend``: on the CPU, measured (``fixedopt._solvers.small_linalg.SUMMED_N``);
+    other backends keep the sums one by one (not measured there)."""
+    return backend == "cpu"
+
+
+@contextlib.contextmanager
+def summing(on: bool) -> Iterator[None]:
+    """Let the sums traced inside be computed together where a caller asks
+    (:func:`summing_together`), or not."""
+    token = _TOGETHER.set(on)
+    try:
+        yield
+    finally:
+        _TOGETHER.reset(token)
+
+
+def summing_together() -> bool:
+    """Whether this trace is inside ``summing(True)`` (static)."""
+    return _TOGETHER.get()
+
+
+@jax.custom_jvp
+def together(terms: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
+    """The sum of each ``(m,)`` array of ``terms``, as ONE reduction per dtype (XLA's
+    variadic reduce, which takes one precision): one kernel that computes the terms
+    where it reads their inputs and writes only the sums, where sums one by one would
+    read terms that XLA writes out first.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from fixedopt._numerics import reduce
+      >>> a = jnp.arange(4.0)
+      >>> [float(s) for s in reduce.together((a, a * a))]
+      [6.0, 14.0]
+    """
+    groups: dict[jnp.dtype, list[int]] = {}
+    for index, term in enumerate(terms):
+        groups.setdefault(jnp.dtype(term.dtype), []).append(index)
+    summed: list[jax.Array] = list(terms)
+    for dtype, indices in groups.items():
+        zeros = tuple(jnp.zeros((), dtype) for _ in indices)
+        sums = jax.lax.reduce(
+            tuple(terms[i] for i in indices),
+            zeros,
+            lambda a, b: tuple(x + y for x, y in zip(a, b)),
+            (0,),
+        )
+        for i, total in zip(indices, sums):
+            summed[i] = total
+    return tuple(summed)
+
+
+@together.defjvp
+def _together_jvp(
+    primals: tuple[tuple[jax.Array, ...]], tangents: tuple[tuple[jax.Array, ...]]
+) -> tuple[tuple[jax.Array, ...], tuple[jax.Array, ...]]:
+    """Sums are linear: the tangents are summed one by one (reductions that JAX can
+    transpose, as it cannot a variadic one)."""
+    (terms,), (dterms,) = primals, tangents
+    return together(terms), tuple(jnp.sum(d) for d in dterms)
 
 
 def _folds(a: jax.Array) -> bool:

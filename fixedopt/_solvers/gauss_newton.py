@@ -250,11 +250,12 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array
     ) -> LevenbergMarquardtState:
         residual, jacobian = _residuals(problem, x)
-        normal = normal_matrix(jacobian)
+        wide = jnp.promote_types(jacobian.dtype, jnp.float32)
+        normal, _, squared = small_linalg.normal_sums(jacobian, residual, wide)  # as a step
         damping = jnp.asarray(self.initial_damping, x.dtype)
         scale = problem.free_part(jnp.diagonal(normal).astype(x.dtype))
         return LevenbergMarquardtState(
-            normal, jnp.linalg.norm(residual), damping, jnp.asarray(2.0, x.dtype), scale
+            normal, jnp.sqrt(squared), damping, jnp.asarray(2.0, x.dtype), scale
         )
 
     def step(
@@ -275,8 +276,13 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         step, gauss_newton = jax.vmap(solve)(dampings)
         x_trial = problem.project(x + step)
         step = problem.free_part(x_trial - x)
-        trial_value, trial_grad, (residual, jacobian) = _residual_evaluation(problem, x_trial)
-        normal = normal_matrix(jacobian)  # the next step's system, formed once
+        residual, jacobian = _residuals(problem, x_trial)
+        # The next step's system, the gradient and |r|^2, formed once (on the CPU in
+        # one pass over J and r: small_linalg.normal_sums).
+        wide = jnp.promote_types(jacobian.dtype, jnp.float32)
+        normal, trial_grad, squared = small_linalg.normal_sums(jacobian, residual, wide)
+        robust = problem.robust  # a robust loss's value is not 0.5 |r|^2
+        trial_value = problem.residual_value(x_trial, residual) if robust else 0.5 * squared
         wide_step = step.astype(state.normal.dtype)
         curvature = reduce.dot(wide_step, small_linalg.matvec(state.normal, wide_step))  # |J s|^2
         curvature = curvature.astype(x.dtype)
@@ -296,7 +302,7 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         scale = jnp.maximum(state.scale, problem.free_part(jnp.diagonal(normal).astype(x.dtype)))
         new_state = LevenbergMarquardtState(
             keep(normal, state.normal),
-            keep(jnp.linalg.norm(residual), state.residual_norm),
+            keep(jnp.sqrt(squared), state.residual_norm),
             damping,
             growth,
             keep(scale, state.scale),

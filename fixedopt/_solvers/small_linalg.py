@@ -7,7 +7,8 @@ an elementwise operation over the batch, which XLA fuses into loop fusions with 
 arithmetic around it: no LAPACK custom call per tiny system, which cannot fuse, costs
 a call per batch and reads the matrices from memory again. The products with the
 Jacobian (the normal matrix, the gradient, the model's ``|J s|^2``) are unrolled the
-same way while they are small (:data:`PRODUCT_TERMS`).
+same way while they are small (:data:`PRODUCT_TERMS`); a Levenberg–Marquardt step's
+``J^T J``, ``J^T r`` and ``|r|^2`` are one reduction on the CPU (:func:`normal_sums`).
 
 The operation count grows as ``n^3 / 6`` (the program's size too); past ``SMALL_N``
 the batched LAPACK path (``jax.scipy.linalg.cho_factor``) is faster and compiles
@@ -21,8 +22,12 @@ Cholesky, here by columns), and 3.1.1-3.1.2 (the triangular solves).
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
+
+from fixedopt._numerics import reduce
 
 # Free blocks of at most this many entries are solved here; larger ones by LAPACK.
 # 0 sends every solve to LAPACK and every product to XLA's dot (the path before).
@@ -33,6 +38,12 @@ SMALL_N = 16
 # 375 terms, LM ~2x faster at 1e5 fits), but the program grows with the count: for a
 # 128-bin decay (1920 terms) the dots were faster and compiled sooner (measured).
 PRODUCT_TERMS = 1024
+# J^T J, J^T r and |r|^2 of a Jacobian of at most this many columns are one variadic
+# reduction on the CPU (normal_sums). Levenberg-Marquardt, two runs: Gpufit's Gaussian
+# (n = 5, 1e5 fits) 1.47x-1.48x faster, a 128-bin decay (n = 5) 1.69x-1.97x, spectra
+# (n = 10) 1.26x-1.30x, Rosenbrock n = 8 1.17x-1.30x; n = 12 0.90x both times, n = 16
+# 0.98x-1.23x with up to 1 s more compile (benchmarks/results/cpu-normal-sums-*).
+SUMMED_N = 10
 
 
 def is_small(n: int) -> bool:
@@ -60,6 +71,37 @@ def matvec(matrix: jax.Array, vector: jax.Array) -> jax.Array:
 def rmatvec(matrix: jax.Array, vector: jax.Array) -> jax.Array:
     """``matrix.T @ vector``: :func:`unrolled_rmatvec` if :func:`unrolls`, else a dot."""
     return unrolled_rmatvec(matrix, vector) if unrolls(matrix) else matrix.T @ vector
+
+
+def normal_sums(
+    matrix: jax.Array, vector: jax.Array, wide: Any
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(matrix.T @ matrix, matrix.T @ vector, vector @ vector)`` of an ``(m, n)``
+    matrix and an ``(m,)`` vector: the first in dtype ``wide``, the others in theirs
+    (``wide``: at least float32, as a half-precision row is solved).
+
+    Up to :data:`SUMMED_N` columns, where the trace is inside ``reduce.summing(True)``
+    (on the CPU), they are one reduction over the ``m`` rows of ``n (n + 1) / 2 + n + 1``
+    sums (:func:`fixedopt._numerics.reduce.together`): one kernel computes the matrix's
+    entries where it reads their inputs, so that in a least-squares step neither the
+    Jacobian nor the residual is written out. Else :func:`gram`, :func:`rmatvec` and
+    a dot.
+    """
+    n = matrix.shape[1]
+    if not 0 < n <= SUMMED_N or not reduce.summing_together():
+        return gram(matrix.astype(wide)), rmatvec(matrix, vector), jnp.dot(vector, vector)
+    # Every sum accumulates in ``wide`` (a half-precision row's too), then is rounded
+    # to its own dtype.
+    columns = [matrix[:, j].astype(wide) for j in range(n)]
+    wide_vector = vector.astype(wide)
+    terms = [columns[i] * columns[j] for i in range(n) for j in range(i + 1)]
+    terms += [c * wide_vector for c in columns] + [wide_vector * wide_vector]
+    *sums, squared = reduce.together(tuple(terms))
+    lower = iter(sums[: len(sums) - n])
+    rows: list[list[jax.Array]] = [[next(lower) for _ in range(i + 1)] for i in range(n)]
+    full = [[rows[max(i, j)][min(i, j)] for j in range(n)] for i in range(n)]
+    gradient = jnp.stack(sums[len(sums) - n :]).astype(jnp.result_type(matrix, vector))
+    return jnp.stack([jnp.stack(row) for row in full]), gradient, squared.astype(vector.dtype)
 
 
 def column_norms_squared(matrix: jax.Array) -> jax.Array:

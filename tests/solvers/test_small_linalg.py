@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
+from fixedopt._numerics import reduce
 from fixedopt._solvers import small_linalg
 
 CONDITION = 100.0
@@ -116,3 +117,55 @@ def test_the_unrolled_path_is_taken_up_to_the_thresholds(monkeypatch):
     assert not small_linalg.unrolls(jnp.zeros((128, 5)))  # too many terms: a dot
     monkeypatch.setattr(small_linalg, "SMALL_N", 0)
     assert not small_linalg.unrolls(jnp.zeros((25, 5)))
+
+
+@pytest.mark.parametrize("dtype", [*DTYPES, jnp.bfloat16], ids=lambda d: jnp.dtype(d).name)
+@pytest.mark.parametrize("shape", [(1, 1), (25, 5), (128, 5), (3, 10), (30, 11)])
+def test_normal_sums_in_one_reduction_match_numpy(shape, dtype):
+    """``J^T J`` (in float32 at least), ``J^T r`` and ``r.r`` (in their dtype), summed
+    together on the CPU path up to ``SUMMED_N`` columns, one by one above it."""
+    rng = np.random.default_rng(shape[0] + shape[1])
+    jacobian = jnp.asarray(rng.normal(size=shape), dtype)
+    residual = jnp.asarray(rng.normal(size=shape[0]), dtype)
+    a, r = np.asarray(jacobian, np.float64), np.asarray(residual, np.float64)
+    wide = jnp.promote_types(dtype, jnp.float32)
+    with reduce.summing(True):
+        gram, gradient, squared = jax.jit(small_linalg.normal_sums, static_argnums=2)(
+            jacobian, residual, wide
+        )
+        jaxpr = jax.make_jaxpr(small_linalg.normal_sums, static_argnums=2)(jacobian, residual, wide)
+    n = shape[1]
+    summed = [e for e in jaxpr.eqns if e.primitive.name == "custom_jvp_call"]
+    assert len(summed) == (1 if n <= small_linalg.SUMMED_N else 0)
+    assert gram.dtype == wide and gradient.dtype == squared.dtype == dtype
+    for actual, expected, magnitude, eps in (
+        (gram, a.T @ a, np.abs(a).T @ np.abs(a), jnp.finfo(wide).eps),
+        (gradient, a.T @ r, np.abs(a).T @ np.abs(r), jnp.finfo(dtype).eps),
+        (squared, r @ r, r @ r, jnp.finfo(dtype).eps),
+    ):
+        bound = 4 * shape[0] * float(eps) * magnitude
+        assert np.all(np.abs(np.asarray(actual, np.float64) - expected) <= bound)
+    if n <= small_linalg.SUMMED_N:  # each entry once, mirrored: exactly symmetric
+        np.testing.assert_array_equal(np.asarray(gram), np.asarray(gram).T)
+
+
+def test_normal_sums_differentiate_as_the_sums_one_by_one():
+    """``reduce.together`` has no derivative of its own in JAX: its rule sums the
+    tangents; forward and reverse mode agree with the plain products."""
+    rng = np.random.default_rng(0)
+    jacobian = jnp.asarray(rng.normal(size=(25, 5)))
+    residual = jnp.asarray(rng.normal(size=25))
+
+    def loss(summed, j, r):
+        with reduce.summing(summed):
+            gram, gradient, squared = small_linalg.normal_sums(j, r, j.dtype)
+        return jnp.sum(jnp.sin(gram)) + jnp.sum(gradient**3) + jnp.cos(squared)
+
+    for argnums in (0, 1):
+        together = jax.grad(loss, argnums=argnums + 1)(True, jacobian, residual)
+        apart = jax.grad(loss, argnums=argnums + 1)(False, jacobian, residual)
+        np.testing.assert_allclose(together, apart, rtol=1e-12, atol=1e-12)
+    tangent = jnp.asarray(rng.normal(size=(25, 5)))
+    forward = [jax.jvp(lambda j, s=s: loss(s, j, residual), (jacobian,), (tangent,))[1]
+               for s in (True, False)]  # fmt: skip
+    np.testing.assert_allclose(*forward, rtol=1e-12)

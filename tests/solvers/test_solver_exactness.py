@@ -96,9 +96,12 @@ def bfloat16_problem():
     return 3.0 * rng.normal(size=(BATCH, N)), fixed, values, rng.normal(size=(BATCH, N))
 
 
-@pytest.mark.parametrize("name", ["lbfgs", "gradient_descent", "optax_adam"])
-def test_bfloat16_first_order_solvers_keep_fixed_bits(name):
-    """bfloat16 where meaningful: first-order solvers (no Cholesky factorization)."""
+@pytest.mark.parametrize("name", list(SOLVERS))
+def test_bfloat16_solvers_keep_fixed_bits(name):
+    """bfloat16: the first-order solvers, and the least-squares ones, which form and
+    solve their normal equations in float32 (on the CPU, ``J^T J``, ``J^T r`` and
+    ``|r|^2`` in one reduction: ``small_linalg.normal_sums``, whose sums of two
+    precisions XLA would refuse)."""
     problem = bfloat16_problem()
     solution = solve(name, jnp.bfloat16, True, problem)
     _, fixed, values, _ = problem
