@@ -10,7 +10,8 @@ threshold avoids), then the compiled solves are called in interleaved rounds
 (``block_until_ready``); medians. Compile time is trace + lower + compile. The answers
 are compared: mean steps, fraction converged, the largest difference of ``x`` relative
 to its scale (the sums round in another order: a fit stops elsewhere within its
-tolerance). For the tiny suite's two fits, also the bytes XLA accesses per row in one
+tolerance); for the Gpufit-protocol fits, also each parameter's median error relative to
+the truth. For the tiny suite's two fits, also the bytes XLA accesses per row in one
 step (its cost analysis of two unrolled steps less one, as ``benchmarks.tiny``), against
 the floor (the row's data and parameters read, its parameters written).
 
@@ -53,12 +54,14 @@ def gpufit_case(model: str, batch: int):
         residual = lambda p, y: function(p) - y
         return fixedopt.least_squares(residual, x0, fixed, args=(data,), batched=True, **GPUFIT)
 
-    return solve, tuple(jnp.asarray(a) for a in (fits.x0, fits.fixed, fits.data))
+    return solve, tuple(jnp.asarray(a) for a in (fits.x0, fits.fixed, fits.data)), fits.truth
 
 
 CASES = {  # name: (the case's solve and inputs, its n, the tiny model for bytes or None)
     "gaussian (Gpufit protocol), n = 5, B = 1e5": (lambda: gpufit_case("gaussian", 10**5), 5,
                                                     "gaussian"),
+    "gaussian (Gpufit protocol), n = 5, B = 1e6": (lambda: gpufit_case("gaussian", 10**6), 5,
+                                                    None),
     "decay (Gpufit protocol), n = 5, B = 1e4": (lambda: gpufit_case("decay", 10**4), 5, "decay"),
     "gaussian (LM defaults), n = 5, B = 1e5": (lambda: fit_case("gaussian", 10**5), 5, None),
     "spectra, n = 10, B = 2048": (lambda: spectra_case(2048), 10, None),
@@ -109,7 +112,7 @@ def step_bytes(model: str, variant: str, n: int) -> float:
 def measure(name: str, rounds: int) -> dict:
     """Compile and run one case both ways, interleaved; medians."""
     build, n, model = CASES[name]
-    solve, inputs = build()
+    solve, inputs, *truth = build()  # the truth of the Gpufit-protocol fits
     programs, compile_s = {}, {}
     for variant in VARIANTS:
         with summed_up_to(threshold(variant, n)):
@@ -132,6 +135,9 @@ def measure(name: str, rounds: int) -> dict:
                    f"{key}_fits_per_s": rows / seconds,
                    f"{key}_steps": float(jnp.mean(answers[key].steps)),
                    f"{key}_converged": float(jnp.mean(answers[key].converged))}  # fmt: skip
+        if truth:  # the median over the fits of each parameter's error relative to truth
+            error = np.abs(np.asarray(answers[key].x, np.float64) - truth[0]) / np.abs(truth[0])
+            record[f"{key}_median_relative_error"] = np.median(error, axis=0).round(5).tolist()
         if model is not None:
             record[f"{key}_bytes_per_row_step"] = step_bytes(model, key, n)
     if model is not None:
@@ -168,6 +174,12 @@ def markdown(records: list[dict], title: str, env: dict, rounds: int) -> str:
             f"{r['together_converged']:.3f} / {r['apart_converged']:.3f} | {bytes_} | "
             f"{r['x_difference']:.1e} |"
         )
+    errors = [r for r in records if "together_median_relative_error" in r]
+    if errors:
+        lines += ["", "Median relative error of each parameter against the truth (together; "
+                  "apart):", ""]  # fmt: skip
+        lines += [f"- {r['case']}: {r['together_median_relative_error']}; "
+                  f"{r['apart_median_relative_error']}" for r in errors]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
