@@ -31,8 +31,12 @@ YNN takes the plain reduction it is the faster one (the whole batch of quad n = 
 B = 1024, as one ``vmap``: 475 ms plain against 612 ms folded), and no other backend
 runs this CPU trick.
 
+Many sums over one axis can be made one reduction (:func:`together`, XLA's variadic
+reduce): a least-squares step's ``J^T J``, ``J^T r`` and ``|r|^2`` are, on the CPU, where
+the engine traces inside ``summing(True)`` (``fixedopt._solvers.small_linalg.normal_sums``).
+
 Every function reduces the last axis of its argument (one row's vector, or a batch of
-them).
+them; :func:`together` takes ``(m,)`` terms).
 
 Example:
   >>> import jax.numpy as jnp
