@@ -10,10 +10,11 @@ threshold avoids), then the compiled solves are called in interleaved rounds
 (``block_until_ready``); medians. Compile time is trace + lower + compile. The answers
 are compared: mean steps, fraction converged, the largest difference of ``x`` relative
 to its scale (the sums round in another order: a fit stops elsewhere within its
-tolerance); for the Gpufit-protocol fits, also each parameter's median error relative to
-the truth. For the tiny suite's two fits, also the bytes XLA accesses per row in one
-step (its cost analysis of two unrolled steps less one, as ``benchmarks.tiny``), against
-the floor (the row's data and parameters read, its parameters written).
+tolerance); for the Gpufit-protocol fits, also each free parameter's median error
+relative to the truth (``benchmarks.tiny.accuracy``). For the tiny suite's two fits, also
+the bytes XLA accesses per row in one step (its cost analysis of two unrolled steps less
+one, compiled as ``benchmarks.tiny`` compiles them), against the floor (the row's data
+and parameters read, its parameters written).
 
 Writes ``benchmarks/results/<backend>-normal-sums-<date>.{jsonl,md}``.
 """
@@ -34,10 +35,11 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import fixedopt  # noqa: E402
+from benchmarks import tiny  # noqa: E402
 from benchmarks.compiler_options import fit_case, rosenbrock_case, spectra_case  # noqa: E402
-from benchmarks.timing import run_cases  # noqa: E402
+from benchmarks.timing import interleaved, run_cases  # noqa: E402
 from benchmarks.tiny import FLOOR_VALUES, GPUFIT  # noqa: E402
-from benchmarks.tiny_problems import MODELS  # noqa: E402
+from benchmarks.tiny_problems import MODELS, PARAMETERS  # noqa: E402
 from fixedopt._solvers import small_linalg  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).parent / "results"
@@ -54,7 +56,7 @@ def gpufit_case(model: str, batch: int):
         residual = lambda p, y: function(p) - y
         return fixedopt.least_squares(residual, x0, fixed, args=(data,), batched=True, **GPUFIT)
 
-    return solve, tuple(jnp.asarray(a) for a in (fits.x0, fits.fixed, fits.data)), fits.truth
+    return solve, tuple(jnp.asarray(a) for a in (fits.x0, fits.fixed, fits.data)), fits
 
 
 CASES = {  # name: (the case's solve and inputs, its n, the tiny model for bytes or None)
@@ -88,31 +90,21 @@ def threshold(variant: str, n: int) -> int:
 
 
 def step_bytes(model: str, variant: str, n: int) -> float:
-    """Bytes XLA accesses per row in one unrolled step (two steps less one), whole
-    batch of 1e4 fits."""
-    function, _, make = MODELS[model]
-    fits = make(10**4)
-    inputs = tuple(jnp.asarray(a) for a in (fits.x0, fits.fixed, fits.data))
+    """Bytes XLA accesses per row in one unrolled step of 1e4 fits, as the tiny suite
+    counts them (``benchmarks.tiny.step_bytes``: two steps less one, XLA's defaults)."""
+    fits = MODELS[model][2](10**4)
     costs = []
     for steps in (1, 2):
-        options = GPUFIT | {"max_steps": steps, "differentiate": "unroll"}
-
-        def solve(x0, fixed, data, options=options):
-            residual = lambda p, y: function(p) - y
-            return fixedopt.least_squares(residual, x0, fixed, args=(data,), batched=True,
-                                          **options)  # fmt: skip
-
         with summed_up_to(threshold(variant, n)):
-            jax.clear_caches()
-            program = jax.jit(solve, compiler_options=OPTIONS).lower(*inputs).compile()
-        costs.append(program.cost_analysis()["bytes accessed"] / fits.x0.shape[0])
+            options = GPUFIT | {"max_steps": steps, "differentiate": "unroll"}
+            costs.append(tiny.program(fits, "unrolled", options)[2]["program_bytes_per_row"])
     return costs[1] - costs[0]
 
 
 def measure(name: str, rounds: int) -> dict:
     """Compile and run one case both ways, interleaved; medians."""
     build, n, model = CASES[name]
-    solve, inputs, *truth = build()  # the truth of the Gpufit-protocol fits
+    solve, inputs, *fits = build()  # the Gpufit-protocol fits: their truth
     programs, compile_s = {}, {}
     for variant in VARIANTS:
         with summed_up_to(threshold(variant, n)):
@@ -120,13 +112,10 @@ def measure(name: str, rounds: int) -> dict:
             tic = time.perf_counter()
             programs[variant] = jax.jit(solve, compiler_options=OPTIONS).lower(*inputs).compile()
             compile_s[variant] = time.perf_counter() - tic
-    answers = {key: jax.block_until_ready(p(*inputs)) for key, p in programs.items()}
-    run_s: dict[str, list[float]] = {key: [] for key in programs}
-    for _ in range(rounds):
-        for key, program in programs.items():
-            tic = time.perf_counter()
-            jax.block_until_ready(program(*inputs))
-            run_s[key].append(time.perf_counter() - tic)
+    calls = {key: (lambda p=p: jax.block_until_ready(p(*inputs))) for key, p in programs.items()}
+    for call in calls.values():
+        call()  # warm-up
+    run_s, answers = interleaved(calls, rounds)
     rows = inputs[0].shape[0]
     record: dict = {"case": name, "n": n, "B": rows, "default_summed_n": small_linalg.SUMMED_N}
     for key in programs:
@@ -135,9 +124,10 @@ def measure(name: str, rounds: int) -> dict:
                    f"{key}_fits_per_s": rows / seconds,
                    f"{key}_steps": float(jnp.mean(answers[key].steps)),
                    f"{key}_converged": float(jnp.mean(answers[key].converged))}  # fmt: skip
-        if truth:  # the median over the fits of each parameter's error relative to truth
-            error = np.abs(np.asarray(answers[key].x, np.float64) - truth[0]) / np.abs(truth[0])
-            record[f"{key}_median_relative_error"] = np.median(error, axis=0).round(5).tolist()
+        if fits:  # each free parameter's median error relative to the truth
+            errors = tiny.accuracy(fits[0], answers[key])
+            names = [f"rel_err_{name}" for name in PARAMETERS[fits[0].name]]
+            record[f"{key}_median_relative_error"] = [round(errors[k], 5) for k in names]
         if model is not None:
             record[f"{key}_bytes_per_row_step"] = step_bytes(model, key, n)
     if model is not None:
@@ -176,7 +166,7 @@ def markdown(records: list[dict], title: str, env: dict, rounds: int) -> str:
         )
     errors = [r for r in records if "together_median_relative_error" in r]
     if errors:
-        lines += ["", "Median relative error of each parameter against the truth (together; "
+        lines += ["", "Median relative error of each free parameter against the truth (together; "
                   "apart):", ""]  # fmt: skip
         lines += [f"- {r['case']}: {r['together_median_relative_error']}; "
                   f"{r['apart_median_relative_error']}" for r in errors]  # fmt: skip

@@ -250,8 +250,7 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array
     ) -> LevenbergMarquardtState:
         residual, jacobian = _residuals(problem, x)
-        wide = jnp.promote_types(jacobian.dtype, jnp.float32)
-        normal, _, squared = small_linalg.normal_sums(jacobian, residual, wide)  # as a step
+        normal, _, squared = small_linalg.normal_sums(jacobian, residual)  # as a step does
         damping = jnp.asarray(self.initial_damping, x.dtype)
         scale = problem.free_part(jnp.diagonal(normal).astype(x.dtype))
         return LevenbergMarquardtState(
@@ -279,8 +278,7 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         residual, jacobian = _residuals(problem, x_trial)
         # The next step's system, the gradient and |r|^2, formed once (on the CPU in
         # one pass over J and r: small_linalg.normal_sums).
-        wide = jnp.promote_types(jacobian.dtype, jnp.float32)
-        normal, trial_grad, squared = small_linalg.normal_sums(jacobian, residual, wide)
+        normal, trial_grad, squared = small_linalg.normal_sums(jacobian, residual)
         robust = problem.robust  # a robust loss's value is not 0.5 |r|^2
         trial_value = problem.residual_value(x_trial, residual) if robust else 0.5 * squared
         wide_step = step.astype(state.normal.dtype)

@@ -22,8 +22,6 @@ Cholesky, here by columns), and 3.1.1-3.1.2 (the triangular solves).
 
 from __future__ import annotations
 
-from typing import Any
-
 import jax
 import jax.numpy as jnp
 
@@ -39,9 +37,9 @@ SMALL_N = 16
 # 128-bin decay (1920 terms) the dots were faster and compiled sooner (measured).
 PRODUCT_TERMS = 1024
 # J^T J, J^T r and |r|^2 of a Jacobian of at most this many columns are one variadic
-# reduction on the CPU (normal_sums). Levenberg-Marquardt, two runs: Gpufit's Gaussian
-# (n = 5, 1e5 fits) 1.47x-1.48x faster, a 128-bin decay (n = 5) 1.69x-1.97x, spectra
-# (n = 10) 1.26x-1.30x, Rosenbrock n = 8 1.17x-1.30x; n = 12 0.90x both times, n = 16
+# reduction on the CPU (normal_sums). Levenberg-Marquardt, four runs: Gpufit's Gaussian
+# (n = 5, 1e5 and 1e6 fits) 1.39x-1.68x faster, a 128-bin decay (n = 5) 1.47x-1.97x,
+# spectra (n = 10) 1.26x-1.44x, Rosenbrock n = 8 1.17x-1.30x; n = 12 0.90x-0.93x, n = 16
 # 0.98x-1.23x with up to 1 s more compile (benchmarks/results/cpu-normal-sums-*).
 SUMMED_N = 10
 
@@ -73,12 +71,10 @@ def rmatvec(matrix: jax.Array, vector: jax.Array) -> jax.Array:
     return unrolled_rmatvec(matrix, vector) if unrolls(matrix) else matrix.T @ vector
 
 
-def normal_sums(
-    matrix: jax.Array, vector: jax.Array, wide: Any
-) -> tuple[jax.Array, jax.Array, jax.Array]:
+def normal_sums(matrix: jax.Array, vector: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``(matrix.T @ matrix, matrix.T @ vector, vector @ vector)`` of an ``(m, n)``
-    matrix and an ``(m,)`` vector: the first in dtype ``wide``, the others in theirs
-    (``wide``: at least float32, as a half-precision row is solved).
+    matrix and an ``(m,)`` vector: the first in float32 at least (no half-precision
+    Cholesky; no overflow of half-precision squares), the others in their own dtype.
 
     Up to :data:`SUMMED_N` columns, where the trace is inside ``reduce.summing(True)``
     (on the CPU), they are one reduction over the ``m`` rows of ``n (n + 1) / 2 + n + 1``
@@ -88,6 +84,7 @@ def normal_sums(
     a dot.
     """
     n = matrix.shape[1]
+    wide = jnp.promote_types(matrix.dtype, jnp.float32)
     if not 0 < n <= SUMMED_N or not reduce.summing_together():
         return gram(matrix.astype(wide)), rmatvec(matrix, vector), jnp.dot(vector, vector)
     # Every sum accumulates in ``wide`` (a half-precision row's too), then is rounded

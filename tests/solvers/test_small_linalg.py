@@ -130,10 +130,8 @@ def test_normal_sums_in_one_reduction_match_numpy(shape, dtype):
     a, r = np.asarray(jacobian, np.float64), np.asarray(residual, np.float64)
     wide = jnp.promote_types(dtype, jnp.float32)
     with reduce.summing(True):
-        gram, gradient, squared = jax.jit(small_linalg.normal_sums, static_argnums=2)(
-            jacobian, residual, wide
-        )
-        jaxpr = jax.make_jaxpr(small_linalg.normal_sums, static_argnums=2)(jacobian, residual, wide)
+        gram, gradient, squared = jax.jit(small_linalg.normal_sums)(jacobian, residual)
+        jaxpr = jax.make_jaxpr(small_linalg.normal_sums)(jacobian, residual)
     n = shape[1]
     summed = [e for e in jaxpr.eqns if e.primitive.name == "custom_jvp_call"]
     assert len(summed) == (1 if n <= small_linalg.SUMMED_N else 0)
@@ -158,7 +156,7 @@ def test_normal_sums_differentiate_as_the_sums_one_by_one():
 
     def loss(summed, j, r):
         with reduce.summing(summed):
-            gram, gradient, squared = small_linalg.normal_sums(j, r, j.dtype)
+            gram, gradient, squared = small_linalg.normal_sums(j, r)
         return jnp.sum(jnp.sin(gram)) + jnp.sum(gradient**3) + jnp.cos(squared)
 
     for argnums in (0, 1):
