@@ -44,16 +44,7 @@ class NoHessian(fixedopt.LBFGS):
 
 
 def _patched(name: str, value):
-    @contextlib.contextmanager
-    def context():
-        old = getattr(lbfgs, name)
-        setattr(lbfgs, name, value)
-        try:
-            yield
-        finally:
-            setattr(lbfgs, name, old)
-
-    return context
+    return certify_cost.patched(lbfgs, name, value)
 
 
 SOLVERS = {

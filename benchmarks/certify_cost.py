@@ -34,14 +34,35 @@ class Uncertified(fixedopt.LBFGS):
     certify = fixedopt.Solver.certify
 
 
+def patched(module, name: str, value):
+    """A context factory: ``module.name`` is ``value`` within (for tracing an ablation)."""
+
+    @contextlib.contextmanager
+    def context():
+        old = getattr(module, name)
+        setattr(module, name, value)
+        try:
+            yield
+        finally:
+            setattr(module, name, old)
+
+    return context
+
+
 SOLVERS = {"certified": fixedopt.LBFGS(), "uncertified": Uncertified()}
 
 
 def measure(
-    name: str, n: int, batch: int, solvers: dict = SOLVERS, contexts: dict | None = None
+    name: str,
+    n: int,
+    batch: int,
+    solvers: dict = SOLVERS,
+    contexts: dict | None = None,
+    repeats: int = 7,
 ) -> dict:
     """One case: ``solvers`` (label: solver; the time ratio is the first's over the
-    second's), each traced inside ``contexts[label]()`` where given."""
+    second's), each traced inside ``contexts[label]()`` where given; median of
+    ``repeats`` interleaved calls."""
     problem = getattr(problems, name)(batch, n)
     args = tuple(map(jnp.asarray, problem.args))
     x0, fixed = jnp.asarray(problem.x0), jnp.asarray(problem.fixed)
@@ -60,7 +81,7 @@ def measure(
         steps[label] = float(np.mean(solution.steps))
         converged[label] = float(np.mean(solution.converged))
     times: dict[str, list[float]] = {label: [] for label in solvers}
-    for _ in range(7):
+    for _ in range(repeats):
         for label, solve in solves.items():
             start = time.perf_counter()
             jax.block_until_ready(solve(x0, fixed, args))

@@ -46,6 +46,7 @@ ABLATIONS = {
     "benchmarks/two_loop_forms.py": {"fixedopt._solvers"},
     "benchmarks/search_carry.py": {"fixedopt._derivatives", "fixedopt._driver"},
     "benchmarks/normal_sums.py": {"fixedopt._solvers"},
+    "benchmarks/certify_parts.py": {"fixedopt._driver", "fixedopt._solvers"},
 }
 
 
