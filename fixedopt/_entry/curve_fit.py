@@ -161,6 +161,11 @@ def curve_fit(
        [1.  0.5 0.3]]
     """
     f = hashable_function(f, "f")
+    if options.get("vectorized"):
+        raise ValueError(
+            "`vectorized=True`: curve_fit calls `f` for one fit at a time (its error bars "
+            "too); write `f` for one fit, or call fixedopt.least_squares(..., vectorized=True)"
+        )
     one_of("estimator", estimator, ESTIMATORS)
     one_of("at_bound", at_bound, AT_BOUND)
     p0, ydata = _parameters_and_data(p0, ydata, batched)

@@ -27,6 +27,7 @@ from fixedopt._inputs.validate import (
 from fixedopt._objective.arguments import args_tuple, batched_args, check_solver, hashable_function
 from fixedopt._objective.call_note import UserFunction
 from fixedopt._objective.fit_data import fit_data
+from fixedopt._objective.losses import split_data
 from fixedopt._objective.reparam import split_indices
 from fixedopt._objective.vectorized import check_rows_independent
 from fixedopt._results.solution import Solution
@@ -299,7 +300,8 @@ def _solve(
     if options.batched:
         batched = batched_args(args, options.args_axes, batch, {"x0": x0})
     if options.vectorized and batched is not None:
-        check_rows_independent(fun, x0, args, batched)
+        fun_args = split_data(options.least_squares, args)[0]  # fun gets no Poisson counts
+        check_rows_independent(fun, x0, fun_args, batched[: len(fun_args)])
     index = split_indices(mask, options.batched) if options.strategy == "split" else None
     plan = solve_plan(options, batch, batched)
     stopping = stopping_rules(options, x0)

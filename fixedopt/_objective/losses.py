@@ -32,7 +32,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -192,6 +192,24 @@ class Poisson(Loss):
         mu = jnp.ravel(out)
         root = jnp.sqrt(jnp.where(mu > 0, mu, 1.0))
         return cost, (mu - counts) / root, jacobian / root[:, None]
+
+
+def loss_of(least_squares: bool | Loss) -> Loss | None:
+    """The :class:`Loss` of a solve's ``least_squares`` option (None: plain least
+    squares, or ``minimize``)."""
+    return least_squares if isinstance(least_squares, Loss) else None
+
+
+def split_data(
+    least_squares: bool | Loss, args: tuple[Any, ...]
+) -> tuple[tuple[Any, ...], jax.Array | None]:
+    """``(args of fun, data)``: a :class:`Loss` that ``needs_data`` (the Poisson
+    likelihood's counts) reads the last of ``args``, which ``fun`` does not receive;
+    otherwise ``(args, None)``."""
+    loss = loss_of(least_squares)
+    if loss is None or not loss.needs_data:
+        return args, None
+    return args[:-1], args[-1]
 
 
 def robust_loss(loss: str | Rho, f_scale: float) -> RobustLoss | None:

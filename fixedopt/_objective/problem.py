@@ -20,7 +20,7 @@ from fixedopt._contract.solver import Problem
 from fixedopt._derivatives.differentiation import Differentiation
 from fixedopt._inputs.validate import Bounds, PyTree
 from fixedopt._objective.call_note import one_problem_note, rows_at_once_note
-from fixedopt._objective.losses import Loss
+from fixedopt._objective.losses import Loss, loss_of, split_data
 from fixedopt._objective.reparam import pack, split
 from fixedopt._objective.vectorized import lane_problem, residual_output
 
@@ -80,7 +80,7 @@ class Objective(NamedTuple):
         """The row's problem in the full flat vector (its inputs as
         ``differentiate.stop`` lets the solver see them)."""
         if self.vectorized:
-            output = residual_output(_loss(self.least_squares)) if self.least_squares else None
+            output = residual_output(loss_of(self.least_squares)) if self.least_squares else None
             return lane_problem(self, data, output)
         data, args = self.differentiate.stop((data, self.args_of(data.row_args)))
         args, counts = split_data(self.least_squares, args)
@@ -173,7 +173,8 @@ def _check_vectorized(objective: Objective, one_row: RowData, x0_row: PyTree) ->
 
     def output(data: RowData) -> Any:
         x = jax.vmap(objective.unravel)(jnp.where(data.fixed, data.fixed_values, data.x0))
-        return objective.fun(x, *objective.args_of(data.row_args))
+        args = split_data(objective.least_squares, objective.args_of(data.row_args))[0]
+        return objective.fun(x, *args)
 
     try:
         out = jax.eval_shape(output, rows)
@@ -215,22 +216,6 @@ def _cast_floating(out: Any, dtype: Any) -> Any:
     return out
 
 
-def _loss(least_squares: bool | Loss) -> Loss | None:
-    return least_squares if isinstance(least_squares, Loss) else None
-
-
-def split_data(
-    least_squares: bool | Loss, args: tuple[Any, ...]
-) -> tuple[tuple[Any, ...], jax.Array | None]:
-    """``(args of fun, data)``: a :class:`~fixedopt._objective.losses.Loss` that ``needs_data``
-    (the Poisson likelihood's counts) reads the last of ``args``, which ``fun`` does
-    not receive; otherwise ``(args, None)``."""
-    loss = _loss(least_squares)
-    if loss is None or not loss.needs_data:
-        return args, None
-    return args[:-1], args[-1]
-
-
 DifferentiableObjective = Callable[[jax.Array, jax.Array, jax.Array, tuple[Any, ...]], jax.Array]
 
 
@@ -257,7 +242,7 @@ def differentiable_objective(
             out = fun(tree, *fun_args)
         if not least_squares:
             return out
-        loss = _loss(least_squares)
+        loss = loss_of(least_squares)
         return 0.5 * jnp.sum(jnp.ravel(out) ** 2) if loss is None else loss.cost(out, counts)
 
     return objective
@@ -269,7 +254,7 @@ def _residual_functions(
     """``value_and_grad`` and ``residual_and_jacobian`` of a least-squares row
     (the rescaled residuals and Jacobian of a robust loss or of the Poisson
     likelihood, whose data are ``counts``)."""
-    loss = _loss(objective.least_squares)
+    loss = loss_of(objective.least_squares)
     jacobian_of = objective.jacobian
     assert jacobian_of is not None  # set by objective() for least squares
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from fixedopt._contract.solver import Problem
 from fixedopt._objective.call_note import count, rows_at_once_note
+from fixedopt._objective.losses import split_data
 
 BatchFunction = Callable[..., tuple[jax.Array, jax.Array]]
 
@@ -73,18 +74,23 @@ def lane_problem(objective: Any, data: Any, residual_output: Callable[..., Any] 
 
     ``objective`` is the row's :class:`~fixedopt._objective.problem.Objective` (its ``fun`` takes
     the lane batch), ``data`` its :class:`~fixedopt._objective.problem.RowData`;
-    ``residual_output(r, jacobian)`` turns one row's flat residuals and Jacobian into
-    ``(value, residual, jacobian)`` (a robust loss rescales them), None for minimize.
+    ``residual_output(r, jacobian, data)`` turns one row's flat residuals and Jacobian
+    into ``(value, residual, jacobian)`` (a robust loss rescales them; the Poisson
+    likelihood reads its counts, ``data``), None for minimize.
     """
     data = objective.differentiate.stop(data)
     unravel_rows = jax.vmap(objective.unravel)
+
+    def fun_args(row_args: Any, shared: Any) -> tuple[Any, ...]:
+        """``fun``'s args (without the Poisson counts, which ``fun`` does not get)."""
+        return split_data(objective.least_squares, objective.merge_args(row_args, shared))[0]
 
     def outputs(
         x: jax.Array, fixed: jax.Array, values: jax.Array, row_args: Any, shared: Any
     ) -> jax.Array:
         rows = unravel_rows(jnp.where(fixed, values, x))
         try:
-            out = objective.fun(rows, *objective.merge_args(row_args, shared))
+            out = objective.fun(rows, *fun_args(row_args, shared))
         except Exception as error:  # the user's function failed while tracing
             how = f"the lane batch of {count(x.shape[0], 'row')}"
             error.add_note(rows_at_once_note(objective.fun, rows, how))
@@ -109,13 +115,14 @@ def lane_problem(objective: Any, data: Any, residual_output: Callable[..., Any] 
             data.upper, differentiate=objective.differentiate, hessian_products=False,
         )  # fmt: skip
     evaluate = _lane_function(residual_and_jacobian)
+    counts = split_data(objective.least_squares, objective.merge_args(data.row_args, shared))[1]
 
     def row_value_and_grad(x: jax.Array) -> tuple[jax.Array, jax.Array]:
-        value, residual, jacobian = residual_output(*evaluate(x, *operands))
+        value, residual, jacobian = residual_output(*evaluate(x, *operands), counts)
         return value, jacobian.T @ residual
 
     def row_residual_and_jacobian(x: jax.Array) -> tuple[jax.Array, jax.Array]:
-        _, residual, jacobian = residual_output(*evaluate(x, *operands))
+        _, residual, jacobian = residual_output(*evaluate(x, *operands), counts)
         return residual, jacobian
 
     return Problem(
@@ -126,13 +133,14 @@ def lane_problem(objective: Any, data: Any, residual_output: Callable[..., Any] 
 
 
 def _plain_residuals(
-    residual: jax.Array, jacobian: jax.Array
+    residual: jax.Array, jacobian: jax.Array, data: None = None
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     return 0.5 * jnp.dot(residual, residual), residual, jacobian
 
 
 def residual_output(loss: Any) -> Callable[..., tuple[jax.Array, jax.Array, jax.Array]]:
-    """``(r, J) -> (value, r', J')`` for ``loss`` (None: the half sum of squares)."""
+    """``(r, J, data) -> (value, r', J')`` for ``loss`` (None: the half sum of squares;
+    ``data``: the Poisson likelihood's counts, else None)."""
     if loss is None:
         return _plain_residuals
     rescale: Callable[..., tuple[jax.Array, jax.Array, jax.Array]] = loss.rescale

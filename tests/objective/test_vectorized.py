@@ -145,3 +145,45 @@ def test_one_value_per_row_is_checked(jitted):
     match = r"must return \(rows,\) for a batch of rows" if jitted else "one output per row"
     with pytest.raises(ValueError, match=match):
         (jax.jit(solve) if jitted else solve)(x0)
+
+
+TIMES = jnp.linspace(0.0, 1.0, 12)
+
+
+def row_decay(p):
+    return p[0] * jnp.exp(-p[1] * TIMES) + p[2]
+
+
+def batch_decay(p):
+    times = TIMES[None, :]
+    return p[:, :1] * jnp.exp(-p[:, 1:2] * times) + p[:, 2:3]
+
+
+def test_poisson_counts_reach_the_likelihood_not_fun():
+    """With estimator="poisson", ``fun`` returns the expected counts and never receives
+    the observed ones (they are the likelihood's): vectorized as per row."""
+    rng = np.random.default_rng(3)
+    truth = np.array([50.0, 2.0, 5.0]) * rng.uniform(0.8, 1.2, (16, 3))
+    counts = rng.poisson(np.asarray(jax.vmap(row_decay)(jnp.asarray(truth)))).astype(float)
+    fixed = np.zeros((16, 3), bool)
+    fixed[::2, 1] = True
+    x0 = jnp.asarray(np.where(fixed, truth, 1.1 * truth))
+    options = {"counts": counts, "estimator": "poisson", "batched": True, "lanes": 8}
+    per_row = fixedopt.least_squares(row_decay, x0, fixed, **options)
+    vectorized = fixedopt.least_squares(batch_decay, x0, fixed, vectorized=True, **options)
+    assert bool(jnp.all(vectorized.converged))
+    for field in ("steps", "status"):
+        np.testing.assert_array_equal(getattr(vectorized, field), getattr(per_row, field))
+    # The lane batch's Jacobian (one linearization of the batch) rounds otherwise than
+    # each row's jacfwd, and these fits are less well conditioned than batch()'s: the
+    # same steps reach the same x to 3e-10 here, within the default xtol (sqrt(eps), 1.5e-8).
+    np.testing.assert_allclose(vectorized.x, per_row.x, rtol=1e-8)
+    np.testing.assert_allclose(vectorized.value, per_row.value, rtol=1e-12)
+    np.testing.assert_array_equal(bits(vectorized.x)[fixed], bits(x0)[fixed])
+
+
+def test_curve_fit_says_it_calls_f_one_fit_at_a_time():
+    p0 = jnp.ones((4, 3))
+    with pytest.raises(ValueError, match="curve_fit calls `f` for one fit at a time"):
+        fixedopt.curve_fit(lambda t, a, k, c: a * jnp.exp(-k * t) + c, TIMES,
+                           jnp.ones((4, 12)), p0, batched=True, vectorized=True)  # fmt: skip
