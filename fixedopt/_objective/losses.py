@@ -167,8 +167,8 @@ class Poisson(Loss):
         """The cost and the raveled ``(mu, counts)`` broadcast together."""
         if counts is None:
             raise TypeError("the Poisson likelihood needs the counts")
-        mu = jnp.ravel(mu)
         counts = jnp.ravel(jnp.broadcast_to(counts, jnp.shape(mu)).astype(mu.dtype))
+        mu = jnp.ravel(mu)
         positive = jnp.all(mu > 0)
         safe = jnp.where(mu > 0, mu, 1.0)
         terms = safe - counts - xlogy(counts, safe) + xlogy(counts, counts)
@@ -210,6 +210,12 @@ def split_data(
     if loss is None or not loss.needs_data:
         return args, None
     return args[:-1], args[-1]
+
+
+def flat_counts(counts: jax.Array | None, shape: tuple[int, ...]) -> jax.Array | None:
+    """One row's ``counts`` broadcast to its model output's ``shape`` and raveled, as the
+    solvers ravel the output (None stays None)."""
+    return None if counts is None else jnp.ravel(jnp.broadcast_to(counts, shape))
 
 
 def robust_loss(loss: str | Rho, f_scale: float) -> RobustLoss | None:

@@ -14,13 +14,14 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from fixedopt._contract.solver import Problem
 from fixedopt._derivatives.differentiation import Differentiation
 from fixedopt._inputs.validate import Bounds, PyTree
 from fixedopt._objective.call_note import one_problem_note, rows_at_once_note
-from fixedopt._objective.losses import Loss, loss_of, split_data
+from fixedopt._objective.losses import Loss, flat_counts, loss_of, split_data
 from fixedopt._objective.reparam import pack, split
 from fixedopt._objective.vectorized import lane_problem, residual_output
 
@@ -75,6 +76,7 @@ class Objective(NamedTuple):
     vectorized: bool = False  # fun takes the lane batch (see fixedopt._objective.vectorized)
     shared_args: tuple[Any, ...] = ()  # vectorized: the leaves of args shared by all rows
     merge_args: Callable[..., tuple[Any, ...]] | None = None  # (row_args, shared) -> args
+    output_shape: tuple[int, ...] = ()  # one row's output (least squares: its residuals)
 
     def full_problem(self, data: RowData) -> Problem:
         """The row's problem in the full flat vector (its inputs as
@@ -84,6 +86,7 @@ class Objective(NamedTuple):
             return lane_problem(self, data, output)
         data, args = self.differentiate.stop((data, self.args_of(data.row_args)))
         args, counts = split_data(self.least_squares, args)
+        counts = flat_counts(counts, self.output_shape)  # raveled as the residuals are
 
         def call(flat_x: jax.Array) -> Any:
             out = self.fun(self.unravel(jnp.where(data.fixed, data.fixed_values, flat_x)), *args)
@@ -139,8 +142,10 @@ def objective(
         _check_scalar(out)
         return partial
     _check_residuals(out)
+    _check_counts(least_squares, args_of(one_row.row_args), out.shape)
     # Forward mode when there are at least as many residuals as unknowns.
-    return partial._replace(jacobian=jax.jacfwd if out.size >= n else jax.jacrev)
+    jacobian = jax.jacfwd if out.size >= n else jax.jacrev
+    return partial._replace(jacobian=jacobian, output_shape=tuple(out.shape))
 
 
 def vectorized_objective(
@@ -162,13 +167,12 @@ def vectorized_objective(
 
     vectorized = Objective(fun, least_squares, unravel, args_of, differentiate, None, True,
                            shared, merge_args)  # fmt: skip
-    _check_vectorized(vectorized, one_row, x0_row)
-    return vectorized
+    return vectorized._replace(output_shape=_check_vectorized(vectorized, one_row, x0_row))
 
 
-def _check_vectorized(objective: Objective, one_row: RowData, x0_row: PyTree) -> None:
+def _check_vectorized(objective: Objective, one_row: RowData, x0_row: PyTree) -> tuple[int, ...]:
     """``fun`` of a vectorized objective returns one output per row (checked on one;
-    ``x0_row`` is a row of ``x``, for the shapes)."""
+    ``x0_row`` is a row of ``x``, for the shapes); returns one row's output shape."""
     rows = jax.tree.map(lambda a: jax.ShapeDtypeStruct((1, *a.shape), a.dtype), one_row)
 
     def output(data: RowData) -> Any:
@@ -192,6 +196,29 @@ def _check_vectorized(objective: Objective, one_row: RowData, x0_row: PyTree) ->
         )
     if not jnp.issubdtype(out.dtype, jnp.floating):
         raise ValueError(f"`fun` must return floating-point values, got {out.dtype}")
+    if objective.least_squares:
+        row_args = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[1:], a.dtype), rows.row_args)
+        _check_counts(objective.least_squares, objective.args_of(row_args), shape[1:])
+    return tuple(shape[1:])
+
+
+def _check_counts(
+    least_squares: bool | Loss, args: tuple[Any, ...], shape: tuple[int, ...]
+) -> None:
+    """The Poisson likelihood's counts (the last of ``args``, one row's) broadcast to
+    one row's model output, of ``shape``."""
+    counts = split_data(least_squares, args)[1]
+    if counts is None:
+        return
+    try:
+        fits = np.broadcast_shapes(counts.shape, shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"`counts` must broadcast to one row's model output, of shape {shape}; got "
+            f"{tuple(counts.shape)} for a row"
+        )
 
 
 def _check_scalar(out: Any) -> None:
@@ -236,8 +263,10 @@ def differentiable_objective(
     ) -> jax.Array:
         fun_args, counts = split_data(least_squares, args)
         tree = unravel(jnp.where(fixed, values, x))
-        if vectorized:
-            out: jax.Array = fun(jax.tree.map(lambda a: a[None], tree), *fun_args)[0]
+        if vectorized:  # this row as a batch of one: its output and counts keep that axis
+            out: jax.Array = fun(jax.tree.map(lambda a: a[None], tree), *fun_args)
+            if not least_squares:
+                return out[0]
         else:
             out = fun(tree, *fun_args)
         if not least_squares:

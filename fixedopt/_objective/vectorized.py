@@ -25,7 +25,7 @@ import numpy as np
 
 from fixedopt._contract.solver import Problem
 from fixedopt._objective.call_note import count, rows_at_once_note
-from fixedopt._objective.losses import split_data
+from fixedopt._objective.losses import flat_counts, split_data
 
 BatchFunction = Callable[..., tuple[jax.Array, jax.Array]]
 
@@ -116,6 +116,7 @@ def lane_problem(objective: Any, data: Any, residual_output: Callable[..., Any] 
         )  # fmt: skip
     evaluate = _lane_function(residual_and_jacobian)
     counts = split_data(objective.least_squares, objective.merge_args(data.row_args, shared))[1]
+    counts = flat_counts(counts, objective.output_shape)  # raveled as the residuals are
 
     def row_value_and_grad(x: jax.Array) -> tuple[jax.Array, jax.Array]:
         value, residual, jacobian = residual_output(*evaluate(x, *operands), counts)

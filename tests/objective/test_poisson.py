@@ -213,3 +213,29 @@ def test_fit_differentiates_with_respect_to_the_counts(estimator):
     h = 0.03
     difference = (optimum(counts + h * direction) - optimum(counts - h * direction)) / (2 * h)
     np.testing.assert_allclose(jnp.sum(gradient * direction), difference, rtol=1e-7)
+
+
+def test_a_model_that_returns_an_image_takes_its_counts_as_an_image():
+    """The counts of a ``(7, 7)`` model output broadcast to it, as ``sigma`` does: the
+    fit, its value and its derivative with respect to the counts are the raveled fit's.
+    Counts that do not broadcast to the output are a clear error."""
+    _, counts, start = simulate(3, seed=9)
+    flat = lambda p: spot(PIXELS, *p)
+    image = lambda p: flat(p).reshape(SIZE, SIZE)
+    images = counts.reshape(3, SIZE, SIZE)
+
+    def solve(model, counts):
+        return fixedopt.least_squares(model, jnp.asarray(start), False, batched=True,
+                                      estimator="poisson", counts=counts)  # fmt: skip
+
+    raveled, square = solve(flat, counts), solve(image, images)
+    assert np.all(np.asarray(square.converged))
+    np.testing.assert_array_equal(square.x, raveled.x)
+    np.testing.assert_array_equal(square.value, raveled.value)
+    reference = [maximum_likelihood(start[b], counts[b]) for b in range(3)]
+    np.testing.assert_allclose(raveled.x, reference, rtol=1e-6)
+    gradients = [jax.grad(lambda c, m=m: jnp.sum(solve(m, c).x[:, 1]))(jnp.asarray(c))
+                 for m, c in ((flat, counts), (image, images))]  # fmt: skip
+    np.testing.assert_allclose(gradients[1].reshape(3, -1), gradients[0], rtol=1e-10)
+    with pytest.raises(ValueError, match=r"`counts` must broadcast to one row's model output"):
+        solve(image, images[:, :3])
