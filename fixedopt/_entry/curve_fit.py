@@ -212,9 +212,9 @@ def _parameters_and_data(
     p0 = jnp.asarray(p0)
     if not jnp.issubdtype(p0.dtype, jnp.floating):
         p0 = p0.astype(jnp.result_type(float))
-    if p0.ndim != (2 if batched else 1):
+    if p0.ndim != (2 if batched else 1) or p0.shape[-1] == 0:
         expected = "(B, k), one row per fit" if batched else "(k,)"
-        raise ValueError(f"`p0` must have shape {expected}, got {tuple(p0.shape)}")
+        raise ValueError(f"`p0` must have shape {expected} with k >= 1, got {tuple(p0.shape)}")
     ydata = jnp.asarray(ydata)
     if not (jnp.issubdtype(ydata.dtype, jnp.floating) or jnp.issubdtype(ydata.dtype, jnp.integer)):
         raise TypeError(f"`ydata` must be a real array, got dtype {ydata.dtype}")

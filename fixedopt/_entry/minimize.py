@@ -18,6 +18,7 @@ from fixedopt._entry.options import Options, solve_options
 from fixedopt._inputs.validate import (
     PyTree,
     batch_size,
+    check_has_entries,
     check_params,
     check_values_in_bounds,
     fixed_arrays,
@@ -295,6 +296,7 @@ def _solve(
     bounds = normalize_bounds(bounds, x0)
     check_values_in_bounds(mask, values, bounds)
     batch = batch_size(x0) if options.batched else 0
+    check_has_entries(x0, options.batched)
     fun = UserFunction(fun, name, batch if options.batched else None)  # for the note on its errors
     batched = None
     if options.batched:

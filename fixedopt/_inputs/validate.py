@@ -251,6 +251,18 @@ def check_values_in_bounds(
             )
 
 
+def check_has_entries(x0: PyTree, batched: bool, name: str = "x0") -> None:
+    """ValueError unless one row of ``x0`` (the whole of it without a batch) has an
+    entry to optimize: with none, no solver has anything to do."""
+    shapes = [tuple(np.shape(leaf))[1 if batched else 0 :] for leaf in jax.tree.leaves(x0)]
+    if sum(int(np.prod(shape)) for shape in shapes) == 0:
+        row = "one row's leaves have" if batched else "its leaves have"
+        raise ValueError(
+            f"`{name}` has no entries to optimize: {row} shapes {shapes}; give it at least "
+            "one parameter"
+        )
+
+
 def batch_size(x0: PyTree, name: str = "x0") -> int:
     """The size of the leading (batch) axis, the same on every leaf of ``x0``."""
     sizes: dict[str, int] = {}

@@ -287,6 +287,22 @@ def test_empty_batch_with_either_strategy():
         assert sol.x.shape == (0, N) and sol.status.shape == (0,)
 
 
+@pytest.mark.parametrize("batched", [False, True])
+def test_parameters_of_no_entries_are_an_error(batched):
+    """A row of no entries (x0 of shape (B, 0), or leaves of size 0 only) has nothing
+    to optimize: a clear error, not a solver's failure deep inside the solve."""
+    x0 = {"a": jnp.zeros((B, 0)), "b": jnp.zeros((B, 2, 0))}
+    x0 = x0 if batched else jax.tree.map(lambda a: a[0], x0)
+    residuals = lambda x: jnp.concatenate([x["a"], jnp.ravel(x["b"]), jnp.ones(2)])
+    with pytest.raises(ValueError, match="`x0` has no entries to optimize"):
+        fixedopt.minimize(lambda x: jnp.sum(residuals(x) ** 2), x0, False, batched=batched)
+    with pytest.raises(ValueError, match="`x0` has no entries to optimize"):
+        fixedopt.least_squares(residuals, x0, False, batched=batched)
+    with pytest.raises(ValueError, match=r"`p0` must have shape .* with k >= 1"):
+        fixedopt.curve_fit(lambda t: t, jnp.ones(5), jnp.ones((B, 5) if batched else 5),
+                           jnp.zeros((B, 0) if batched else 0), batched=batched)  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "solver",
     [
