@@ -17,7 +17,8 @@ The rank is counted as ``curve_fit`` does, singular values above
 ``eps * max(m, n) * s_max``, but of ``J_F`` with unit columns, so that it does not
 depend on the units of the parameters; when fewer than the free parameters pass, the row is
 flagged ``rank_deficient`` and its free block is NaN (never a finite number the
-data do not support).
+data do not support); so is the free block of a row whose residuals are not finite
+at ``x`` (NaN data, a model that turned non-finite).
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ class Covariance(NamedTuple):
         of fixed parameters (and, with ``at_bound="fixed"``, bound-active ones) are
         exactly 0.
       stderr: the standard errors, a tree like ``x``; 0 where ``covariance``'s
-        diagonal is, NaN on the free block of a rank-deficient row.
+        diagonal is, NaN on the free block of a rank-deficient row or of one whose
+        residuals are not finite at ``x``.
       rank_deficient: ``J_F`` has numerical rank below the number of free
         parameters (its covariance does not exist): the row's free block is NaN.
       dof: degrees of freedom ``m - n_free`` (``n_free`` counts the parameters in
@@ -327,7 +329,10 @@ def _row(
         variance = jnp.where(dof > 0, rss / jnp.maximum(dof, 1), jnp.inf)
     both_free = ~frozen[:, None] & ~frozen[None, :]
     block = jnp.where(jnp.isinf(variance), jnp.inf, variance * unscaled)
-    block = jnp.where(rank_deficient, jnp.nan, block)
+    # A row whose residuals are not finite at x (NaN data, a model that turned
+    # non-finite) has no covariance, even where the variance is taken as 1
+    # (absolute_sigma: the Poisson Fisher information reads the model alone).
+    block = jnp.where(rank_deficient | ~jnp.all(jnp.isfinite(residual)), jnp.nan, block)
     cov = jnp.where(both_free, block, 0.0)
     stderr = jnp.sqrt(jnp.diagonal(cov))
     return Covariance(

@@ -156,14 +156,16 @@ def test_xdata_per_fit_matches_scipy_and_is_inferred():
         assert_pcov_close(np.asarray(pcov[b]), ref_pcov, 1e-6)
 
 
-def test_nan_in_one_fit_fails_that_fit_only():
+@pytest.mark.parametrize("absolute_sigma", [False, True])
+def test_nan_in_one_fit_fails_that_fit_only(absolute_sigma):
+    """Its pcov is NaN also where the variance is taken as given (absolute_sigma)."""
     f, t, y, sigma, start, _ = simulate("exponential", 4, seed=11)
-    popt, _ = fixedopt.curve_fit(f, t, y, start, sigma=sigma, batched=True)
+    options = {"sigma": sigma, "absolute_sigma": absolute_sigma, "batched": True}
+    popt, _ = fixedopt.curve_fit(f, t, y, start, **options)
     broken = y.copy()
     broken[2, 5] = np.nan
-    popt_nan, pcov_nan, result = fixedopt.curve_fit(
-        f, t, broken, start, sigma=sigma, batched=True, full_output=True
-    )
+    popt_nan, pcov_nan, result = fixedopt.curve_fit(f, t, broken, start, full_output=True,
+                                                    **options)  # fmt: skip
     status = np.asarray(result.solution.status)
     assert status[2] == fixedopt.Status.NONFINITE and not result.solution.converged[2]
     assert np.all(np.isnan(pcov_nan[2]))
@@ -292,3 +294,24 @@ def test_at_bound_error_bars_where_the_truth_is_on_and_inside_the_bound():
     assert z_spread_at_bound(0.0, 1000, "free") < 0.85  # conservative
     assert 0.9 < z_spread_at_bound(4.0, 3000, "free") < 1.25
     assert z_spread_at_bound(4.0, 3000, "fixed") > 1.4  # overconfident
+
+
+def test_a_poisson_fit_with_a_nan_count_has_no_error_bars():
+    """The Poisson pcov (the inverse Fisher information) reads the model, not the
+    counts: a row whose counts hold a NaN still gets NaN, not the information at p0."""
+    rng = np.random.default_rng(5)
+    t = np.linspace(0.0, 3.0, 20)
+    truth = np.array([40.0, 1.2, 3.0]) * rng.uniform(0.9, 1.1, (3, 3))
+    counts = rng.poisson(np.stack([numpy_model(exponential)(t, *p) for p in truth]))
+    counts = counts.astype(float)
+    counts[1, 4] = np.nan
+    fixed = np.array([False, False, True])
+    start = np.where(fixed, truth, 1.1 * truth)
+    _, pcov, result = fixedopt.curve_fit(
+        exponential, t, counts, start, fixed=np.tile(fixed, (3, 1)), batched=True,
+        estimator="poisson", full_output=True,
+    )  # fmt: skip
+    pcov = np.asarray(pcov)
+    assert np.asarray(result.solution.status)[1] == fixedopt.Status.NONFINITE
+    assert np.all(np.isnan(pcov[1][np.ix_(~fixed, ~fixed)]))
+    assert np.all(pcov[1][fixed] == 0) and np.all(np.isfinite(pcov[[0, 2]]))
