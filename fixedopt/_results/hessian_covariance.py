@@ -14,7 +14,8 @@ The inverse comes from a Cholesky factorization of ``H_FF`` with unit diagonal
 (differentiable); its eigenvalues decide whether it exists: when ``H_FF`` is not
 positive definite to working precision (eigenvalues of the unit-diagonal matrix at most
 ``eps * n`` times the largest: a saddle, a maximum, a flat direction), the row is
-flagged ``rank_deficient`` and its free block is NaN.
+flagged ``rank_deficient`` and its free block is NaN. So is the free block of a row
+whose value at ``x`` is not finite (NaN data).
 """
 
 from __future__ import annotations
@@ -167,7 +168,10 @@ def _row(
     factor = jax.scipy.linalg.cho_factor(system)
     inverse = jax.scipy.linalg.cho_solve(factor, jnp.eye(flat_x.size, dtype=scaled.dtype))
     inverse = inverse / (unit[:, None] * unit[None, :])
-    block = jnp.where(definite, scale * inverse, jnp.nan)
+    # A row whose value is not finite at x (NaN data) has no covariance, even where
+    # its Hessian does not read the data (a quadratic in x).
+    finite = jnp.isfinite(objective(flat_x))
+    block = jnp.where(definite & finite, scale * inverse, jnp.nan)
     cov = jnp.where(both_free, block, 0.0)
     return Covariance(
         covariance=cov,

@@ -86,6 +86,29 @@ def test_linear_least_squares_matches_the_normal_matrix():
     np.testing.assert_allclose(cov.covariance, np.linalg.inv(design.T @ design), rtol=1e-10)
 
 
+def test_a_row_with_nan_data_has_no_covariance():
+    """A quadratic's Hessian does not read its centre: a row whose centre holds a NaN
+    (its solve NONFINITE) still gets a NaN free block, the other rows theirs."""
+    rng = np.random.default_rng(3)
+    matrices = np.stack([random_spd(rng, 3) for _ in range(4)])
+    centres = rng.normal(size=(4, 3))
+    centres[1, 2] = np.nan
+    fixed = np.array([[False, True, False]] * 4)
+    x0 = jnp.zeros((4, 3))
+    sol = fixedopt.minimize(quadratic, x0, fixed, args=(matrices, centres), batched=True)
+    assert np.asarray(sol.status)[1] == fixedopt.Status.NONFINITE
+    covariance = np.asarray(
+        fixedopt.hessian_covariance(sol, quadratic, args=(matrices, centres)).covariance
+    )
+    free = ~fixed[1]
+    assert np.all(np.isnan(covariance[1][np.ix_(free, free)])) and np.all(
+        covariance[1][fixed[1]] == 0
+    )
+    for b in (0, 2, 3):
+        expected = np.linalg.inv(matrices[b][np.ix_(free, free)])
+        np.testing.assert_allclose(covariance[b][np.ix_(free, free)], expected, rtol=1e-10)
+
+
 def test_saddle_is_flagged_and_nan():
     saddle = lambda x: x[0] ** 2 - x[1] ** 2 + x[2] ** 2
     x = jnp.zeros((2, 3))
