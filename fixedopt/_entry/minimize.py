@@ -233,7 +233,9 @@ def least_squares(
 
     ``estimator="poisson"`` fits counting data by maximum likelihood: ``residual_fun``
     then returns the model's expected counts ``mu`` (positive), ``counts`` the
-    observed counts (shaped like ``sigma``), and the cost (``Solution.value``) is
+    observed counts (as ``sigma``: broadcasting to one row's output, a ``(5, 5)`` spot
+    takes ``(5, 5)`` counts; ``residual_fun`` never receives them, with
+    ``vectorized=True`` either), and the cost (``Solution.value``) is
     half the Poisson deviance ``sum(mu - y - y log(mu / y))``, minimized by the same
     solvers on the Fisher-scoring residuals ``(mu - y) / sqrt(mu)`` and Jacobian
     ``J_mu / sqrt(mu)`` (see ``fixedopt._objective.losses.Poisson``). Counts of 0 are allowed;

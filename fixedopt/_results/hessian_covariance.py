@@ -90,7 +90,8 @@ def hessian_covariance(
 
     Returns:
       A :class:`fixedopt.Covariance`; its ``rank_deficient`` flags a free block that
-      is not positive definite, ``dof`` is -1 (no residuals) and
+      is not positive definite (NaN; a row whose value at ``x`` is not finite has a
+      NaN free block too, unflagged), ``dof`` is -1 (no residuals) and
       ``residual_variance`` is ``scale``.
 
     Example:
