@@ -2,7 +2,10 @@
 kernel, 10% of the pixels known and fixed, pixels in [0, 1]) solved by scipy's L-BFGS-B
 loop, by fixedopt with a per-row objective (``jax.scipy.signal.convolve2d`` under
 ``vmap``) and with ``vectorized=True`` (one grouped ``lax.conv_general_dilated`` over
-the lane batch); same tolerance (max |projected gradient| <= gtol), interleaved."""
+the lane batch), and with the blur written as 49 shifted copies of the image or as
+zero-padded FFTs, per row and vectorized; same tolerance (max |projected gradient| <=
+gtol), interleaved. What one evaluation costs in each form:
+``python -m benchmarks.conv_forms``."""
 
 from __future__ import annotations
 
@@ -81,6 +84,26 @@ def batch_shifted(x, data, kernel):
     return 0.5 * jnp.sum(residual**2, axis=(1, 2)) + penalty
 
 
+def fft_blur(x, kernel):
+    """``convolve2d(x, kernel, mode="same")`` through zero-padded FFTs, for one image
+    ``(H, W)`` or a batch ``(rows, H, W)``: XLA's batched FFT, one call for the batch."""
+    full = SIZE + KERNEL - 1
+    spectrum = jnp.fft.rfft2(x, (full, full)) * jnp.fft.rfft2(kernel, (full, full))
+    half = KERNEL // 2
+    return jnp.fft.irfft2(spectrum, (full, full))[..., half : half + SIZE, half : half + SIZE]
+
+
+def row_fft(x, data, kernel):
+    residual = fft_blur(x, kernel) - data
+    return 0.5 * jnp.sum(residual**2) + 0.5 * REGULARIZATION * jnp.sum(x**2)
+
+
+def batch_fft(x, data, kernel):
+    residual = fft_blur(x, kernel) - data
+    penalty = 0.5 * REGULARIZATION * jnp.sum(x**2, axis=(1, 2))
+    return 0.5 * jnp.sum(residual**2, axis=(1, 2)) + penalty
+
+
 def scipy_loop(data, kernels, fixed, start, gtol, max_steps):
     """scipy L-BFGS-B per image, fixed pixels as lb == ub, NumPy objective."""
     solutions = []
@@ -127,7 +150,9 @@ def run(quick: bool, args) -> list[dict]:
     variants = (("fixedopt-per-row", row_objective, False),
                 ("fixedopt-vectorized", batch_objective, True),
                 ("fixedopt-per-row-shifted", row_shifted, False),
-                ("fixedopt-vectorized-shifted", batch_shifted, True))  # fmt: skip
+                ("fixedopt-vectorized-shifted", batch_shifted, True),
+                ("fixedopt-per-row-fft", row_fft, False),
+                ("fixedopt-vectorized-fft", batch_fft, True))  # fmt: skip
     for name, fun, vectorized in variants:
         solve = fixedopt_call(fun, vectorized, gtol, max_steps)
         first = timing.first_call(lambda solve=solve: jax.block_until_ready(solve(*inputs)))
