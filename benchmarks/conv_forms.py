@@ -21,18 +21,10 @@ import jax
 import jax.numpy as jnp
 
 from benchmarks import timing
-from benchmarks.deblur import KERNEL, SIZE, fft_blur, images, shifted_blur
+from benchmarks.deblur import KERNEL, SIZE, fft_blur, grouped_blur, images, shifted_blur
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 IMAGES, REPEATS = 16, 21
-
-
-def grouped(x, kernel):
-    """Images as the channels of one input, each channel its own filter."""
-    return jax.lax.conv_general_dilated(
-        x[None], kernel[:, None, ::-1, ::-1], (1, 1), "SAME",
-        feature_group_count=x.shape[0], dimension_numbers=("NCHW", "OIHW", "NCHW"),
-    )[0]  # fmt: skip
 
 
 def grouped_channels_last(x, kernel):
@@ -54,7 +46,7 @@ def batch_grouped(x, kernel):
     )[0]  # fmt: skip
 
 
-FORMS = {"conv_general_dilated, feature groups (NCHW)": grouped,
+FORMS = {"conv_general_dilated, feature groups (NCHW)": grouped_blur,
          "conv_general_dilated, feature groups (NHWC)": grouped_channels_last,
          "conv_general_dilated, batch groups": batch_grouped,
          "49 shifted copies": shifted_blur, "zero-padded FFT": fft_blur}  # fmt: skip
@@ -90,7 +82,8 @@ def per_group_count(counts=(1, 2, 4, 8, 16, 32, 64)) -> list[tuple[int, float]]:
     calls = {}
     for count in counts:
         x, k = jnp.ones((count, SIZE, SIZE)), jnp.ones((count, KERNEL, KERNEL))
-        compiled = jax.jit(jax.value_and_grad(lambda x, k=k: 0.5 * jnp.sum(grouped(x, k) ** 2)))
+        objective = lambda x, k=k: 0.5 * jnp.sum(grouped_blur(x, k) ** 2)
+        compiled = jax.jit(jax.value_and_grad(objective))
         jax.block_until_ready(compiled(x))
         calls[count] = lambda compiled=compiled, x=x: jax.block_until_ready(compiled(x))
     times, _ = timing.interleaved(calls, REPEATS)
@@ -119,10 +112,7 @@ def main() -> pathlib.Path:
               "| images | ms per image |", "|---|---|"]  # fmt: skip
     lines += [f"| {count} | {ms:.2f} |" for count, ms in per_group_count()]
     lines += ["", f"- {env['host_cpus']} host CPUs; versions: {env['versions']}."]
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    return stem
+    return timing.write_markdown(stem, lines)
 
 
 if __name__ == "__main__":

@@ -42,24 +42,30 @@ def images(batch: int, seed: int = 0):
     return truth, data, kernels, fixed, start
 
 
-def row_objective(x, data, kernel):
-    """One image: 0.5 |k * x - y|^2 + 0.5 lambda |x|^2 (``jax.scipy.signal``)."""
-    residual = jax.scipy.signal.convolve2d(x, kernel, mode="same") - data
-    return 0.5 * jnp.sum(residual**2) + 0.5 * REGULARIZATION * jnp.sum(x**2)
+def deconvolution(blur):
+    """``0.5 |blur(x, k) - y|^2 + 0.5 lambda |x|^2`` per image: a value for one image
+    ``(H, W)``, ``(rows,)`` values for a batch ``(rows, H, W)``."""
+
+    def objective(x, data, kernel):
+        residual = blur(x, kernel) - data
+        squares = jnp.sum(residual**2, axis=(-2, -1))
+        return 0.5 * squares + 0.5 * REGULARIZATION * jnp.sum(x**2, axis=(-2, -1))
+
+    return objective
 
 
-def batch_objective(x, data, kernel):
-    """All images of the lane batch at once: one grouped convolution ((rows,) values)."""
-    rows = x.shape[0]
+def scipy_signal_blur(x, kernel):
+    """One image, ``jax.scipy.signal.convolve2d`` (vmapped per row, a convolution)."""
+    return jax.scipy.signal.convolve2d(x, kernel, mode="same")
+
+
+def grouped_blur(x, kernel):
+    """All images of the lane batch at once: one grouped convolution."""
     flipped = kernel[:, None, ::-1, ::-1]  # convolve2d flips; conv_general_dilated does not
-    blurred = jax.lax.conv_general_dilated(
-        x[None], flipped, (1, 1), "SAME", feature_group_count=rows,
+    return jax.lax.conv_general_dilated(
+        x[None], flipped, (1, 1), "SAME", feature_group_count=x.shape[0],
         dimension_numbers=("NCHW", "OIHW", "NCHW"),
     )[0]  # fmt: skip
-    residual = blurred - data
-    return 0.5 * jnp.sum(residual**2, axis=(1, 2)) + 0.5 * REGULARIZATION * jnp.sum(
-        x**2, axis=(1, 2)
-    )
 
 
 def shifted_blur(x, kernel):
@@ -73,17 +79,6 @@ def shifted_blur(x, kernel):
     return sum(terms)
 
 
-def row_shifted(x, data, kernel):
-    residual = shifted_blur(x, kernel) - data
-    return 0.5 * jnp.sum(residual**2) + 0.5 * REGULARIZATION * jnp.sum(x**2)
-
-
-def batch_shifted(x, data, kernel):
-    residual = shifted_blur(x, kernel) - data
-    penalty = 0.5 * REGULARIZATION * jnp.sum(x**2, axis=(1, 2))
-    return 0.5 * jnp.sum(residual**2, axis=(1, 2)) + penalty
-
-
 def fft_blur(x, kernel):
     """``convolve2d(x, kernel, mode="same")`` through zero-padded FFTs, for one image
     ``(H, W)`` or a batch ``(rows, H, W)``: XLA's batched FFT, one call for the batch."""
@@ -91,17 +86,6 @@ def fft_blur(x, kernel):
     spectrum = jnp.fft.rfft2(x, (full, full)) * jnp.fft.rfft2(kernel, (full, full))
     half = KERNEL // 2
     return jnp.fft.irfft2(spectrum, (full, full))[..., half : half + SIZE, half : half + SIZE]
-
-
-def row_fft(x, data, kernel):
-    residual = fft_blur(x, kernel) - data
-    return 0.5 * jnp.sum(residual**2) + 0.5 * REGULARIZATION * jnp.sum(x**2)
-
-
-def batch_fft(x, data, kernel):
-    residual = fft_blur(x, kernel) - data
-    penalty = 0.5 * REGULARIZATION * jnp.sum(x**2, axis=(1, 2))
-    return 0.5 * jnp.sum(residual**2, axis=(1, 2)) + penalty
 
 
 def scipy_loop(data, kernels, fixed, start, gtol, max_steps):
@@ -147,14 +131,14 @@ def run(quick: bool, args) -> list[dict]:
     inputs = tuple(jnp.asarray(a) for a in (start, fixed, data, kernels))
     calls = {"scipy-lbfgsb-loop": lambda: scipy_loop(data, kernels, fixed, start, gtol, max_steps)}
     records = []
-    variants = (("fixedopt-per-row", row_objective, False),
-                ("fixedopt-vectorized", batch_objective, True),
-                ("fixedopt-per-row-shifted", row_shifted, False),
-                ("fixedopt-vectorized-shifted", batch_shifted, True),
-                ("fixedopt-per-row-fft", row_fft, False),
-                ("fixedopt-vectorized-fft", batch_fft, True))  # fmt: skip
-    for name, fun, vectorized in variants:
-        solve = fixedopt_call(fun, vectorized, gtol, max_steps)
+    variants = (("fixedopt-per-row", scipy_signal_blur, False),
+                ("fixedopt-vectorized", grouped_blur, True),
+                ("fixedopt-per-row-shifted", shifted_blur, False),
+                ("fixedopt-vectorized-shifted", shifted_blur, True),
+                ("fixedopt-per-row-fft", fft_blur, False),
+                ("fixedopt-vectorized-fft", fft_blur, True))  # fmt: skip
+    for name, blur, vectorized in variants:
+        solve = fixedopt_call(deconvolution(blur), vectorized, gtol, max_steps)
         first = timing.first_call(lambda solve=solve: jax.block_until_ready(solve(*inputs)))
         calls[name] = lambda solve=solve: jax.block_until_ready(solve(*inputs))
         records.append({"method": name, **first})

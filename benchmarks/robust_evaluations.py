@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 
 import fixedopt
-from benchmarks.timing import environment
+from benchmarks import timing
 from benchmarks.tiny_problems import MODELS
 
 RESULTS = pathlib.Path(__file__).parent / "results"
@@ -61,7 +61,7 @@ def counts(solve, inputs) -> dict:
 
 
 def main() -> pathlib.Path:
-    env = environment()
+    env = timing.environment()
     rows = {name: counts(*case) for name, case in solves().items()}
     stem = RESULTS / f"{env['backend']}-robust-evaluations-{env['date']}"
     lines = [f"# {stem.name}", "",
@@ -72,10 +72,7 @@ def main() -> pathlib.Path:
              "`python -m benchmarks.robust_evaluations`.", "",
              "| cost | traced | compiled |", "|---|---|---|"]  # fmt: skip
     lines += [f"| {name} | {row['traced']} | {row['compiled']} |" for name, row in rows.items()]
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    return stem
+    return timing.write_markdown(stem, lines)
 
 
 if __name__ == "__main__":

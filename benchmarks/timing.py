@@ -107,6 +107,15 @@ def environment() -> dict:
             "date": datetime.date.today().isoformat()}  # fmt: skip
 
 
+def write_markdown(stem: pathlib.Path, lines: list[str]) -> pathlib.Path:
+    """Write ``lines`` as ``<stem>.md`` (its folder made if missing), print them, and
+    return ``stem``."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return stem
+
+
 def cases_to_files(
     env: dict, cases: list[str], measure: Callable[[str], dict], markdown: Callable,
     out: pathlib.Path, name: str,
