@@ -172,11 +172,13 @@ def test_poisson_counts_reach_the_likelihood_not_fun():
     per_row = fixedopt.least_squares(row_decay, x0, fixed, **options)
     vectorized = fixedopt.least_squares(batch_decay, x0, fixed, vectorized=True, **options)
     assert bool(jnp.all(vectorized.converged))
-    for field in ("steps", "status"):
-        np.testing.assert_array_equal(getattr(vectorized, field), getattr(per_row, field))
+    np.testing.assert_array_equal(vectorized.status, per_row.status)
     # The lane batch's Jacobian (one linearization of the batch) rounds otherwise than
     # each row's jacfwd, and these fits are less well conditioned than batch()'s: the
     # same steps reach the same x to 3e-10 here, within the default xtol (sqrt(eps), 1.5e-8).
+    # With another CPU's rounding (XLA's SSE4.2 code) a test at its threshold can pass
+    # one step later: row 12 took 5 steps against 4, to the same x within 1e-8.
+    assert np.max(np.abs(np.asarray(vectorized.steps) - np.asarray(per_row.steps))) <= 1
     np.testing.assert_allclose(vectorized.x, per_row.x, rtol=1e-8)
     np.testing.assert_allclose(vectorized.value, per_row.value, rtol=1e-12)
     np.testing.assert_array_equal(bits(vectorized.x)[fixed], bits(x0)[fixed])
