@@ -18,7 +18,10 @@ The rank is counted as ``curve_fit`` does, singular values above
 depend on the units of the parameters; when fewer than the free parameters pass, the row is
 flagged ``rank_deficient`` and its free block is NaN (never a finite number the
 data do not support); so is the free block of a row whose residuals are not finite
-at ``x`` (NaN data, a model that turned non-finite).
+at ``x`` (NaN data, a model that turned non-finite), and, from a
+:class:`fixedopt.Solution`, of a row whose solve failed (``NONFINITE``: it stopped
+at the last finite iterate before a NaN wall, no fit; ``INFEASIBLE``: empty bounds,
+the start returned).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
 
+from fixedopt._contract.status import Status
 from fixedopt._fixing.mask import active_set, unravel_mask
 from fixedopt._inputs import validate as _validate
 from fixedopt._inputs.checks import boolean, one_of, optional_boolean
@@ -56,8 +60,9 @@ class Covariance(NamedTuple):
         of fixed parameters (and, with ``at_bound="fixed"``, bound-active ones) are
         exactly 0.
       stderr: the standard errors, a tree like ``x``; 0 where ``covariance``'s
-        diagonal is, NaN on the free block of a rank-deficient row or of one whose
-        residuals are not finite at ``x``.
+        diagonal is, NaN on the free block of a rank-deficient row, of one whose
+        residuals are not finite at ``x``, and of a :class:`fixedopt.Solution`'s row
+        whose solve failed (status ``NONFINITE`` or ``INFEASIBLE``).
       rank_deficient: ``J_F`` has numerical rank below the number of free
         parameters (its covariance does not exist): the row's free block is NaN.
       dof: degrees of freedom ``m - n_free`` (``n_free`` counts the parameters in
@@ -180,11 +185,19 @@ def covariance(
 class Constraints(NamedTuple):
     """What holds a fit's entries, normalized (trees like ``x``): its fixed mask, its
     bounds, and its bound-active entries where known (the solve's, with its bounds;
-    None: to be found from the gradient)."""
+    None: to be found from the gradient); and whether the row's solve failed, where
+    known (a :class:`fixedopt.Solution`'s status; None for an ``x`` alone)."""
 
     fixed: Mask
     bounds: Bounds | None
     at_bound: PyTree | None
+    failed: jax.Array | None
+
+
+def no_fit(constraints: Constraints) -> jax.Array | bool:
+    """Whether the row's solve failed (its covariance is NaN): its status is
+    ``NONFINITE`` (the last finite iterate before a NaN wall) or ``INFEASIBLE``."""
+    return False if constraints.failed is None else constraints.failed
 
 
 def solved_problem(
@@ -204,10 +217,15 @@ def solved_problem(
     batched = optional_boolean("batched", batched)
     mask = fixed_arrays(sol.fixed if fixed is None else fixed, x)
     stored = sol.at_bound if solution and bounds is None else None
-    bounds = _validate.normalize_bounds(sol.bounds if stored is not None else bounds, x)
+    # The solve's bounds are normalized already; a row where they are empty is
+    # INFEASIBLE (its covariance NaN), not an error for the whole batch.
+    bounds = _validate.normalize_bounds(bounds, x) if stored is None else sol.bounds
     if batched is None:
         batched = solution and jnp.ndim(sol.value) == 1
-    return x, Constraints(mask, bounds, stored), batched
+    failed = None
+    if solution:
+        failed = (sol.status == Status.NONFINITE) | (sol.status == Status.INFEASIBLE)
+    return x, Constraints(mask, bounds, stored, failed), batched
 
 
 def args_in_axes(args: tuple[Any, ...], args_axes: Any, batch: int) -> PyTree:
@@ -331,8 +349,10 @@ def _row(
     block = jnp.where(jnp.isinf(variance), jnp.inf, variance * unscaled)
     # A row whose residuals are not finite at x (NaN data, a model that turned
     # non-finite) has no covariance, even where the variance is taken as 1
-    # (absolute_sigma: the Poisson Fisher information reads the model alone).
-    block = jnp.where(rank_deficient | ~jnp.all(jnp.isfinite(residual)), jnp.nan, block)
+    # (absolute_sigma: the Poisson Fisher information reads the model alone); nor has
+    # a row whose solve failed, at the finite point it stopped at.
+    finite = jnp.all(jnp.isfinite(residual))
+    block = jnp.where(rank_deficient | ~finite | no_fit(constraints), jnp.nan, block)
     cov = jnp.where(both_free, block, 0.0)
     stderr = jnp.sqrt(jnp.diagonal(cov))
     return Covariance(

@@ -40,6 +40,7 @@ from fixedopt._results.covariance import (
     args_in_axes,
     flat_index,
     held_entries,
+    no_fit,
     solved_problem,
 )
 from fixedopt._results.solution import Solution
@@ -90,9 +91,10 @@ def hessian_covariance(
 
     Returns:
       A :class:`fixedopt.Covariance`; its ``rank_deficient`` flags a free block that
-      is not positive definite (NaN; a row whose value at ``x`` is not finite has a
-      NaN free block too, unflagged), ``dof`` is -1 (no residuals) and
-      ``residual_variance`` is ``scale``.
+      is not positive definite (NaN; a row whose value at ``x`` is not finite, or a
+      :class:`fixedopt.Solution`'s row whose solve failed, status ``NONFINITE`` or
+      ``INFEASIBLE``, has a NaN free block too, unflagged), ``dof`` is -1 (no
+      residuals) and ``residual_variance`` is ``scale``.
 
     Example:
       >>> import jax.numpy as jnp
@@ -170,9 +172,9 @@ def _row(
     inverse = jax.scipy.linalg.cho_solve(factor, jnp.eye(flat_x.size, dtype=scaled.dtype))
     inverse = inverse / (unit[:, None] * unit[None, :])
     # A row whose value is not finite at x (NaN data) has no covariance, even where
-    # its Hessian does not read the data (a quadratic in x).
+    # its Hessian does not read the data (a quadratic in x); nor has a failed solve.
     finite = jnp.isfinite(objective(flat_x))
-    block = jnp.where(definite & finite, scale * inverse, jnp.nan)
+    block = jnp.where(definite & finite & ~no_fit(constraints), scale * inverse, jnp.nan)
     cov = jnp.where(both_free, block, 0.0)
     return Covariance(
         covariance=cov,

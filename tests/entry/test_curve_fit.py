@@ -174,6 +174,32 @@ def test_nan_in_one_fit_fails_that_fit_only(absolute_sigma):
     np.testing.assert_array_equal(np.asarray(popt_nan)[others], np.asarray(popt)[others])
 
 
+def test_a_fit_stopped_at_a_nan_wall_has_no_error_bars():
+    """The model is NaN beyond a slope of 2 and the first fit's data want 3: it stops
+    NONFINITE at the last finite point, which is no fit, so its pcov is NaN (0 for its
+    fixed parameter). The second fit's minimum is inside the wall: scipy's pcov."""
+    t = np.linspace(0.0, 1.0, 20)
+
+    def walled(t, a, b, c):
+        return jnp.where(a > 2.0, jnp.nan, a * t + b + c)
+
+    noise = 0.01 * np.random.default_rng(5).normal(size=(2, t.size))
+    y = np.array([[3.0], [1.5]]) * t + 1.0 + noise
+    fixed = np.array([[False, False, True]] * 2)
+    p0 = np.zeros((2, 3))
+    popt, pcov, result = fixedopt.curve_fit(walled, t, y, p0, fixed=fixed, batched=True,
+                                            full_output=True)  # fmt: skip
+    status = [fixedopt.Status(int(s)) for s in result.solution.status]
+    assert status == [fixedopt.Status.NONFINITE, fixedopt.Status.CONVERGED]
+    assert np.isfinite(float(result.solution.value[0])) and float(popt[0, 0]) <= 2.0
+    pcov = np.asarray(pcov)
+    assert np.all(np.isnan(pcov[0, :2, :2])) and np.all(pcov[0, 2] == 0)
+    assert np.all(pcov[0, :, 2] == 0) and np.all(np.isnan(np.asarray(result.perr)[0, :2]))
+    ref_popt, ref_pcov = scipy.optimize.curve_fit(lambda t, a, b: a * t + b, t, y[1], [0.0, 0.0])
+    np.testing.assert_allclose(np.asarray(popt)[1, :2], ref_popt, rtol=1e-8)
+    assert_pcov_close(pcov[1, :2, :2], ref_pcov, 1e-6)
+
+
 def test_new_sigma_and_data_reuse_the_compiled_fit():
     f, t, y, sigma, start, _ = simulate("exponential", 4, seed=13)
     fixedopt.curve_fit(f, t, y, start, sigma=sigma, batched=True)

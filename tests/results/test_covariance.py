@@ -253,6 +253,32 @@ def test_rank_deficient_free_block_is_flagged_and_nan():
     assert result.stderr[1, 1] == 0.0 and result.stderr[2, 0] == 0.0
 
 
+def test_a_row_with_empty_bounds_has_no_covariance():
+    """Bounds known only under jit, empty on a free entry of row 1: that row reports
+    INFEASIBLE at its start (x0, no fit) and its free block is NaN; row 0 is fitted.
+    The same x alone (no status) gets the covariance at that point."""
+    t = jnp.linspace(0.0, 1.0, 10)
+    y = jnp.stack([2.0 * t + 1.0 + 0.01 * jnp.sin(7 * t), 2.0 * t + 1.0])
+    line = lambda p, y: p[0] * t + p[1] + p[2] - y
+    fixed = jnp.array([[False, False, True]] * 2)
+    lower = jnp.array([[0.0, 0.0, 0.0], [0.0, 3.0, 0.0]])
+    upper = jnp.array([[5.0, 5.0, 5.0], [5.0, 2.0, 5.0]])
+
+    @jax.jit
+    def solve(lower, upper):
+        return fixedopt.least_squares(line, jnp.ones((2, 3)), fixed, args=(y,),
+                                      bounds=(lower, upper), batched=True)  # fmt: skip
+
+    sol = solve(lower, upper)
+    status = [fixedopt.Status(int(s)) for s in sol.status]
+    assert status == [fixedopt.Status.CONVERGED, fixedopt.Status.INFEASIBLE]
+    result = fixedopt.covariance(sol, line, args=(y,))
+    assert np.all(np.isnan(result.covariance[1, :2, :2])) and np.all(result.stderr[1, 2] == 0)
+    alone = fixedopt.covariance(sol.x, line, fixed, args=(y,), batched=True)
+    np.testing.assert_array_equal(result.covariance[0], alone.covariance[0])
+    assert np.all(np.isfinite(alone.covariance[1]))
+
+
 def test_pytree_parameters_under_jit_match_the_flat_vector():
     _, data, sigma, fixed, start = make_rows(4, seed=5)
     solution = fit(data, sigma, fixed, start)

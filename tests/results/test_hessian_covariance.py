@@ -109,6 +109,24 @@ def test_a_row_with_nan_data_has_no_covariance():
         np.testing.assert_allclose(covariance[b][np.ix_(free, free)], expected, rtol=1e-10)
 
 
+def test_a_row_stopped_at_a_nan_wall_has_no_covariance():
+    """NaN beyond x[0] = 2, the first row's minimum at 3: it stops NONFINITE at a finite
+    point (no minimum; an x alone there would get the Hessian's inverse) and its free
+    block is NaN; the second row's minimum is inside: the closed form."""
+    fun = lambda x, c: jnp.where(x[0] > 2.0, jnp.nan, (x[0] - c) ** 2 + 3 * x[1] ** 2 + x[2] ** 2)
+    fixed = jnp.array([[False, False, True]] * 2)
+    centres = jnp.array([3.0, 1.0])
+    sol = fixedopt.minimize(fun, jnp.zeros((2, 3)), fixed, args=(centres,), batched=True)
+    status = [fixedopt.Status(int(s)) for s in sol.status]
+    assert status == [fixedopt.Status.NONFINITE, fixedopt.Status.CONVERGED]
+    assert np.isfinite(float(sol.value[0]))
+    covariance = np.asarray(fixedopt.hessian_covariance(sol, fun, args=(centres,)).covariance)
+    assert np.all(np.isnan(covariance[0, :2, :2])) and np.all(covariance[0, 2] == 0)
+    np.testing.assert_allclose(covariance[1], np.diag([0.5, 1.0 / 6.0, 0.0]), rtol=1e-10)
+    alone = fixedopt.hessian_covariance(sol.x, fun, fixed, args=(centres,), batched=True)
+    assert np.all(np.isfinite(np.asarray(alone.covariance)[0]))
+
+
 def test_saddle_is_flagged_and_nan():
     saddle = lambda x: x[0] ** 2 - x[1] ** 2 + x[2] ** 2
     x = jnp.zeros((2, 3))
