@@ -139,6 +139,21 @@ def gauss_newton_model(
     return predicted, relative_step_size(problem, x, step, scale)
 
 
+def cauchy_reduction(
+    normal: jax.Array, grad: jax.Array, free: jax.Array, scale: jax.Array, damping: ArrayLike
+) -> jax.Array:
+    """The reduction the damped Gauss–Newton model ``g.s + s.(J^T J + damping D^2).s / 2``
+    predicts at its minimum along the scaled gradient ``-D^-2 g`` (its Cauchy point,
+    ``D^2 = scale``): ``(g.v)^2 / (2 v.(J^T J + damping D^2).v)``, ``v = D^-2 g`` on the
+    ``free`` entries. At a fixed ``damping`` it is small only where the gradient is,
+    whatever damping a row's steps have grown to; one product with ``J^T J``."""
+    v = jnp.where(free & (scale > 0), grad / jnp.where(scale > 0, scale, 1.0), 0.0)
+    gv = reduce.dot(grad, v)
+    wide = v.astype(normal.dtype)
+    curvature = reduce.dot(wide, small_linalg.matvec(normal, wide)).astype(gv.dtype) + damping * gv
+    return jnp.where(curvature > 0, 0.5 * gv * gv / jnp.where(curvature > 0, curvature, 1.0), 0.0)
+
+
 def relative_step_size(
     problem: Problem, x: jax.Array, step: jax.Array, scale: jax.Array
 ) -> jax.Array:
@@ -186,6 +201,7 @@ class LevenbergMarquardtState(NamedTuple):
     damping: jax.Array
     growth: jax.Array  # Nielsen's factor for the next rejection
     scale: jax.Array  # D^2: running max of diag(J^T J) (Moré's scaling)
+    walls: jax.Array  # () int32: non-finite trials since the last accepted step
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,9 +216,17 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
     ``max(1/3, 1 - (2 rho - 1)^3)``, rejected ones grow it by a doubling factor
     (Nielsen 1999; Madsen, Nielsen, Tingleff 2004). Bounds: entries at a bound whose
     gradient points out are held for the iteration, trial points are projected.
-    Convergence follows MINPACK's tests (see :class:`fixedopt.Reason`). A row whose
+    Convergence follows MINPACK's tests (see :class:`fixedopt.Reason`), with the
+    predicted reduction that ``ftol`` reads taken as the larger of the damped step's
+    and the model's at its Cauchy point with the initial damping
+    (:func:`cauchy_reduction`): the same while the damping is small, and not small
+    where the damping grew far from a minimum. A row whose
     damping exceeds ``max_damping`` stops with ``Status.LINESEARCH_FAILED`` (no
-    acceptable step), or as converged if it is stationary to working precision.
+    acceptable step), or as converged if it is stationary to working precision. A row
+    whose trials ran into non-finite values (a NaN wall) since its last accepted step
+    stops with ``Status.NONFINITE`` when it gives up: the damping grew because of the
+    wall, and the damped step's small predicted reduction says nothing of the distance
+    to a minimum beyond it.
 
     Args:
       initial_damping: the damping relative to ``D^2`` at the start.
@@ -253,8 +277,9 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         normal, _, squared = small_linalg.normal_sums(jacobian, residual)  # as a step does
         damping = jnp.asarray(self.initial_damping, x.dtype)
         scale = problem.free_part(jnp.diagonal(normal).astype(x.dtype))
+        walls = jnp.zeros((), jnp.int32)
         return LevenbergMarquardtState(
-            normal, jnp.sqrt(squared), damping, jnp.asarray(2.0, x.dtype), scale
+            normal, jnp.sqrt(squared), damping, jnp.asarray(2.0, x.dtype), scale, walls
         )
 
     def step(
@@ -304,20 +329,33 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
             damping,
             growth,
             keep(scale, state.scale),
+            jnp.where(accepted, 0, state.walls + (~finite).astype(jnp.int32)),
         )
         rounding = _EPS_FACTOR * _eps(value) * value
         no_progress = ~reduce.any_true(step != 0) | ((predicted >= 0) & (predicted <= rounding))
         # A rejected step raises the damping and goes on, unless the damping is spent or
         # no step can make progress any more.
         gives_up = (damping > self.max_damping) | (finite & no_progress)
-        rejected = jnp.where(gives_up, failure(~finite, no_progress), Outcome.REJECT)
+        # Giving up after trials at a NaN wall is NONFINITE, also where the last, tiny
+        # trial was finite: it passed as stationary (PRECISION) short of a minimum
+        # beyond the wall.
+        walled = new_state.walls > 0
+        rejected = jnp.where(gives_up, failure(~finite | walled, no_progress), Outcome.REJECT)
+        # The ftol and precision tests read the predicted reduction. The damped step's
+        # is small wherever the damping grew, near a minimum or not (at a NaN wall in
+        # float32 an accepted step in rounding passed ftol with a gradient of 18). While
+        # the damping is at most the initial one, the damped step predicts at least what
+        # the Cauchy point at the initial damping does (without bounds the maximum is
+        # the step's own prediction); above it, the Cauchy point says what the gradient
+        # still promises.
+        cauchy = cauchy_reduction(state.normal, grad, free, state.scale, self.initial_damping)
         return Step(
             x=x_trial,
             value=trial_value,
             grad=trial_grad,
             state=new_state,
             outcome=jnp.where(accepted, Outcome.ACCEPT, rejected).astype(jnp.int32),
-            predicted=jnp.maximum(predicted, 0.0),
+            predicted=jnp.maximum(jnp.maximum(predicted, cauchy), 0.0),
             relative_step=relative_step,
         )
 

@@ -263,6 +263,42 @@ def test_a_row_that_cannot_progress_far_from_stationarity_is_not_converged():
     assert int(sol.status) != Status.MAX_STEPS
 
 
+@pytest.mark.parametrize("solver_name", list(RESIDUAL_SOLVERS))
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_fit_stopped_by_a_nan_wall_is_nonfinite_and_a_minimum_beside_one_converges(
+    solver_name, dtype
+):
+    """A line whose model is NaN beyond a slope of 2: the data want 3, so the row stops
+    at the wall NONFINITE (Levenberg–Marquardt's damping grew at the wall until its
+    last, tiny trial was finite and passed as stationary: CONVERGED, PRECISION, with a
+    gradient of 9.2; in float32 an accepted step in rounding passed FTOL). float32 may
+    stop otherwise (Gauss–Newton's line search takes steps in rounding until
+    MAX_STEPS), never CONVERGED. A minimum inside the domain of sqrt, beside its wall
+    at 0, and one at the wall's edge, still converge, and a fit whose data want 1.5 is
+    unaffected."""
+    solver = RESIDUAL_SOLVERS[solver_name]
+    t = jnp.linspace(0.0, 1.0, 20, dtype=dtype)
+
+    def walled(p, slope):
+        return jnp.where(p[0] > 2.0, jnp.nan, p[0] * t + p[1]) - (slope * t + 1.0)
+
+    for p0 in ([0.0, 0.0], [1.0, 0.0]):
+        x0 = jnp.asarray(p0, dtype)
+        sol = fixedopt.least_squares(walled, x0, False, args=(3.0,), solver=solver)
+        status = Status(int(sol.status))
+        expected = status == Status.NONFINITE or (dtype == "float32" and not sol.converged)
+        assert expected, (p0, status.name)
+        assert float(sol.x[0]) <= 2.0 and np.isfinite(float(sol.value))
+        sol = fixedopt.least_squares(walled, x0, False, args=(1.5,), solver=solver)
+        assert bool(sol.converged)
+        np.testing.assert_allclose(np.asarray(sol.x), [1.5, 1.0], rtol=1e-3)
+    for target, tolerance in ((0.1, 1e-3), (0.0, 1e-6)):
+        root = lambda p, target=target: (jnp.sqrt(p[0]) - target) * (1.0 + t)
+        sol = fixedopt.least_squares(root, jnp.ones(1, dtype), False, solver=solver)
+        assert bool(sol.converged), (target, Status(int(sol.status)).name)
+        np.testing.assert_allclose(float(sol.x[0]), target**2, rtol=tolerance, atol=tolerance)
+
+
 def test_reason_names_the_test_and_absolute_test_alone():
     """``abs_gtol`` alone (relative tests off) converges with Reason.ABS_GTOL at a
     gradient at most ``abs_gtol``; the default converges with a relative test."""
