@@ -146,12 +146,20 @@ def cauchy_reduction(
     predicts at its minimum along the scaled gradient ``-D^-2 g`` (its Cauchy point,
     ``D^2 = scale``): ``(g.v)^2 / (2 v.(J^T J + damping D^2).v)``, ``v = D^-2 g`` on the
     ``free`` entries. At a fixed ``damping`` it is small only where the gradient is,
-    whatever damping a row's steps have grown to; one product with ``J^T J``."""
+    whatever damping a row's steps have grown to; one product with ``J^T J``.
+
+    Levenberg–Marquardt's ftol and precision tests read the larger of this (at the
+    initial damping) and the damped step's predicted reduction, which is small
+    wherever the damping grew, near a minimum or not (at a NaN wall in float32, an
+    accepted step in rounding passed ftol with a gradient of 18). While the damping
+    is at most the initial one, the damped step predicts at least as much (without
+    bounds the larger is the step's own prediction)."""
     v = jnp.where(free & (scale > 0), grad / jnp.where(scale > 0, scale, 1.0), 0.0)
     gv = reduce.dot(grad, v)
     wide = v.astype(normal.dtype)
     curvature = reduce.dot(wide, small_linalg.matvec(normal, wide)).astype(gv.dtype) + damping * gv
-    return jnp.where(curvature > 0, 0.5 * gv * gv / jnp.where(curvature > 0, curvature, 1.0), 0.0)
+    ratio = gv / jnp.where(curvature > 0, curvature, 1.0)  # before the product: no overflow
+    return jnp.where(curvature > 0, 0.5 * gv * ratio, 0.0)
 
 
 def relative_step_size(
@@ -333,31 +341,37 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         )
         rounding = _EPS_FACTOR * _eps(value) * value
         no_progress = ~reduce.any_true(step != 0) | ((predicted >= 0) & (predicted <= rounding))
-        # A rejected step raises the damping and goes on, unless the damping is spent or
-        # no step can make progress any more.
-        gives_up = (damping > self.max_damping) | (finite & no_progress)
-        # Giving up after trials at a NaN wall is NONFINITE, also where the last, tiny
-        # trial was finite: it passed as stationary (PRECISION) short of a minimum
-        # beyond the wall.
-        walled = new_state.walls > 0
-        rejected = jnp.where(gives_up, failure(~finite | walled, no_progress), Outcome.REJECT)
-        # The ftol and precision tests read the predicted reduction. The damped step's
-        # is small wherever the damping grew, near a minimum or not (at a NaN wall in
-        # float32 an accepted step in rounding passed ftol with a gradient of 18). While
-        # the damping is at most the initial one, the damped step predicts at least what
-        # the Cauchy point at the initial damping does (without bounds the maximum is
-        # the step's own prediction); above it, the Cauchy point says what the gradient
-        # still promises.
+        outcome = _outcome(accepted, finite, no_progress, damping > self.max_damping, new_state)
+        # The ftol and precision tests read the larger of the damped step's prediction and
+        # the Cauchy point's at the initial damping (see cauchy_reduction).
         cauchy = cauchy_reduction(state.normal, grad, free, state.scale, self.initial_damping)
         return Step(
             x=x_trial,
             value=trial_value,
             grad=trial_grad,
             state=new_state,
-            outcome=jnp.where(accepted, Outcome.ACCEPT, rejected).astype(jnp.int32),
+            outcome=outcome,
             predicted=jnp.maximum(jnp.maximum(predicted, cauchy), 0.0),
             relative_step=relative_step,
         )
+
+
+def _outcome(
+    accepted: jax.Array,
+    finite: jax.Array,
+    no_progress: jax.Array,
+    damping_spent: jax.Array,
+    state: LevenbergMarquardtState,
+) -> jax.Array:
+    """ACCEPT, or REJECT (the damping grows, the row goes on), unless the damping is
+    spent or no step can make progress any more: then the failure, ``FAIL_NONFINITE``
+    where a trial since the last accepted step was not finite (``state.walls``). At a
+    NaN wall the last, tiny trial can be finite: it passed as stationary (PRECISION)
+    short of a minimum beyond the wall."""
+    gives_up = damping_spent | (finite & no_progress)
+    failed = failure(~finite | (state.walls > 0), no_progress)
+    rejected = jnp.where(gives_up, failed, Outcome.REJECT)
+    return jnp.where(accepted, Outcome.ACCEPT, rejected).astype(jnp.int32)
 
 
 _EPS_FACTOR = 10  # a predicted reduction below this many eps of f is rounding noise

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fixedopt._solvers import small_linalg as _small_linalg
-from fixedopt._solvers.gauss_newton import free_block_step
+from fixedopt._solvers.gauss_newton import cauchy_reduction, free_block_step
 from tests.helpers import float16_compiles
 
 ROWS, N = 15, 6
@@ -143,3 +143,26 @@ def test_half_precision_is_solved_in_float32_and_returned_in_its_dtype(dtype):
         np.asarray(step, np.float64), expected, rtol=2e-2, atol=1e-2 * np.abs(expected).max()
     )
     np.testing.assert_array_equal(np.asarray(step, np.float64)[~free], 0.0)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_cauchy_reduction_is_the_damped_models_minimum_along_the_scaled_gradient(seed):
+    """Reference: the model ``q(t) = -t g.v + t^2 v.(N + damping D^2).v / 2`` along
+    ``v = D^-2 g`` (free entries), minimized over a fine grid of ``t`` in NumPy."""
+    rng = np.random.default_rng(seed)
+    n = 5
+    jacobian = rng.normal(size=(8, n))
+    normal, grad = jacobian.T @ jacobian, rng.normal(size=n)
+    scale = np.diag(normal) * rng.uniform(1.0, 3.0, n)  # a running maximum: at least diag
+    free = rng.random(n) < 0.7
+    free[0] = True
+    damping = 10.0 ** rng.uniform(-3, 1)
+    v = np.where(free, grad / scale, 0.0)
+    curvature = v @ normal @ v + damping * v @ (scale * v)
+    t = np.linspace(0.0, 4.0 * (grad @ v) / curvature, 400001)
+    reference = np.max(t * (grad @ v) - 0.5 * t**2 * curvature)
+    reduction = cauchy_reduction(*map(jnp.asarray, (normal, grad, free, scale)), damping)
+    np.testing.assert_allclose(float(reduction), reference, rtol=1e-9)
+    nothing_free = np.zeros(n, bool)
+    none = cauchy_reduction(*map(jnp.asarray, (normal, grad, nothing_free, scale)), damping)
+    assert float(none) == 0.0
