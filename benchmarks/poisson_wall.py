@@ -57,22 +57,31 @@ def _statuses(status: np.ndarray) -> str:
                      for code in np.unique(status))  # fmt: skip
 
 
+# One spot's expected counts and their Jacobian, flat, compiled once for every row.
+_pixels = jax.jit(lambda p: spot(p).ravel())
+_pixel_jacobian = jax.jit(lambda p: jax.jacfwd(spot)(p).reshape(-1, 5))
+
+
 def constrained_optimum(counts: np.ndarray, starts: list[np.ndarray]) -> float:
     """The half deviance at the best point of the likelihood's domain (every expected
     count >= 0): scipy's SLSQP with one constraint per pixel, the best of ``starts``."""
-    model, jacobian = jax.jit(lambda p: spot(p).ravel()), jax.jit(jax.jacfwd(spot))
+
+    def model(p: np.ndarray) -> np.ndarray:
+        return np.asarray(_pixels(p))
+
+    def jacobian(p: np.ndarray) -> np.ndarray:
+        return np.asarray(_pixel_jacobian(p))
 
     def half_deviance(p: np.ndarray) -> float:
-        mu = np.maximum(np.asarray(model(p)), 1e-300)
+        mu = np.maximum(model(p), 1e-300)
         logs = np.where(counts > 0, counts * np.log(np.where(counts > 0, counts, 1.0) / mu), 0.0)
         return float(np.sum(mu - counts + logs))
 
     def gradient(p: np.ndarray) -> np.ndarray:
-        mu = np.maximum(np.asarray(model(p)), 1e-300)
-        return np.asarray(jacobian(p)).reshape(-1, 5).T @ (1.0 - counts / mu)
+        mu = np.maximum(model(p), 1e-300)
+        return jacobian(p).T @ (1.0 - counts / mu)
 
-    positive = {"type": "ineq", "fun": lambda p: np.asarray(model(p)),
-                "jac": lambda p: np.asarray(jacobian(p)).reshape(-1, 5)}  # fmt: skip
+    positive = {"type": "ineq", "fun": model, "jac": jacobian}
     options = {"ftol": 1e-14, "maxiter": 500}
     return min(half_deviance(scipy.optimize.minimize(half_deviance, start, jac=gradient,
                                                      method="SLSQP", constraints=[positive],

@@ -15,7 +15,8 @@ The inverse comes from a Cholesky factorization of ``H_FF`` with unit diagonal
 positive definite to working precision (eigenvalues of the unit-diagonal matrix at most
 ``eps * n`` times the largest: a saddle, a maximum, a flat direction), the row is
 flagged ``rank_deficient`` and its free block is NaN. So is the free block of a row
-whose value at ``x`` is not finite (NaN data).
+whose value at ``x`` is not finite (NaN data), and, from a :class:`fixedopt.Solution`,
+of a row whose solve failed (``NONFINITE``, ``INFEASIBLE``).
 """
 
 from __future__ import annotations

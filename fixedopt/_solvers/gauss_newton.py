@@ -341,9 +341,9 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         )
         rounding = _EPS_FACTOR * _eps(value) * value
         no_progress = ~reduce.any_true(step != 0) | ((predicted >= 0) & (predicted <= rounding))
-        outcome = _outcome(accepted, finite, no_progress, damping > self.max_damping, new_state)
-        # The ftol and precision tests read the larger of the damped step's prediction and
-        # the Cauchy point's at the initial damping (see cauchy_reduction).
+        spent, walled = damping > self.max_damping, new_state.walls > 0
+        outcome = _outcome(accepted, finite, no_progress, spent, walled)
+        # ftol and precision read the larger prediction (see cauchy_reduction):
         cauchy = cauchy_reduction(state.normal, grad, free, state.scale, self.initial_damping)
         return Step(
             x=x_trial,
@@ -361,15 +361,15 @@ def _outcome(
     finite: jax.Array,
     no_progress: jax.Array,
     damping_spent: jax.Array,
-    state: LevenbergMarquardtState,
+    walled: jax.Array,
 ) -> jax.Array:
     """ACCEPT, or REJECT (the damping grows, the row goes on), unless the damping is
     spent or no step can make progress any more: then the failure, ``FAIL_NONFINITE``
-    where a trial since the last accepted step was not finite (``state.walls``). At a
-    NaN wall the last, tiny trial can be finite: it passed as stationary (PRECISION)
-    short of a minimum beyond the wall."""
+    where a trial since the last accepted step was not finite (``walled``). At a NaN
+    wall the last, tiny trial can be finite: it passed as stationary (PRECISION) short
+    of a minimum beyond the wall."""
     gives_up = damping_spent | (finite & no_progress)
-    failed = failure(~finite | (state.walls > 0), no_progress)
+    failed = failure(~finite | walled, no_progress)
     rejected = jnp.where(gives_up, failed, Outcome.REJECT)
     return jnp.where(accepted, Outcome.ACCEPT, rejected).astype(jnp.int32)
 

@@ -15,6 +15,7 @@ import scipy.optimize
 
 import fixedopt
 import fixedopt.testing
+from tests.helpers import bits
 
 TIGHT = dict(ftol=1e-15, xtol=1e-15, gtol=1e-15)  # scipy converged well past 1e-6
 
@@ -192,6 +193,7 @@ def test_a_fit_stopped_at_a_nan_wall_has_no_error_bars():
     status = [fixedopt.Status(int(s)) for s in result.solution.status]
     assert status == [fixedopt.Status.NONFINITE, fixedopt.Status.CONVERGED]
     assert np.isfinite(float(result.solution.value[0])) and float(popt[0, 0]) <= 2.0
+    np.testing.assert_array_equal(bits(popt[:, 2]), bits(p0[:, 2]))  # fixed: the same bits
     pcov = np.asarray(pcov)
     assert np.all(np.isnan(pcov[0, :2, :2])) and np.all(pcov[0, 2] == 0)
     assert np.all(pcov[0, :, 2] == 0) and np.all(np.isnan(np.asarray(result.perr)[0, :2]))
