@@ -22,6 +22,7 @@ from fixedopt._fixing.flax_mask import mask_from as mask_from
 from fixedopt._fixing.keep_fixed import KeepFixedState as KeepFixedState
 from fixedopt._fixing.keep_fixed import apply_updates as apply_updates
 from fixedopt._fixing.keep_fixed import keep_fixed as keep_fixed
+from fixedopt._fixing.keep_fixed import schedule_free_eval_params as schedule_free_eval_params
 from fixedopt._fixing.mask import fix as fix
 from fixedopt._fixing.mask import project as project
 from fixedopt._results.covariance import Covariance as Covariance
@@ -73,6 +74,7 @@ __all__ = [
     "minimize",
     "project",
     "report",
+    "schedule_free_eval_params",
     "to_dataframe",
     "to_records",
 ]

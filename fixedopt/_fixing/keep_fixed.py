@@ -62,17 +62,21 @@ def keep_fixed(
     * the extra arguments ``grad`` (masked) and ``value_fn`` (with fixed entries pinned
       to the current parameters) are forwarded, so ``optax.lbfgs`` and its zoom line
       search work;
-    * the wrapped optimizer sees fixed parameters as zeros, so parameter norms (lamb,
-      lars, prodigy) range over free entries only and a NaN fixed value cannot turn
-      free entries NaN.
+    * the wrapped optimizer sees fixed parameters as zeros, from ``init`` on, so what
+      it reads across entries (lamb's and lars's norms, prodigy's and DoG's distance
+      from the start it keeps) ranges over free entries only, and a NaN or infinite
+      fixed value cannot reach a free one.
 
-    What holds precisely: with ``optax.apply_updates``, every fixed entry is
-    ``x + (-0.0)``, bit-identical to ``x`` except that XLA on the CPU flushes a
-    subnormal ``x`` to ``±0``; :func:`fixedopt.apply_updates` selects instead and is
-    exact for every value. Optimizers whose deployable parameters come from their
-    state (``optax.contrib.schedule_free_eval_params``, parameter averaging) keep
-    their own copy, which weight decay moves on fixed entries; pin it with
-    ``fixedopt.project(eval_params, fixed, params)``.
+    Limits (what ``keep_fixed`` cannot do for you):
+
+    * With ``optax.apply_updates``, a fixed entry is ``x + (-0.0)``: bit-identical to
+      ``x`` except that XLA on the CPU flushes a subnormal ``x`` to ``±0``;
+      :func:`fixedopt.apply_updates` selects instead and is exact for every value.
+    * What an optimizer keeps of the parameters in its state is in its own view,
+      zeros at fixed entries: for schedule-free, take the evaluation parameters from
+      :func:`fixedopt.schedule_free_eval_params` (optax's own function would return
+      ``params / b1`` there); pin any other parameters derived from a state with
+      ``fixedopt.project(derived, fixed, params)``.
 
     Args:
       optimizer: any ``optax.GradientTransformation``.
@@ -106,8 +110,10 @@ def keep_fixed(
 
     def init(params: PyTree) -> KeepFixedState:
         _validate.check_params(params, "params")
-        mask_for(params, params)
-        return KeepFixedState(inner_state=inner.init(params))
+        # The inner optimizer sees the free entries alone, from its first state on:
+        # what it keeps of the parameters (prodigy's and DoG's starting point,
+        # schedule-free's z) holds zeros at fixed entries, as its updates will see.
+        return KeepFixedState(inner_state=inner.init(_zero_fixed(mask_for(params, params), params)))
 
     def update(
         updates: PyTree, state: KeepFixedState, params: PyTree | None = None, **extra_args: Any
@@ -156,3 +162,46 @@ def apply_updates(params: PyTree, updates: PyTree, fixed: Mask) -> PyTree:
     mask = _validate.normalize_fixed(fixed, params, name="fixed")
     moved = optax.apply_updates(params, updates)
     return jax.tree.map(lambda m, p, q: _mask.select(m, p, q), mask, params, moved)
+
+
+def schedule_free_eval_params(state: optax.OptState, params: PyTree, fixed: Mask) -> PyTree:
+    """``optax.contrib.schedule_free_eval_params`` for a schedule-free optimizer wrapped in
+    :func:`keep_fixed`: the parameters to evaluate at, fixed entries exactly ``params``'.
+
+    Inside :func:`keep_fixed` the wrapped optimizer sees fixed entries as zeros, so the
+    sequence ``z`` that schedule-free keeps in its state holds zeros there; optax's own
+    function, given ``state.inner_state`` and the parameters, would return
+    ``params / b1`` at fixed entries. This one evaluates the free entries as optax does
+    and selects the fixed ones from ``params`` bit for bit (NaN and infinite values
+    included).
+
+    Args:
+      state: the state of the :func:`keep_fixed` optimizer (or any optax state holding
+        one ``ScheduleFreeState``).
+      params: the current parameters (the points the gradients are taken at).
+      fixed: the fixed mask the optimizer was wrapped with.
+
+    Returns:
+      The evaluation parameters, with the structure and dtypes of ``params``.
+
+    Example:
+      >>> import jax.numpy as jnp, optax
+      >>> import fixedopt
+      >>> params, fixed = jnp.array([1.0, 2.0]), jnp.array([False, True])
+      >>> tx = fixedopt.keep_fixed(optax.contrib.schedule_free_adamw(0.1, weight_decay=0.5), fixed)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(jnp.ones(2), state, params)
+      >>> params = optax.apply_updates(params, updates)
+      >>> print(fixedopt.schedule_free_eval_params(state, params, fixed).round(4))
+      [0.85 2.  ]
+    """
+    schedule_free = optax.tree.get(state, "ScheduleFreeState")
+    if schedule_free is None:
+        raise ValueError(
+            "`state` holds no optax.contrib.ScheduleFreeState: it is not the state of a "
+            "schedule-free optimizer"
+        )
+    mask = _validate.normalize_fixed(fixed(params) if _validate.is_mask_function(fixed) else fixed,
+                                     params, name="fixed")  # fmt: skip
+    evaluated = optax.contrib.schedule_free_eval_params(schedule_free, _zero_fixed(mask, params))
+    return _mask.tree_select(mask, params, evaluated)

@@ -248,14 +248,26 @@ def test_apply_updates_keeps_subnormal_fixed_values_bit_for_bit():
     assert float(params[2]) != 1.0
 
 
-@pytest.mark.parametrize("name", ["lamb", "lars"])
-def test_a_nan_fixed_value_never_reaches_free_entries_of_norm_based_optimizers(name):
-    """lamb and lars scale by parameter norms: the wrapped optimizer sees fixed
-    parameters as zeros, so a NaN fixed value leaves the free entries finite and equal
-    to those of the same optimizer on the free entries alone."""
-    make = {"lamb": lambda: optax.lamb(0.05), "lars": lambda: optax.lars(0.05)}[name]
+NORM_BASED = {  # each reads the parameters across entries: norms, distances, dot products
+    "lamb": lambda: optax.lamb(0.05),
+    "lars": lambda: optax.lars(0.05),
+    "prodigy": lambda: optax.contrib.prodigy(1.0),  # keeps its starting point
+    "dog": lambda: optax.contrib.dog(1.0),  # the largest distance from its start
+}
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, 7.0], ids=["nan", "inf", "finite"])
+@pytest.mark.parametrize("name", list(NORM_BASED))
+def test_free_entries_of_norm_based_optimizers_never_see_the_fixed_values(name, value):
+    """Optimizers that read the parameters across entries (lamb's and lars's norms,
+    prodigy's and DoG's distance from the start, kept in their state from ``init``):
+    the wrapped optimizer sees fixed parameters as zeros from ``init`` on, so a NaN,
+    infinite or finite fixed value leaves the free entries those of the same
+    optimizer on the free entries alone. (Before, prodigy turned them NaN for a
+    non-finite fixed value, and DoG's steps grew with a finite one's distance.)"""
+    make = NORM_BASED[name]
     free_start = jnp.array([1.0, -2.0, 0.5])
-    params = jnp.concatenate([jnp.array([jnp.nan]), free_start])
+    params = jnp.concatenate([jnp.array([value]), free_start])
     fixed = jnp.array([True, False, False, False])
     grad_of = jax.grad(lambda p: jnp.sum((p - 3.0) ** 2))
     tx, reference = fixedopt.keep_fixed(make(), fixed), make()
@@ -265,8 +277,36 @@ def test_a_nan_fixed_value_never_reaches_free_entries_of_norm_based_optimizers(n
         params = fixedopt.apply_updates(params, updates, fixed)
         reference_updates, reference_state = reference.update(grad_of(free), reference_state, free)
         free = optax.apply_updates(free, reference_updates)
-    assert np.isnan(float(params[0]))
+    assert bits(params)[0] == bits(jnp.array(value))
+    assert np.all(np.asarray(free) != np.asarray(free_start))  # the reference moved
     np.testing.assert_allclose(np.asarray(params[1:]), np.asarray(free), rtol=1e-12)
+
+
+@pytest.mark.parametrize("value", [np.nan, -np.inf, -0.0, 2.0], ids=["nan", "inf", "-0", "finite"])
+def test_schedule_free_eval_params_keep_fixed_entries_and_match_the_reduced_problem(value):
+    """Schedule-free with weight decay: the parameters to evaluate at are exactly the
+    fixed values on fixed entries (optax's own function, fed the state that the
+    wrapped optimizer kept with fixed entries as zeros, would give ``params / b1``
+    there), and optax's own evaluation parameters of the free entries alone."""
+    make = lambda: optax.contrib.schedule_free_adamw(0.1, weight_decay=0.5)
+    free_start = jnp.array([1.0, -2.0, 0.5])
+    params = jnp.concatenate([free_start[:1], jnp.array([value]), free_start[1:]])
+    fixed = jnp.array([False, True, False, False])
+    grad_of = jax.grad(lambda p: jnp.sum((p - 3.0) ** 2))
+    tx, reference = fixedopt.keep_fixed(make(), fixed), make()
+    state, reference_state, free = tx.init(params), reference.init(free_start), free_start
+    for _ in range(4):
+        updates, state = tx.update(jnp.where(fixed, 0.0, grad_of(params)), state, params)
+        params = fixedopt.apply_updates(params, updates, fixed)
+        reference_updates, reference_state = reference.update(grad_of(free), reference_state, free)
+        free = optax.apply_updates(free, reference_updates)
+    evaluated = fixedopt.schedule_free_eval_params(state, params, fixed)
+    expected = optax.contrib.schedule_free_eval_params(reference_state, free)
+    assert bits(evaluated)[1] == bits(jnp.array(value))
+    np.testing.assert_allclose(np.asarray(evaluated)[~fixed], np.asarray(expected), rtol=1e-12)
+    assert np.all(np.asarray(expected) != np.asarray(free))  # evaluation differs from params
+    with pytest.raises(ValueError, match="holds no optax"):
+        fixedopt.schedule_free_eval_params(optax.adam(0.1).init(params), params, fixed)
 
 
 # Derivatives through keep_fixed (meta-learning through an optax loop): the fixed
