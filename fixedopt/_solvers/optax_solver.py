@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import types
+from collections.abc import Hashable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from fixedopt._contract.solver import Problem, Solver, Step, StepContext
@@ -32,12 +36,17 @@ class Optax(Solver[optax.OptState]):
     a while loop. ``differentiate="implicit"`` differentiates any optimizer's
     converged solution.
 
-    Create it once and reuse it: optax optimizers are pairs of closures, so two calls
-    of ``optax.adam(0.1)`` give unequal objects, and a solve with a new
-    ``fixedopt.Optax(optax.adam(0.1))`` compiles anew (the solver is part of the
-    compiled program's key). Without a model of the objective, only the gradient
-    tests apply (``gtol`` with the secant curvature, ``abs_gtol``); a row whose ``x``
-    or ``f`` stops changing ends as STALLED, or CONVERGED if stationary to precision.
+    Two ``Optax`` objects are equal (and hash equal) when built from equal optimizers:
+    the same optax constructors with equal hyperparameters, so a solve with a new
+    ``fixedopt.Optax(optax.adam(0.1))`` reuses the program compiled for the last one
+    (the solver is part of the compiled program's key). An optax optimizer is a pair
+    of closures; ``Optax`` compares their code and what they capture, read when it is
+    made: numbers by value and type, concrete arrays by dtype, shape and bytes,
+    schedules and chained transformations the same way, anything else (a traced
+    value, an object without a value equality) by identity, which compiles anew.
+    Without a model of the objective, only the gradient tests apply (``gtol`` with
+    the secant curvature, ``abs_gtol``); a row whose ``x`` or ``f`` stops changing
+    ends as STALLED, or CONVERGED if stationary to precision.
 
     Args:
       optimizer: an ``optax.GradientTransformation``.
@@ -53,6 +62,7 @@ class Optax(Solver[optax.OptState]):
     """
 
     optimizer: optax.GradientTransformation
+    _key: Hashable = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.optimizer, optax.GradientTransformation):
@@ -60,6 +70,16 @@ class Optax(Solver[optax.OptState]):
                 "`optimizer` must be an optax.GradientTransformation, "
                 f"got {type(self.optimizer).__name__}"
             )
+        object.__setattr__(self, "_key", structural_key(self.optimizer))
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, Optax)
+        return bool(self._key == other._key)
+
+    def __hash__(self) -> int:
+        return hash(self._key)
 
     def _wrapped(self, problem: Problem) -> optax.GradientTransformationExtraArgs:
         return keep_fixed(self.optimizer, problem.fixed)
@@ -112,3 +132,96 @@ _UNROLL_ADVICE = (
     'Use differentiate="implicit" (exact at a converged solution), or an optimizer '
     "without a line search such as optax.adam"
 )
+
+
+class _Identity:
+    """A key equal only to a key of the same object: what cannot be compared by value."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Identity) and other.value is self.value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+
+_MAX_NODES = 10_000  # beyond this many objects an optimizer is compared by identity
+
+
+class _OpaqueError(Exception):
+    """Raised inside :func:`structural_key` to fall back to identity."""
+
+
+def structural_key(optimizer: object) -> Hashable:
+    """A hashable key equal for optimizers built alike: the functions' code (and
+    module), and everything they capture, recursively (see :class:`Optax`); the
+    optimizer's identity where a part cannot be compared by value."""
+    nodes = [0]
+    try:
+        return ("value", _key(optimizer, (), nodes))
+    except (_OpaqueError, RecursionError):
+        return ("identity", _Identity(optimizer))
+
+
+def _key(value: object, ancestors: tuple[int, ...], nodes: list[int]) -> Hashable:
+    """The key of one captured value (``ancestors``: the ids above it, for cycles)."""
+    nodes[0] += 1
+    if nodes[0] > _MAX_NODES:
+        raise _OpaqueError
+    if id(value) in ancestors:  # a cycle: its position is its key
+        return ("cycle", ancestors.index(id(value)))
+    if value is None or isinstance(value, (bool, int, str, bytes, complex, type, np.dtype)):
+        return (type(value), value)
+    if isinstance(value, float):  # by bits: -0.0 and 0.0 compile to different constants
+        return (float, value.hex())
+    if isinstance(value, (np.ndarray, np.generic, jax.Array)):
+        return _array_key(value)
+    inner = (*ancestors, id(value))
+    if isinstance(value, (tuple, list)):
+        return (type(value), tuple(_key(item, inner, nodes) for item in value))
+    if isinstance(value, dict):
+        return (type(value), tuple((_key(k, inner, nodes), _key(v, inner, nodes))
+                                   for k, v in value.items()))  # fmt: skip
+    if isinstance(value, functools.partial):
+        parts = (value.func, value.args, value.keywords)
+        return ("partial", _key(parts, inner, nodes))
+    if isinstance(value, types.MethodType):
+        return ("method", _key((value.__func__, value.__self__), inner, nodes))
+    if isinstance(value, types.FunctionType):
+        return _function_key(value, inner, nodes)
+    try:
+        hash(value)
+    except TypeError:
+        return _Identity(value)
+    return ("object", value)
+
+
+def _array_key(value: np.ndarray | np.generic | jax.Array) -> Hashable:
+    """A concrete array by type, dtype, shape, weak type and bytes; a traced one by
+    identity."""
+    if isinstance(value, jax.core.Tracer) or np.dtype(value.dtype) == object:
+        return _Identity(value)
+    weak = bool(getattr(value, "weak_type", False))
+    data = np.asarray(value)
+    return (type(value), data.dtype.str, data.shape, weak, data.tobytes())
+
+
+def _function_key(
+    function: types.FunctionType, inner: tuple[int, ...], nodes: list[int]
+) -> Hashable:
+    """A Python function by its code, its module's globals, defaults, attributes and
+    the contents of its closure cells."""
+    cells = []
+    for cell in function.__closure__ or ():
+        try:
+            cells.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            cells.append(_EMPTY)
+    captured = (function.__defaults__, function.__kwdefaults__, function.__dict__, cells)
+    return ("function", function.__code__, id(function.__globals__),
+            _key(captured, inner, nodes))  # fmt: skip
+
+
+_EMPTY = object()  # the content of an empty closure cell (one object: equal to itself)
