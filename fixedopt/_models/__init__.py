@@ -1,0 +1,1 @@
+"""fixedopt.models: lmfit's vocabulary (models, named parameters, lineshapes), batched."""

@@ -1,0 +1,163 @@
+"""``Model.fit``: a batch of fits of a model with named parameters, as ONE call of
+:func:`fixedopt.least_squares` (the same solvers, statuses and lanes) and
+:func:`fixedopt.covariance`; ties and derived parameters get their errors by
+propagating the covariance through their expressions (``J C J^T``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fixedopt._entry.minimize import least_squares
+from fixedopt._models.layout import Arrays, Layout, arrays, initial_values, layout
+from fixedopt._models.parameters import Parameters
+from fixedopt._models.result import ModelResult
+from fixedopt._results.covariance import covariance
+
+if TYPE_CHECKING:  # fit is Model.fit's body: the model module imports this one
+    from fixedopt._models.model import Model
+
+
+@dataclasses.dataclass(frozen=True)
+class _Residual:
+    """``(model - data) * weights`` of ONE fit, from its vector ``p`` (lmfit's sign and
+    weights). Hashed by the model and the layout: a new batch of the same shapes and
+    names reuses the compiled solve."""
+
+    model: Model
+    plan: Layout
+    independent: tuple[str, ...]
+    weighted: bool
+    tied: bool  # per-fit ties: the tie codes are an argument
+
+    def curve(self, p: jax.Array, x: tuple[jax.Array, ...], codes: jax.Array | None) -> jax.Array:
+        values = self.plan.values(p, codes)
+        return self.model.curve(values, dict(zip(self.independent, x)))
+
+    def __call__(self, p: jax.Array, x: Any, data: jax.Array, *extra: jax.Array) -> jax.Array:
+        weights, codes = self.unpack(extra)
+        out = self.curve(p, x, codes) - data
+        return out if weights is None else out * weights
+
+    def unpack(self, extra: tuple[jax.Array, ...]) -> tuple[jax.Array | None, jax.Array | None]:
+        """``(weights, codes)`` from the ``args`` after the data (those present)."""
+        given = iter(extra)
+        weights = next(given) if self.weighted else None
+        return weights, (next(given) if self.tied else None)
+
+
+def _data(data: Any) -> jax.Array:
+    """``data`` as a floating ``(B, m)`` array (a single fit is a batch of one)."""
+    array = jnp.asarray(data)
+    if not jnp.issubdtype(array.dtype, jnp.floating):
+        array = array.astype(jnp.result_type(float))
+    if array.ndim not in (1, 2) or array.shape[-1] == 0:
+        raise ValueError(f"`data` must have shape (m,) or (B, m) with m >= 1, got {array.shape}")
+    return array[None] if array.ndim == 1 else array
+
+
+def _independent(
+    model: Model, given: dict[str, Any], data: jax.Array
+) -> tuple[tuple[Any, ...], int | None]:
+    """The independent variables in the model's order, and their batch axis (0 when
+    every one is ``(B, m)``, one per fit; ``None`` when shared)."""
+    missing = [v for v in model.independent_vars if v not in given]
+    if missing:
+        raise TypeError(f"fit needs the independent variables {missing} by keyword")
+    xs = tuple(jnp.asarray(given[v], data.dtype) for v in model.independent_vars)
+    per_fit = [x.ndim == 2 and x.shape == data.shape for x in xs]
+    if any(per_fit) and not all(per_fit):
+        raise ValueError("the independent variables must all be shared or all be one per fit")
+    return xs, (0 if all(per_fit) and data.shape[0] > 1 and xs[0].ndim == 2 else None)
+
+
+def _weights(weights: Any, data: jax.Array) -> jax.Array | None:
+    if weights is None:
+        return None
+    array = jnp.asarray(weights, data.dtype)
+    try:
+        return jnp.broadcast_to(array, data.shape)
+    except ValueError:
+        raise ValueError(
+            f"`weights` must broadcast to `data`'s shape {tuple(data.shape)}, got {array.shape}"
+        ) from None
+
+
+def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: Any = None,
+        **kwargs: Any) -> ModelResult:  # fmt: skip
+    """Fit ``model`` to each row of ``data`` (lmfit's ``Model.fit``, batched).
+
+    Args:
+      model: a :class:`fixedopt.models.Model`.
+      data: ``(B, m)`` (or ``(m,)``, a batch of one).
+      params: :class:`fixedopt.models.Parameters` (each entry shared or one per row);
+        by default ``model.make_params()``.
+      weights: multiply the residual ``model - data`` (lmfit's convention: ``1/sigma``),
+        broadcastable to ``data``.
+      **kwargs: the independent variables by name (``x=``, ``(m,)`` shared or
+        ``(B, m)`` per row), and any keyword of :func:`fixedopt.least_squares`
+        (``solver``, ``max_steps``, ``gtol``, ``ftol``, ``xtol``, ``lanes``, ...).
+
+    Returns:
+      A :class:`fixedopt.models.ModelResult`.
+    """
+    data = _data(data)
+    given = {v: kwargs.pop(v) for v in model.independent_vars if v in kwargs}
+    xs, x_axis = _independent(model, given, data)
+    params = (params or model.make_params()).copy()
+    rows = params.rows()
+    if rows not in (None, data.shape[0]):
+        raise ValueError(f"`params` have {rows} rows (per-fit entries), `data` {data.shape[0]}")
+    plan = layout(params, data.shape[0])
+    if not plan.vector:
+        raise ValueError("every parameter is tied (`expr`): nothing to fit")
+    arr = arrays(params, plan, data.shape[0], data.dtype)
+    w = _weights(weights, data)
+    codes = None if arr.codes is None else jnp.asarray(arr.codes)
+    residual = _Residual(model, plan, model.independent_vars, w is not None, codes is not None)
+    extra = tuple(a for a in (w, codes) if a is not None)  # no None in args (it shifts args_axes)
+    args, axes = (xs, data, *extra), (x_axis, 0, *(0 for _ in extra))
+    bounds = (jnp.asarray(arr.lower), jnp.asarray(arr.upper)) if arr.bounded else None
+    solution = least_squares(
+        residual, jnp.asarray(arr.p0), jnp.asarray(arr.fixed), bounds=bounds, args=args,
+        batched=True, args_axes=axes, **kwargs,
+    )  # fmt: skip
+    cov = covariance(solution, residual, args=args, args_axes=axes)
+    return _result(model, params, plan, arr, solution, cov.covariance, (residual, args, axes))
+
+
+def _propagate(
+    plan: Layout, x: jax.Array, pcov: jax.Array, codes: Any
+) -> tuple[jax.Array, jax.Array]:
+    """Every parameter's value and their covariance ``J C J^T``, per row."""
+    codes = jnp.zeros((x.shape[0], 0), jnp.int32) if codes is None else jnp.asarray(codes)
+    values = jax.vmap(plan.all_values)(x, codes)
+    jac = jax.vmap(jax.jacfwd(plan.all_values))(x, codes)
+    return values, jnp.einsum("bik,bkl,bjl->bij", jac, pcov, jac)
+
+
+def _result(model: Model, params: Parameters, plan: Layout, arr: Arrays, solution: Any,
+            pcov: jax.Array, problem: tuple[Any, ...]) -> ModelResult:  # fmt: skip
+    residual, args, axes = problem
+    xs, data, *extra = args
+    w, codes = residual.unpack(tuple(extra))
+    values, full = _propagate(plan, solution.x, pcov, codes)
+    curve = jax.vmap(residual.curve, in_axes=(0, axes[0], 0 if codes is not None else None))
+    best_fit = curve(solution.x, xs, codes)
+    init_fit = curve(jnp.asarray(arr.p0, data.dtype), xs, codes)
+    resid = best_fit - data if w is None else (best_fit - data) * w
+    index = {name: i for i, name in enumerate(plan.names)}
+    varying = np.asarray(~solution.fixed)
+    free_names = [[plan.vector[j] for j in np.flatnonzero(row)] for row in varying]
+    return ModelResult(
+        model=model, params=params, names=plan.names, index=index,
+        values=np.asarray(values), covariance=np.asarray(full), data=np.asarray(data),
+        best_fit=np.asarray(best_fit), init_fit=np.asarray(init_fit),
+        residual=np.asarray(resid), solution=solution, varying=free_names,
+        init_values=dict(initial_values(params, data.shape[0])),
+        independent=dict(zip(model.independent_vars, (np.asarray(x) for x in xs))),
+    )  # fmt: skip

@@ -1,0 +1,237 @@
+"""The built-in lineshapes, in ``jax.numpy``, with lmfit's parameters and conventions.
+
+Each takes the independent variable first and scalar (one fit's) parameters after it,
+with lmfit's names and defaults: ``amplitude`` is the area under a peak, ``sigma`` its
+width parameter, and a width or a center in a denominator is kept from zero as lmfit
+keeps it (``max(1e-15, sigma)``), so that the values equal ``lmfit.lineshapes``' to
+rounding (tests/models/test_lineshapes.py checks 1e-12 relative in float64).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import erf, gammaln
+
+from fixedopt._models.faddeeva import wofz
+
+TINY = 1.0e-15  # lmfit.lineshapes.tiny
+_S2PI = float(np.sqrt(2.0 * np.pi))
+_S2 = float(np.sqrt(2.0))
+_LOG2 = float(np.log(2.0))
+STEP_FORMS = ("linear", "atan", "arctan", "erf", "logistic")
+
+Value = Any  # a scalar, an array or a tracer
+
+
+def _not_zero(value: Value) -> Value:
+    """``value`` kept at least ``TINY`` from zero, with its sign (lmfit's ``not_zero``)."""
+    value = jnp.asarray(value)
+    return jnp.where(value < 0, -1.0, 1.0) * jnp.maximum(TINY, jnp.abs(value))
+
+
+def constant(x: Value, c: Value = 0.0) -> Value:
+    """``c`` at every ``x``."""
+    return c * jnp.ones(jnp.shape(x))
+
+
+def linear(x: Value, slope: Value = 1.0, intercept: Value = 0.0) -> Value:
+    """``slope * x + intercept``."""
+    return slope * jnp.asarray(x) + intercept
+
+
+def parabolic(x: Value, a: Value = 0.0, b: Value = 0.0, c: Value = 0.0) -> Value:
+    """``a * x**2 + b * x + c``."""
+    x = jnp.asarray(x)
+    return a * x**2 + b * x + c
+
+
+def polynomial(x: Value, *coefficients: Value) -> Value:
+    """``c0 + c1 x + c2 x**2 + ...`` (Horner's rule)."""
+    x = jnp.asarray(x)
+    out = jnp.zeros_like(x)
+    for c in reversed(coefficients):
+        out = out * x + c
+    return out
+
+
+def exponential(x: Value, amplitude: Value = 1.0, decay: Value = 1.0) -> Value:
+    """``amplitude * exp(-x / decay)``."""
+    return amplitude * jnp.exp(-jnp.asarray(x) / _not_zero(decay))
+
+
+def biexponential(
+    x: Value,
+    amplitude1: Value = 1.0,
+    decay1: Value = 1.0,
+    amplitude2: Value = 1.0,
+    decay2: Value = 10.0,
+) -> Value:
+    """``amplitude1 * exp(-x / decay1) + amplitude2 * exp(-x / decay2)``: a decay with
+    two lifetimes (fluorescence lifetimes, FLIM)."""
+    return exponential(x, amplitude1, decay1) + exponential(x, amplitude2, decay2)
+
+
+def powerlaw(x: Value, amplitude: Value = 1.0, exponent: Value = 1.0) -> Value:
+    """``amplitude * x**exponent``."""
+    return amplitude * jnp.asarray(x) ** exponent
+
+
+def gaussian(x: Value, amplitude: Value = 1.0, center: Value = 0.0, sigma: Value = 1.0) -> Value:
+    """``amplitude / (sigma sqrt(2 pi)) * exp(-(x - center)**2 / (2 sigma**2))``."""
+    x = jnp.asarray(x)
+    scale = amplitude / jnp.maximum(TINY, _S2PI * sigma)
+    return scale * jnp.exp(-((x - center) ** 2) / jnp.maximum(TINY, 2.0 * sigma**2))
+
+
+def gaussian2d(
+    x: Value,
+    y: Value = 0.0,
+    amplitude: Value = 1.0,
+    centerx: Value = 0.0,
+    centery: Value = 0.0,
+    sigmax: Value = 1.0,
+    sigmay: Value = 1.0,
+) -> Value:
+    """``amplitude`` times the product of two unit-area Gaussians, in ``x`` and ``y``
+    (a spot in localization microscopy)."""
+    return amplitude * (gaussian(x, 1.0, centerx, sigmax) * gaussian(y, 1.0, centery, sigmay))
+
+
+def lorentzian(x: Value, amplitude: Value = 1.0, center: Value = 0.0, sigma: Value = 1.0) -> Value:
+    """``amplitude / (pi sigma) / (1 + ((x - center) / sigma)**2)``."""
+    x = jnp.asarray(x)
+    arg = (x - center) / jnp.maximum(TINY, sigma)
+    return (amplitude / (1.0 + arg**2)) / jnp.maximum(TINY, np.pi * sigma)
+
+
+def voigt(
+    x: Value,
+    amplitude: Value = 1.0,
+    center: Value = 0.0,
+    sigma: Value = 1.0,
+    gamma: Value = None,
+) -> Value:
+    """``amplitude * Re w(z) / (sigma sqrt(2 pi))``, ``z = (x - center + i gamma) /
+    (sigma sqrt 2)``: the convolution of a Gaussian (``sigma``) and a Lorentzian
+    (half width ``gamma``; ``sigma`` when not given)."""
+    if gamma is None:
+        gamma = sigma
+    x = jnp.asarray(x)
+    real = (x - center) / jnp.maximum(TINY, sigma * _S2)
+    imag = jnp.broadcast_to(gamma / jnp.maximum(TINY, sigma * _S2), jnp.shape(real))
+    w = wofz(jax.lax.complex(real, imag.astype(real.dtype)))
+    return amplitude * jnp.real(w) / jnp.maximum(TINY, sigma * _S2PI)
+
+
+def pvoigt(
+    x: Value,
+    amplitude: Value = 1.0,
+    center: Value = 0.0,
+    sigma: Value = 1.0,
+    fraction: Value = 0.5,
+) -> Value:
+    """``(1 - fraction)`` Gaussian plus ``fraction`` Lorentzian, of one area
+    ``amplitude`` and one FWHM ``2 sigma``."""
+    sigma_g = sigma / np.sqrt(2.0 * _LOG2)
+    return (1.0 - fraction) * gaussian(x, amplitude, center, sigma_g) + fraction * lorentzian(
+        x, amplitude, center, sigma
+    )
+
+
+def pearson7(
+    x: Value,
+    amplitude: Value = 1.0,
+    center: Value = 0.0,
+    sigma: Value = 1.0,
+    expon: Value = 1.0,
+) -> Value:
+    """``amplitude (1 + arg**2)**(-expon) / (sigma B(expon - 1/2, 1/2))``, ``arg =
+    (x - center) / sigma``."""
+    x = jnp.asarray(x)
+    expon = jnp.maximum(TINY, expon)
+    arg = (x - center) / jnp.maximum(TINY, sigma)
+    log_norm = gammaln(expon) - gammaln(expon - 0.5) - 0.5 * np.log(np.pi)
+    scale = amplitude * jnp.exp(log_norm)
+    return scale * (1.0 + arg**2) ** (-expon) / jnp.maximum(TINY, sigma)
+
+
+def damped_oscillator(
+    x: Value, amplitude: Value = 1.0, center: Value = 1.0, sigma: Value = 0.1
+) -> Value:
+    """``amplitude / sqrt((1 - (x/center)**2)**2 + (2 sigma x / center)**2)``: the
+    amplitude of a driven, damped harmonic oscillator."""
+    x = jnp.asarray(x)
+    center = jnp.maximum(TINY, jnp.abs(center))
+    return amplitude / jnp.sqrt((1.0 - (x / center) ** 2) ** 2 + (2.0 * sigma * x / center) ** 2)
+
+
+def skewed_gaussian(
+    x: Value,
+    amplitude: Value = 1.0,
+    center: Value = 0.0,
+    sigma: Value = 1.0,
+    gamma: Value = 0.0,
+) -> Value:
+    """A Gaussian times ``1 + erf(gamma (x - center) / (sigma sqrt 2))`` (the skew
+    normal distribution)."""
+    x = jnp.asarray(x)
+    skew = 1.0 + erf(gamma * (x - center) / jnp.maximum(TINY, _S2 * sigma))
+    return skew * gaussian(x, amplitude, center, sigma)
+
+
+def _rise(arg: jax.Array, form: str) -> Value:
+    """A step from 0 to 1 at ``arg = 0`` of the given ``form``."""
+    if form == "erf":
+        return 0.5 * (1.0 + erf(arg))
+    if form == "logistic":
+        return 1.0 - 1.0 / (1.0 + jnp.exp(arg))
+    if form in ("atan", "arctan"):
+        return 0.5 + jnp.arctan(arg) / np.pi
+    if form == "linear":
+        return jnp.minimum(1.0, jnp.maximum(0.0, arg + 0.5))
+    raise ValueError(f"`form` must be one of {STEP_FORMS}, got {form!r}")
+
+
+def step(
+    x: Value,
+    amplitude: Value = 1.0,
+    center: Value = 0.0,
+    sigma: Value = 1.0,
+    form: str = "linear",
+) -> Value:
+    """A step from 0 to ``amplitude`` (falling for ``sigma < 0``), its half at
+    ``center``; ``form`` is ``"linear"``, ``"atan"``, ``"erf"`` or ``"logistic"``."""
+    x = jnp.asarray(x)
+    sigma = jnp.asarray(sigma)
+    arg = jnp.sign(sigma) * (x - center) / jnp.maximum(TINY * TINY, jnp.abs(sigma))
+    return amplitude * _rise(arg, form)
+
+
+def rectangle(
+    x: Value,
+    amplitude: Value = 1.0,
+    center1: Value = 0.0,
+    sigma1: Value = 1.0,
+    center2: Value = 1.0,
+    sigma2: Value = 1.0,
+    form: str = "linear",
+) -> Value:
+    """A step up at ``center1`` (width ``sigma1``) and down at ``center2``, height
+    ``amplitude``, of the given ``form`` (as :func:`step`)."""
+    x = jnp.asarray(x)
+    up = (x - center1) / jnp.maximum(TINY, sigma1)
+    down = (center2 - x) / jnp.maximum(TINY, sigma2)
+    if form == "linear":  # lmfit's ramps run over [-1, 1], not the step's [-1/2, 1/2]
+        ramps = jnp.clip(up, -1.0, 1.0) + jnp.clip(down, -1.0, 1.0)
+        return amplitude * 0.5 * ramps
+    if form == "erf":
+        return amplitude * 0.5 * (erf(up) + erf(down))
+    if form == "logistic":
+        return amplitude * (1.0 - 1.0 / (1.0 + jnp.exp(up)) - 1.0 / (1.0 + jnp.exp(down)))
+    if form in ("atan", "arctan"):
+        return amplitude * (jnp.arctan(up) + jnp.arctan(down)) / np.pi
+    raise ValueError(f"`form` must be one of {STEP_FORMS}, got {form!r}")

@@ -1,0 +1,236 @@
+"""``Model``: a ``jax.numpy`` function of ``x`` and named parameters, as lmfit's, with
+prefixes, composition by ``+ - * /``, ``make_params``, ``eval`` and
+``eval_components``; ``fit`` runs a batch of fits (``fixedopt._models.fit``)."""
+
+from __future__ import annotations
+
+import inspect
+import operator
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fixedopt._models.layout import arrays, layout
+from fixedopt._models.parameters import Parameters
+
+Curve = Callable[..., Any]
+OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
+
+
+def _signature(
+    func: Curve, independent_vars: tuple[str, ...] | None
+) -> tuple[tuple[str, ...], dict[str, float | None], dict[str, Any]]:
+    """The independent variables, the parameters (name -> default) and the options
+    (keywords with a non-numeric default, as ``form="linear"``) of ``func``."""
+    parameters = list(inspect.signature(func).parameters.values())
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if not positional:
+        raise ValueError(f"`func` {func!r} must take the independent variable first")
+    independent = independent_vars or (positional[0].name,)
+    names: dict[str, float | None] = {}
+    options: dict[str, Any] = {}
+    for p in parameters:
+        if p.name in independent or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        numeric = p.default is p.empty or p.default is None or isinstance(p.default, int | float)
+        if numeric and not isinstance(p.default, bool):
+            names[p.name] = p.default if isinstance(p.default, int | float) else None
+        else:
+            options[p.name] = p.default
+    return tuple(independent), names, options
+
+
+class Model:
+    """lmfit's ``Model``: ``func(x, param1, param2, ...)`` with named parameters.
+
+    ``func`` is written with ``jax.numpy`` for ONE fit (scalar parameters); its
+    parameter names are those of its signature after the independent variable (the
+    first argument, or ``independent_vars``), each prefixed with ``prefix``. Keywords
+    with a non-numeric default (as ``form="erf"``) are options, fixed when the model
+    is made (``Model(step, form="erf")``).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from fixedopt.models import Model
+      >>> def decay(t, amplitude=1.0, rate=1.0):
+      ...     return amplitude * jnp.exp(-rate * t)
+      >>> model = Model(decay, prefix="d_")
+      >>> model.param_names
+      ('d_amplitude', 'd_rate')
+      >>> curve = model.eval(model.make_params(d_amplitude=2.0), t=jnp.array([0.0, 1.0]))
+      >>> print(curve.round(6))
+      [2.       0.735759]
+    """
+
+    def __init__(
+        self,
+        func: Curve,
+        prefix: str = "",
+        *,
+        independent_vars: Any = None,
+        param_names: Any = None,
+        name: str | None = None,
+        **options: Any,
+    ) -> None:
+        self.func, self.prefix = func, prefix
+        independent, defaults, found = _signature(func, tuple(independent_vars or ()) or None)
+        if param_names is not None:
+            defaults = {n: defaults.get(n) for n in param_names}
+        unknown = sorted(set(options) - set(found))
+        if unknown:
+            name = getattr(func, "__name__", "func")
+            raise TypeError(f"unknown options {unknown} of {name}; it takes {sorted(found)}")
+        self.independent_vars = independent
+        self.options = {**found, **options}
+        self.defaults = {prefix + n: v for n, v in defaults.items()}
+        self._names = tuple(defaults)
+        self.hints: dict[str, dict[str, Any]] = {}
+        self.name = name or getattr(func, "__name__", "model")
+
+    def __repr__(self) -> str:
+        prefix = f", prefix='{self.prefix}'" if self.prefix else ""
+        return f"Model({self.name}{prefix})"
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        """The parameters the function takes (prefixed), in its order."""
+        return tuple(self.prefix + n for n in self._names)
+
+    @property
+    def components(self) -> tuple[Model, ...]:
+        return (self,)
+
+    def set_param_hint(self, name: str, **hint: Any) -> None:
+        """Defaults for ``make_params``: ``value``, ``vary``, ``min``, ``max``, ``expr``
+        (``{prefix}`` in an ``expr`` is this model's prefix). A hint for a name the
+        function does not take adds a derived parameter (as lmfit's ``fwhm``)."""
+        self.hints.setdefault(self.prefix + name, {}).update(hint)
+
+    def curve(self, values: Mapping[str, Any], independent: Mapping[str, Any]) -> jax.Array:
+        """The model for ONE fit: ``values`` maps each parameter name to its value."""
+        inputs = [independent[v] for v in self.independent_vars]
+        given = {n: values[self.prefix + n] for n in self._names}
+        out: jax.Array = jnp.asarray(self.func(*inputs, **given, **self.options))
+        return out
+
+    def make_params(self, **values: Any) -> Parameters:
+        """:class:`Parameters` for this model: each parameter's value from ``values`` (a
+        number, or a dict of ``value``/``vary``/``min``/``max``/``expr``), else its hint,
+        else the function's default (else 0), as lmfit's ``make_params``."""
+        params = Parameters()
+        for model in self.components:
+            for name in (*model.param_names, *model.hints):
+                hint = {"value": model.defaults.get(name)} | model.hints.get(name, {})
+                if isinstance(hint.get("expr"), str):
+                    hint["expr"] = hint["expr"].format(prefix=model.prefix)
+                hint["value"] = 0.0 if hint.get("value") is None else hint["value"]
+                given = values.get(name)
+                if isinstance(given, dict):
+                    hint |= given
+                elif given is not None:
+                    hint["value"] = given
+                params.add(name, **hint)
+        return params
+
+    def guess(self, data: Any, x: Any, **values: Any) -> Parameters:
+        """Start values estimated from ``data`` (``(m,)`` or ``(B, m)``): only the
+        built-in models can (lmfit's ``guess``)."""
+        raise NotImplementedError(f"{self!r} has no guess; use make_params")
+
+    def eval(self, params: Parameters | None = None, **kwargs: Any) -> jax.Array:
+        """The model at ``params`` (and any parameter values given by keyword) and the
+        independent variables given by keyword: ``(m,)``, or ``(B, m)`` for a batch."""
+        out: jax.Array = _evaluate(self, params, kwargs, _curve)
+        return out
+
+    def eval_components(
+        self, params: Parameters | None = None, **kwargs: Any
+    ) -> dict[str, jax.Array]:
+        """Each component's curve, keyed by its prefix (else its name), as lmfit's."""
+        out: dict[str, jax.Array] = _evaluate(self, params, kwargs, _parts)
+        return out
+
+    def fit(self, data: Any, params: Parameters | None = None, *, weights: Any = None,
+            **kwargs: Any) -> Any:  # fmt: skip
+        """Fit the model to each row of ``data``; see :func:`fixedopt.models.fit`."""
+        from fixedopt._models.fit import fit
+
+        return fit(self, data, params, weights=weights, **kwargs)
+
+    def _combine(self, other: Model, op: str) -> CompositeModel:
+        if not isinstance(other, Model):
+            raise TypeError(f"a Model combines with a Model, got {type(other).__name__}")
+        return CompositeModel(self, other, op)
+
+    def __add__(self, other: Model) -> CompositeModel:
+        return self._combine(other, "+")
+
+    def __sub__(self, other: Model) -> CompositeModel:
+        return self._combine(other, "-")
+
+    def __mul__(self, other: Model) -> CompositeModel:
+        return self._combine(other, "*")
+
+    def __truediv__(self, other: Model) -> CompositeModel:
+        return self._combine(other, "/")
+
+
+class CompositeModel(Model):
+    """Two models combined by ``+``, ``-``, ``*`` or ``/`` (lmfit's ``CompositeModel``)."""
+
+    def __init__(self, left: Model, right: Model, op: str) -> None:
+        clash = sorted(set(left.param_names) & set(right.param_names))
+        if clash:
+            raise ValueError(f"{left!r} {op} {right!r}: both have parameters {clash}; use a prefix")
+        self.left, self.right, self.op = left, right, op
+        self.independent_vars = tuple(dict.fromkeys(left.independent_vars + right.independent_vars))
+        self.prefix, self.options, self.hints = "", {}, {}
+        self.defaults = {**left.defaults, **right.defaults}
+        self.name = f"{left!r} {op} {right!r}"
+
+    def __repr__(self) -> str:
+        return f"({self.name})"
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return self.left.param_names + self.right.param_names
+
+    @property
+    def components(self) -> tuple[Model, ...]:
+        return self.left.components + self.right.components
+
+    def curve(self, values: Mapping[str, Any], independent: Mapping[str, Any]) -> jax.Array:
+        left = self.left.curve(values, independent)
+        out: jax.Array = OPERATORS[self.op](left, self.right.curve(values, independent))
+        return out
+
+
+def _curve(model: Model, values: Mapping[str, Any], independent: Mapping[str, Any]) -> Any:
+    return model.curve(values, independent)
+
+
+def _parts(model: Model, values: Mapping[str, Any], independent: Mapping[str, Any]) -> Any:
+    return {c.prefix or c.name: c.curve(values, independent) for c in model.components}
+
+
+def _evaluate(model: Model, params: Parameters | None, kwargs: dict[str, Any], what: Any) -> Any:
+    """``what(model, values, independent)`` for one fit, or for each row of a batch."""
+    independent = {v: jnp.asarray(kwargs.pop(v)) for v in model.independent_vars if v in kwargs}
+    missing = [v for v in model.independent_vars if v not in independent]
+    if missing:
+        raise TypeError(f"{model!r}.eval needs the independent variables {missing} by keyword")
+    params = (params or model.make_params()).copy()
+    params.update_from(params, kwargs)
+    rows = params.rows()
+    plan = layout(params, rows or 1)
+    arr = arrays(params, plan, rows or 1, jnp.result_type(float))
+
+    def one(p: jax.Array, codes: jax.Array) -> Any:
+        return what(model, plan.values(p, codes), independent)
+
+    codes = arr.codes if arr.codes is not None else np.zeros((rows or 1, 0), np.int32)
+    out = jax.vmap(one)(jnp.asarray(arr.p0), jnp.asarray(codes))
+    return out if rows else jax.tree.map(operator.itemgetter(0), out)

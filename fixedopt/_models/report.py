@@ -1,0 +1,74 @@
+"""``fit_report``: one fit of a batch, in lmfit's layout (its sections, labels and
+order; numbers with ``%.10g``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fixedopt._contract.status import Status
+
+
+def _number(value: float) -> str:
+    return f"{value:.10g}"
+
+
+def _statistics(result: Any, row: int) -> list[str]:
+    return [
+        "[[Fit Statistics]]",
+        "    # fitting method   = least_squares (fixedopt)",
+        f"    # function evals   = {int(result.nfev[row])}",
+        f"    # data points      = {result.ndata}",
+        f"    # variables        = {int(result.nvarys[row])}",
+        f"    chi-square         = {_number(result.chisqr[row])}",
+        f"    reduced chi-square = {_number(result.redchi[row])}",
+        f"    Akaike info crit   = {_number(result.aic[row])}",
+        f"    Bayesian info crit = {_number(result.bic[row])}",
+        f"    status             = {Status(int(result.status[row])).name}",
+    ]
+
+
+def _variable(result: Any, row: int, name: str, width: int) -> str:
+    value = result.best_values[name][row]
+    error = result.stderr[name][row]
+    expr = result.params[name].expr
+    expr = expr[row] if isinstance(expr, tuple) else expr
+    line = f"    {name + ':':<{width}} {_number(value)}"
+    if expr is None and name not in result.varying[row]:
+        return line + " (fixed)"
+    if np.isfinite(error):
+        relative = f" ({100 * abs(error / value):.2f}%)" if value != 0 else ""
+        line += f" +/- {_number(error)}{relative}"
+    if expr is not None:
+        return line + f" == '{expr}'"
+    return line + f" (init = {_number(result.init_values[name][row])})"
+
+
+def _correlations(result: Any, row: int, min_correl: float) -> list[str]:
+    names = result.varying[row]
+    pairs = [
+        (abs(c), a, b, c)
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]
+        if np.isfinite(c := float(result.correlation(a, b)[row])) and abs(c) > min_correl
+    ]
+    if not pairs:
+        return []
+    width = max(len(f"C({a}, {b})") for _, a, b, _ in pairs)
+    lines = [f"[[Correlations]] (unreported correlations are < {min_correl:.3f})"]
+    for _, a, b, c in sorted(pairs, reverse=True):
+        lines.append(f"    {f'C({a}, {b})':<{width}} = {c:+.4f}")
+    return lines
+
+
+def fit_report(result: Any, row: int = 0, min_correl: float = 0.1) -> str:
+    """The report of fit ``row`` of ``result`` (a ``ModelResult``)."""
+    rows = result.data.shape[0]
+    if not -rows <= row < rows:
+        raise ValueError(f"`row` must index one of the {rows} fits, got {row}")
+    width = max(len(name) for name in result.names) + 2
+    lines = ["[[Model]]", f"    {result.model!r}", *_statistics(result, row), "[[Variables]]"]
+    lines += [_variable(result, row, name, width) for name in result.names]
+    lines += _correlations(result, row, min_correl)
+    return "\n".join(lines)

@@ -1,0 +1,158 @@
+"""``ModelResult``: the batch result of ``Model.fit``, with lmfit's names (``chisqr``,
+``redchi``, ``aic``, ``bic``, ``best_values``, ``init_values``, ``fit_report``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from fixedopt._contract.status import Status
+from fixedopt._models.parameters import Parameters
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelResult:
+    """The fits of a batch; every per-fit array has the leading batch axis ``B``.
+
+    Attributes:
+      model: the fitted model; ``params``: the parameters as given.
+      names: every parameter (fitted, fixed, tied, derived), in order.
+      values: ``(B, n)`` best values of ``names`` (see :meth:`best_values`).
+      covariance: ``(B, n, n)``, propagated to tied and derived parameters; 0 for fixed
+        ones; NaN for a fit that failed or whose Jacobian is rank-deficient.
+      data, best_fit, init_fit, residual: ``(B, m)``; ``residual`` is
+        ``(best_fit - data) * weights``.
+      solution: the :class:`fixedopt.Solution` (``status``, ``steps``, ...).
+      varying: the varied parameters of each fit.
+      init_values: ``{name: (B,)}`` as given.
+    """
+
+    model: Any
+    params: Parameters
+    names: tuple[str, ...]
+    index: dict[str, int]
+    values: np.ndarray
+    covariance: np.ndarray
+    data: np.ndarray
+    best_fit: np.ndarray
+    init_fit: np.ndarray
+    residual: np.ndarray
+    solution: Any
+    varying: list[list[str]]
+    init_values: dict[str, np.ndarray]
+    independent: dict[str, np.ndarray]
+
+    @property
+    def best_values(self) -> dict[str, np.ndarray]:
+        """``{name: (B,)}``: the best value of every parameter."""
+        return {name: self.values[:, i] for name, i in self.index.items()}
+
+    @property
+    def stderr(self) -> dict[str, np.ndarray]:
+        """``{name: (B,)}``: standard errors; 0 for a fixed parameter."""
+        sd = np.sqrt(np.clip(np.diagonal(self.covariance, axis1=1, axis2=2), 0.0, None))
+        return {name: sd[:, i] for name, i in self.index.items()}
+
+    def correlation(self, a: str, b: str) -> np.ndarray:
+        """``(B,)``: the correlation of parameters ``a`` and ``b`` (NaN where either
+        has no variance)."""
+        i, j = self.index[a], self.index[b]
+        c = self.covariance
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.asarray(c[:, i, j] / np.sqrt(c[:, i, i] * c[:, j, j]))
+
+    @property
+    def ndata(self) -> int:
+        return int(self.data.shape[1])
+
+    @property
+    def nvarys(self) -> np.ndarray:
+        return np.array([len(v) for v in self.varying])
+
+    @property
+    def nfree(self) -> np.ndarray:
+        return self.ndata - self.nvarys
+
+    @property
+    def chisqr(self) -> np.ndarray:
+        """``(B,)``: the sum of squared (weighted) residuals."""
+        return np.asarray(np.sum(self.residual**2, axis=1))
+
+    @property
+    def redchi(self) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.asarray(self.chisqr / self.nfree)
+
+    @property
+    def aic(self) -> np.ndarray:
+        """Akaike's information criterion, ``n log(chisqr / n) + 2 nvarys`` (lmfit's)."""
+        return np.asarray(self.ndata * np.log(self.chisqr / self.ndata) + 2 * self.nvarys)
+
+    @property
+    def bic(self) -> np.ndarray:
+        """Bayesian information criterion, ``n log(chisqr / n) + log(n) nvarys``."""
+        n = self.ndata
+        return np.asarray(n * np.log(self.chisqr / n) + np.log(n) * self.nvarys)
+
+    @property
+    def status(self) -> np.ndarray:
+        return np.asarray(self.solution.status)
+
+    @property
+    def success(self) -> np.ndarray:
+        return np.asarray(self.solution.converged)
+
+    @property
+    def nfev(self) -> np.ndarray:
+        """The solver's steps per fit (one Jacobian each)."""
+        return np.asarray(self.solution.steps)
+
+    def eval(self, row: int | None = None, **independent: Any) -> Any:
+        """The fitted model of each fit (or of ``row``) at new independent variables."""
+        params = self._row_params(row)
+        return self.model.eval(params, **(independent or self.independent))
+
+    def eval_components(self, row: int | None = None, **independent: Any) -> Any:
+        """Each component of the fitted model (keyed as :meth:`Model.eval_components`)."""
+        given = independent or self.independent
+        return self.model.eval_components(self._row_params(row), **given)
+
+    def _row_params(self, row: int | None) -> Parameters:
+        """The best values as fixed, untied parameters (of one row, or of all)."""
+        take = slice(None) if row is None else row
+        params = Parameters()
+        for name, i in self.index.items():
+            params.add(name, value=self.values[take, i], vary=False)
+        return params
+
+    def to_records(self) -> dict[str, np.ndarray]:
+        """Columns: each parameter and ``<name>_stderr``, then ``chisqr``, ``redchi``,
+        ``aic``, ``bic``, ``status``, ``success``, ``nfev``; one entry per fit."""
+        columns: dict[str, np.ndarray] = {}
+        for name in self.names:
+            columns[name] = self.best_values[name]
+            columns[name + "_stderr"] = self.stderr[name]
+        for stat in ("chisqr", "redchi", "aic", "bic", "status", "success", "nfev"):
+            columns[stat] = np.asarray(getattr(self, stat))
+        return columns
+
+    def to_dataframe(self) -> Any:
+        """:meth:`to_records` as a ``pandas.DataFrame``, one row per fit (needs pandas:
+        ``pip install fixedopt[models]``)."""
+        try:
+            import pandas
+        except ImportError:
+            raise ImportError(
+                "to_dataframe needs pandas: pip install 'fixedopt[models]' (or use to_records())"
+            ) from None
+        frame = pandas.DataFrame(self.to_records())
+        frame["status"] = [Status(int(s)).name for s in frame["status"]]
+        return frame
+
+    def fit_report(self, row: int = 0, min_correl: float = 0.1) -> str:
+        """lmfit's ``fit_report`` for one fit."""
+        from fixedopt._models.report import fit_report
+
+        return fit_report(self, row, min_correl)

@@ -1,0 +1,63 @@
+"""fixedopt.models: lmfit's models and named parameters, for a batch of fits.
+
+The public surface of ``fixedopt/_models/``; every name is defined in a private module
+and re-exported here.
+"""
+
+from fixedopt._models import lineshapes as lineshapes
+from fixedopt._models.builtin import BiExponentialModel as BiExponentialModel
+from fixedopt._models.builtin import ConstantModel as ConstantModel
+from fixedopt._models.builtin import ExponentialModel as ExponentialModel
+from fixedopt._models.builtin import LinearModel as LinearModel
+from fixedopt._models.builtin import PolynomialModel as PolynomialModel
+from fixedopt._models.builtin import PowerLawModel as PowerLawModel
+from fixedopt._models.builtin import QuadraticModel as QuadraticModel
+from fixedopt._models.builtin import RectangleModel as RectangleModel
+from fixedopt._models.builtin import StepModel as StepModel
+from fixedopt._models.expressions import Expression as Expression
+from fixedopt._models.expressions import parse as parse_expression
+from fixedopt._models.faddeeva import wofz as wofz
+from fixedopt._models.fit import fit as fit
+from fixedopt._models.model import CompositeModel as CompositeModel
+from fixedopt._models.model import Model as Model
+from fixedopt._models.parameters import Parameter as Parameter
+from fixedopt._models.parameters import Parameters as Parameters
+from fixedopt._models.peaks import DampedOscillatorModel as DampedOscillatorModel
+from fixedopt._models.peaks import Gaussian2dModel as Gaussian2dModel
+from fixedopt._models.peaks import GaussianModel as GaussianModel
+from fixedopt._models.peaks import LorentzianModel as LorentzianModel
+from fixedopt._models.peaks import Pearson7Model as Pearson7Model
+from fixedopt._models.peaks import PseudoVoigtModel as PseudoVoigtModel
+from fixedopt._models.peaks import SkewedGaussianModel as SkewedGaussianModel
+from fixedopt._models.peaks import VoigtModel as VoigtModel
+from fixedopt._models.result import ModelResult as ModelResult
+
+__all__ = [
+    "BiExponentialModel",
+    "CompositeModel",
+    "ConstantModel",
+    "DampedOscillatorModel",
+    "ExponentialModel",
+    "Expression",
+    "Gaussian2dModel",
+    "GaussianModel",
+    "LinearModel",
+    "LorentzianModel",
+    "Model",
+    "ModelResult",
+    "Parameter",
+    "Parameters",
+    "Pearson7Model",
+    "PolynomialModel",
+    "PowerLawModel",
+    "PseudoVoigtModel",
+    "QuadraticModel",
+    "RectangleModel",
+    "SkewedGaussianModel",
+    "StepModel",
+    "VoigtModel",
+    "fit",
+    "lineshapes",
+    "parse_expression",
+    "wofz",
+]
