@@ -1,9 +1,19 @@
 """Strict settings for the whole suite (tests and doctests): float64 available, no
 implicit rank promotion."""
 
+import os
+import pathlib
+
 import jax
 import pytest
 
+# fixedopt's persistent compilation cache (on by default, fixedopt/_driver/cache.py) in
+# a folder of this checkout, one per test process: not the user's, so a run starts from
+# what its own earlier runs compiled; and not shared between pytest-xdist's processes
+# (JAX writes an entry in place: a process could read another's half-written file).
+_worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+_cache = pathlib.Path(__file__).resolve().parent / ".pytest_cache" / f"jax-{_worker}"
+os.environ.setdefault("FIXEDOPT_CACHE", str(_cache))
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_rank_promotion", "raise")
 

@@ -61,10 +61,10 @@ def takes_options(solver: Solver[Any], backend: str) -> bool:
     """Whether a solve by ``solver`` compiled for ``backend`` from here gets
     :data:`CPU_OPTIONS`: where :func:`compiler_options` gives them and nothing traces
     around the call (jit refuses options on a nested program)."""
-    return bool(compiler_options(solver, backend)) and _at_top_level()
+    return bool(compiler_options(solver, backend)) and at_top_level()
 
 
-def _at_top_level() -> bool:
+def at_top_level() -> bool:
     """Whether nothing traces around this call: a ``jit`` called here is compiled on
     its own, not staged into an outer program."""
     here: bool = jax.extend.core.get_opaque_trace_state() == _top_level_state()

@@ -15,7 +15,7 @@ from fixedopt._contract.solver import Solver
 from fixedopt._contract.status import Status
 from fixedopt._derivatives.differentiation import IMPLICIT, Differentiation
 from fixedopt._derivatives.implicit import DerivativeProblem
-from fixedopt._driver import compiler
+from fixedopt._driver import buckets, cache, compiler
 from fixedopt._driver.lanes import Report, iterate_lanes
 from fixedopt._driver.loop import LoopState, Stopping, iterate
 from fixedopt._driver.progress import Progress
@@ -60,6 +60,7 @@ class Inputs(NamedTuple):
     bounds: Bounds | None  # normalized (lower, upper) trees like x0
     args: tuple[Any, ...]
     split_index: jax.Array | None  # strategy="split": each row's packed free positions
+    batch: jax.Array | None = None  # rows padded to a bucket: the true batch size
 
 
 def run(
@@ -68,11 +69,39 @@ def run(
     """The solve, compiled once per (fun, solver, plan, shapes) and per program: with
     the XLA options of :mod:`fixedopt._driver.compiler` where they apply (a
     least-squares solver called at the top level on the CPU), else without; masks and
-    values are data."""
+    values are data, and so is the batch size within its bucket
+    (:mod:`fixedopt._driver.buckets`). The first solve of a process turns on the
+    persistent compilation cache (:mod:`fixedopt._driver.cache`)."""
+    cache.use_default_cache()
     tuned = compiler.takes_options(solver, plan.backend)
     compiled = _compiled_for_cpu if tuned else _compiled
-    solution: Solution = compiled(fun, solver, plan, inputs, stopping)
-    return solution
+    bucketed, grown_from = _in_bucket(plan, inputs)
+    solution: Solution = compiled(fun, solver, plan, bucketed, stopping)
+    return solution if grown_from is None else buckets.first_rows(solution, grown_from)
+
+
+def _in_bucket(plan: Plan, inputs: Inputs) -> tuple[Inputs, int | None]:
+    """The inputs of a batch through lanes called at the top level, in their bucket
+    (:mod:`fixedopt._driver.buckets`), and the batch size where they were padded to it
+    (None where not); other inputs as they are."""
+    if plan.batched_args is None or not plan.differentiate.through_lanes:
+        return inputs, None
+    batch = jax.tree.leaves(inputs.x0)[0].shape[0]
+    size = buckets.bucket(batch)
+    whole = size <= buckets.SMALLEST if plan.lanes is None else plan.lanes >= batch
+    own, own_tree = jax.tree.flatten(inputs._replace(args=(), batch=None))
+    args, args_tree = jax.tree.flatten(inputs.args)
+    if whole or not compiler.at_top_level() or not buckets.on_one_device(own + args):
+        return inputs, None
+    count = jnp.asarray(batch, jnp.int32)
+    if size == batch:
+        return inputs._replace(batch=count), None
+    # Every leaf has the batch axis but the shared leaves of args.
+    flags = (True,) * len(own) + tuple(plan.batched_args)
+    padded = buckets.pad_rows((*own, *args), size, flags)
+    grown: Inputs = jax.tree.unflatten(own_tree, padded[: len(own)])
+    args_grown = jax.tree.unflatten(args_tree, padded[len(own) :])
+    return grown._replace(args=args_grown, batch=count), batch
 
 
 def compiled_programs() -> int:
@@ -127,7 +156,10 @@ def _solve_traced(
             plan.lanes,
             plan.backend,
             plan.progress,
+            inputs.batch,
         )
+        if inputs.batch is not None:
+            rows_final = buckets.real_rows(rows_final, inputs.batch)
     else:
 
         def one(row: RowData, x: jax.Array) -> LoopState:
@@ -146,7 +178,7 @@ def _set_up(fun: Callable[..., Any], plan: Plan, inputs: Inputs) -> tuple[Object
     :class:`~fixedopt._objective.problem.Objective` (``fun``'s output checked once), which makes
     a row's Problem from its data wherever the loop needs it. Shared ``args`` leaves
     stay unbatched: the objective closes over them."""
-    x0, mask, values, bounds, args, split_index = inputs
+    x0, mask, values, bounds, args, split_index, _ = inputs
     leaves, treedef = jax.tree.flatten(args)
     batched = plan.batched_args is not None
     per_row = plan.batched_args or (False,) * len(leaves)

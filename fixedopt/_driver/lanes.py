@@ -125,6 +125,7 @@ def iterate_lanes(
     width: int | None,
     backend: str,
     progress: Progress | None = None,
+    count: jax.Array | None = None,
 ) -> Report:
     """Run every row of a batch through ``width`` lanes until each row stops.
 
@@ -138,11 +139,15 @@ def iterate_lanes(
         :func:`default_width`.
       backend: the platform the program is for, which sets the default width.
       progress: report progress on the host; None adds nothing to the program.
+      count: the rows to solve, traced, when ``rows`` are padded beyond them
+        (:mod:`fixedopt._driver.buckets`): the queue ends there, and the padded rows'
+        reports are left empty. None: every row.
 
     Returns:
       The :class:`Report` of every row, ``(B, ...)`` leaves.
     """
     total = x.shape[0]
+    limit = total if count is None else count  # the queue's end
     # Reductions along the rows fold where XLA:CPU would split them (_numerics.reduce):
     # at narrow enough lanes, known once the state's size sets the width.
     folds = reduce.folding_helps(backend, 1, x.shape[1])
@@ -169,20 +174,21 @@ def iterate_lanes(
 
     def report(state: Packed, iteration: jax.Array, queued: jax.Array | int) -> None:
         if progress is not None:
-            _report(plan.state.unpack(state), iteration, queued, total, progress)
+            _report(plan.state.unpack(state), iteration, queued, limit, progress)
 
     if width == total:
+        assert count is None, "a padded batch runs through lanes"  # buckets pads no other
         with reduce.folding(folds):
             return _whole_batch(start_rows, advance_lanes, report, plan, rows, x)
 
     def refill(lanes: Lanes) -> Lanes:
-        return _refill(lanes, rows, x, start_rows, plan, total)
+        return _refill(lanes, rows, x, start_rows, plan, limit)
 
     def body(lanes: Lanes) -> Lanes:
         # Refill first: the first trip fills the empty lanes, so the rows are started
         # by one piece of code (traced and compiled once).
         due = _refill_due(lanes.idle, lanes.idle_steps, width, solver.refill_cost)
-        wanted = due & (lanes.queued < total)
+        wanted = due & (lanes.queued < limit)
         lanes = jax.lax.cond(wanted, refill, lambda lanes: lanes, lanes)
         state = advance_lanes(plan.data.unpack(lanes.data), lanes.state, lanes.iteration)
         idle, idle_steps = _idle(plan.state.unpack(state))
@@ -192,7 +198,7 @@ def iterate_lanes(
         return lanes
 
     def going(lanes: Lanes) -> jax.Array:
-        return (lanes.idle < width) | (lanes.queued < total)
+        return (lanes.idle < width) | (lanes.queued < limit)
 
     with reduce.folding(folds):
         final = jax.lax.while_loop(going, body, _empty_lanes(plan, x, width))
@@ -416,29 +422,35 @@ def _refill(
     x: jax.Array,
     start_rows: Callable[[Any, jax.Array], LoopState],
     plan: Plan,
-    total: int,
+    limit: jax.Array | int,
 ) -> Lanes:
     """Write the stopped lanes' rows out and give the idle lanes the next queued rows.
 
     The ``k``-th idle lane (in lane order: stopped, or holding no row) takes row
-    ``queued + k``; an idle lane left without a row holds row ``B`` (none)."""
+    ``queued + k`` while that is below ``limit`` (the queue's end); an idle lane left
+    without a row holds row ``B`` (none)."""
+    total = x.shape[0]
     idle = ~_busy(plan.state.unpack(lanes.state).status)
     results = _write(lanes.results, lanes.row, lanes.state, idle & (lanes.row < total), plan)
     new_row = lanes.queued + jnp.cumsum(idle) - 1
-    takes = idle & (new_row < total)
+    takes = idle & (new_row < limit)
     source = jnp.where(takes, new_row, 0)
     gathered = plan.data.pack(jax.tree.map(lambda a: a[source], rows))
     data = plan.data.select(takes, gathered, lanes.data)
     started = plan.state.pack(start_rows(plan.data.unpack(data), x[source]))
     state = plan.state.select(takes, started, lanes.state)
     row = jnp.where(takes, new_row, jnp.where(idle, total, lanes.row))
-    queued = jnp.minimum(lanes.queued + jnp.sum(idle), total).astype(jnp.int32)
+    queued = jnp.minimum(lanes.queued + jnp.sum(idle), limit).astype(jnp.int32)
     return lanes._replace(queued=queued, row=row.astype(jnp.int32), data=data, state=state,
                           results=results)  # fmt: skip
 
 
 def _report(
-    state: LoopState, step: jax.Array, queued: jax.Array | int, total: int, progress: Progress
+    state: LoopState,
+    step: jax.Array,
+    queued: jax.Array | int,
+    total: jax.Array | int,
+    progress: Progress,
 ) -> None:
     """Every ``progress.every`` steps, a host callback reports rows stopped and the worst
     gradient among the running lanes (:mod:`fixedopt._driver.progress`); not on a trip

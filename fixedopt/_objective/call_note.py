@@ -22,14 +22,15 @@ class UserFunction:
     """The user's function as a solve calls it, for the note on its errors.
 
     ``name`` is ``"fun"`` or ``"residual_fun"``; ``rows`` the batch size of a
-    ``batched=True`` solve, None for one problem. Hashed by all three, as ``jit``'s
-    static argument: it compiles nothing anew, since a solve's shapes already tell
-    its batch size.
+    ``batched=True`` solve, None for one problem. Hashed by the first two, as
+    ``jit``'s static argument: a new batch size in the same bucket of sizes
+    (``fixedopt._driver.buckets``) reuses the compiled solve; ``rows`` only words a
+    note, which a new trace writes anew.
     """
 
     fun: Callable[..., Any]
     name: str = "fun"
-    rows: int | None = None
+    rows: int | None = dataclasses.field(default=None, compare=False)
 
     def __call__(self, *args: Any) -> Any:
         return self.fun(*args)

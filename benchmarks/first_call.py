@@ -1,0 +1,378 @@
+"""``python -m benchmarks.first_call [--repeats N] [--cases NAME ...] [--label L]``: what a
+notebook user waits for before the first answer.
+
+Each case runs in fresh Python processes, a model no process has compiled before (its
+persistent compilation cache a new, empty folder), and reports the wait beyond the
+compiled call's own time:
+
+- ``new model``: the first call, less the same call compiled;
+- ``new batch``: in the same process, the first call at another batch size, less its
+  compiled call;
+- ``new process``: a second process, the cache the first one left (fixedopt's default
+  cache, or none where the code under test has none), its first call less its compiled
+  call;
+- ``gradient`` (the spectra case): the first ``jax.grad`` of one fitted centre through
+  one ``least_squares`` solve, less the compiled gradient; and the same solve's first
+  forward call, for the ratio.
+
+The first call's compile is split into JAX's stages (``jax.monitoring``: trace, lowering
+to MLIR, XLA's backend compile); a third process compiles the case with XLA dumping its
+optimized programs and counts what they hold (instructions, while loops, fusions: each
+fusion is one kernel XLA:CPU emits and compiles). Where XLA's own compile goes, pass by
+pass, is ``benchmarks.compile_phases``.
+
+Cases: ``spectra`` (``curve_fit``, two pseudo-Voigt peaks + a linear baseline, 8
+parameters, 301 points, B = 2000 then 1500, per-row fixed sets, bounds, float64);
+``rk4`` (``least_squares``, 500 damped driven oscillators integrated by RK4 over 200
+points, 6 parameters, then 400, float64); ``spot`` (Gpufit's 2D Gaussian, 5x5 pixels,
+5 parameters, float32, B = 1e5 then 8e4); ``quad64`` (``minimize``, quad n = 64, B = 16384
+then 12000, float64). Medians over ``--repeats`` (each a new set of processes).
+
+Writes ``benchmarks/results/<backend>-first-call[-label]-<date>.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import pathlib
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+RESULTS = pathlib.Path(__file__).parent / "results"
+CASES = ("spectra", "rk4", "spot", "quad64")
+BATCHES = {"spectra": (2000, 1500), "rk4": (500, 400), "spot": (100_000, 80_000),
+           "quad64": (16384, 12000)}  # fmt: skip
+STAGES = {"trace": "jaxpr_trace", "lower": "jaxpr_to_mlir_module", "compile": "backend_compile"}
+WAITS = ("new_model", "new_batch", "new_process", "gradient")
+
+
+# ---------------------------------------------------------------- the cases (child side)
+
+
+def spectra(batch: int, seed: int = 0):
+    """``(call, grad_call, forward_call)`` of the spectra case at ``batch`` rows."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import fixedopt
+
+    x = np.linspace(0.0, 30.0, 301)
+
+    def model(x, a1, c1, s1, a2, c2, s2, slope, offset):
+        def pvoigt(a, c, s):  # lmfit's pseudo-Voigt, fraction 0.37 (a new literal)
+            g = jnp.exp(-((x - c) ** 2) / (2 * s**2)) / (s * jnp.sqrt(2 * jnp.pi))
+            lorentz = s / (jnp.pi * ((x - c) ** 2 + s**2))
+            return a * (0.37 * lorentz + 0.63 * g)
+
+        return pvoigt(a1, c1, s1) + pvoigt(a2, c2, s2) + slope * x + offset
+
+    rng = np.random.default_rng(seed)
+    truth = np.array([40.0, 11.0, 1.2, 25.0, 18.0, 1.6, 0.05, 2.0])
+    truth = truth * rng.uniform(0.9, 1.1, size=(batch, 8))
+    clean = jax.vmap(lambda p: model(x, *p))(jnp.asarray(truth))
+    y = np.asarray(clean) + rng.normal(0.0, 0.2, size=clean.shape)
+    fixed = rng.random((batch, 8)) < 0.25
+    p0 = np.where(fixed, truth, truth * rng.uniform(0.85, 1.15, size=truth.shape))
+    lower = np.array([0.0, 0.0, 0.05, 0.0, 0.0, 0.05, -np.inf, -np.inf])
+    upper = np.array([np.inf, 30.0, 10.0, np.inf, 30.0, 10.0, np.inf, np.inf])
+
+    def call():
+        popt, pcov = fixedopt.curve_fit(
+            model, x, y, p0, bounds=(lower, upper), fixed=fixed, batched=True
+        )
+        return popt, pcov
+
+    def residual(p, y):
+        return model(x, *p) - y
+
+    def centre(y):
+        one = fixedopt.least_squares(residual, p0[0], fixed[0], args=(y,))
+        return one.x[1]
+
+    return call, lambda: jax.grad(centre)(jnp.asarray(y[0])), lambda: centre(y[0])
+
+
+def rk4(batch: int, seed: int = 0):
+    """``least_squares`` of damped driven oscillators integrated by RK4."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import fixedopt
+
+    steps, dt = 200, 0.05
+
+    def trajectory(p):
+        omega, zeta, drive, frequency, x0, v0 = p
+
+        def field(t, s):
+            position, velocity = s
+            force = drive * jnp.cos(frequency * t) - 2 * zeta * omega * velocity
+            return jnp.stack([velocity, force - omega**2 * position])
+
+        def step(s, t):
+            k1 = field(t, s)
+            k2 = field(t + dt / 2, s + dt / 2 * k1)
+            k3 = field(t + dt / 2, s + dt / 2 * k2)
+            k4 = field(t + dt, s + dt * k3)
+            s = s + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+            return s, s[0]
+
+        times = jnp.arange(steps) * dt
+        return jax.lax.scan(step, jnp.stack([x0, v0]), times)[1]
+
+    rng = np.random.default_rng(seed)
+    truth = np.array([2.0, 0.1, 1.3, 1.7, 1.0, 0.0]) * rng.uniform(0.9, 1.1, (batch, 6))
+    truth[:, 5] = rng.normal(0.0, 0.1, batch)
+    y = np.asarray(jax.vmap(trajectory)(jnp.asarray(truth)))
+    y = y + rng.normal(0.0, 0.02, y.shape)
+    fixed = np.zeros((batch, 6), bool)
+    fixed[np.arange(batch), rng.integers(0, 6, batch)] = True
+    p0 = np.where(fixed, truth, truth * rng.uniform(0.95, 1.05, truth.shape))
+
+    def call():
+        solution = fixedopt.least_squares(
+            lambda p, y: trajectory(p) - y, p0, fixed, args=(y,), batched=True
+        )
+        return solution.x
+
+    return call, None, None
+
+
+def spot(batch: int, seed: int = 0):
+    """Gpufit's 2D Gaussian (5x5 pixels, float32) by ``least_squares``."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    import fixedopt
+
+    rows, columns = (a.ravel() for a in np.mgrid[0:5, 0:5].astype(np.float32))
+
+    def spot_model(p):
+        amplitude, x0, y0, width, background = p
+        radius = (columns - x0) ** 2 + (rows - y0) ** 2
+        return amplitude * jnp.exp(-radius / (2 * width**2)) + background
+
+    rng = np.random.default_rng(seed)
+    truth = np.array([500.0, 2.0, 2.0, 1.0, 10.0]) * rng.uniform(0.9, 1.1, (batch, 5))
+    truth = truth.astype(np.float32)
+    radius = (columns - truth[:, 1:2]) ** 2 + (rows - truth[:, 2:3]) ** 2
+    clean = truth[:, :1] * np.exp(-radius / (2 * truth[:, 3:4] ** 2)) + truth[:, 4:]
+    noise = (2 * np.pi * 500.0 / 4.292**2) / 10.0
+    y = (clean + rng.normal(0.0, noise, clean.shape)).astype(np.float32)
+    p0 = (truth * rng.uniform(0.9, 1.1, truth.shape)).astype(np.float32)
+    fixed = np.zeros((batch, 5), bool)
+
+    def call():
+        solver = fixedopt.LevenbergMarquardt(tol=1e-4)
+        solution = fixedopt.least_squares(
+            lambda p, y: spot_model(p) - y, p0, fixed, args=(y,), batched=True,
+            solver=solver, max_steps=10,
+        )  # fmt: skip
+        return solution.x
+
+    return call, None, None
+
+
+def quad64(batch: int, seed: int = 0):
+    """``minimize`` of per-row tridiagonal quadratics, n = 64, float64."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    import fixedopt
+
+    n = 64
+    rng = np.random.default_rng(seed)
+    diag = rng.uniform(2.0, 4.0, (batch, n))
+    off = rng.uniform(-0.9, 0.9, (batch, n - 1))
+    b = rng.normal(size=(batch, n))
+    x0 = rng.normal(size=(batch, n))
+    fixed = rng.random((batch, n)) < 0.3
+
+    def fun(x, diag, off, b):
+        ax = diag * x + jnp.pad(off * x[1:], (0, 1)) + jnp.pad(off * x[:-1], (1, 0))
+        return 0.5 * jnp.dot(x, ax) - 1.0001 * jnp.dot(b, x)
+
+    def call():
+        return fixedopt.minimize(fun, x0, fixed, args=(diag, off, b), batched=True).x
+
+    return call, None, None
+
+
+BUILDERS = {"spectra": spectra, "rk4": rk4, "spot": spot, "quad64": quad64}
+
+
+@contextlib.contextmanager
+def stages():
+    """Yields JAX's compile seconds within, per stage of :data:`STAGES`."""
+    import jax
+
+    found = dict.fromkeys(STAGES, 0.0)
+    names = {f"/jax/core/compile/{event}_duration": stage for stage, event in STAGES.items()}
+
+    def listen(event, duration, **kwargs):
+        if event in names:
+            found[names[event]] += duration
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        yield found
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+
+
+def timed(call) -> tuple[float, dict]:
+    """Wall seconds of ``call()`` (blocked until ready) and its compile stages."""
+    import jax
+
+    with stages() as found:
+        start = time.perf_counter()
+        jax.block_until_ready(call())
+        return time.perf_counter() - start, dict(found)
+
+
+def wait(call) -> dict:
+    """The first call's wall time, its compile stages, and its wait beyond the median
+    of three compiled calls."""
+    first, found = timed(call)
+    again = statistics.median(timed(call)[0] for _ in range(3))
+    return {"first_s": first, "compiled_s": again, "wait_s": first - again, **found}
+
+
+def child(case: str, role: str) -> dict:
+    """One process's measurements (``role``: ``new`` or ``again``, or ``size``)."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    batch, other = BATCHES[case]
+    call, grad_call, forward_call = BUILDERS[case](batch)
+    if role == "size":
+        jax.block_until_ready(call())
+        return {}
+    record = {"case": case, "role": role, "B": batch, **wait(call)}
+    if role == "new":
+        record["new_batch"] = {"B": other, **wait(BUILDERS[case](other)[0])}
+        if grad_call is not None:
+            record["forward"] = wait(forward_call)
+            record["gradient"] = wait(grad_call)
+    return record
+
+
+# ---------------------------------------------------------------- the parent side
+
+
+def run_child(case: str, role: str, cache: str, dump: str | None = None) -> dict:
+    env = dict(os.environ, FIRST_CALL_CACHE=cache)
+    env["JAX_COMPILATION_CACHE_DIR"] = cache  # fixedopt's default cache, here in a new folder
+    if dump:
+        env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_dump_to={dump} --xla_dump_hlo_as_text"
+    command = [sys.executable, "-m", "benchmarks.first_call", "--child", case, role]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"{case} {role}: {done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def program_size(case: str) -> dict:
+    """What the optimized programs of the case's first call hold (XLA's dump)."""
+    with tempfile.TemporaryDirectory() as dump, tempfile.TemporaryDirectory() as cache:
+        run_child(case, "size", cache, dump)
+        modules = sorted(pathlib.Path(dump).glob("*after_optimizations.txt"))
+        sizes = []
+        for path in modules:
+            text = path.read_text()
+            sizes.append({
+                "instructions": len(re.findall(r"^\s+(?:ROOT )?\S+ = ", text, re.MULTILINE)),
+                "while_loops": len(re.findall(r" while\(", text)),
+                "fusions": len(re.findall(r" fusion\(", text)),
+                "computations": len(re.findall(r"^\S.*\{$", text, re.MULTILINE)),
+            })  # fmt: skip
+    biggest = max(sizes, key=lambda s: s["instructions"])
+    return {"programs": len(sizes), **{f"largest_{k}": v for k, v in biggest.items()},
+            "all_instructions": sum(s["instructions"] for s in sizes)}  # fmt: skip
+
+
+def measure(case: str) -> dict:
+    """One repeat of ``case``: a new-model process, a new-process one, a size one."""
+    with tempfile.TemporaryDirectory() as cache:
+        new = run_child(case, "new", cache)
+        again = run_child(case, "again", cache)
+    record = {"case": case, "B": new["B"], "compiled_s": new["compiled_s"],
+              "new_model_s": new["wait_s"], "new_batch_s": new["new_batch"]["wait_s"],
+              "new_process_s": again["wait_s"],
+              **{f"{stage}_s": new[stage] for stage in STAGES}}  # fmt: skip
+    if "gradient" in new:
+        record |= {"gradient_s": new["gradient"]["wait_s"],
+                   "forward_first_s": new["forward"]["first_s"],
+                   "gradient_first_s": new["gradient"]["first_s"]}  # fmt: skip
+    return record
+
+
+def markdown(records: list[dict], environment: dict) -> str:
+    lines = [
+        "# The first call: the wait beyond the compiled call (seconds)",
+        "",
+        f"{environment['backend']}, jax {environment['versions']['jax']}, {environment['date']}; "
+        "medians over fresh processes (`python -m benchmarks.first_call`). "
+        "Targets (issue 40): new model <= 2, new batch <= 0.5, new process <= 1, "
+        "gradient <= 4 (and <= 2x the forward first call), spot and quad64 <= 1.5.",
+        "",
+        "| case | B | compiled call | new model | (trace / lower / XLA) | new batch | "
+        "new process | gradient (first grad / first forward) | programs, largest: "
+        "instructions, while loops, fusions |",
+        "|---|---:|---:|---:|---|---:|---:|---|---|",
+    ]
+    for r in records:
+        gradient = "—"
+        if "gradient_s" in r:
+            ratio = r["gradient_first_s"] / r["forward_first_s"]
+            gradient = f"{r['gradient_s']:.2f} ({ratio:.1f}x)"
+        size = (f"{r['programs']}: {r['largest_instructions']}, {r['largest_while_loops']}, "
+                f"{r['largest_fusions']}")  # fmt: skip
+        lines.append(
+            f"| {r['case']} | {r['B']} | {r['compiled_s']:.2f} | {r['new_model_s']:.2f} | "
+            f"{r['trace_s']:.2f} / {r['lower_s']:.2f} / {r['compile_s']:.2f} | "
+            f"{r['new_batch_s']:.2f} | {r['new_process_s']:.2f} | {gradient} | {size} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--child", nargs=2, metavar=("CASE", "ROLE"), help=argparse.SUPPRESS)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cases", nargs="*", default=list(CASES), choices=CASES)
+    parser.add_argument("--label", default="")
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(*args.child)))
+        return
+    from benchmarks.timing import environment
+
+    records = []
+    for case in args.cases:
+        runs = [measure(case) for _ in range(args.repeats)]
+        medians = {k: statistics.median(r[k] for r in runs) for k in runs[0] if k != "case"}
+        records.append({"case": case, **medians, **program_size(case), "repeats": args.repeats,
+                        "runs": runs})  # fmt: skip
+        print(json.dumps(records[-1] | {"runs": None}), flush=True)
+    env = environment()
+    stem = f"{env['backend']}-first-call{'-' + args.label if args.label else ''}-{env['date']}"
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{stem}.json").write_text(json.dumps({"environment": env, "records": records},
+                                                     indent=1))  # fmt: skip
+    table = markdown(records, env)
+    (RESULTS / f"{stem}.md").write_text(table)
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""Batch sizes in buckets: one compiled solve serves every batch of a bucket.
+
+A compiled program is specialised to its arrays' shapes, so each new batch size ``B``
+compiled the whole solve again (seconds), although the lanes' loop body does not depend
+on ``B``. A batched solve through lanes is therefore compiled for the next power of two
+``P >= B`` (at least 8): its rows are padded with copies of row 0 and the true count
+``B`` travels as data. The lanes never take a padded row (the queue ends at ``B``); the
+padded rows report row 0's result, so that everything computed from them (the
+derivative rule, the covariance) is row 0's own, finite where row 0's is, and is
+dropped; the solution is cut back to ``B`` rows. The padding costs memory for the
+inputs and results only (at most ``P - B`` rows more), no steps.
+
+Not padded: a solve traced inside a transformation of the caller (its program is
+recompiled for a new ``B`` anyway, and a pad there is work in the caller's program),
+the whole batch run as one ``vmap`` (``lanes >= B``: a padded row there would take its
+steps), a batch sharded across devices (its sharding is the caller's), and a batch
+already of a bucket's size.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+SMALLEST = 8
+
+
+def bucket(batch: int) -> int:
+    """The batch size a solve of ``batch`` rows is compiled for: the next power of two,
+    at least :data:`SMALLEST`."""
+    return max(SMALLEST, 1 << max(batch - 1, 0).bit_length())
+
+
+def on_one_device(leaves: list[Any]) -> bool:
+    """Whether no leaf is spread over several devices (a sharded batch keeps its size)."""
+    for leaf in leaves:
+        sharding = getattr(leaf, "sharding", None)
+        if sharding is not None and len(sharding.device_set) > 1:
+            return False
+    return True
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def pad_rows(leaves: tuple[jax.Array, ...], size: int, padded: tuple[bool, ...]) -> Any:
+    """Each leaf flagged in ``padded`` grown to ``size`` rows with copies of its row 0
+    (one small program per set of shapes); the others as they are."""
+
+    def pad(leaf: jax.Array) -> jax.Array:
+        extra = jnp.broadcast_to(leaf[:1], (size - leaf.shape[0], *leaf.shape[1:]))
+        return jnp.concatenate([leaf, extra])
+
+    return tuple(pad(leaf) if flag else leaf for leaf, flag in zip(leaves, padded))
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def first_rows(tree: Any, count: int) -> Any:
+    """Every leaf of ``tree`` cut to its first ``count`` rows (one small program)."""
+    return jax.tree.map(lambda leaf: leaf[:count], tree)
+
+
+def real_rows(report: Any, count: jax.Array) -> Any:
+    """``report`` (a tree of ``(P, ...)`` leaves) with each padded row (``>= count``)
+    replaced by row 0's."""
+    leaves = jax.tree.leaves(report)
+    if not leaves:
+        return report
+    size = leaves[0].shape[0]
+    rows = jnp.arange(size, dtype=jnp.int32)
+    source = jnp.where(rows < count, rows, 0)
+    return jax.tree.map(lambda leaf: leaf[source], report)

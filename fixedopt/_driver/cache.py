@@ -1,0 +1,63 @@
+"""The persistent compilation cache a solve uses by default.
+
+A fixedopt solve compiles for seconds, and every new Python process (a restarted
+notebook kernel, a script run again) compiled it again. JAX can keep compiled programs
+on disk (its persistent compilation cache) but does nothing until told where; so,
+unless you have configured it yourself, the first solve of a process points it at a
+folder of your own user's:
+
+- ``$FIXEDOPT_CACHE`` if set: a folder, or ``0`` / ``off`` / ``false`` for none;
+- else ``$XDG_CACHE_HOME/fixedopt/jax``, or ``~/.cache/fixedopt/jax``.
+
+A cache you configured (``jax.config.update("jax_compilation_cache_dir", ...)`` or
+``JAX_COMPILATION_CACHE_DIR``), or turned off (``jax_enable_compilation_cache``), is
+left as it is. JAX keys each program by its code, the compiler's options and flags,
+the backend and the versions of jax and jaxlib: a program is reused only where it would
+compile to the same machine code. JAX writes only programs that took at least
+``jax_persistent_cache_min_compile_time_secs`` (1 s) to compile. The cache is trusted
+code: keep the folder your own.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import pathlib
+from typing import Any
+
+import jax
+from jax.experimental.compilation_cache import compilation_cache
+
+OFF = ("0", "off", "false", "no", "")
+
+
+def default_folder() -> pathlib.Path | None:
+    """The folder fixedopt gives JAX's persistent cache, or None for none
+    (``$FIXEDOPT_CACHE`` set to ``0``, ``off``, ``false`` or ``no``)."""
+    chosen = os.environ.get("FIXEDOPT_CACHE")
+    if chosen is not None:
+        return None if chosen.strip().lower() in OFF else pathlib.Path(chosen).expanduser()
+    home = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
+    return pathlib.Path(home) / "fixedopt" / "jax"
+
+
+@functools.cache
+def use_default_cache() -> str | None:
+    """Point JAX's persistent compilation cache at :func:`default_folder` unless it is
+    configured or turned off already; once per process. Returns the folder used (or
+    None where fixedopt set none)."""
+    config: Any = jax.config  # its options are attributes made at run time
+    if config.jax_compilation_cache_dir or not config.jax_enable_compilation_cache:
+        return None
+    folder = default_folder()
+    if folder is None:
+        return None
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a read-only home: no cache, as before
+        return None
+    compilation_cache.set_cache_dir(str(folder))
+    # JAX decides once per process, at its first compile, whether a cache is used: a
+    # process that compiled before this solve must decide again.
+    compilation_cache.reset_cache()
+    return str(folder)

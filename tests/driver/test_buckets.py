@@ -1,0 +1,65 @@
+"""Batch sizes in buckets: a new batch size in the same bucket reuses the compiled solve,
+and its rows get the same bits as in any batch of that bucket."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import fixedopt
+from fixedopt.testing import compiled_solves
+from tests.helpers import assert_rows_identical, quadratic, quadratic_rows
+
+
+def test_a_new_batch_size_in_the_bucket_compiles_nothing_and_gives_the_same_bits():
+    x0, fixed, args = quadratic_rows(size=100, seed=4)
+    solve = lambda rows, **options: fixedopt.minimize(
+        quadratic, x0[:rows], fixed[:rows], args=tuple(a[:rows] for a in args), batched=True,
+        **options,
+    )  # fmt: skip
+    largest = solve(100)
+    before = compiled_solves()
+    for rows in (70, 65, 99):  # 65..128 rows: one bucket
+        smaller = solve(rows)
+        assert smaller.x.shape == (rows, 8) and smaller.status.shape == (rows,)
+        assert_rows_identical(largest, smaller, rows=slice(0, rows), err_msg=f"{rows} rows")
+    assert compiled_solves() == before, "a new batch size in the bucket compiled a solve"
+    # The next bucket is another program; so is an explicit width (same bits per row:
+    # a row's arithmetic does not depend on its neighbours or on the padding).
+    solve(20)
+    assert compiled_solves() == before + 1
+    assert_rows_identical(solve(100, lanes=16), solve(90, lanes=16), rows=slice(0, 90))
+
+
+def test_padded_rows_are_never_solved_and_reach_no_real_row():
+    # Row 0 diverges to NaN; the padding copies row 0, and none of it leaks into the
+    # reported rows, their steps or statuses.
+    x0, fixed, (curvature, center) = quadratic_rows(size=37, seed=5)
+    center = center.at[0, 0].set(jnp.nan)
+    solution = fixedopt.minimize(quadratic, x0, fixed, args=(curvature, center), batched=True)
+    assert solution.x.shape == (37, 8)
+    assert solution.status[0] == fixedopt.Status.NONFINITE
+    assert bool(jnp.all(solution.status[1:] == fixedopt.Status.CONVERGED))
+    alone = fixedopt.minimize(quadratic, x0[5], fixed[5], args=(curvature[5], center[5]))
+    np.testing.assert_allclose(solution.x[5], alone.x, rtol=1e-10, atol=1e-12)
+    assert np.all(np.asarray(solution.x)[np.asarray(fixed)] == 0.0)
+
+
+def test_a_solve_traced_by_the_caller_is_not_padded():
+    x0, fixed, args = quadratic_rows(size=20, seed=6)
+
+    def fitted(center):
+        solution = fixedopt.minimize(quadratic, x0, fixed, args=(args[0], center), batched=True)
+        return solution.x
+
+    jaxpr = str(jax.make_jaxpr(fitted)(args[1]))
+    assert "20,8" in jaxpr.replace(" ", "") and "32,8" not in jaxpr.replace(" ", "")
+    gradient = jax.grad(lambda c: jnp.sum(fitted(c)))(args[1])
+    assert gradient.shape == (20, 8) and bool(jnp.all(jnp.isfinite(gradient)))
+
+
+@pytest.mark.parametrize("size, bucket", [(1, 8), (8, 8), (9, 16), (16, 16), (1000, 1024)])
+def test_bucket_sizes(size, bucket):
+    from fixedopt._driver.buckets import bucket as bucket_of
+
+    assert bucket_of(size) == bucket

@@ -1,0 +1,60 @@
+"""The persistent compilation cache: on by default in a folder of the user's, off with
+``FIXEDOPT_CACHE=0``, and a cache the user configured left alone."""
+
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+# A first compile before fixedopt's first solve: JAX decides at its first compile
+# whether a cache is used, and fixedopt must make it decide again.
+SOLVE = textwrap.dedent(
+    """
+    import jax, jax.numpy as jnp
+    jax.jit(lambda x: x + 1)(1.0)
+    import fixedopt
+    fun = lambda x: jnp.sum((x - 2.0) ** 2)
+    solution = fixedopt.minimize(fun, jnp.zeros(3), jnp.array([False, True, False]))
+    print(solution.x.tolist(), jax.config.jax_compilation_cache_dir)
+    """
+)
+
+
+def run(environment: dict) -> str:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("FIXEDOPT_CACHE", "JAX_COMPILATION_CACHE_DIR")}  # fmt: skip
+    env |= {"PYTHONPATH": str(ROOT), "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+            **environment}  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", SOLVE], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip()
+
+
+def entries(folder: pathlib.Path) -> list[pathlib.Path]:
+    return [path for path in folder.rglob("*") if path.is_file()] if folder.exists() else []
+
+
+@pytest.mark.parametrize("how", ["FIXEDOPT_CACHE", "XDG_CACHE_HOME"])
+def test_a_solve_writes_its_program_to_the_default_cache(tmp_path, how):
+    folder = tmp_path / "chosen"
+    if how == "FIXEDOPT_CACHE":
+        output = run({"FIXEDOPT_CACHE": str(folder)})
+    else:
+        output = run({"XDG_CACHE_HOME": str(tmp_path / "xdg")})
+        folder = tmp_path / "xdg" / "fixedopt" / "jax"
+    assert output == f"[2.0, 0.0, 2.0] {folder}", output
+    assert entries(folder), "no program written to the cache"
+
+
+def test_the_cache_can_be_turned_off_and_a_users_own_is_kept(tmp_path):
+    output = run({"FIXEDOPT_CACHE": "0", "XDG_CACHE_HOME": str(tmp_path / "xdg")})
+    assert output.endswith(" None") and not entries(tmp_path / "xdg")
+    own = tmp_path / "own"
+    output = run({"JAX_COMPILATION_CACHE_DIR": str(own), "FIXEDOPT_CACHE": str(tmp_path / "no")})
+    assert output.endswith(str(own)) and entries(own) and not entries(tmp_path / "no")
