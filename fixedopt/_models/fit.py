@@ -6,6 +6,7 @@ propagating the covariance through their expressions (``J C J^T``)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import TYPE_CHECKING, Any
 
 import jax
@@ -130,26 +131,33 @@ def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: A
     return _result(model, params, plan, arr, solution, cov.covariance, (residual, args, axes))
 
 
-def _propagate(
-    plan: Layout, x: jax.Array, pcov: jax.Array, codes: Any
-) -> tuple[jax.Array, jax.Array]:
-    """Every parameter's value and their covariance ``J C J^T``, per row."""
-    codes = jnp.zeros((x.shape[0], 0), jnp.int32) if codes is None else jnp.asarray(codes)
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _summary(
+    residual: _Residual, x_axis: int | None, x: jax.Array, p0: jax.Array, pcov: jax.Array,
+    xs: tuple[jax.Array, ...], data: jax.Array, extra: tuple[jax.Array, ...],
+) -> tuple[jax.Array, ...]:  # fmt: skip
+    """Every parameter's value and their covariance ``J C J^T`` (the tied and derived
+    ones propagated through their expressions), the best and initial curves and the
+    residuals; one compiled program per model and layout."""
+    w, codes = residual.unpack(extra)
+    codes = jnp.zeros((x.shape[0], 0), jnp.int32) if codes is None else codes
+    plan = residual.plan
     values = jax.vmap(plan.all_values)(x, codes)
     jac = jax.vmap(jax.jacfwd(plan.all_values))(x, codes)
-    return values, jnp.einsum("bik,bkl,bjl->bij", jac, pcov, jac)
+    full = jnp.einsum("bik,bkl,bjl->bij", jac, pcov, jac)
+    curve = jax.vmap(residual.curve, in_axes=(0, x_axis, 0))
+    best_fit, init_fit = curve(x, xs, codes), curve(p0, xs, codes)
+    resid = best_fit - data if w is None else (best_fit - data) * w
+    return values, full, best_fit, init_fit, resid
 
 
 def _result(model: Model, params: Parameters, plan: Layout, arr: Arrays, solution: Any,
             pcov: jax.Array, problem: tuple[Any, ...]) -> ModelResult:  # fmt: skip
     residual, args, axes = problem
     xs, data, *extra = args
-    w, codes = residual.unpack(tuple(extra))
-    values, full = _propagate(plan, solution.x, pcov, codes)
-    curve = jax.vmap(residual.curve, in_axes=(0, axes[0], 0 if codes is not None else None))
-    best_fit = curve(solution.x, xs, codes)
-    init_fit = curve(jnp.asarray(arr.p0, data.dtype), xs, codes)
-    resid = best_fit - data if w is None else (best_fit - data) * w
+    p0 = jnp.asarray(arr.p0, data.dtype)
+    summary = _summary(residual, axes[0], solution.x, p0, pcov, xs, data, tuple(extra))
+    values, full, best_fit, init_fit, resid = summary
     index = {name: i for i, name in enumerate(plan.names)}
     varying = np.asarray(~solution.fixed)
     free_names = [[plan.vector[j] for j in np.flatnonzero(row)] for row in varying]

@@ -136,7 +136,7 @@ def pvoigt(
 ) -> Value:
     """``(1 - fraction)`` Gaussian plus ``fraction`` Lorentzian, of one area
     ``amplitude`` and one FWHM ``2 sigma``."""
-    sigma_g = sigma / np.sqrt(2.0 * _LOG2)
+    sigma_g = sigma / float(np.sqrt(2.0 * _LOG2))
     return (1.0 - fraction) * gaussian(x, amplitude, center, sigma_g) + fraction * lorentzian(
         x, amplitude, center, sigma
     )
@@ -154,7 +154,7 @@ def pearson7(
     x = jnp.asarray(x)
     expon = jnp.maximum(TINY, expon)
     arg = (x - center) / jnp.maximum(TINY, sigma)
-    log_norm = gammaln(expon) - gammaln(expon - 0.5) - 0.5 * np.log(np.pi)
+    log_norm = gammaln(expon) - gammaln(expon - 0.5) - float(0.5 * np.log(np.pi))
     scale = amplitude * jnp.exp(log_norm)
     return scale * (1.0 + arg**2) ** (-expon) / jnp.maximum(TINY, sigma)
 

@@ -1,0 +1,105 @@
+"""Model.fit against lmfit, fit by fit: two pseudo-Voigt peaks and a linear baseline,
+with per-fit fixed parameters, bounds and a tie in half of the fits."""
+
+import lmfit
+import numpy as np
+import pytest
+
+from fixedopt.models import LinearModel, PseudoVoigtModel
+
+X = np.linspace(0.0, 30.0, 301)
+TRUTH = {
+    "p1_amplitude": 10.0, "p1_center": 10.0, "p1_sigma": 1.0, "p1_fraction": 0.3,
+    "p2_amplitude": 6.0, "p2_center": 18.0, "p2_sigma": 1.5, "p2_fraction": 0.6,
+    "slope": 0.02, "intercept": 0.5,
+}  # fmt: skip
+START = {
+    "p1_amplitude": 8.0, "p1_center": 9.5, "p1_sigma": 1.2, "p1_fraction": 0.5,
+    "p2_amplitude": 5.0, "p2_center": 18.5, "p2_sigma": 1.2, "p2_fraction": 0.5,
+    "slope": 0.0, "intercept": 0.3,
+}  # fmt: skip
+# Per fit: which parameters are known (fixed at the truth), and whether p2_sigma is
+# tied to p1_sigma.
+KNOWN = [(), ("p1_fraction",), ("p2_center", "slope"), ("p1_fraction", "p2_fraction")]
+TIED = [True, False, False, True]
+
+
+def spectra():
+    rng = np.random.default_rng(7)
+    rows = []
+    for tied in TIED:
+        truth = dict(TRUTH, p2_sigma=TRUTH["p1_sigma"] if tied else TRUTH["p2_sigma"])
+        model = lmfit.models.PseudoVoigtModel(prefix="p1_")
+        model = model + lmfit.models.PseudoVoigtModel(prefix="p2_") + lmfit.models.LinearModel()
+        rows.append(model.eval(model.make_params(**truth), x=X) + rng.normal(0, 0.05, X.size))
+    return np.array(rows)
+
+
+def lmfit_fit(data, row):
+    model = lmfit.models.PseudoVoigtModel(prefix="p1_")
+    model = model + lmfit.models.PseudoVoigtModel(prefix="p2_") + lmfit.models.LinearModel()
+    params = model.make_params(**START)
+    for name in KNOWN[row]:
+        params[name].set(value=TRUTH[name], vary=False)
+    params["p1_amplitude"].set(min=0.0)
+    params["p2_amplitude"].set(min=0.0)
+    if TIED[row]:
+        params["p2_sigma"].set(expr="p1_sigma")
+    # scipy's least_squares with a central-difference Jacobian: lmfit's default (leastsq)
+    # takes its error bars from MINPACK's forward differences, 2e-5 from the exact ones here
+    kws = {"jac": "3-point", "xtol": 1e-15, "ftol": 1e-15, "gtol": 1e-15}
+    return model.fit(data, params, x=X, method="least_squares", fit_kws=kws)
+
+
+@pytest.fixture(scope="module")
+def fits():
+    data = spectra()
+    model = PseudoVoigtModel(prefix="p1_") + PseudoVoigtModel(prefix="p2_") + LinearModel()
+    params = model.make_params(**START)
+    for name in TRUTH:
+        known = np.array([name in k for k in KNOWN])
+        if known.any():
+            params[name].set(value=np.where(known, TRUTH[name], START[name]), vary=~known)
+    params["p1_amplitude"].set(min=0.0)
+    params["p2_amplitude"].set(min=0.0)
+    params["p2_sigma"].set(expr=["p1_sigma" if tied else None for tied in TIED])
+    ours = model.fit(data, params, x=X)
+    return ours, [lmfit_fit(data[row], row) for row in range(len(TIED))]
+
+
+def test_values_and_errors_equal_lmfits(fits):
+    ours, theirs = fits
+    assert ours.success.all()
+    for row, reference in enumerate(theirs):
+        for name, param in reference.params.items():
+            value, error = ours.best_values[name][row], ours.stderr[name][row]
+            assert value == pytest.approx(param.value, rel=1e-6, abs=1e-9), (row, name)
+            if param.stderr is not None and (param.vary or param.expr):
+                assert error == pytest.approx(param.stderr, rel=1e-6), (row, name)
+            elif not param.vary and not param.expr:
+                assert error == 0.0 and value == TRUTH[name], (row, name)
+
+
+def test_statistics_equal_lmfits(fits):
+    ours, theirs = fits
+    for row, reference in enumerate(theirs):
+        assert ours.nvarys[row] == reference.nvarys
+        assert ours.chisqr[row] == pytest.approx(reference.chisqr, rel=1e-9)
+        assert ours.redchi[row] == pytest.approx(reference.redchi, rel=1e-9)
+        assert ours.aic[row] == pytest.approx(reference.aic, rel=1e-9)
+        assert ours.bic[row] == pytest.approx(reference.bic, rel=1e-9)
+        for a, b in (("p1_amplitude", "p1_fraction"), ("slope", "intercept")):
+            if reference.params[a].vary and reference.params[b].vary:
+                expected = reference.params[a].correl[b]
+                assert ours.correlation(a, b)[row] == pytest.approx(expected, rel=1e-5)
+
+
+def test_a_tie_is_computed_and_its_error_propagated(fits):
+    ours, _ = fits
+    tied, free = 0, 1
+    p1, p2 = ours.best_values["p1_sigma"], ours.best_values["p2_sigma"]
+    assert p2[tied] == p1[tied] and p2[free] != p1[free]
+    assert ours.stderr["p2_sigma"][tied] == ours.stderr["p1_sigma"][tied] > 0
+    report = ours.fit_report(tied)
+    assert "p2_sigma:" in report and "== 'p1_sigma'" in report
+    assert "p1_fraction:   0.3 (fixed)" in ours.fit_report(3)
