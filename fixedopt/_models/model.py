@@ -4,6 +4,7 @@ prefixes, composition by ``+ - * /``, ``make_params``, ``eval`` and
 
 from __future__ import annotations
 
+import functools
 import inspect
 import operator
 from collections.abc import Callable, Mapping
@@ -13,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fixedopt._models.layout import arrays, layout
+from fixedopt._models.layout import Layout, arrays, layout
 from fixedopt._models.parameters import Parameters
 
 Curve = Callable[..., Any]
@@ -227,10 +228,17 @@ def _evaluate(model: Model, params: Parameters | None, kwargs: dict[str, Any], w
     rows = params.rows()
     plan = layout(params, rows or 1)
     arr = arrays(params, plan, rows or 1, jnp.result_type(float))
+    codes = arr.codes if arr.codes is not None else np.zeros((rows or 1, 0), np.int32)
+    out = _rows(model, plan, what, jnp.asarray(arr.p0), jnp.asarray(codes), independent)
+    return out if rows else jax.tree.map(operator.itemgetter(0), out)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+def _rows(model: Model, plan: Layout, what: Any, p: jax.Array, codes: jax.Array,
+          independent: dict[str, jax.Array]) -> Any:  # fmt: skip
+    """``what`` for each row: one compiled program per model, layout and shapes."""
 
     def one(p: jax.Array, codes: jax.Array) -> Any:
         return what(model, plan.values(p, codes), independent)
 
-    codes = arr.codes if arr.codes is not None else np.zeros((rows or 1, 0), np.int32)
-    out = jax.vmap(one)(jnp.asarray(arr.p0), jnp.asarray(codes))
-    return out if rows else jax.tree.map(operator.itemgetter(0), out)
+    return jax.vmap(one)(p, codes)

@@ -11,11 +11,11 @@ from fixedopt._models import lineshapes
 from fixedopt._models.builtin import Hints, _Builtin, _rows, _squeeze, peak_guess
 
 _T = repr(lineshapes.TINY)
-_FWHM_GAUSS = repr(2.0 * np.sqrt(2.0 * np.log(2.0)))
+_FWHM_GAUSS = repr(float(2.0 * np.sqrt(2.0 * np.log(2.0))))
 
 
 def _height(factor: float) -> str:
-    return f"{factor!r}*{{prefix}}amplitude/max({_T}, {{prefix}}sigma)"
+    return f"{float(factor)!r}*{{prefix}}amplitude/max({_T}, {{prefix}}sigma)"
 
 
 class GaussianModel(_Builtin):

@@ -14,7 +14,8 @@ POSITIVE_X = np.linspace(0.05, 6.0, 41)
 
 
 def biexponential_reference(x, amplitude1, decay1, amplitude2, decay2):
-    return reference.exponential(x, amplitude1, decay1) + reference.exponential(x, amplitude2, decay2)
+    first = reference.exponential(x, amplitude1, decay1)
+    return first + reference.exponential(x, amplitude2, decay2)
 
 
 # (our function, the independent reference, x, parameters in signature order, options)
