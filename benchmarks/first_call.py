@@ -45,6 +45,15 @@ import sys
 import tempfile
 import time
 
+import jax
+
+jax.config.update("jax_enable_x64", True)  # the spectra, rk4 and quad cases run in float64
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import fixedopt  # noqa: E402
+
 RESULTS = pathlib.Path(__file__).parent / "results"
 CASES = ("spectra", "rk4", "spot", "quad64")
 BATCHES = {"spectra": (2000, 1500), "rk4": (500, 400), "spot": (100_000, 80_000),
@@ -56,29 +65,32 @@ WAITS = ("new_model", "new_batch", "new_process", "gradient")
 # ---------------------------------------------------------------- the cases (child side)
 
 
+X_SPECTRA = np.linspace(0.0, 30.0, 301)
+
+
+def pvoigt(x, a, c, s):
+    """lmfit's pseudo-Voigt of area ``a``, fraction 0.37 of Lorentzian."""
+    g = jnp.exp(-((x - c) ** 2) / (2 * s**2)) / (s * jnp.sqrt(2 * jnp.pi))
+    lorentz = s / (jnp.pi * ((x - c) ** 2 + s**2))
+    return a * (0.37 * lorentz + 0.63 * g)
+
+
+def spectrum(x, a1, c1, s1, a2, c2, s2, slope, offset):
+    """Two pseudo-Voigt peaks on a linear baseline (8 parameters)."""
+    return pvoigt(x, a1, c1, s1) + pvoigt(x, a2, c2, s2) + slope * x + offset
+
+
+def spectrum_residual(p, y):
+    return spectrum(X_SPECTRA, *p) - y
+
+
 def spectra(batch: int, seed: int = 0):
     """``(call, grad_call, forward_call)`` of the spectra case at ``batch`` rows."""
-    import jax
-    import jax.numpy as jnp
-    import numpy as np
-
-    import fixedopt
-
-    x = np.linspace(0.0, 30.0, 301)
-
-    def model(x, a1, c1, s1, a2, c2, s2, slope, offset):
-        def pvoigt(a, c, s):  # lmfit's pseudo-Voigt, fraction 0.37 (a new literal)
-            g = jnp.exp(-((x - c) ** 2) / (2 * s**2)) / (s * jnp.sqrt(2 * jnp.pi))
-            lorentz = s / (jnp.pi * ((x - c) ** 2 + s**2))
-            return a * (0.37 * lorentz + 0.63 * g)
-
-        return pvoigt(a1, c1, s1) + pvoigt(a2, c2, s2) + slope * x + offset
-
     rng = np.random.default_rng(seed)
     truth = np.array([40.0, 11.0, 1.2, 25.0, 18.0, 1.6, 0.05, 2.0])
     truth = truth * rng.uniform(0.9, 1.1, size=(batch, 8))
-    clean = jax.vmap(lambda p: model(x, *p))(jnp.asarray(truth))
-    y = np.asarray(clean) + rng.normal(0.0, 0.2, size=clean.shape)
+    clean = np.asarray(jax.jit(jax.vmap(lambda p: spectrum(X_SPECTRA, *p)))(truth))
+    y = clean + rng.normal(0.0, 0.2, size=clean.shape)
     fixed = rng.random((batch, 8)) < 0.25
     p0 = np.where(fixed, truth, truth * rng.uniform(0.85, 1.15, size=truth.shape))
     lower = np.array([0.0, 0.0, 0.05, 0.0, 0.0, 0.05, -np.inf, -np.inf])
@@ -86,85 +98,81 @@ def spectra(batch: int, seed: int = 0):
 
     def call():
         popt, pcov = fixedopt.curve_fit(
-            model, x, y, p0, bounds=(lower, upper), fixed=fixed, batched=True
+            spectrum, X_SPECTRA, y, p0, bounds=(lower, upper), fixed=fixed, batched=True
         )
         return popt, pcov
 
-    def residual(p, y):
-        return model(x, *p) - y
-
     def centre(y):
-        one = fixedopt.least_squares(residual, p0[0], fixed[0], args=(y,))
+        one = fixedopt.least_squares(spectrum_residual, p0[0], fixed[0], args=(y,))
         return one.x[1]
 
     return call, lambda: jax.grad(centre)(jnp.asarray(y[0])), lambda: centre(y[0])
 
 
+RK4_STEPS, RK4_DT = 200, 0.05
+
+
+def trajectory(p):
+    """A damped driven oscillator's position at 200 times, integrated by RK4;
+    ``p = (omega, zeta, drive, frequency, x0, v0)``."""
+    omega, zeta, drive, frequency, x0, v0 = p
+
+    def field(t, s):
+        position, velocity = s
+        force = drive * jnp.cos(frequency * t) - 2 * zeta * omega * velocity
+        return jnp.stack([velocity, force - omega**2 * position])
+
+    def step(s, t):
+        k1 = field(t, s)
+        k2 = field(t + RK4_DT / 2, s + RK4_DT / 2 * k1)
+        k3 = field(t + RK4_DT / 2, s + RK4_DT / 2 * k2)
+        k4 = field(t + RK4_DT, s + RK4_DT * k3)
+        s = s + RK4_DT / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        return s, s[0]
+
+    return jax.lax.scan(step, jnp.stack([x0, v0]), jnp.arange(RK4_STEPS) * RK4_DT)[1]
+
+
+def trajectory_residual(p, y):
+    return trajectory(p) - y
+
+
 def rk4(batch: int, seed: int = 0):
     """``least_squares`` of damped driven oscillators integrated by RK4."""
-    import jax
-    import jax.numpy as jnp
-    import numpy as np
-
-    import fixedopt
-
-    steps, dt = 200, 0.05
-
-    def trajectory(p):
-        omega, zeta, drive, frequency, x0, v0 = p
-
-        def field(t, s):
-            position, velocity = s
-            force = drive * jnp.cos(frequency * t) - 2 * zeta * omega * velocity
-            return jnp.stack([velocity, force - omega**2 * position])
-
-        def step(s, t):
-            k1 = field(t, s)
-            k2 = field(t + dt / 2, s + dt / 2 * k1)
-            k3 = field(t + dt / 2, s + dt / 2 * k2)
-            k4 = field(t + dt, s + dt * k3)
-            s = s + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-            return s, s[0]
-
-        times = jnp.arange(steps) * dt
-        return jax.lax.scan(step, jnp.stack([x0, v0]), times)[1]
-
     rng = np.random.default_rng(seed)
     truth = np.array([2.0, 0.1, 1.3, 1.7, 1.0, 0.0]) * rng.uniform(0.9, 1.1, (batch, 6))
     truth[:, 5] = rng.normal(0.0, 0.1, batch)
-    y = np.asarray(jax.vmap(trajectory)(jnp.asarray(truth)))
+    y = np.asarray(jax.jit(jax.vmap(trajectory))(truth))
     y = y + rng.normal(0.0, 0.02, y.shape)
     fixed = np.zeros((batch, 6), bool)
     fixed[np.arange(batch), rng.integers(0, 6, batch)] = True
     p0 = np.where(fixed, truth, truth * rng.uniform(0.95, 1.05, truth.shape))
 
     def call():
-        solution = fixedopt.least_squares(
-            lambda p, y: trajectory(p) - y, p0, fixed, args=(y,), batched=True
-        )
+        solution = fixedopt.least_squares(trajectory_residual, p0, fixed, args=(y,), batched=True)
         return solution.x
 
     return call, None, None
 
 
+SPOT_ROWS, SPOT_COLUMNS = (a.ravel() for a in np.mgrid[0:5, 0:5].astype(np.float32))
+# Gpufit's protocol as the tiny suite runs it: its relative-reduction test, 10 steps.
+GPUFIT = {"ftol": 1e-4, "gtol": 0.0, "xtol": 0.0, "max_steps": 10}
+
+
+def spot_residual(p, y):
+    """Gpufit's 2D Gaussian on 5x5 pixels, less the data."""
+    amplitude, x0, y0, width, background = p
+    radius = (SPOT_COLUMNS - x0) ** 2 + (SPOT_ROWS - y0) ** 2
+    return amplitude * jnp.exp(-radius / (2 * width**2)) + background - y
+
+
 def spot(batch: int, seed: int = 0):
-    """Gpufit's 2D Gaussian (5x5 pixels, float32) by ``least_squares``."""
-    import jax.numpy as jnp
-    import numpy as np
-
-    import fixedopt
-
-    rows, columns = (a.ravel() for a in np.mgrid[0:5, 0:5].astype(np.float32))
-
-    def spot_model(p):
-        amplitude, x0, y0, width, background = p
-        radius = (columns - x0) ** 2 + (rows - y0) ** 2
-        return amplitude * jnp.exp(-radius / (2 * width**2)) + background
-
+    """Gpufit's protocol (float32, tolerance 1e-4, at most 10 steps) by ``least_squares``."""
     rng = np.random.default_rng(seed)
     truth = np.array([500.0, 2.0, 2.0, 1.0, 10.0]) * rng.uniform(0.9, 1.1, (batch, 5))
     truth = truth.astype(np.float32)
-    radius = (columns - truth[:, 1:2]) ** 2 + (rows - truth[:, 2:3]) ** 2
+    radius = (SPOT_COLUMNS - truth[:, 1:2]) ** 2 + (SPOT_ROWS - truth[:, 2:3]) ** 2
     clean = truth[:, :1] * np.exp(-radius / (2 * truth[:, 3:4] ** 2)) + truth[:, 4:]
     noise = (2 * np.pi * 500.0 / 4.292**2) / 10.0
     y = (clean + rng.normal(0.0, noise, clean.shape)).astype(np.float32)
@@ -172,23 +180,22 @@ def spot(batch: int, seed: int = 0):
     fixed = np.zeros((batch, 5), bool)
 
     def call():
-        solver = fixedopt.LevenbergMarquardt(tol=1e-4)
         solution = fixedopt.least_squares(
-            lambda p, y: spot_model(p) - y, p0, fixed, args=(y,), batched=True,
-            solver=solver, max_steps=10,
-        )  # fmt: skip
+            spot_residual, p0, fixed, args=(y,), batched=True, **GPUFIT
+        )
         return solution.x
 
     return call, None, None
 
 
+def quad(x, diag, off, b):
+    """``0.5 x^T A x - b^T x``, ``A`` tridiagonal from its diagonals."""
+    ax = diag * x + jnp.pad(off * x[1:], (0, 1)) + jnp.pad(off * x[:-1], (1, 0))
+    return 0.5 * jnp.dot(x, ax) - 1.0001 * jnp.dot(b, x)
+
+
 def quad64(batch: int, seed: int = 0):
     """``minimize`` of per-row tridiagonal quadratics, n = 64, float64."""
-    import jax.numpy as jnp
-    import numpy as np
-
-    import fixedopt
-
     n = 64
     rng = np.random.default_rng(seed)
     diag = rng.uniform(2.0, 4.0, (batch, n))
@@ -197,12 +204,8 @@ def quad64(batch: int, seed: int = 0):
     x0 = rng.normal(size=(batch, n))
     fixed = rng.random((batch, n)) < 0.3
 
-    def fun(x, diag, off, b):
-        ax = diag * x + jnp.pad(off * x[1:], (0, 1)) + jnp.pad(off * x[:-1], (1, 0))
-        return 0.5 * jnp.dot(x, ax) - 1.0001 * jnp.dot(b, x)
-
     def call():
-        return fixedopt.minimize(fun, x0, fixed, args=(diag, off, b), batched=True).x
+        return fixedopt.minimize(quad, x0, fixed, args=(diag, off, b), batched=True).x
 
     return call, None, None
 
@@ -213,8 +216,6 @@ BUILDERS = {"spectra": spectra, "rk4": rk4, "spot": spot, "quad64": quad64}
 @contextlib.contextmanager
 def stages():
     """Yields JAX's compile seconds within, per stage of :data:`STAGES`."""
-    import jax
-
     found = dict.fromkeys(STAGES, 0.0)
     names = {f"/jax/core/compile/{event}_duration": stage for stage, event in STAGES.items()}
 
@@ -231,8 +232,6 @@ def stages():
 
 def timed(call) -> tuple[float, dict]:
     """Wall seconds of ``call()`` (blocked until ready) and its compile stages."""
-    import jax
-
     with stages() as found:
         start = time.perf_counter()
         jax.block_until_ready(call())
@@ -249,9 +248,6 @@ def wait(call) -> dict:
 
 def child(case: str, role: str) -> dict:
     """One process's measurements (``role``: ``new`` or ``again``, or ``size``)."""
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
     batch, other = BATCHES[case]
     call, grad_call, forward_call = BUILDERS[case](batch)
     if role == "size":

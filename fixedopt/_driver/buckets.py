@@ -24,6 +24,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 SMALLEST = 8
 
@@ -43,11 +44,29 @@ def on_one_device(leaves: list[Any]) -> bool:
     return True
 
 
-@functools.partial(jax.jit, static_argnums=(1, 2))
-def pad_rows(leaves: tuple[jax.Array, ...], size: int, padded: tuple[bool, ...]) -> Any:
-    """Each leaf flagged in ``padded`` grown to ``size`` rows with copies of its row 0
-    (one small program per set of shapes); the others as they are."""
+def pad_rows(
+    leaves: tuple[jax.Array, ...], size: int, padded: tuple[bool, ...], backend: str
+) -> tuple[Any, ...]:
+    """Each leaf flagged in ``padded`` grown to ``size`` rows with copies of its row 0;
+    the others as they are. On the CPU, in NumPy (host memory is the device's: no
+    program to compile for each new batch size, which costs more than the copy); on
+    an accelerator, or for a weakly typed leaf (NumPy would make it strong), one small
+    compiled program per set of shapes."""
+    if backend == "cpu" and not any(getattr(leaf, "weak_type", False) for leaf in leaves):
+        return tuple(_pad_on_host(leaf, size) if flag else leaf
+                     for leaf, flag in zip(leaves, padded))  # fmt: skip
+    grown: tuple[Any, ...] = _pad_compiled(leaves, size, padded)
+    return grown
 
+
+def _pad_on_host(leaf: Any, size: int) -> Any:
+    host = np.asarray(leaf)
+    extra = np.broadcast_to(host[:1], (size - host.shape[0], *host.shape[1:]))
+    return np.concatenate([host, extra])
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _pad_compiled(leaves: tuple[jax.Array, ...], size: int, padded: tuple[bool, ...]) -> Any:
     def pad(leaf: jax.Array) -> jax.Array:
         extra = jnp.broadcast_to(leaf[:1], (size - leaf.shape[0], *leaf.shape[1:]))
         return jnp.concatenate([leaf, extra])
@@ -55,9 +74,16 @@ def pad_rows(leaves: tuple[jax.Array, ...], size: int, padded: tuple[bool, ...])
     return tuple(pad(leaf) if flag else leaf for leaf, flag in zip(leaves, padded))
 
 
+def first_rows(tree: Any, count: int, backend: str) -> Any:
+    """Every leaf of ``tree`` cut to its first ``count`` rows: on the CPU a copy from
+    host memory (nothing to compile); elsewhere one small compiled program."""
+    if backend == "cpu":
+        return jax.tree.map(lambda leaf: jax.device_put(np.asarray(leaf)[:count]), tree)
+    return _first_rows_compiled(tree, count)
+
+
 @functools.partial(jax.jit, static_argnums=1)
-def first_rows(tree: Any, count: int) -> Any:
-    """Every leaf of ``tree`` cut to its first ``count`` rows (one small program)."""
+def _first_rows_compiled(tree: Any, count: int) -> Any:
     return jax.tree.map(lambda leaf: leaf[:count], tree)
 
 

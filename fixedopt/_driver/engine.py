@@ -10,10 +10,11 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
 
 from fixedopt._contract.solver import Solver
 from fixedopt._contract.status import Status
-from fixedopt._derivatives.differentiation import IMPLICIT, Differentiation
+from fixedopt._derivatives.differentiation import IMPLICIT, Differentiation, captured_values
 from fixedopt._derivatives.implicit import DerivativeProblem
 from fixedopt._driver import buckets, cache, compiler
 from fixedopt._driver.lanes import Report, iterate_lanes
@@ -22,6 +23,7 @@ from fixedopt._driver.progress import Progress
 from fixedopt._fixing.mask import active_set, unravel_mask
 from fixedopt._inputs.validate import Bounds, PyTree
 from fixedopt._numerics import reduce
+from fixedopt._objective.call_note import name_of
 from fixedopt._objective.losses import Loss
 from fixedopt._objective.problem import (
     Objective,
@@ -73,11 +75,42 @@ def run(
     (:mod:`fixedopt._driver.buckets`). The first solve of a process turns on the
     persistent compilation cache (:mod:`fixedopt._driver.cache`)."""
     cache.use_default_cache()
+    if plan.differentiate.rule_after_solve and not compiler.at_top_level():
+        return _solve_then_differentiate(fun, solver, plan, inputs, stopping)
+    return _run_compiled(fun, solver, plan, inputs, stopping)
+
+
+def _solve_then_differentiate(
+    fun: Callable[..., Any], solver: Solver[Any], plan: Plan, inputs: Inputs, stopping: Stopping
+) -> Solution:
+    """Under a transformation: the solve on stopped inputs, then the derivative rule
+    (:func:`_with_derivatives`, a program of its own). Under ``jax.grad`` or
+    ``jax.jvp`` alone the stopped inputs are concrete: the solve is then the plain
+    call's own program (options, buckets, caches), run at the top level."""
+    plan.differentiate.check_captures(fun, name_of(fun))
+    stopped = plan.differentiate.stop(inputs)
+    leaves = jax.tree.leaves((stopped, stopping)) + [v for _, v in captured_values(fun)]
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
+        solution = _run_compiled(fun, solver, plan, stopped, stopping)
+    else:
+        with jax.ensure_compile_time_eval():
+            solution = _run_compiled(fun, solver, plan, stopped, stopping)
+    differentiated: Solution = _with_derivatives(fun, plan, inputs, solution)
+    return differentiated
+
+
+def _run_compiled(
+    fun: Callable[..., Any], solver: Solver[Any], plan: Plan, inputs: Inputs, stopping: Stopping
+) -> Solution:
+    """The compiled solve of :func:`run` (its derivative rule inside, if any)."""
     tuned = compiler.takes_options(solver, plan.backend)
     compiled = _compiled_for_cpu if tuned else _compiled
     bucketed, grown_from = _in_bucket(plan, inputs)
     solution: Solution = compiled(fun, solver, plan, bucketed, stopping)
-    return solution if grown_from is None else buckets.first_rows(solution, grown_from)
+    if grown_from is None:
+        return solution
+    cut: Solution = buckets.first_rows(solution, grown_from, plan.backend)
+    return cut
 
 
 def _in_bucket(plan: Plan, inputs: Inputs) -> tuple[Inputs, int | None]:
@@ -98,7 +131,7 @@ def _in_bucket(plan: Plan, inputs: Inputs) -> tuple[Inputs, int | None]:
         return inputs._replace(batch=count), None
     # Every leaf has the batch axis but the shared leaves of args.
     flags = (True,) * len(own) + tuple(plan.batched_args)
-    padded = buckets.pad_rows((*own, *args), size, flags)
+    padded = buckets.pad_rows((*own, *args), size, flags, plan.backend)
     grown: Inputs = jax.tree.unflatten(own_tree, padded[: len(own)])
     args_grown = jax.tree.unflatten(args_tree, padded[len(own) :])
     return grown._replace(args=args_grown, batch=count), batch
@@ -225,11 +258,34 @@ def _finish(objective: Objective, data: RowData, final: LoopState | Report) -> R
     active = jnp.zeros_like(data.fixed)
     if data.lower is not None and data.upper is not None:
         active = active_set(flat_x, grad, data.fixed, data.lower, data.upper)
-    found = (flat_x, final.value, final.grad_norm)
-    problem = _derivative_problem(objective, data, active)
-    x, value, grad_norm = objective.differentiate.solution(found, problem)
+    x, value, grad_norm = flat_x, final.value, final.grad_norm
+    if not objective.differentiate.rule_after_solve:  # else: see _with_derivatives
+        moved = jnp.any((flat_x != data.x0) & ~data.fixed)
+        problem = _derivative_problem(objective, data, active)._replace(moved=moved)
+        x, value, grad_norm = objective.differentiate.solution((x, value, grad_norm), problem)
     tree = objective.unravel(x)
     return tree, value, grad_norm, unravel_mask(active, tree)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _with_derivatives(
+    fun: Callable[..., Any], plan: Plan, inputs: Inputs, solution: Solution
+) -> Solution:
+    """``solution``, of a solve on stopped inputs, with the derivatives of
+    ``plan.differentiate.solution`` with respect to ``inputs``: each row's rule at its
+    ``x`` and active set (``at_bound``), from the row's data as given."""
+    objective, rows = _set_up(fun, plan, inputs)
+
+    def one(data: RowData, x: PyTree, value: jax.Array, grad_norm: jax.Array, at: PyTree) -> Any:
+        problem = _derivative_problem(objective, data, ravel_pytree(at)[0])
+        found = (ravel_pytree(x)[0], value, grad_norm)
+        flat_x, value, grad_norm = objective.differentiate.solution(found, problem)
+        return objective.unravel(flat_x), value, grad_norm
+
+    found = (solution.x, solution.value, solution.grad_norm, solution.at_bound)
+    batched = plan.batched_args is not None
+    x, value, grad_norm = jax.vmap(one)(rows, *found) if batched else one(rows, *found)
+    return solution._replace(x=x, value=value, grad_norm=grad_norm)
 
 
 def _derivative_problem(
