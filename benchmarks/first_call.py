@@ -266,8 +266,10 @@ def child(case: str, role: str) -> dict:
 
 
 def run_child(case: str, role: str, cache: str, dump: str | None = None) -> dict:
-    env = dict(os.environ, FIRST_CALL_CACHE=cache)
-    env["JAX_COMPILATION_CACHE_DIR"] = cache  # fixedopt's default cache, here in a new folder
+    # fixedopt's default persistent cache, in a new folder (code with no default cache
+    # ignores it: its new process compiles everything again, as its users' did).
+    env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    env["FIXEDOPT_CACHE"] = cache
     if dump:
         env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_dump_to={dump} --xla_dump_hlo_as_text"
     command = [sys.executable, "-m", "benchmarks.first_call", "--child", case, role]

@@ -17,7 +17,7 @@ from fixedopt._contract.status import Status
 from fixedopt._derivatives.differentiation import IMPLICIT, Differentiation, captured_values
 from fixedopt._derivatives.implicit import DerivativeProblem
 from fixedopt._driver import buckets, cache, compiler
-from fixedopt._driver.lanes import Report, iterate_lanes
+from fixedopt._driver.lanes import LastState, iterate_lanes
 from fixedopt._driver.loop import LoopState, Stopping, iterate
 from fixedopt._driver.progress import Progress
 from fixedopt._fixing.mask import active_set, unravel_mask
@@ -175,7 +175,7 @@ def _solve_traced(
         return _solution(final, finish(rows, final))
 
     start = jax.vmap(objective.start)(rows)
-    rows_final: LoopState | Report
+    rows_final: LoopState | LastState
     if plan.differentiate.through_lanes:
         # The lanes carry the rows' data round the loop: as the solver sees them
         # (stopped under Implicit), or their tangents go round it too (a jvp of the
@@ -241,7 +241,7 @@ def _set_up(fun: Callable[..., Any], plan: Plan, inputs: Inputs) -> tuple[Object
     return objective, rows
 
 
-def _finish(objective: Objective, data: RowData, final: LoopState | Report) -> Result:
+def _finish(objective: Objective, data: RowData, final: LoopState | LastState) -> Result:
     """``(x, value, grad_norm, at_bound)`` of a row's final loop state, in the user's
     pytree; ``at_bound`` is the row's :func:`~fixedopt._fixing.mask.active_set` at ``x``,
     from the loop's last gradient.
@@ -305,7 +305,7 @@ def _derivative_problem(
     )
 
 
-def _solution(final: LoopState | Report, result: Result) -> Solution:
+def _solution(final: LoopState | LastState, result: Result) -> Solution:
     x, value, grad_norm, at_bound = result
     return Solution(
         x=x,

@@ -62,7 +62,7 @@ from fixedopt._numerics import reduce
 Rows = TypeVar("Rows")  # a batch's per-row data (a pytree with a leading batch axis)
 
 
-class Report(NamedTuple):
+class LastState(NamedTuple):
     """What the loop reports of each row: its last iterate and how it stopped."""
 
     x: jax.Array
@@ -84,15 +84,15 @@ class Lanes(NamedTuple):
     row: jax.Array  # (W,) int32: the row each lane holds; B for none
     data: Packed  # the lanes' rows' data, packed
     state: Packed  # the lanes' loop states, packed
-    results: Packed  # the B rows' Reports, packed: each row written once
+    results: Packed  # the B rows' LastStates, packed: each row written once
 
 
-class Plan(NamedTuple):
+class Layout(NamedTuple):
     """The static layout of a solve through lanes."""
 
     data: Packing  # of the lanes' rows' data
     state: Packing  # of their loop states
-    results: Packing  # of the rows' Reports
+    results: Packing  # of the rows' LastStates
     always_new: tuple[Any, ...]  # state's columns a stopped lane takes anyway (solver state)
 
 
@@ -126,7 +126,7 @@ def iterate_lanes(
     backend: str,
     progress: Progress | None = None,
     count: jax.Array | None = None,
-) -> Report:
+) -> LastState:
     """Run every row of a batch through ``width`` lanes until each row stops.
 
     Args:
@@ -144,7 +144,7 @@ def iterate_lanes(
         reports are left empty. None: every row.
 
     Returns:
-      The :class:`Report` of every row, ``(B, ...)`` leaves.
+      The :class:`LastState` of every row, ``(B, ...)`` leaves.
     """
     total = x.shape[0]
     limit = total if count is None else count  # the queue's end
@@ -164,25 +164,25 @@ def iterate_lanes(
         row_bytes = sum(a.size * a.dtype.itemsize for a in jax.tree.leaves((one_row, started)))
         width = default_width(total, row_bytes, backend)
     width = min(width, total)
-    plan = _plan(*jax.tree.map(_rows_of_one, (one_row[0], started)))
+    layout = _layout(*jax.tree.map(_rows_of_one, (one_row[0], started)))
     if folds and not reduce.folding_helps(backend, width, x.shape[1]):
         folds, start_row = False, start_row_jitted()  # wide lanes: traced again, plain
     start_rows = jax.vmap(start_row)
 
     def advance_lanes(data: Any, state: Packed, iteration: jax.Array) -> Packed:
-        return _advance(solver, problem_of, stopping, plan, data, state, iteration)
+        return _advance(solver, problem_of, stopping, layout, data, state, iteration)
 
     def report(state: Packed, iteration: jax.Array, queued: jax.Array | int) -> None:
         if progress is not None:
-            _report(plan.state.unpack(state), iteration, queued, limit, progress)
+            _report(layout.state.unpack(state), iteration, queued, limit, progress)
 
     if width == total:
         assert count is None, "a padded batch runs through lanes"  # buckets pads no other
         with reduce.folding(folds):
-            return _whole_batch(start_rows, advance_lanes, report, plan, rows, x)
+            return _whole_batch(start_rows, advance_lanes, report, layout, rows, x)
 
     def refill(lanes: Lanes) -> Lanes:
-        return _refill(lanes, rows, x, start_rows, plan, limit)
+        return _refill(lanes, rows, x, start_rows, layout, limit)
 
     def body(lanes: Lanes) -> Lanes:
         # Refill first: the first trip fills the empty lanes, so the rows are started
@@ -190,8 +190,8 @@ def iterate_lanes(
         due = _refill_due(lanes.idle, lanes.idle_steps, width, solver.refill_cost)
         wanted = due & (lanes.queued < limit)
         lanes = jax.lax.cond(wanted, refill, lambda lanes: lanes, lanes)
-        state = advance_lanes(plan.data.unpack(lanes.data), lanes.state, lanes.iteration)
-        idle, idle_steps = _idle(plan.state.unpack(state))
+        state = advance_lanes(layout.data.unpack(lanes.data), lanes.state, lanes.iteration)
+        idle, idle_steps = _idle(layout.state.unpack(state))
         lanes = lanes._replace(iteration=lanes.iteration + 1, state=state, idle=idle,
                                idle_steps=idle_steps)  # fmt: skip
         report(state, lanes.iteration, lanes.queued)
@@ -201,9 +201,9 @@ def iterate_lanes(
         return (lanes.idle < width) | (lanes.queued < limit)
 
     with reduce.folding(folds):
-        final = jax.lax.while_loop(going, body, _empty_lanes(plan, x, width))
-        results = _write(final.results, final.row, final.state, final.row < total, plan)
-    unpacked: Report = plan.results.unpack(results)
+        final = jax.lax.while_loop(going, body, _empty_lanes(layout, x, width))
+        results = _write(final.results, final.row, final.state, final.row < total, layout)
+    unpacked: LastState = layout.results.unpack(results)
     return unpacked
 
 
@@ -211,7 +211,7 @@ def _rows_of_one(a: jax.ShapeDtypeStruct) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct((1, *a.shape), a.dtype)
 
 
-def _plan(one_row: Any, started: LoopState) -> Plan:
+def _layout(one_row: Any, started: LoopState) -> Layout:
     """The packings of a solve, from one row's data and loop state (shapes)."""
     state = Packing.of(started)
     # advance keeps a stopped lane's x, value and grad itself (StepContext.active): so
@@ -220,7 +220,7 @@ def _plan(one_row: Any, started: LoopState) -> Plan:
     flags = jax.tree.map(lambda _: False, started._replace(solver_state=None))
     flags = flags._replace(solver_state=jax.tree.map(lambda _: True, started.solver_state),
                            x=True, value=True, grad=True)  # fmt: skip
-    return Plan(
+    return Layout(
         Packing.of(one_row),
         state,
         Packing.of(_reported(started), vectors=True),
@@ -228,15 +228,15 @@ def _plan(one_row: Any, started: LoopState) -> Plan:
     )
 
 
-def _reported(state: LoopState) -> Report:
-    return Report(*state[: len(Report._fields)])
+def _reported(state: LoopState) -> LastState:
+    return LastState(*state[: len(LastState._fields)])
 
 
 def _advance(
     solver: Solver[Any],
     problem_of: Callable[[Rows], Problem],
     stopping: Stopping,
-    plan: Plan,
+    layout: Layout,
     data: Any,
     packed: Packed,
     iteration: jax.Array,
@@ -245,7 +245,7 @@ def _advance(
     solver state is never read again, so it takes the new one (keeping the old would
     stream the whole L-BFGS history through a select). A row that the step leaves
     CONVERGED waits, PENDING, for its certification (:func:`_certify_some`)."""
-    state: LoopState = plan.state.unpack(packed)
+    state: LoopState = layout.state.unpack(packed)
     running = state.status == RUNNING
     checks = certifies(solver)
 
@@ -256,11 +256,11 @@ def _advance(
             new = new._replace(status=jnp.where(to_certify(new), PENDING, new.status))
         return new
 
-    new = plan.state.pack(jax.vmap(one)(data, state, running))
+    new = layout.state.pack(jax.vmap(one)(data, state, running))
     # A waiting lane keeps what it reports; its solver state is the inactive step's,
     # which leaves what the check reads unchanged (Solver.certify).
-    new = plan.state.select(running, new, packed, plan.always_new)
-    return _certify_some(solver, problem_of, stopping, plan, data, new) if checks else new
+    new = layout.state.select(running, new, packed, layout.always_new)
+    return _certify_some(solver, problem_of, stopping, layout, data, new) if checks else new
 
 
 def certify_slots(width: int) -> int:
@@ -274,7 +274,7 @@ def _certify_some(
     solver: Solver[Any],
     problem_of: Callable[[Rows], Problem],
     stopping: Stopping,
-    plan: Plan,
+    layout: Layout,
     data: Any,
     packed: Packed,
 ) -> Packed:
@@ -289,7 +289,7 @@ def _certify_some(
     B = 1024: about 5 a trip of 128 lanes, 16 slots), and the certified solve took 2.1x
     the uncertified one's time; waiting for full slots, 1.3x (``certify_cost``,
     ``benchmarks/results/cpu-certify-cost-2026-12-03.md``)."""
-    status = plan.state.unpack(packed).status
+    status = layout.state.unpack(packed).status
     waiting = status == PENDING
     width = waiting.shape[0]
     if width == 0:  # an empty batch
@@ -300,14 +300,14 @@ def _certify_some(
         index = _first(waiting, slots)
         inside = jnp.minimum(index, width - 1)
         rows = jax.tree.map(lambda a: a[inside], data)
-        chosen: LoopState = plan.state.unpack(plan.state.take(packed, inside))
+        chosen: LoopState = layout.state.unpack(layout.state.take(packed, inside))
         chosen = chosen._replace(status=jnp.full_like(chosen.status, Status.CONVERGED))
 
         def one(row: Any, state: LoopState) -> LoopState:
             return certify(solver, problem_of(row), state, stopping)
 
-        checked = plan.state.pack(jax.vmap(one)(rows, chosen))
-        return plan.state.put(packed, index, checked)
+        checked = layout.state.pack(jax.vmap(one)(rows, chosen))
+        return layout.state.put(packed, index, checked)
 
     certified: Packed = jax.lax.cond(_certify_due(status, slots), check, lambda p: p, packed)
     return certified
@@ -337,10 +337,10 @@ def _whole_batch(
     start_rows: Callable[[Any, jax.Array], LoopState],
     advance_lanes: Callable[[Any, Packed, jax.Array], Packed],
     report: Callable[[Packed, jax.Array, int], None],
-    plan: Plan,
+    layout: Layout,
     rows: Any,
     x: jax.Array,
-) -> Report:
+) -> LastState:
     """Every row in its own lane from the start: no refill, no writes."""
     total = x.shape[0]
 
@@ -356,17 +356,17 @@ def _whole_batch(
         return iteration + 1, state, data
 
     def going(carry: tuple[jax.Array, Packed, Any]) -> jax.Array:
-        return reduce.any_true(_busy(plan.state.unpack(carry[1]).status))
+        return reduce.any_true(_busy(layout.state.unpack(carry[1]).status))
 
-    initial = (jnp.zeros((), jnp.int32), plan.state.pack(start_rows(rows, x)), rows)
-    final: LoopState = plan.state.unpack(jax.lax.while_loop(going, body, initial)[1])
+    initial = (jnp.zeros((), jnp.int32), layout.state.pack(start_rows(rows, x)), rows)
+    final: LoopState = layout.state.unpack(jax.lax.while_loop(going, body, initial)[1])
     return _reported(final)
 
 
-def _empty_lanes(plan: Plan, x: jax.Array, width: int) -> Lanes:
+def _empty_lanes(layout: Layout, x: jax.Array, width: int) -> Lanes:
     """``width`` lanes that hold no row (row ``B``, not running), and empty results."""
     total = x.shape[0]
-    state = plan.state.zeros(width)  # status 0: not RUNNING
+    state = layout.state.zeros(width)  # status 0: not RUNNING
     # The results are made from x, so that a batch sharded across devices gets results
     # sharded the same way (XLA propagates the sharding of x to them).
     like_x = jnp.sum(x[:, :1] * 0, axis=1)  # (B,); also for n = 0
@@ -375,11 +375,11 @@ def _empty_lanes(plan: Plan, x: jax.Array, width: int) -> Lanes:
         column = like_x.astype(a.dtype).reshape(total, *(1,) * (a.ndim - 1))
         return jnp.broadcast_to(column, (total, *a.shape[1:]))
 
-    results = tuple(empty(a) for a in plan.results.zeros(0))
+    results = tuple(empty(a) for a in layout.results.zeros(0))
     zero = jnp.zeros((), jnp.int32)
     idle = jnp.full((), width, jnp.int32)
     return Lanes(zero, zero, idle, zero, jnp.full((width,), total, jnp.int32),
-                 plan.data.zeros(width), state, results)  # fmt: skip
+                 layout.data.zeros(width), state, results)  # fmt: skip
 
 
 def _idle(state: LoopState) -> tuple[jax.Array, jax.Array]:
@@ -409,11 +409,14 @@ def _refill_due(count: jax.Array, steps_sum: jax.Array, width: int, cost: float)
     return count >= jnp.maximum(share * width, 1.0)
 
 
-def _write(results: Packed, row: jax.Array, state: Packed, done: jax.Array, plan: Plan) -> Packed:
+def _write(
+    results: Packed, row: jax.Array, state: Packed, done: jax.Array, layout: Layout
+) -> Packed:
     """``results`` with the lanes that are ``done`` written at their rows."""
     total = results[0].shape[0]
     index = jnp.where(done, row, total)  # out of range: dropped
-    return plan.results.put(results, index, plan.results.pack(_reported(plan.state.unpack(state))))
+    written = layout.results.pack(_reported(layout.state.unpack(state)))
+    return layout.results.put(results, index, written)
 
 
 def _refill(
@@ -421,7 +424,7 @@ def _refill(
     rows: Any,
     x: jax.Array,
     start_rows: Callable[[Any, jax.Array], LoopState],
-    plan: Plan,
+    layout: Layout,
     limit: jax.Array | int,
 ) -> Lanes:
     """Write the stopped lanes' rows out and give the idle lanes the next queued rows.
@@ -430,15 +433,15 @@ def _refill(
     ``queued + k`` while that is below ``limit`` (the queue's end); an idle lane left
     without a row holds row ``B`` (none)."""
     total = x.shape[0]
-    idle = ~_busy(plan.state.unpack(lanes.state).status)
-    results = _write(lanes.results, lanes.row, lanes.state, idle & (lanes.row < total), plan)
+    idle = ~_busy(layout.state.unpack(lanes.state).status)
+    results = _write(lanes.results, lanes.row, lanes.state, idle & (lanes.row < total), layout)
     new_row = lanes.queued + jnp.cumsum(idle) - 1
     takes = idle & (new_row < limit)
     source = jnp.where(takes, new_row, 0)
-    gathered = plan.data.pack(jax.tree.map(lambda a: a[source], rows))
-    data = plan.data.select(takes, gathered, lanes.data)
-    started = plan.state.pack(start_rows(plan.data.unpack(data), x[source]))
-    state = plan.state.select(takes, started, lanes.state)
+    gathered = layout.data.pack(jax.tree.map(lambda a: a[source], rows))
+    data = layout.data.select(takes, gathered, lanes.data)
+    started = layout.state.pack(start_rows(layout.data.unpack(data), x[source]))
+    state = layout.state.select(takes, started, lanes.state)
     row = jnp.where(takes, new_row, jnp.where(idle, total, lanes.row))
     queued = jnp.minimum(lanes.queued + jnp.sum(idle), limit).astype(jnp.int32)
     return lanes._replace(queued=queued, row=row.astype(jnp.int32), data=data, state=state,
