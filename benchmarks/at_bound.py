@@ -59,7 +59,7 @@ def calibration(batch: int, background: float, seed: int = 0) -> list[dict]:
         for at_bound in ("free", "fixed"):
             _, _, result = fixedopt.curve_fit(
                 decay, BINS, data, start, bounds=bounds, fixed=fixed, batched=True,
-                at_bound=at_bound, full_output=True, **weights,
+                at_bound=at_bound, result=True, **weights,
             )  # fmt: skip
             records.append(_record(result, truth, fixed, weighting, at_bound))
     return records

@@ -159,7 +159,7 @@ def crlb_records(count: int) -> list[dict]:
     for estimator in ("poisson", "least_squares"):
         started = time.perf_counter()
         popt, _, result = fixedopt.curve_fit(
-            spot, PIXELS, counts, start, batched=True, estimator=estimator, full_output=True
+            spot, PIXELS, counts, start, batched=True, estimator=estimator, result=True
         )
         jax.block_until_ready(popt)
         error = np.asarray(popt)[:, 1:3] - params[:, 1:3]

@@ -5,7 +5,7 @@ loop, by fixedopt with a per-row objective (``jax.scipy.signal.convolve2d`` unde
 the lane batch), and with the blur written as 49 shifted copies of the image or as
 zero-padded FFTs, per row and vectorized; same tolerance (max |projected gradient| <=
 gtol), interleaved. What one evaluation costs in each form:
-``python -m benchmarks.conv_forms``."""
+``studies/2026-12-04-conv_forms/``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The status_truth suite (defaults only): statuses and digits of fits in other units;
-CONVERGED exactly when within 100 sqrt(eps) on ``tests/mgh_least_squares.py``'s problems;
-``minimize`` on ``tests/minimize_truth.py``'s cases (problem x start x dtype x scale)."""
+CONVERGED exactly when within 100 sqrt(eps) on ``benchmarks/mgh_least_squares.py``'s problems;
+``minimize`` on ``benchmarks/minimize_truth.py``'s cases (problem x start x dtype x scale)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import scipy.optimize
 import fixedopt
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from tests import mgh_least_squares as mgh
-from tests import minimize_truth
+from benchmarks import mgh_least_squares as mgh
+from benchmarks import minimize_truth
 
 FITS = (  # (label, call, model, data, units of each parameter: 1 = the data's, 0 = none)
     ("least_squares (LM), decay", fixedopt.least_squares, mgh.decay, mgh.decay_batch, [1, 0, 1]),
@@ -82,7 +82,7 @@ def truth(problems, dtypes) -> list[dict]:
 
 def minimize_cases(problems, dtypes, solver=None) -> list[dict]:
     """``minimize`` (defaults) on every problem, start, dtype and objective scale of
-    ``tests/minimize_truth.py``, each row judged there (float64, scipy's polish)."""
+    ``benchmarks/minimize_truth.py``, each row judged there (float64, scipy's polish)."""
     rows = []
     for (name, problem), dtype in ((p, d) for p in problems.items() for d in dtypes):
         cases = [(i, start, scale) for i, start in enumerate(problem.starts)

@@ -1,4 +1,12 @@
-"""A Griffe extension: Sphinx roles in fixedopt's docstrings become cross-references.
+"""A Griffe extension: fixedopt's docstrings as the site renders them.
+
+Doctest examples (``>>>`` lines and their output) become fenced ``pycon`` code blocks
+wherever they stand: Google style parses an ``Examples:`` section as code, but an
+``Example:`` section is an admonition whose text is Markdown, where ``>>>`` is a nested
+blockquote and the lines run together. ``docs/hooks.py`` fails the strict build on any
+``>>>`` left outside a code block.
+
+Sphinx roles in the docstrings become cross-references.
 
 The docstrings name other objects as ``:func:`fixedopt.minimize``` or, inside the
 package, ``:class:`Status```. Each role that names a public object (a name of
@@ -19,6 +27,29 @@ import griffe
 import fixedopt
 
 ROLE = re.compile(r":(?:class|func|meth|attr|mod|data|obj|exc):`(~?)([\w.]+)`")
+PROMPT = re.compile(r"^(\s*)>>>( |$)")
+
+
+def fence_doctests(text: str) -> str:
+    """``text`` with each doctest (its prompt lines, continuation lines and output, up to
+    a blank line or a dedent) in a fenced ``pycon`` block at its own indentation; a
+    doctest already inside a fence is left as it is."""
+    out, block, indent, fenced = [], [], "", False
+    for line in [*text.split("\n"), None]:
+        if block and (line is None or not line.strip() or not line.startswith(indent)):
+            out += [f"{indent}```pycon", *block, f"{indent}```"]
+            block = []
+        if line is None:
+            break
+        match = PROMPT.match(line)
+        if block:
+            block.append(line)
+        elif match and not fenced:
+            indent, block = match.group(1), [line]
+        else:
+            fenced ^= line.strip().startswith("```")
+            out.append(line)
+    return "\n".join(out)
 
 
 def _lookup(root, path):
@@ -40,7 +71,8 @@ def identifier(target: str, module: str) -> str | None:
 
 
 class SphinxRoles(griffe.Extension):
-    """Rewrite ``:role:`target``` in every docstring as a cross-reference (or code)."""
+    """Rewrite ``:role:`target``` in every docstring as a cross-reference (or code), and
+    fence its doctests."""
 
     def on_object(self, *, obj, **kwargs) -> None:
         if obj.docstring is None:
@@ -52,4 +84,4 @@ class SphinxRoles(griffe.Extension):
             reference = identifier(target, obj.module.path)
             return title if reference is None else f"[{title}][{reference}]"
 
-        obj.docstring.value = ROLE.sub(replace, obj.docstring.value)
+        obj.docstring.value = fence_doctests(ROLE.sub(replace, obj.docstring.value))

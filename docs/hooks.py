@@ -1,10 +1,16 @@
 """MkDocs hooks of the fixedopt site: its pages, generated from the repository at build time.
 
 * ``index.md``: the README (its links into the repository rewritten for the site);
-* ``api.md``: one mkdocstrings block per public name of ``fixedopt.__all__``, after
-  checking that each has a docstring (a missing one is a warning: the strict build fails);
+* the guide: the topic pages of :data:`GUIDE` in ``docs/`` (those that exist);
+* ``api.md``: one mkdocstrings block per public name of ``fixedopt.__all__``, by topic
+  (:data:`API_TOPICS`: what a user calls first opens it), after checking that each has a
+  docstring (a missing one is a warning: the strict build fails);
 * ``notebooks/*.ipynb``: the committed notebooks, rendered by mkdocs-jupyter;
-* ``benchmarks/``: each results table of ``benchmarks/results/*.md`` with its plots.
+* ``benchmarks/``: each current results table of ``benchmarks/results/*.md`` with its
+  plots (finished studies stay in ``studies/``, off the site).
+
+Every page is checked after rendering: a docstring example (``>>>``) outside a code
+block is a warning, so the strict build fails on it.
 
 Nothing is copied into the repository; the files point at their sources.
 """
@@ -24,6 +30,34 @@ log = logging.getLogger("mkdocs.hooks.fixedopt")  # under "mkdocs": warnings cou
 # README links that point at a folder of the repository, and their page on the site.
 README_LINKS = {"benchmarks/results": "benchmarks/index.md", "docs/": "index.md"}
 
+# The guide's pages (``docs/<file>``), in the order of the navigation; a page that does not
+# exist yet is left out of it.
+GUIDE = {
+    "Fitting": "fitting.md",
+    "Models": "models.md",
+    "scipy users": "scipy.md",
+    "Solvers and statuses": "solvers.md",
+    "Fixing and optax": "fixing.md",
+    "Scale and GPUs": "scale.md",
+    "Differentiation": "differentiation.md",
+    "Writing a solver": "writing-a-solver.md",
+    "Architecture": "architecture.md",
+}
+
+# The API reference by topic, in the order a user meets the names; a public name in none
+# of them is listed under "More" (so a new name is documented before it is placed).
+API_TOPICS = {
+    "Solving": ("minimize", "least_squares", "curve_fit"),
+    "Results": ("Solution", "Status", "Reason", "CurveFit", "covariance", "hessian_covariance",
+                "Covariance", "report", "Report", "to_records", "to_dataframe"),
+    "Fixing components": ("fix", "project", "keep_fixed", "KeepFixedState", "apply_updates",
+                          "mask_from"),
+    "Solvers": ("LBFGS", "LevenbergMarquardt", "GaussNewton", "GradientDescent", "Optax"),
+    "Differentiation": ("Implicit", "Unroll"),
+    "Writing a solver": ("Solver", "Problem", "Step", "StepContext", "Outcome", "Certificate"),
+    "Compilation": ("compiler_options",),
+}  # fmt: skip
+
 
 def _root(config) -> pathlib.Path:
     return pathlib.Path(config.config_file_path).resolve().parent
@@ -37,11 +71,17 @@ def _results(root):
     return sorted((root / "benchmarks" / "results").glob("*.md"))
 
 
+def guide(root) -> list[dict]:
+    """The guide's navigation: each page of :data:`GUIDE` that exists in ``docs/``."""
+    return [{title: name} for title, name in GUIDE.items() if (root / "docs" / name).exists()]
+
+
 def on_config(config):
-    """The navigation: home, API, every notebook, every benchmark table."""
+    """The navigation: home, the guide, API, every notebook, every benchmark table."""
     root = _root(config)
     config.nav = [
         {"Home": "index.md"},
+        {"Guide": guide(root)},
         {"API reference": "api.md"},
         {"Notebooks": [f"notebooks/{path.name}" for path in _notebooks(root)]},
         {
@@ -83,28 +123,96 @@ def on_files(files, config):
 
 
 def readme_page(readme: str) -> str:
-    """The README with its links to repository folders pointed at their site pages."""
+    """The README with its links to repository folders and to the guide's sources
+    (``docs/fitting.md``) pointed at their site pages."""
     for target, page in README_LINKS.items():
         readme = readme.replace(f"]({target})", f"]({page})")
-    return readme
+    return re.sub(r"\]\(docs/([\w-]+\.md)", r"](\1", readme)
 
 
 def api_page(names) -> str:
-    """One mkdocstrings block per public name, in the order of ``__all__``."""
-    blocks = [f"::: fixedopt.{name}\n" for name in names]
-    intro = (
-        "# API reference\n\nEvery public name of `fixedopt` (its `__all__`), generated "
-        "from the docstrings, then the test hooks of `fixedopt.testing`.\n"
-    )
-    return "\n".join([intro, *blocks, "::: fixedopt.testing\n"])
+    """One mkdocstrings block per public name, by topic (:data:`API_TOPICS`), then the
+    names of no topic, then the test hooks of ``fixedopt.testing``."""
+    placed = {name for topic in API_TOPICS.values() for name in topic}
+    topics = {title: [n for n in topic if n in names] for title, topic in API_TOPICS.items()}
+    topics["More"] = [name for name in names if name not in placed]
+    parts = [
+        "# API reference\n\nEvery public name of `fixedopt` (its `__all__`), by topic, "
+        "generated from the docstrings; the guide's pages say how the pieces fit.\n"
+    ]
+    for title, members in topics.items():
+        if members:
+            parts += [f"## {title}\n", *(f"::: fixedopt.{name}\n" for name in members)]
+    return "\n".join([*parts, "## Testing\n", "::: fixedopt.testing\n"])
+
+
+# A guide page's table of public names and their docstrings' summaries: the line
+# ``<!-- api: fix project keep_fixed -->`` becomes the table, so the guide never restates
+# a docstring.
+SUMMARY_TABLE = re.compile(r"^<!-- api: ([\w ]+) -->$", re.M)
+ROLE_OR_LITERAL = re.compile(r":\w+:`~?([\w.]+)`|``(.+?)``")
+
+
+def summary(obj) -> str:
+    """The first paragraph of ``obj``'s docstring, on one line, in Markdown."""
+    first = inspect.cleandoc(obj.__doc__ or "").split("\n\n")[0].replace("\n", " ")
+    return ROLE_OR_LITERAL.sub(lambda m: f"`{m.group(1) or m.group(2)}`", first)
+
+
+def summary_table(names, module) -> str:
+    """A table of ``names`` of ``module``: each linked to the API reference, with its
+    docstring's summary.
+
+    Example:
+      >>> import types
+      >>> f = lambda: None
+      >>> f.__doc__ = "Do ``x``.\\n\\nMore."
+      >>> print(summary_table(["f"], types.SimpleNamespace(f=f, __name__="m")))
+      | name | what it does |
+      |---|---|
+      | [`f`][m.f] | Do `x`. |
+    """
+    rows = [f"| [`{n}`][{module.__name__}.{n}] | {summary(getattr(module, n))} |" for n in names]
+    return "\n".join(["| name | what it does |", "|---|---|", *rows])
+
+
+def on_page_markdown(markdown, page, config, files):
+    """Fill each ``<!-- api: ... -->`` table of a guide page from the docstrings."""
+    import fixedopt
+
+    return SUMMARY_TABLE.sub(lambda m: summary_table(m.group(1).split(), fixedopt), markdown)
+
+
+# A code block or inline code of the rendered HTML (where ``>>>`` belongs).
+CODE = re.compile(r"<(pre|code)\b.*?</\1>", re.S)
+
+
+def examples_outside_code(html: str) -> list[str]:
+    """The text around each ``>>>`` of ``html`` that is not inside a ``<pre>`` or ``<code>``.
+
+    Example:
+      >>> examples_outside_code("<pre><code>&gt;&gt;&gt; 1</code></pre><p>&gt;&gt;&gt; 2</p>")
+      ['<p>&gt;&gt;&gt; 2</p>']
+    """
+    text = CODE.sub("", html)
+    return [text[max(0, m.start() - 3) : m.end() + 7] for m in re.finditer("&gt;&gt;&gt;", text)]
+
+
+def on_page_content(html, page, config, files):
+    """Warn (the strict build fails) where an example renders outside a code block."""
+    for found in examples_outside_code(html)[:3]:
+        log.warning("%s: an example renders outside a code block: %r", page.file.src_uri, found)
+    return html
 
 
 def benchmarks_page(results) -> str:
     """The index of the benchmark results: one link per table."""
     links = [f"- [{path.stem}](results/{path.name})" for path in results]
     intro = (
-        "# Benchmarks\n\nSaved results of `make bench` and the other benchmark programs "
-        "(`benchmarks/results/` in the repository; protocol in the README).\n"
+        "# Benchmarks\n\nThe current results of each suite (`python -m benchmarks.run --suite "
+        "NAME`, `make bench` for the CPU suite) and of the other benchmark programs "
+        "(`benchmarks/results/` in the repository). Finished investigations, with their "
+        "conclusions, are in the repository's `studies/`.\n"
     )
     return "\n".join([intro, *links]) + "\n"
 

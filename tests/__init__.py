@@ -1,7 +1,7 @@
 """fixedopt's tests. The folders mirror the package's (``tests/driver/`` tests
 ``fixedopt/_driver/``, ...); this level holds the repository's own checks (layout,
 docs, README, notebooks, benchmarks, compiled programs) and the modules every test may
-import: ``helpers`` (shared solvers, problems, references) and the data modules
-``mgh_least_squares`` and ``minimize_truth``. Each folder is a package, so that a
-test module is named by its path (``tests.driver.test_lanes``) and two of the same
-basename cannot collide."""
+import: ``helpers`` (shared solvers, problems, references; the status-truth problems
+live in ``benchmarks/mgh_least_squares.py`` and ``benchmarks/minimize_truth.py``). Each
+folder is a package, so that a test module is named by its path
+(``tests.driver.test_lanes``) and two of the same basename cannot collide."""

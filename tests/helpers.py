@@ -1,8 +1,9 @@
 """What the test modules share: the solver table, problems, references and assertions.
 
 Test modules import these from here, never from each other (``tests/test_layout.py``
-checks it); the problems of the status-truth suites live in ``tests/mgh_least_squares.py``
-and ``tests/minimize_truth.py``, which the benchmarks read too.
+checks it); the problems of the status-truth suite live in ``benchmarks/mgh_least_squares.py``
+and ``benchmarks/minimize_truth.py``, which the tests read too (one definition, beside the
+benchmark problems, ``benchmarks/problems.py``).
 """
 
 import jax

@@ -5,8 +5,11 @@ process; one process also shares JAX's caches between suites). Methods whose pac
 are missing (jaxopt, TFP: the ``bench`` extra) are recorded as skipped with the reason.
 """
 
+import ast
+import collections
 import json
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -52,3 +55,77 @@ def test_missing_packages_are_skipped_with_a_reason(results):
     for record in json.loads(path.read_text()):
         if "skipped" in record:
             assert record["skipped"] and record["skipped"] in path.with_suffix(".md").read_text()
+
+
+def imported_modules(path: pathlib.Path) -> set[str]:
+    """The absolute modules a Python file imports (``from a.b import c``: ``a.b``)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+    return names
+
+
+BANNED_IMPORTS = (("benchmarks", ("tests", "studies")), ("fixedopt", ("studies",)),
+                  ("tests", ("studies",)), ("docs", ("studies",)))  # fmt: skip
+
+
+def test_benchmarks_import_neither_tests_nor_studies():
+    """The suites stand alone: the problems tests share with them live in ``benchmarks/``
+    (``mgh_least_squares``, ``minimize_truth``), and no code imports a finished study."""
+    offenders = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for folder, banned in BANNED_IMPORTS
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for name in imported_modules(path)
+        if name.split(".")[0] in banned
+    ]
+    assert not offenders, offenders
+
+
+def test_the_import_check_finds_a_test_import(tmp_path):
+    script = tmp_path / "x.py"
+    script.write_text("import os\nfrom tests import helpers\nimport studies.x as s\n")
+    assert imported_modules(script) == {"os", "tests", "studies.x"}
+
+
+SUITE_RESULT = re.compile(
+    r"(?P<backend>cpu|gpu|tpu)-(?P<suite>[a-z_]+?)(?:-(?P<label>[\w-]+?))?"
+    r"-(?P<date>\d{4}-\d{2}-\d{2})(?:-(?P<plot>[\w-]+))?\.(?:json|md|png)"
+)
+
+
+def suite_results():
+    """``(file, match)`` for each results file that a suite of ``benchmarks.run`` wrote."""
+    from benchmarks.run import OWN
+    from benchmarks.suites import PLANS
+
+    for path in sorted((ROOT / "benchmarks" / "results").iterdir()):
+        match = SUITE_RESULT.fullmatch(path.name)
+        if match and match["suite"] in {*PLANS, *OWN}:
+            yield path, match
+
+
+def test_results_are_the_current_run_of_each_suite_named_by_one_scheme():
+    """``<backend>-<suite>[-label]-<date>`` (plots: ``<that>-<plot>.png``), and one date per
+    backend, suite and label: a rerun replaces its results (git keeps the old ones)."""
+    dates = collections.defaultdict(set)
+    for _path, match in suite_results():
+        dates[match["backend"], match["suite"], match["label"]].add(match["date"])
+    assert len(dates) >= 15, sorted(dates)
+    stale = {key: sorted(found) for key, found in dates.items() if len(found) > 1}
+    assert not stale, stale
+
+
+def test_committed_files_name_no_machine_paths():
+    machine = re.compile(r"/(?:work|home|root|tmp)/[\w.-]+")
+    offenders = [
+        f"{path.relative_to(ROOT)}: {found}"
+        for folder in ("benchmarks", "studies", "docs")
+        for path in sorted((ROOT / folder).rglob("*"))
+        if path.suffix in (".md", ".py", ".txt", ".yml")
+        for found in machine.findall(path.read_text())
+    ]
+    assert not offenders, offenders

@@ -5,9 +5,11 @@ connect (and report any attempt), so the site is proven to build without network
 """
 
 import collections
+import importlib
 import importlib.util
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -64,6 +66,16 @@ def test_site_builds_strict_and_offline(tmp_path):
     api = (site / "api.html").read_text()
     for name in fixedopt.__all__:
         assert f'id="fixedopt.{name}"' in api, f"{name} is not in the API reference"
+    first = [api.index(f'id="fixedopt.{name}"') for name in ("minimize", "least_squares")]
+    assert max(first) < api.index('id="fixedopt.LBFGS"'), "the API opens with what a user calls"
+    hooks = load_hooks()
+    assert hooks.examples_outside_code(api) == [], "every docstring example is a code block"
+    assert api.count('<span class="gp">&gt;&gt;&gt; </span>') >= 40, "highlighted as pycon"
+    fixing = (site / "fixing.html").read_text()
+    assert fixedopt.keep_fixed.__doc__.split("\n")[0] in fixing, "tables from the docstrings"
+    for page in hooks.GUIDE.values():
+        if (ROOT / "docs" / page).exists():
+            assert (site / page.replace(".md", ".html")).exists(), f"{page} not on the site"
     assert 'href="#fixedopt.LBFGS"' in api, "a :class: role in minimize's docstring is a link"
     index = (site / "index.html").read_text()
     assert "Batched optimization in JAX where" in index, "the README is the home page"
@@ -137,3 +149,70 @@ def test_missing_docstrings_are_found():
         Point=collections.namedtuple("Point", "x y"),  # only the generated docstring
     )
     assert missing_docstrings(module) == ["m.Override.extra", "m.undocumented", "m.Point"]
+
+
+def load_griffe_extension():
+    spec = importlib.util.spec_from_file_location("griffe_roles", ROOT / "docs" / "griffe_roles.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_doctests_are_fenced_as_code():
+    fence = load_griffe_extension().fence_doctests
+    text = "Summary.\n\nExample:\n  >>> x = 1\n  >>> x\n  1\n\nAfter.\n```\n>>> kept\n```"
+    assert fence(text).split("\n") == [
+        "Summary.", "", "Example:", "  ```pycon", "  >>> x = 1", "  >>> x", "  1", "  ```",
+        "", "After.", "```", ">>> kept", "```",
+    ]  # fmt: skip
+    assert fence("no example") == "no example"
+
+
+def test_an_example_outside_code_is_found():
+    found = load_hooks().examples_outside_code
+    rendered = "<div><pre><code>&gt;&gt;&gt; 1\n1</code></pre></div><code>&gt;&gt;&gt;</code>"
+    assert found(rendered) == []
+    assert len(found("<blockquote><p>&gt;&gt;&gt; x = 1 &gt;&gt;&gt; x</p></blockquote>")) == 2
+
+
+# Dotted names cited on the architecture page: ``fixedopt.<module>...<attribute>``.
+CITED = re.compile(r"`(fixedopt(?:\.\w+)+)`")
+
+
+def resolve(dotted: str):
+    """The object a dotted name names (a module, then attributes), or None."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in parts[cut:]:
+            found = getattr(found, part, None)
+        return found
+    return None
+
+
+def test_every_name_the_architecture_page_cites_exists():
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    names = sorted(set(CITED.findall(text)))
+    assert len(names) >= 40, names
+    missing = [name for name in names if resolve(name) is None]
+    assert not missing, missing
+    assert resolve("fixedopt._driver.engine.run") is not None
+    assert resolve("fixedopt._driver.engine.no_such_function") is None
+
+
+# The guide's pages whose Python blocks are illustrations, not programs.
+ILLUSTRATIONS = {"architecture.md"}
+
+
+@pytest.mark.parametrize("page", ["fitting.md", "solvers.md", "fixing.md", "scale.md",
+                                  "differentiation.md", "writing-a-solver.md"])  # fmt: skip
+def test_guide_python_blocks_run(page):
+    assert page not in ILLUSTRATIONS
+    text = (ROOT / "docs" / page).read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks, page
+    for block in blocks:
+        exec(compile(block, page, "exec"), {})

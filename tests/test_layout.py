@@ -39,15 +39,7 @@ def test_no_function_in_the_library_is_longer_than_a_screen():
 # Ablations that put back, in one process, an internal function as it was before a
 # change (the change's own measurement), or take one out to measure its cost: they must
 # reach the private module it lives in.
-ABLATIONS = {
-    "benchmarks/two_loop_rolled.py": {"fixedopt._solvers"},
-    "benchmarks/certify_compile.py": {"fixedopt._solvers"},
-    "benchmarks/lbfgs_rules.py": {"fixedopt._solvers"},
-    "benchmarks/two_loop_forms.py": {"fixedopt._solvers"},
-    "benchmarks/search_carry.py": {"fixedopt._derivatives", "fixedopt._driver"},
-    "benchmarks/normal_sums.py": {"fixedopt._solvers"},
-    "benchmarks/certify_parts.py": {"fixedopt._driver", "fixedopt._solvers"},
-}
+ABLATIONS: dict[str, set[str]] = {}  # none left: the ablations are studies/ (their scripts in git)
 
 
 def test_benchmarks_use_only_the_public_api():
@@ -247,8 +239,8 @@ def imports_of(tree: ast.AST):
             yield from imports_of(script)
 
 
-# What a test module may import from ``tests``: the shared helpers and the data modules.
-SHARED_TEST_MODULES = {"tests.helpers", "tests.mgh_least_squares", "tests.minimize_truth"}
+# What a test module may import from ``tests``: the shared helpers.
+SHARED_TEST_MODULES = {"tests.helpers"}  # status-truth problems: benchmarks/mgh_least_squares
 
 
 def modules_under_tests() -> list[pathlib.Path]:
@@ -264,8 +256,8 @@ def reaches_a_test_module(name: str) -> bool:
 
 
 def test_no_test_module_imports_another():
-    """Shared solvers, problems and references live in ``tests/helpers.py`` (and the
-    data modules ``tests/mgh_least_squares.py``, ``tests/minimize_truth.py``); no module
+    """Shared solvers, problems and references live in ``tests/helpers.py`` (the
+    status-truth problems in ``benchmarks/``, which tests import); no module
     under ``tests/`` imports any other of its kind, itself included."""
     offenders = [
         f"{path.relative_to(ROOT)}: {name}"

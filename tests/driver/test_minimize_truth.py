@@ -1,4 +1,4 @@
-"""A quick slice of the ``minimize`` status-truth suite (``tests/minimize_truth.py``;
+"""A quick slice of the ``minimize`` status-truth suite (``benchmarks/minimize_truth.py``;
 all of it: ``python -m benchmarks.run --suite status_truth``), in float64, with the
 objective times 1e-6, 1 and 1e6: a Gaussian peak with an amplitude of 1e4 on a
 background of 100, a degenerate minimum (Powell's singular function: ``f* = 0``, a
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import fixedopt
+from benchmarks import minimize_truth
 from benchmarks.status_truth import minimize_cases
-from tests import minimize_truth
 
 SLICE = (  # (problem, the scaling of L-BFGS's initial inverse Hessian)
     ("peak", "auto"),

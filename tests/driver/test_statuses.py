@@ -16,9 +16,7 @@ import pytest
 import scipy.optimize
 
 import fixedopt
-from fixedopt import Reason, Status
-from tests.helpers import MGH, RESIDUAL_SOLVERS, scipy_lbfgsb
-from tests.mgh_least_squares import (
+from benchmarks.mgh_least_squares import (
     PROBLEMS,
     decay,
     decay_batch,
@@ -27,6 +25,8 @@ from tests.mgh_least_squares import (
     reference_fits,
     relative_error,
 )
+from fixedopt import Reason, Status
+from tests.helpers import MGH, RESIDUAL_SOLVERS, scipy_lbfgsb
 
 SCALES = (1e-6, 1.0, 1e6)
 DTYPES = (np.float32, np.float64)

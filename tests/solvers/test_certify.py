@@ -12,13 +12,17 @@ import pytest
 
 import fixedopt
 import fixedopt._solvers.certify
-from benchmarks import problems
-from benchmarks.certify_cost import Uncertified
+from benchmarks import mgh_least_squares, minimize_truth, problems
 from benchmarks.status_truth import minimize_cases
 from fixedopt._solvers.certify import conjugate_gradient_check, newton_check, wider_check
 from fixedopt._solvers.lbfgs import LBFGS
-from tests import mgh_least_squares, minimize_truth
 from tests.helpers import assert_rows_identical, bits
+
+
+class Uncertified(fixedopt.LBFGS):
+    """L-BFGS with the default options and no certification (the ablation)."""
+
+    certify = fixedopt.Solver.certify
 
 
 def _hessian_times(hessian, free):
