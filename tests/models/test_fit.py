@@ -103,3 +103,21 @@ def test_a_tie_is_computed_and_its_error_propagated(fits):
     report = ours.fit_report(tied)
     assert "p2_sigma:" in report and "== 'p1_sigma'" in report
     assert "p1_fraction:   0.3 (fixed)" in ours.fit_report(3)
+
+
+def test_records_have_a_column_per_parameter_and_error(fits):
+    ours, _ = fits
+    records = ours.to_records()
+    assert records["p1_sigma"].shape == records["p1_sigma_stderr"].shape == (len(TIED),)
+    np.testing.assert_array_equal(records["redchi"], ours.redchi)
+    pandas = pytest.importorskip("pandas")
+    frame = ours.to_dataframe()
+    assert isinstance(frame, pandas.DataFrame) and len(frame) == len(TIED)
+    assert list(frame["status"]) == ["CONVERGED"] * len(TIED)
+
+
+def test_the_fitted_components_add_up_to_the_best_fit(fits):
+    ours, _ = fits
+    parts = ours.eval_components(row=2)
+    np.testing.assert_allclose(sum(parts.values()), ours.best_fit[2], rtol=1e-12)
+    np.testing.assert_allclose(ours.eval(row=2), ours.best_fit[2], rtol=1e-12)

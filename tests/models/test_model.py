@@ -122,3 +122,25 @@ def test_eval_of_a_batch_has_one_row_per_parameter_row():
     assert got.shape == (3, X.size)
     for row, amplitude in enumerate([1.0, 2.0, 3.0]):
         np.testing.assert_allclose(got[row], lmfit.lineshapes.gaussian(X, amplitude, 0.5, 1.0))
+
+
+def test_polynomial_model_equals_numpys_polynomial():
+    model = models.PolynomialModel(3)
+    assert model.param_names == ("c0", "c1", "c2", "c3")
+    params = model.make_params(c0=1.0, c1=-0.5, c2=0.25, c3=0.01)
+    expected = np.polynomial.polynomial.polyval(X, [1.0, -0.5, 0.25, 0.01])
+    np.testing.assert_allclose(model.eval(params, x=jnp.asarray(X)), expected, rtol=1e-12)
+    guessed = model.guess(np.stack([expected, 2 * expected]), x=X)
+    np.testing.assert_allclose(guessed["c2"].value, [0.25, 0.5], rtol=1e-9)
+    with pytest.raises(ValueError, match="`degree`"):
+        models.PolynomialModel(8)
+
+
+@pytest.mark.parametrize("kind", ["ExponentialModel", "PowerLawModel", "ConstantModel"])
+def test_guess_of_the_other_shapes_equals_lmfits(kind):
+    ours, theirs = both(kind)
+    x = np.linspace(0.5, 5.0, 30)
+    data = 3.0 * np.exp(-x / 1.7) + 0.01 * np.sin(7 * x)
+    params, reference = ours.guess(np.stack([data, data]), x=x), theirs.guess(data, x=x)
+    for name, parameter in reference.items():
+        np.testing.assert_allclose(params[name].value, parameter.value, rtol=1e-10, err_msg=name)
