@@ -152,7 +152,7 @@ class Model:
     ) -> dict[str, jax.Array]:
         """Each component's curve, keyed by its prefix (else its name), as lmfit's."""
         out: dict[str, jax.Array] = _evaluate(self, params, kwargs, _parts)
-        return out
+        return {key: out[key] for key in (c.prefix or c.name for c in self.components)}
 
     def fit(self, data: Any, params: Parameters | None = None, *, weights: Any = None,
             **kwargs: Any) -> Any:  # fmt: skip

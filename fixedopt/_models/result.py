@@ -151,6 +151,13 @@ class ModelResult:
         frame["status"] = [Status(int(s)).name for s in frame["status"]]
         return frame
 
+    def plot(self, row: int = 0, components: bool = True, initial: bool = False) -> Any:
+        """A matplotlib figure of fit ``row``: residuals above; data, best fit and
+        components below (lmfit's ``plot``)."""
+        from fixedopt._models.plot import plot
+
+        return plot(self, row, components, initial)
+
     def fit_report(self, row: int = 0, min_correl: float = 0.1) -> str:
         """lmfit's ``fit_report`` for one fit."""
         from fixedopt._models.report import fit_report

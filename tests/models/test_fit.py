@@ -8,6 +8,7 @@ import pytest
 from fixedopt.models import LinearModel, PseudoVoigtModel
 
 X = np.linspace(0.0, 30.0, 301)
+SIGMA = 0.05 * (1.0 + 0.5 * np.sin(X / 5.0))  # the noise, point by point: weights 1/SIGMA
 TRUTH = {
     "p1_amplitude": 10.0, "p1_center": 10.0, "p1_sigma": 1.0, "p1_fraction": 0.3,
     "p2_amplitude": 6.0, "p2_center": 18.0, "p2_sigma": 1.5, "p2_fraction": 0.6,
@@ -31,7 +32,7 @@ def spectra():
         truth = dict(TRUTH, p2_sigma=TRUTH["p1_sigma"] if tied else TRUTH["p2_sigma"])
         model = lmfit.models.PseudoVoigtModel(prefix="p1_")
         model = model + lmfit.models.PseudoVoigtModel(prefix="p2_") + lmfit.models.LinearModel()
-        rows.append(model.eval(model.make_params(**truth), x=X) + rng.normal(0, 0.05, X.size))
+        rows.append(model.eval(model.make_params(**truth), x=X) + rng.normal(0, SIGMA))
     return np.array(rows)
 
 
@@ -48,7 +49,7 @@ def lmfit_fit(data, row):
     # scipy's least_squares with a central-difference Jacobian: lmfit's default (leastsq)
     # takes its error bars from MINPACK's forward differences, 2e-5 from the exact ones here
     kws = {"jac": "3-point", "xtol": 1e-15, "ftol": 1e-15, "gtol": 1e-15}
-    return model.fit(data, params, x=X, method="least_squares", fit_kws=kws)
+    return model.fit(data, params, x=X, weights=1 / SIGMA, method="least_squares", fit_kws=kws)
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +64,7 @@ def fits():
     params["p1_amplitude"].set(min=0.0)
     params["p2_amplitude"].set(min=0.0)
     params["p2_sigma"].set(expr=["p1_sigma" if tied else None for tied in TIED])
-    ours = model.fit(data, params, x=X)
+    ours = model.fit(data, params, x=X, weights=1 / SIGMA)
     return ours, [lmfit_fit(data[row], row) for row in range(len(TIED))]
 
 
@@ -121,3 +122,16 @@ def test_the_fitted_components_add_up_to_the_best_fit(fits):
     parts = ours.eval_components(row=2)
     np.testing.assert_allclose(sum(parts.values()), ours.best_fit[2], rtol=1e-12)
     np.testing.assert_allclose(ours.eval(row=2), ours.best_fit[2], rtol=1e-12)
+
+
+def test_plot_shows_the_data_fit_components_and_residuals(fits):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    ours, _ = fits
+    figure = ours.plot(row=1, initial=True)
+    top, bottom = figure.axes
+    np.testing.assert_array_equal(top.lines[0].get_ydata(), ours.residual[1])
+    labels = [line.get_label() for line in bottom.lines]
+    assert labels == ["data", "initial fit", "best fit", "p1_", "p2_", "linear"]
+    np.testing.assert_array_equal(bottom.lines[2].get_ydata(), ours.best_fit[1])
+    matplotlib.pyplot.close(figure)

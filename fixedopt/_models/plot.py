@@ -1,0 +1,40 @@
+"""``ModelResult.plot``: one fit's data, best fit, components and residuals, in lmfit's
+arrangement (residuals above, data and fit below); matplotlib is imported only here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def plot(result: Any, row: int = 0, components: bool = True, initial: bool = False) -> Any:
+    """A matplotlib ``Figure`` of fit ``row`` of ``result``: the residuals on top; the
+    data, the best fit (and each component, and the initial curve, where asked) below.
+    Needs matplotlib (``pip install matplotlib``)."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError("plot needs matplotlib: pip install matplotlib") from None
+    rows = result.data.shape[0]
+    if not -rows <= row < rows:
+        raise ValueError(f"`row` must index one of the {rows} fits, got {row}")
+    (name, x), *_ = result.independent.items()
+    x = np.asarray(x[row] if np.ndim(x) == 2 else x)
+    figure, (top, bottom) = plt.subplots(
+        2, 1, sharex=True, gridspec_kw={"height_ratios": [1, 4]}, figsize=(6.4, 5.6)
+    )
+    top.plot(x, result.residual[row], "o", markersize=2)
+    top.axhline(0.0, color="0.5", linewidth=0.8)
+    top.set_ylabel("residual")
+    bottom.plot(x, result.data[row], "o", markersize=2, label="data")
+    if initial:
+        bottom.plot(x, result.init_fit[row], "--", label="initial fit")
+    bottom.plot(x, result.best_fit[row], "-", label="best fit")
+    if components and len(result.model.components) > 1:
+        for label, curve in result.eval_components(row=row).items():
+            bottom.plot(x, np.broadcast_to(np.asarray(curve), x.shape), ":", label=label)
+    bottom.set_xlabel(name)
+    bottom.legend()
+    top.set_title(f"{result.model!r}, fit {row}", fontsize="small")
+    return figure
