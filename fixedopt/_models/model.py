@@ -89,7 +89,7 @@ class Model:
         self.defaults = {prefix + n: v for n, v in defaults.items()}
         self._names = tuple(defaults)
         self.hints: dict[str, dict[str, Any]] = {}
-        self.name = name or getattr(func, "__name__", "model")
+        self.name: str = str(name or getattr(func, "__name__", "model"))
 
     def __repr__(self) -> str:
         prefix = f", prefix='{self.prefix}'" if self.prefix else ""
