@@ -16,8 +16,9 @@ from a QR factorization of ``J`` (differentiable; see ``_inverse_normal_matrix``
 The rank is counted as ``curve_fit`` does, singular values above
 ``eps * max(m, n) * s_max``, but of ``J_F`` with unit columns, so that it does not
 depend on the units of the parameters; when fewer than the free parameters pass, the row is
-flagged ``rank_deficient`` and its free block is NaN (never a finite number the
-data do not support); so is the free block of a row whose residuals are not finite
+flagged ``rank_deficient`` and its free block is scipy's pseudo-inverse (a parameter
+the residuals do not depend on gets 0 variance; ``pseudo_inverse=False``: ``inf``, as
+``leastsq``). The free block is NaN for a row whose residuals are not finite
 at ``x`` (NaN data, a model that turned non-finite), and, from a
 :class:`fixedopt.Solution`, of a row whose solve failed (``NONFINITE``: it stopped
 at the last finite iterate before a NaN wall, no fit; ``INFEASIBLE``: empty bounds,
@@ -60,13 +61,16 @@ class Covariance(NamedTuple):
         of fixed parameters (and, with ``at_bound="fixed"``, bound-active ones) are
         exactly 0.
       stderr: the standard errors, a tree like ``x``; 0 where ``covariance``'s
-        diagonal is, NaN on the free block of a rank-deficient row, of one whose
+        diagonal is (fixed parameters, and with the pseudo-inverse a parameter the
+        residuals do not depend on), NaN on the free block of a row whose
         residuals are not finite at ``x``, and of a :class:`fixedopt.Solution`'s row
         whose solve failed (status ``NONFINITE`` or ``INFEASIBLE``).
       rank_deficient: ``J_F`` has numerical rank below the number of free
-        parameters (its covariance does not exist): the row's free block is NaN.
+        parameters (its covariance does not exist): the row's free block is the
+        pseudo-inverse (see ``pseudo_inverse``).
       dof: degrees of freedom ``m - n_free`` (``n_free`` counts the parameters in
-        ``F``: neither fixed nor, with ``at_bound="fixed"``, bound-active ones).
+        ``F``: neither fixed nor, with ``at_bound="fixed"``, bound-active ones; ``m``
+        the residuals, less those of infinite ``sigma``, which weigh 0).
         With ``dof <= 0`` and ``absolute_sigma=False`` the free block is ``inf``,
         as in ``curve_fit``.
       residual_variance: ``s^2``, the factor applied to ``(J_F^T J_F)^{-1}`` (1 with
@@ -108,6 +112,7 @@ def covariance(
     absolute_sigma: bool = False,
     at_bound: str = AT_BOUND_DEFAULT,
     args_axes: Any = None,
+    pseudo_inverse: bool = True,
 ) -> Covariance:
     """Covariance and standard errors of the free parameters of a least-squares fit.
 
@@ -152,6 +157,16 @@ def covariance(
         ``benchmarks/results/cpu-at_bound-2026-12-01.md``.
       args_axes: with ``batched=True``, which ``args`` are per row (as in
         :func:`fixedopt.least_squares`; by default the arrays).
+      pseudo_inverse: how a rank-deficient row's free block is computed. True (the
+        default; ``scipy.optimize.curve_fit``'s convention with ``least_squares``):
+        the pseudo-inverse of ``J_F^T J_F``: a parameter the model does not depend on
+        (a zero Jacobian column) gets 0 variance and leaves the others' as they are
+        without it; collinear columns, the pseudo-inverse of the column-normalized
+        Jacobian (units-invariant, unlike scipy's; held constant under ``jax.grad``).
+        False (``curve_fit``'s convention with ``leastsq``, its ``method="lm"``):
+        ``inf`` on the free block of a rank-deficient row (``leastsq`` gives ``inf``
+        where ``R`` is exactly singular, and numbers of no meaning where it is singular
+        to rounding: here both are ``inf``).
 
     Returns:
       A :class:`fixedopt.Covariance`.
@@ -174,10 +189,8 @@ def covariance(
     axes = args_in_axes(args, args_axes, batch) if batch is not None else None
     if sigma is not None:
         sigma = _check_sigma(sigma, batch)
-    hold = at_bound == "fixed"
-    result: Covariance = _compiled(
-        residual_fun, batched, absolute_sigma, hold, axes, x, constraints, sigma, args
-    )
+    rule = _Rule(absolute_sigma, at_bound == "fixed", boolean("pseudo_inverse", pseudo_inverse))
+    result: Covariance = _compiled(residual_fun, batched, rule, axes, x, constraints, sigma, args)
     row = jax.tree.map(lambda leaf: leaf[0], x) if batched else x
     return result._replace(index=flat_index(row))
 
@@ -260,12 +273,20 @@ def flat_index(row: PyTree) -> PyTree:
     return jax.tree.unflatten(treedef, index)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
+class _Rule(NamedTuple):
+    """The static choices of a covariance: ``absolute_sigma``; ``hold`` bound-active
+    entries (``at_bound="fixed"``); ``pseudo_inverse`` for a rank-deficient row."""
+
+    absolute_sigma: bool
+    hold: bool
+    pseudo_inverse: bool
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
 def _compiled(
     residual_fun: ResidualFun,
     batched: bool,
-    absolute_sigma: bool,
-    hold: bool,
+    rule: _Rule,
     axes: PyTree,
     x: PyTree,
     constraints: Constraints,
@@ -278,7 +299,7 @@ def _compiled(
     def one(
         x: PyTree, constraints: Constraints, sigma: jax.Array | None, args: PyTree
     ) -> Covariance:
-        return _row(residual_fun, absolute_sigma, hold, x, constraints, sigma, args)
+        return _row(residual_fun, rule, x, constraints, sigma, args)
 
     if not batched:
         return one(x, constraints, sigma, args)
@@ -305,8 +326,7 @@ def held_entries(
 
 def _row(
     residual_fun: ResidualFun,
-    absolute_sigma: bool,
-    hold: bool,
+    rule: _Rule,
     x: PyTree,
     constraints: Constraints,
     sigma: jax.Array | None,
@@ -315,44 +335,50 @@ def _row(
     flat_x, unravel = ravel_pytree(x)
     fixed = ravel_pytree(constraints.fixed)[0]
 
-    # Fixed entries read a constant: exact zero Jacobian columns.
+    # Fixed entries read a constant: exact zero Jacobian columns. An infinite sigma
+    # (curve_fit's nan_policy="omit" in a batch) weighs its residual 0.
     def weighted(flat: jax.Array) -> jax.Array:
         r = residual_fun(unravel(jnp.where(fixed, flat_x, flat)), *args)
-        return jnp.ravel(r if sigma is None else r / sigma)
+        return jnp.ravel(r if sigma is None else jnp.where(jnp.isinf(sigma), 0.0, r / sigma))
 
     residual = weighted(flat_x)
     jacobian = jax.jacfwd(weighted)(flat_x)
-    at_bound, frozen = held_entries(flat_x, constraints, hold, lambda: residual @ jacobian)
+    at_bound, frozen = held_entries(flat_x, constraints, rule.hold, lambda: residual @ jacobian)
     jacobian = jnp.where(frozen[None, :], 0.0, jacobian)  # held: zero columns too
-    m = jacobian.shape[0]
+    points = residual.size if sigma is None else _points(sigma, residual_fun, flat_x, unravel, args)
     n_free = jnp.sum(~frozen)
-    dof = m - n_free
+    dof = points - n_free
     # Unit columns: the rank test and the inverse then do not depend on the units of
     # the parameters (in float32, columns 1e6 apart passed for rank-deficient).
     squared = jnp.sum(jacobian**2, axis=0)  # 0 at frozen columns: kept off the sqrt,
     column_scale = jnp.sqrt(jnp.where(squared > 0, squared, 1.0))  # whose slope is inf
     jacobian = jacobian / column_scale[None, :]
-    rank, largest = _rank(jax.lax.stop_gradient(jacobian))
+    zero = (squared == 0) & ~frozen  # a free parameter the residuals do not depend on
+    rank, largest, pseudo = _rank(jax.lax.stop_gradient(jacobian))
     rank_deficient = rank < n_free
     # The QR reads the SVD's largest singular value, so it runs after the SVD: jaxlib
     # 0.10's CPU LAPACK kernels deadlock when two run side by side on a 2-core pool (seen:
     # gesdd and geqrf, both in ParallelBatchMap; an optimization_barrier did not order
-    # them). tests/test_hlo.py checks the dependency.
-    unscaled = _inverse_normal_matrix(jacobian, frozen, largest)
-    unscaled = unscaled / (column_scale[:, None] * column_scale[None, :])
-    if absolute_sigma:
-        variance = jnp.ones((), jacobian.dtype)
+    # them). tests/test_hlo.py checks the dependency. Zero columns are held out of the
+    # QR (the pseudo-inverse of a zero column is 0; leastsq's R is singular there).
+    unscaled = _inverse_normal_matrix(jacobian, frozen | zero, largest)
+    unscaled = jnp.where(zero[:, None] | zero[None, :], 0.0, unscaled)
+    if rule.pseudo_inverse:  # collinear columns beyond the zero ones: the SVD's
+        collinear = rank < n_free - jnp.sum(zero)
+        unscaled = jnp.where(collinear, pseudo, unscaled)
+        singular = jnp.zeros((), bool)
     else:
-        rss = jnp.dot(residual, residual)
-        variance = jnp.where(dof > 0, rss / jnp.maximum(dof, 1), jnp.inf)
+        singular = rank_deficient
+    unscaled = unscaled / (column_scale[:, None] * column_scale[None, :])
+    variance = _variance(rule.absolute_sigma, residual, dof)
     both_free = ~frozen[:, None] & ~frozen[None, :]
-    block = jnp.where(jnp.isinf(variance), jnp.inf, variance * unscaled)
+    block = jnp.where(jnp.isinf(variance) | singular, jnp.inf, variance * unscaled)
     # A row whose residuals are not finite at x (NaN data, a model that turned
     # non-finite) has no covariance, even where the variance is taken as 1
     # (absolute_sigma: the Poisson Fisher information reads the model alone); nor has
     # a row whose solve failed, at the finite point it stopped at.
     finite = jnp.all(jnp.isfinite(residual))
-    block = jnp.where(rank_deficient | ~finite | no_fit(constraints), jnp.nan, block)
+    block = jnp.where(~finite | no_fit(constraints), jnp.nan, block)
     cov = jnp.where(both_free, block, 0.0)
     stderr = jnp.sqrt(jnp.diagonal(cov))
     return Covariance(
@@ -367,12 +393,32 @@ def _row(
     )
 
 
-def _rank(jacobian: jax.Array) -> tuple[jax.Array, jax.Array]:
+def _points(
+    sigma: jax.Array, residual_fun: ResidualFun, flat_x: jax.Array, unravel: Any, args: PyTree
+) -> jax.Array:
+    """The residuals that count as data: those of finite ``sigma``."""
+    shape = jax.eval_shape(lambda: residual_fun(unravel(flat_x), *args)).shape
+    return jnp.sum(jnp.broadcast_to(jnp.isfinite(sigma), shape))
+
+
+def _variance(absolute_sigma: bool, residual: jax.Array, dof: jax.Array) -> jax.Array:
+    """``s^2 = sum(r^2) / dof`` (``inf`` for ``dof <= 0``), or 1 for ``absolute_sigma``."""
+    if absolute_sigma:
+        return jnp.ones((), residual.dtype)
+    rss = jnp.dot(residual, residual)
+    return jnp.where(dof > 0, rss / jnp.maximum(dof, 1), jnp.inf)
+
+
+def _rank(jacobian: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Numerical rank with scipy's (``curve_fit``'s) cut-off ``eps * max(m, n) * s_max``,
-    and ``s_max``."""
-    singular = jnp.linalg.svd(jacobian, compute_uv=False)
+    ``s_max``, and the pseudo-inverse of ``J^T J`` with that cut-off (scipy's
+    ``VT.T / s**2 @ VT``)."""
+    _, singular, vt = jnp.linalg.svd(jacobian, full_matrices=False)
     cutoff = jnp.finfo(jacobian.dtype).eps * max(jacobian.shape) * singular[0]
-    return jnp.sum(singular > cutoff), singular[0]
+    kept = singular > cutoff
+    inverse_square = jnp.where(kept, 1.0 / jnp.where(kept, singular, 1.0) ** 2, 0.0)
+    pseudo = (vt.T * inverse_square[None, :]) @ vt
+    return jnp.sum(kept), singular[0], pseudo
 
 
 def _inverse_normal_matrix(jacobian: jax.Array, frozen: jax.Array, scale: jax.Array) -> jax.Array:

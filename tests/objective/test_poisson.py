@@ -77,7 +77,7 @@ def maximum_likelihood(start, counts, known=None, estimator="poisson"):
 def test_poisson_fit_is_the_maximum_likelihood_with_fisher_error_bars():
     _params, counts, start = simulate(3, seed=1)
     popt, pcov, result = fixedopt.curve_fit(
-        spot, PIXELS, counts, start, batched=True, estimator="poisson", full_output=True
+        spot, PIXELS, counts, start, batched=True, estimator="poisson", result=True
     )
     assert np.all(np.asarray(result.solution.converged))
     for b in range(3):
@@ -96,7 +96,7 @@ def test_counts_of_zero_are_handled():
     assert np.mean(counts == 0) > 0.5
     popt, _, result = fixedopt.curve_fit(
         spot, PIXELS, counts, start, bounds=(1e-6, np.inf), batched=True,
-        estimator="poisson", full_output=True,
+        estimator="poisson", result=True,
     )  # fmt: skip
     assert np.all(np.asarray(result.solution.converged))
     for b in range(4):
@@ -120,7 +120,7 @@ def test_spread_of_positions_meets_the_cramer_rao_bound_and_least_squares_does_n
     spread = {}
     for estimator in ("poisson", "least_squares"):
         popt, _, result = fixedopt.curve_fit(
-            spot, PIXELS, counts, start, batched=True, estimator=estimator, full_output=True
+            spot, PIXELS, counts, start, batched=True, estimator=estimator, result=True
         )
         assert np.mean(np.asarray(result.solution.converged)) > 0.999
         error = np.asarray(popt)[:, 1:3] - params[:, 1:3]
@@ -153,7 +153,7 @@ def test_nonpositive_model_or_bad_counts_fail_their_row_only():
     counts[2, 0] = np.nan
     counts[3, 0] = -1.0
     _, _, result = fixedopt.curve_fit(
-        spot, PIXELS, counts, start, batched=True, estimator="poisson", full_output=True
+        spot, PIXELS, counts, start, batched=True, estimator="poisson", result=True
     )
     status = np.asarray(result.solution.status)
     assert status[0] == fixedopt.Status.CONVERGED
@@ -175,7 +175,7 @@ def test_poisson_in_both_dtypes(dtype):
     _params, counts, start = simulate(8, seed=7)
     popt, _, result = fixedopt.curve_fit(
         spot, PIXELS.astype(dtype), counts, start.astype(dtype), batched=True,
-        estimator="poisson", full_output=True,
+        estimator="poisson", result=True,
     )  # fmt: skip
     assert popt.dtype == dtype and np.all(np.asarray(result.solution.converged))
     reference = [maximum_likelihood(start[b], counts[b]) for b in range(2)]

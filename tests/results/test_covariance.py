@@ -239,18 +239,54 @@ def test_on_a_bound_with_an_inward_gradient_is_free_everywhere():
     assert notes == [["", ""], ["at bound", ""]]
 
 
-def test_rank_deficient_free_block_is_flagged_and_nan():
-    """``p[0] + p[1]`` enters only as a sum: not identifiable unless one is fixed."""
+def scipy_pseudo_inverse(jacobian, residual, dof):
+    """scipy's ``curve_fit`` (``least_squares`` branch): ``VT.T / s**2 @ VT`` with the
+    cut-off ``eps * max(m, n) * s_max``, times ``s^2``."""
+    _, s, vt = np.linalg.svd(jacobian, full_matrices=False)
+    kept = s > np.finfo(float).eps * max(jacobian.shape) * s[0]
+    return (vt[kept].T / s[kept] ** 2) @ vt[kept] * (residual @ residual / dof)
+
+
+def test_rank_deficient_free_block_is_scipys_pseudo_inverse():
+    """``p[0] + p[1]`` enters only as a sum: not identifiable unless one is fixed (row
+    0); the pseudo-inverse, as scipy's ``curve_fit`` with ``least_squares``."""
     t = jnp.linspace(0.0, 1.0, 10)
-    y = jnp.stack([2.0 * t + 1.0, 2.0 * t + 1.0, 2.0 * t + 1.1])
+    y = jnp.stack([2.0 * t + 1.0 + 0.01 * jnp.sin(9 * t), 2.0 * t + 1.0, 2.0 * t + 1.1])
     line = lambda p, y: (p[0] + p[1]) * t + p[2] - y
     fixed = jnp.array([[False, False, False], [False, True, False], [True, False, False]])
     x = jnp.array([[1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [0.5, 1.5, 1.1]])
     result = fixedopt.covariance(x, line, fixed, args=(y,), batched=True)
     np.testing.assert_array_equal(result.rank_deficient, [True, False, False])
-    assert np.all(np.isnan(result.stderr[0]))
+    jacobian = np.stack([t, t, np.ones_like(t)], axis=1)
+    residual = np.asarray(line(x[0], y[0]))
+    reference = scipy_pseudo_inverse(jacobian, residual, 10 - 3)
+    np.testing.assert_allclose(result.covariance[0], reference, rtol=1e-10)
     assert np.all(np.isfinite(result.covariance[1:]))
     assert result.stderr[1, 1] == 0.0 and result.stderr[2, 0] == 0.0
+    held = fixedopt.covariance(x, line, fixed, args=(y,), batched=True, pseudo_inverse=False)
+    assert np.all(np.isinf(held.covariance[0]))  # leastsq's convention: inf
+    np.testing.assert_array_equal(held.covariance[1:], result.covariance[1:])
+
+
+def test_a_parameter_the_model_ignores_keeps_the_others_error_bars():
+    """An absent peak: its amplitude 0 makes its centre's column exactly 0. The
+    pseudo-inverse gives the centre 0 variance and the other parameters the error
+    bars of the model without it, its dof counting all three (as scipy's); leastsq's
+    convention, inf."""
+    t = jnp.linspace(-2.0, 2.0, 30)
+    y = 1.5 * jnp.exp(-(t**2)) + 0.05 * jnp.cos(7 * t)
+    peaks = lambda p, y: p[0] * jnp.exp(-(t**2)) + p[1] * jnp.exp(-((t - p[2]) ** 2)) - y
+    x = jnp.array([1.5, 0.0, 1.0])
+    result = fixedopt.covariance(x, peaks, False, args=(y,))
+    reduced = fixedopt.covariance(x[:2], lambda p, y: peaks(jnp.append(p, 1.0), y), False,
+                                  args=(y,))  # fmt: skip
+    assert bool(result.rank_deficient)
+    # s^2 divides by m - 3 (scipy's m - p0.size), the reduced model's by m - 2:
+    expected = reduced.covariance * (30 - 2) / (30 - 3)
+    np.testing.assert_allclose(result.covariance[:2, :2], expected, rtol=1e-12)
+    assert np.all(result.covariance[2] == 0.0) and np.all(result.covariance[:, 2] == 0.0)
+    held = fixedopt.covariance(x, peaks, False, args=(y,), pseudo_inverse=False)
+    assert np.all(np.isinf(held.covariance))
 
 
 def test_a_row_with_empty_bounds_has_no_covariance():
