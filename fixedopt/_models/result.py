@@ -151,6 +151,17 @@ class ModelResult:
         frame["status"] = [Status(int(s)).name for s in frame["status"]]
         return frame
 
+    def eval_uncertainty(
+        self, row: int | None = None, sigma: float = 1.0, **independent: Any
+    ) -> Any:
+        """The model's confidence band, ``(m,)`` for ``row`` or ``(B, m)``: lmfit's
+        ``eval_uncertainty`` (``sigma`` standard errors, Student's t at ``nfree`` degrees
+        of freedom; needs scipy), with exact derivatives; at the fit's own independent
+        variables unless others are given."""
+        from fixedopt._models.uncertainty import eval_uncertainty
+
+        return eval_uncertainty(self, row, sigma, independent)
+
     def plot(self, row: int = 0, components: bool = True, initial: bool = False) -> Any:
         """A matplotlib figure of fit ``row``: residuals above; data, best fit and
         components below (lmfit's ``plot``)."""

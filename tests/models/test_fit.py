@@ -135,3 +135,14 @@ def test_plot_shows_the_data_fit_components_and_residuals(fits):
     assert labels == ["data", "initial fit", "best fit", "p1_", "p2_", "linear"]
     np.testing.assert_array_equal(bottom.lines[2].get_ydata(), ours.best_fit[1])
     matplotlib.pyplot.close(figure)
+
+
+def test_eval_uncertainty_equals_lmfits(fits):
+    ours, theirs = fits
+    band = ours.eval_uncertainty(sigma=2)
+    assert band.shape == ours.best_fit.shape
+    for row, reference in enumerate(theirs):
+        # lmfit's derivatives: central differences of 1e-4 standard errors
+        expected = reference.eval_uncertainty(sigma=2, dscale=1e-4)
+        np.testing.assert_allclose(band[row], expected, rtol=1e-6)
+    np.testing.assert_allclose(ours.eval_uncertainty(row=1, sigma=2), band[1], rtol=1e-12)
