@@ -25,6 +25,8 @@ from fixedopt._fixing.keep_fixed import keep_fixed as keep_fixed
 from fixedopt._fixing.keep_fixed import schedule_free_eval_params as schedule_free_eval_params
 from fixedopt._fixing.mask import fix as fix
 from fixedopt._fixing.mask import project as project
+from fixedopt._inputs.notices import OptimizeWarning as OptimizeWarning
+from fixedopt._inputs.notices import PrecisionWarning as PrecisionWarning
 from fixedopt._results.covariance import Covariance as Covariance
 from fixedopt._results.covariance import covariance as covariance
 from fixedopt._results.hessian_covariance import hessian_covariance as hessian_covariance
@@ -52,7 +54,9 @@ __all__ = [
     "KeepFixedState",
     "LevenbergMarquardt",
     "Optax",
+    "OptimizeWarning",
     "Outcome",
+    "PrecisionWarning",
     "Problem",
     "Reason",
     "Report",

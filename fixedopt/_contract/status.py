@@ -69,8 +69,9 @@ class Status(_Code):
     INFEASIBLE = (
         5,
         (
-            "The row's bounds are empty or NaN on a free entry (``lower > upper``); the "
-            "starting point is returned unchanged."
+            "The row's bounds are empty or NaN on a free entry (``lower > upper``), or "
+            "(curve_fit, traced inputs) its start lies outside them; the starting point is "
+            "returned unchanged."
         ),
     )
 

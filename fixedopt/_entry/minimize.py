@@ -15,6 +15,7 @@ from fixedopt._derivatives.differentiation import Differentiation
 from fixedopt._driver.engine import Inputs, Plan, run
 from fixedopt._driver.loop import Stopping
 from fixedopt._entry.options import Options, solve_options
+from fixedopt._inputs.notices import warn_if_float64_dropped
 from fixedopt._inputs.validate import (
     PyTree,
     batch_size,
@@ -174,6 +175,8 @@ def minimize(
     """
     solver = LBFGS() if solver is None else solver
     check_solver(solver, needs_residuals=False, caller="minimize")
+    inputs = {"x0": x0, "fixed_values": fixed_values, "bounds": bounds, "args": args}
+    warn_if_float64_dropped(inputs)
     options = solve_options(
         least_squares=False, batched=batched, args_axes=args_axes, strategy=strategy,
         differentiate=differentiate, gtol=gtol, ftol=ftol, xtol=xtol, abs_gtol=abs_gtol,
@@ -257,6 +260,8 @@ def least_squares(
     """
     solver = LevenbergMarquardt() if solver is None else solver
     check_solver(solver, needs_residuals=True, caller="least_squares")
+    inputs = {"x0": x0, "fixed_values": fixed_values, "bounds": bounds, "args": args}
+    warn_if_float64_dropped(inputs | {"sigma": sigma, "counts": counts})
     residual_fun = hashable_function(residual_fun, "residual_fun")
     data = fit_data(
         residual_fun, x0, args_tuple(args), args_axes, batched, sigma=sigma,

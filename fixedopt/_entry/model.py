@@ -78,10 +78,10 @@ def called(f: Callable[..., Any], how: str, k: int) -> str:
 def _not_traceable(f: Callable[..., Any], x: PyTree, p: jax.Array, error: Exception) -> str:
     shapes = [tuple(np.shape(leaf)) for leaf in jax.tree.leaves(x)]
     how = f"xdata of shape {shapes[0] if len(shapes) == 1 else shapes}"
-    first = str(error).strip().splitlines()[0]
+    first = str(error).strip().splitlines()[0].rstrip(".")
     return (
         f"{called(f, how, p.shape[-1])}; JAX could not trace `f`: {type(error).__name__}: "
-        f"{first} fixedopt runs `f` on JAX tracers, once per compilation, not on NumPy "
+        f"{first}. fixedopt runs `f` on JAX tracers, once per compilation, not on NumPy "
         "arrays per evaluation: write `f` with jax.numpy (import jax.numpy as jnp; jnp.exp, "
         "not np.exp), with jnp.where instead of a Python `if` on a parameter, and keep no "
         "state between calls"
