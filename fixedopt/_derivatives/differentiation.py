@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
@@ -44,6 +45,9 @@ class Differentiation(abc.ABC):
     # Whether a batch may run through lanes (a while loop whose refills are a
     # lax.cond: fixedopt._driver.lanes), which reverse mode cannot pass.
     through_lanes: ClassVar[bool]
+    # Whether the solve runs on stopped inputs and :meth:`solution` is applied after
+    # it, outside the compiled solve (a program of its own), rather than inside it.
+    rule_after_solve: ClassVar[bool]
 
     @abc.abstractmethod
     def loop(
@@ -90,6 +94,11 @@ class Differentiation(abc.ABC):
         return None
 
     @abc.abstractmethod
+    def check_captures(self, fun: Callable[..., Any], name: str) -> None:
+        """Raise a ``ValueError`` naming ``args`` if ``fun`` closes over a value being
+        differentiated that this mode cannot differentiate with respect to."""
+
+    @abc.abstractmethod
     def check_differentiable(
         self, function: Callable[..., Any], *inputs: Any, what: str, advice: str = ""
     ) -> None:
@@ -108,6 +117,19 @@ class Implicit(Differentiation):
     for ``value``). Exact at a converged solution; no iteration is differentiated. Pass
     ``differentiate=fixedopt.Implicit()`` (or ``"implicit"``).
 
+    Each row's derivative comes from that row alone. Where the free block's Hessian is
+    singular (a rank-deficient fit), ``x`` gets the minimum-norm derivative in units
+    scaled to the Hessian's diagonal (a parameter nothing depends on gets 0; see
+    :mod:`fixedopt._derivatives.implicit`); a row whose gradient or Hessian at ``x``
+    is not finite (NaN data, status ``NONFINITE``) gets 0 on its free entries,
+    ``value`` and ``grad_norm``, so that a sum over the batch stays finite. A row
+    stopped at ``MAX_STEPS`` gets the same rule at the point it reached. ``fun``
+    must not close over a value being differentiated: pass it in ``args``.
+
+    The solve itself runs on stopped inputs and the rule is a program of its own: under
+    ``jax.grad`` the solve is the plain call's compiled program (reused if it ran
+    before) and the rule compiles a Hessian, a decomposition and one backward pass.
+
     Example:
       >>> import jax, jax.numpy as jnp
       >>> import fixedopt
@@ -121,6 +143,7 @@ class Implicit(Differentiation):
     """
 
     through_lanes: ClassVar[bool] = True
+    rule_after_solve: ClassVar[bool] = True
 
     def loop(
         self,
@@ -150,6 +173,18 @@ class Implicit(Differentiation):
         """The implicit derivatives (``fixedopt._derivatives.implicit.implicit_result``)."""
         return implicit_result(problem, *found)
 
+    def check_captures(self, fun: Callable[..., Any], name: str) -> None:
+        """ValueError if ``fun`` closes over a value being differentiated (a JAX tracer
+        of ``jax.grad``, ``jax.jvp``...): the solve runs on its inputs stopped and the
+        rule differentiates with respect to ``args``, which it cannot see in a closure."""
+        captured = [where for where, value in captured_values(fun) if _differentiated(value)]
+        if captured:
+            raise ValueError(
+                f"`{name}` closes over a value that is being differentiated ({captured[0]}); "
+                "the implicit derivative of a solve reaches only its inputs: pass the value "
+                f'through `args` (`{name}(x, *args)`), or use differentiate="unroll"'
+            )
+
     def check_differentiable(
         self, function: Callable[..., Any], *inputs: Any, what: str, advice: str = ""
     ) -> None:
@@ -163,14 +198,21 @@ class Unroll(Differentiation):
     Every loop (the driver's and the line searches') becomes a ``lax.scan`` over its
     maximum trip count whose body keeps the state once the loop's condition fails: the
     same iterates, at the cost of always running to the maximum, and ``jax.grad``
-    passes through them. For comparison and for solves stopped early; it takes far more
-    time and memory than :class:`Implicit`, and a batch runs as one ``vmap`` (no lanes,
-    no ``progress``, no ``vectorized`` objective). A solver whose own code runs a
-    ``lax.while_loop`` (``fixedopt.Optax`` of ``optax.lbfgs``) raises a ``ValueError``.
-    Pass ``differentiate=fixedopt.Unroll()`` (or ``"unroll"``).
+    passes through them. For comparison and for solves stopped early; it takes far
+    more time and memory than :class:`Implicit`, and a batch runs as one ``vmap`` (no
+    lanes, no ``progress``, no ``vectorized`` objective). A solver whose own code runs
+    a ``lax.while_loop`` (``fixedopt.Optax`` of ``optax.lbfgs``) raises a
+    ``ValueError``. Pass ``differentiate=fixedopt.Unroll()`` (or ``"unroll"``).
+
+    A row whose start already meets a stopping test (or whose solve accepts no step)
+    never moves beyond rounding, so no iteration carries its derivative: it gets the
+    implicit derivative of that fixed point (:class:`Implicit`'s rule), not 0. A row
+    that took a few steps gets the derivative of those steps, which approaches the
+    fixed point's only as they converge.
     """
 
     through_lanes: ClassVar[bool] = False
+    rule_after_solve: ClassVar[bool] = False
 
     def loop(
         self,
@@ -205,12 +247,25 @@ class Unroll(Differentiation):
         return inputs
 
     def solution(self, found: Found, problem: DerivativeProblem) -> Found:
-        """``found`` unchanged: the loop's outputs carry their derivatives."""
-        return found
+        """``found``, whose loop outputs carry their derivatives; where the solve never
+        moved the row's free entries from ``problem.start`` by more than rounding, the
+        implicit derivative of that fixed point."""
+        if problem.start is None:
+            return found
+        x, start = jax.lax.stop_gradient((found[0], problem.start))
+        rounding = 16 * jnp.finfo(x.dtype).eps * jnp.maximum(jnp.abs(x), jnp.abs(start))
+        moved = jnp.any((jnp.abs(x - start) > rounding) & ~problem.fixed)
+        fixed_point = implicit_result(problem, *jax.lax.stop_gradient(found))
+        x, value, grad_norm = (jnp.where(moved, a, b) for a, b in zip(found, fixed_point))
+        return x, value, grad_norm
 
     def static_max_steps(self, max_steps: int) -> int | None:
         """``max_steps``: the driver loop is a scan of that length."""
         return max_steps
+
+    def check_captures(self, fun: Callable[..., Any], name: str) -> None:
+        """Nothing to check: the iterations carry the derivatives of what ``fun``
+        closes over."""
 
     def check_differentiable(
         self, function: Callable[..., Any], *inputs: Any, what: str, advice: str = ""
@@ -240,6 +295,40 @@ def differentiation_option(differentiate: object) -> Differentiation:
         "`differentiate` must be fixedopt.Implicit(), fixedopt.Unroll() or one of "
         f"{sorted(DIFFERENTIATIONS)}, got {describe(differentiate)}"
     )
+
+
+def captured_values(fun: Any, depth: int = 0) -> list[tuple[str, Any]]:
+    """``(where, value)`` of the array leaves ``fun`` closes over: its closure cells,
+    a ``functools.partial``'s arguments, and those of the function a wrapper holds
+    (``fun``, ``func``, ``__wrapped__``), a few levels deep."""
+    found: list[tuple[str, Any]] = []
+    if depth > 4:
+        return found
+    code = getattr(fun, "__code__", None)
+    cells = getattr(fun, "__closure__", None) or ()
+    names = code.co_freevars if code is not None else ()
+    for name, cell in zip(names, cells):
+        try:
+            contents = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        found += [(f"`{name}`", leaf) for leaf in jax.tree.leaves(contents)]
+    if isinstance(fun, functools.partial):
+        found += [("an argument of a functools.partial", leaf)
+                  for leaf in jax.tree.leaves((fun.args, fun.keywords))]  # fmt: skip
+    for attribute in ("fun", "func", "__wrapped__"):
+        inner = getattr(fun, attribute, None)
+        if callable(inner) and inner is not fun:
+            found += captured_values(inner, depth + 1)
+    return found
+
+
+def _differentiated(value: Any) -> bool:
+    """Whether ``value`` is a tracer of forward or reverse differentiation (JAX names
+    their classes ``JVPTracer`` and ``LinearizeTracer``)."""
+    if not isinstance(value, jax.core.Tracer):
+        return False
+    return any(word in type(value).__name__ for word in ("JVP", "Linearize"))
 
 
 def _has_while_loop(jaxpr: Any) -> bool:

@@ -4,14 +4,30 @@ At a solution ``x*`` of one row, the free entries satisfy ``grad_F f(x*; args,
 values) = 0``, fixed entries equal ``values`` and bound-active entries sit on their
 bound. Differentiating that system (the implicit function theorem) gives
 
-    dx_free  = -H_FF^{-1} (d grad_F f / d(args, values)) . (dargs, dvalues)
-    dx_fixed = dvalues,      dx_active = 0,
+    dx_free  = -H_FF^+ (d grad_F f / d(args, values)) . (dargs, dvalues)
+    dx_fixed = dvalues,      dx_active = 0 (or dbound),
 
-where ``H_FF`` is the Hessian on the free block. The fixed entries make the full
-Hessian singular; here the system is ``blockdiag(H_FF, I)``, which is not. It is
-solved densely for small problems and by conjugate gradients (Hessian-vector
-products) for large ones, inside ``lax.custom_linear_solve`` so that reverse mode
-transposes it. No iteration of the solver is differentiated.
+where ``H_FF`` is the Hessian on the free block. Where ``H_FF`` is nonsingular,
+``H_FF^+`` is its inverse; where it is singular (a rank-deficient fit: two parameters
+that only enter as a product or a sum, a parameter nothing depends on),
+``H_FF^+`` is its pseudo-inverse in units scaled to a unit diagonal
+(:func:`pseudo_inverse`): of all the ``dx_free`` that keep the gradient at zero to
+first order, the one of least ``|D dx_free|``, ``D^2 = |diag H_FF|``. That is the
+derivative of the solution a Levenberg–Marquardt solve with Moré's scaling (this
+library's, MINPACK's) reaches from the same start on a linear problem, since its
+steps never move along the flat directions; a parameter nothing depends on gets 0.
+The dense system (up to :data:`DENSE_UP_TO` entries) is formed and decomposed; a
+larger one is solved by conjugate gradients from 0 on Hessian-vector products (the
+minimum-norm solution of a consistent singular system).
+
+Rows never mix: each row's derivative is computed from its own data. A row whose
+gradient or free-block Hessian at its ``x`` is not finite (NaN data: its solve stopped
+``NONFINITE``) has no solution to differentiate: its free entries, ``value`` and
+``grad_norm`` get derivative 0, through selects (never ``0 * nan``), so that a loss
+that ignores such a row, or sums over the batch, stays finite; fixed entries still
+follow their fixed values. The tangent computations are rematerialized
+(``jax.checkpoint``): reverse mode keeps only the inputs of the rule and recomputes
+the rest in its backward pass, so the forward pass compiles almost nothing.
 
 :func:`implicit_result` is the whole rule for one row (``fixedopt.Implicit``): ``x``
 by the implicit function theorem, ``value`` and ``grad_norm`` differentiated at that
@@ -35,43 +51,93 @@ DENSE_UP_TO = 256  # free-block systems up to this size are solved densely
 # ``(x, fixed, values, args) -> f``: flat ``(n,)`` x, mask and values, a ``()`` result.
 RowObjective = Callable[[jax.Array, jax.Array, jax.Array, PyTree], jax.Array]
 Matvec = Callable[[jax.Array], jax.Array]
+Inverse = Callable[[jax.Array], jax.Array]  # u -> the free block's pseudo-inverse times u
 
 
-def _dense_solve(matvec: Matvec, rhs: jax.Array) -> jax.Array:
-    matrix = jax.jacfwd(matvec)(jnp.zeros_like(rhs))
-    solution: jax.Array = jnp.linalg.solve(matrix, rhs)
-    return solution
+def pseudo_inverse(hessian: jax.Array, frozen: jax.Array) -> tuple[Inverse, jax.Array]:
+    """``u -> H_FF^+ u`` on the free block of ``hessian`` (zero on ``frozen`` entries),
+    and whether it is defined (a finite ``H_FF``).
+
+    ``H_FF`` is scaled to a unit diagonal first (``D^-1 H_FF D^-1``, ``D^2 = |diag|``),
+    so that the rule does not depend on the parameters' units; eigenvalues of the
+    scaled matrix at most ``eps * n`` times the largest in magnitude count as zero (the
+    cut-off of :func:`fixedopt.hessian_covariance`). A free entry whose row of ``H_FF``
+    is zero (a parameter the objective does not depend on) gets exactly 0. Where
+    ``H_FF`` is nonsingular this is its inverse.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> hessian = jnp.array([[1.0, 2.0, 0.0], [2.0, 4.0, 0.0], [0.0, 0.0, 9.0]])
+      >>> inverse, defined = pseudo_inverse(hessian, jnp.array([False, False, True]))
+      >>> print(inverse(jnp.array([1.0, 2.0, 5.0])).round(6), bool(defined))
+      [0.5  0.25 0.  ] True
+
+    (``x0 + 2 x1 = 1``, the rank-deficient block's one equation, at the least
+    ``x0^2 + 4 x1^2``: the Euclidean minimum norm would be ``[0.2, 0.4]``.)
+    """
+    free = ~frozen[:, None] & ~frozen[None, :]
+    hessian = jnp.where(free, 0.5 * (hessian + hessian.T), 0.0)
+    frozen = frozen | jnp.all(hessian == 0.0, axis=1)  # exactly 0 where nothing depends
+    defined = jnp.all(jnp.isfinite(hessian))
+    hessian = jnp.where(defined, hessian, 0.0)  # LAPACK never sees a NaN
+    diagonal = jnp.abs(jnp.diagonal(hessian))
+    unit = jnp.sqrt(jnp.where(diagonal > 0, diagonal, 1.0))
+    eigenvalues, vectors = jnp.linalg.eigh(hessian / (unit[:, None] * unit[None, :]))
+    largest = jnp.max(jnp.abs(eigenvalues))
+    cutoff = jnp.finfo(hessian.dtype).eps * hessian.shape[0] * largest
+    kept = jnp.abs(eigenvalues) > cutoff
+    inverse_eigenvalues = jnp.where(kept, 1.0 / jnp.where(kept, eigenvalues, 1.0), 0.0)
+
+    def apply(u: jax.Array) -> jax.Array:
+        coefficients = inverse_eigenvalues * (vectors.T @ (u / unit))
+        solution: jax.Array = (vectors @ coefficients) / unit
+        return jnp.where(frozen, 0.0, solution)
+
+    return apply, defined
 
 
-def _cg_solve(matvec: Matvec, rhs: jax.Array) -> jax.Array:
-    solution: jax.Array = jax.scipy.sparse.linalg.cg(
-        matvec, rhs, tol=1e-12, maxiter=10 * rhs.shape[0]
-    )[0]
-    return solution
+def _cg_inverse(matvec: Matvec) -> Inverse:
+    """``u -> H^+ u`` by conjugate gradients from 0 (the minimum-norm solution of a
+    consistent singular system; 0 for ``u = 0``)."""
+
+    def apply(u: jax.Array) -> jax.Array:
+        solution: jax.Array = jax.scipy.sparse.linalg.cg(
+            matvec, u, tol=1e-12, maxiter=10 * u.shape[0]
+        )[0]
+        return solution
+
+    return apply
+
+
+def _gated(defined: jax.Array, tangents: PyTree) -> PyTree:
+    """``tangents`` where ``defined``, else zeros (a select: in reverse mode, a row
+    whose derivative is not defined passes back exact zeros, not ``0 * nan``)."""
+    return jax.tree.map(
+        lambda t: jnp.where(defined, t, 0.0) if jnp.issubdtype(t.dtype, jnp.inexact) else t,
+        tangents,
+    )
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
 def implicit_solution(
     objective: RowObjective,
     x_star: jax.Array,
-    fixed: jax.Array,
-    frozen: jax.Array,
+    held: jax.Array,
     values: jax.Array,
     args: PyTree,
 ) -> jax.Array:
     """``x_star``, with the implicit derivative with respect to ``values`` and ``args``.
 
     Args:
-      objective: ``(x, fixed, values, args) -> scalar``, the row objective with its
-        fixed entries read from ``values`` (not stopped: this is where their gradient
+      objective: ``(x, held, values, args) -> scalar``, the row objective with its
+        held entries read from ``values`` (not stopped: this is where their gradient
         flows). It must close over no traced value.
       x_star: the solution, ``(n,)``, not differentiated.
-      fixed: the fixed mask, ``(n,)`` bool.
-      frozen: fixed or bound-active entries at ``x_star``, ``(n,)`` bool.
-      values: the fixed values, ``(n,)``.
+      held: fixed or bound-active entries at ``x_star``, ``(n,)`` bool.
+      values: the values of the held entries, ``(n,)``.
       args: the objective's extra arguments.
     """
-    del objective, fixed, frozen, values, args
+    del objective, held, values, args
     return x_star
 
 
@@ -79,27 +145,51 @@ def implicit_solution(
 def _implicit_solution_jvp(
     objective: RowObjective, primals: Sequence[Any], tangents: Sequence[Any]
 ) -> tuple[jax.Array, jax.Array]:
-    x_star, fixed, frozen, values, args = primals
-    _, _, _, d_values, d_args = tangents
+    x_star, held, values, args = primals
+    _, _, d_values, d_args = tangents
+    # Rematerialized: reverse mode keeps only the inputs, not the linearization's
+    # intermediates (a program of their own to compile before the backward pass).
+    tangent = jax.checkpoint(functools.partial(implicit_tangent, objective))
+    return x_star, tangent(x_star, held, values, args, d_values, d_args)
+
+
+def implicit_tangent(
+    objective: RowObjective,
+    x_star: jax.Array,
+    held: jax.Array,
+    values: jax.Array,
+    args: PyTree,
+    d_values: jax.Array,
+    d_args: PyTree,
+) -> jax.Array:
+    """``dx`` at ``x_star`` for tangents ``d_values`` and ``d_args``: ``d_values`` on
+    held entries, ``-H_FF^+ (d grad_F)`` on the free block, 0 there where the gradient or
+    Hessian at ``x_star`` is not finite."""
 
     def gradient(x: jax.Array, values: jax.Array, args: PyTree) -> jax.Array:
-        grad: jax.Array = jax.grad(objective)(x, fixed, values, args)
+        grad: jax.Array = jax.grad(objective)(x, held, values, args)
         return grad
 
     def free_gradient(values: jax.Array, args: PyTree) -> jax.Array:
-        return jnp.where(frozen, 0.0, gradient(x_star, values, args))
+        return jnp.where(held, 0.0, gradient(x_star, values, args))
 
-    _, d_gradient = jax.jvp(free_gradient, (values, args), (d_values, d_args))
+    defined = jnp.all(jnp.isfinite(free_gradient(values, args)))
+    if x_star.shape[0] <= DENSE_UP_TO:
+        hessian = jax.jacfwd(lambda x: gradient(x, values, args))(x_star)
+        inverse, finite_hessian = pseudo_inverse(hessian, held)
+        defined = defined & finite_hessian
+    else:
 
-    def matvec(u: jax.Array) -> jax.Array:  # blockdiag(H_FF, I) u
-        free_u = jnp.where(frozen, 0.0, u)
-        hessian_u = jax.jvp(lambda x: gradient(x, values, args), (x_star,), (free_u,))[1]
-        return jnp.where(frozen, u, hessian_u)
+        def matvec(u: jax.Array) -> jax.Array:  # blockdiag(H_FF, I) u
+            free_u = jnp.where(held, 0.0, u)
+            product = jax.jvp(lambda x: gradient(x, values, args), (x_star,), (free_u,))[1]
+            return jnp.where(held, u, product)
 
-    solve = _dense_solve if x_star.shape[0] <= DENSE_UP_TO else _cg_solve
-    d_free = jax.lax.custom_linear_solve(matvec, -d_gradient, solve, symmetric=True)
-    d_x = jnp.where(fixed, d_values, jnp.where(frozen, 0.0, d_free))
-    return x_star, d_x
+        inverse = _cg_inverse(matvec)
+    gated = _gated(defined, (d_values, d_args))
+    d_gradient = jax.jvp(free_gradient, (values, args), gated)[1]
+    d_free = jnp.where(defined & ~held, -inverse(d_gradient), 0.0)
+    return jnp.where(held, d_values, d_free)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
@@ -123,8 +213,11 @@ def _with_derivative_jvp(
     primal, *inputs = primals
     _, *d_inputs = tangents
     d_inputs = [_float0_for_ints(a, d) for a, d in zip(inputs, d_inputs)]
-    _, tangent = jax.jvp(function, tuple(inputs), tuple(d_inputs))
-    return primal, jnp.asarray(tangent, primal.dtype)
+    defined = jnp.isfinite(primal)
+    tangent = jax.checkpoint(lambda i, d: jax.jvp(function, i, _gated(defined, d))[1])(
+        tuple(inputs), tuple(d_inputs)
+    )
+    return primal, jnp.where(defined, jnp.asarray(tangent, primal.dtype), 0.0)
 
 
 def _float0_for_ints(primal: PyTree, tangent: PyTree) -> PyTree:
@@ -151,6 +244,7 @@ class DerivativeProblem(NamedTuple):
     lower: jax.Array | None  # None without bounds
     upper: jax.Array | None
     active: jax.Array  # bool: the active set at the solution (fixedopt._fixing.mask.active_set)
+    start: jax.Array | None = None  # the solve's starting point, where a rule reads it
 
 
 def implicit_result(
@@ -165,7 +259,7 @@ def implicit_result(
     and ``grad_norm`` are differentiated as the objective and the projected
     gradient's max-norm at that ``x`` (the envelope theorem, for ``value``).
     """
-    objective, args, fixed, values, lower, upper, active = problem
+    objective, args, fixed, values, lower, upper, active, _ = problem
     has_bounds = lower is not None and upper is not None
     active_lower = active_upper = jnp.zeros_like(fixed)
     if lower is None or upper is None:
@@ -176,7 +270,7 @@ def implicit_result(
     held = fixed | active_lower | active_upper
     at_bound = jnp.where(active_lower, lower, jnp.where(active_upper, upper, 0.0))
     held_values = jnp.where(fixed, values, at_bound)
-    x = implicit_solution(objective, x, held, held, held_values, args)
+    x = implicit_solution(objective, x, held, held_values, args)
     value = with_derivative(objective, value, x, held, held_values, args)
     grad_norm_of = functools.partial(_projected_grad_norm, objective, has_bounds)
     grad_norm = with_derivative(

@@ -260,8 +260,7 @@ def _finish(objective: Objective, data: RowData, final: LoopState | LastState) -
         active = active_set(flat_x, grad, data.fixed, data.lower, data.upper)
     x, value, grad_norm = flat_x, final.value, final.grad_norm
     if not objective.differentiate.rule_after_solve:  # else: see _with_derivatives
-        moved = jnp.any((flat_x != data.x0) & ~data.fixed)
-        problem = _derivative_problem(objective, data, active)._replace(moved=moved)
+        problem = _derivative_problem(objective, data, active)._replace(start=data.x0)
         x, value, grad_norm = objective.differentiate.solution((x, value, grad_norm), problem)
     tree = objective.unravel(x)
     return tree, value, grad_norm, unravel_mask(active, tree)
