@@ -18,6 +18,7 @@ from fixedopt._models.expressions import Expression as Expression
 from fixedopt._models.expressions import parse as parse_expression
 from fixedopt._models.faddeeva import wofz as wofz
 from fixedopt._models.fit import fit as fit
+from fixedopt._models.maps import fit_xarray as fit_xarray
 from fixedopt._models.model import CompositeModel as CompositeModel
 from fixedopt._models.model import Model as Model
 from fixedopt._models.parameters import Parameter as Parameter
@@ -57,6 +58,7 @@ __all__ = [
     "StepModel",
     "VoigtModel",
     "fit",
+    "fit_xarray",
     "lineshapes",
     "parse_expression",
     "wofz",

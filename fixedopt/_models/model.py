@@ -161,6 +161,14 @@ class Model:
 
         return fit(self, data, params, weights=weights, **kwargs)
 
+    def fit_xarray(self, data: Any, params: Parameters | None = None, *, dim: str,
+                   weights: Any = None, **kwargs: Any) -> Any:  # fmt: skip
+        """Fit along ``dim`` of an ``xarray.DataArray`` at every index of its other
+        dimensions; see :func:`fixedopt.models.fit_xarray`."""
+        from fixedopt._models.maps import fit_xarray
+
+        return fit_xarray(self, data, params, dim=dim, weights=weights, **kwargs)
+
     def _combine(self, other: Model, op: str) -> CompositeModel:
         if not isinstance(other, Model):
             raise TypeError(f"a Model combines with a Model, got {type(other).__name__}")
