@@ -109,6 +109,8 @@ def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: A
     data = _data(data)
     given = {v: kwargs.pop(v) for v in model.independent_vars if v in kwargs}
     xs, x_axis = _independent(model, given, data)
+    if params is not None and not isinstance(params, Parameters):
+        raise TypeError(f"`params` must be fixedopt.models.Parameters, got {type(params).__name__}")
     params = (params or model.make_params()).copy()
     rows = params.rows()
     if rows not in (None, data.shape[0]):

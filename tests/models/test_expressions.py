@@ -92,3 +92,19 @@ def test_a_per_row_tie_is_computed_where_given_and_free_elsewhere():
     assert a == pytest.approx(basis @ data[2] / (basis @ basis), rel=1e-10)
     assert result.stderr["b"][2] == pytest.approx(result.stderr["a"][2] / 3, rel=1e-12)
     assert list(result.nvarys) == [2, 2, 1]
+
+
+def test_bad_input_to_fit_is_named():
+    model = GaussianModel()
+    x = np.linspace(-3.0, 3.0, 20)
+    data = np.ones((2, 20))
+    with pytest.raises(ValueError, match=r"`data` must have shape \(m,\) or \(B, m\)"):
+        model.fit(np.ones((2, 3, 20)), x=x)
+    with pytest.raises(TypeError, match=r"`params` must be fixedopt\.models\.Parameters"):
+        model.fit(data, {"amplitude": 1.0}, x=x)
+    with pytest.raises(ValueError, match="`weights` must broadcast"):
+        model.fit(data, weights=np.ones(7), x=x)
+    with pytest.raises(ValueError, match="3 rows"):
+        model.fit(data, model.make_params(amplitude=[1.0, 2.0, 3.0]), x=x)
+    with pytest.raises(TypeError, match=r"independent variables \['x'\]"):
+        model.fit(data)
