@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import fixedopt.testing
 from fixedopt.models import GaussianModel, Model, Parameters, parse_expression
 
 
@@ -92,6 +93,13 @@ def test_a_per_row_tie_is_computed_where_given_and_free_elsewhere():
     assert a == pytest.approx(basis @ data[2] / (basis @ basis), rel=1e-10)
     assert result.stderr["b"][2] == pytest.approx(result.stderr["a"][2] / 3, rel=1e-12)
     assert list(result.nvarys) == [2, 2, 1]
+    # a new pattern of ties and known values, same names and shapes: no new solve compiled
+    before = fixedopt.testing.compiled_solves()
+    params["b"].set(expr=["a / 3", None, None], vary=[True, False, True])
+    again = model.fit(data[::-1], params, x=x)
+    assert fixedopt.testing.compiled_solves() == before
+    assert again.best_values["b"][1] == 1.0  # known (fixed at its value)
+    assert again.best_values["b"][0] == pytest.approx(again.best_values["a"][0] / 3, rel=1e-15)
 
 
 def test_bad_input_to_fit_is_named():
