@@ -88,6 +88,20 @@ def _weights(weights: Any, data: jax.Array) -> jax.Array | None:
         ) from None
 
 
+def _options(kwargs: dict[str, Any], data: Any) -> None:
+    """Take out ``batched`` (lmfit's and fixedopt's word; a fit is always a batch here)
+    and refuse the keywords of ``least_squares`` that change what the residual means."""
+    batched = kwargs.pop("batched", None)
+    if batched is False and np.ndim(data) != 1:
+        raise ValueError(f"batched=False fits one curve: `data` must be 1-D, got {np.shape(data)}")
+    for name in ("estimator", "counts", "sigma", "vectorized"):
+        if name in kwargs:
+            raise ValueError(
+                f"`{name}` is not a keyword of Model.fit (weights=1/sigma weight the residual; "
+                "Poisson fits of a Model are not supported yet)"
+            )
+
+
 def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: Any = None,
         **kwargs: Any) -> ModelResult:  # fmt: skip
     """Fit ``model`` to each row of ``data`` (lmfit's ``Model.fit``, batched).
@@ -106,6 +120,7 @@ def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: A
     Returns:
       A :class:`fixedopt.models.ModelResult`.
     """
+    _options(kwargs, data)
     data = _data(data)
     given = {v: kwargs.pop(v) for v in model.independent_vars if v in kwargs}
     xs, x_axis = _independent(model, given, data)
