@@ -102,6 +102,7 @@ class Model:
 
     @property
     def components(self) -> tuple[Model, ...]:
+        """The models this one is made of, in order (itself, for a plain model)."""
         return (self,)
 
     def set_param_hint(self, name: str, **hint: Any) -> None:
@@ -205,10 +206,12 @@ class CompositeModel(Model):
 
     @property
     def param_names(self) -> tuple[str, ...]:
+        """The parameters of both operands, the left's first."""
         return self.left.param_names + self.right.param_names
 
     @property
     def components(self) -> tuple[Model, ...]:
+        """The plain models of both operands, in order."""
         return self.left.components + self.right.components
 
     def curve(self, values: Mapping[str, Any], independent: Mapping[str, Any]) -> jax.Array:

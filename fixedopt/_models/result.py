@@ -65,14 +65,17 @@ class ModelResult:
 
     @property
     def ndata(self) -> int:
+        """The number of data points of each fit."""
         return int(self.data.shape[1])
 
     @property
     def nvarys(self) -> np.ndarray:
+        """``(B,)``: the varied parameters of each fit (neither fixed nor tied)."""
         return np.array([len(v) for v in self.varying])
 
     @property
     def nfree(self) -> np.ndarray:
+        """``(B,)``: degrees of freedom, ``ndata - nvarys``."""
         return self.ndata - self.nvarys
 
     @property
@@ -82,6 +85,7 @@ class ModelResult:
 
     @property
     def redchi(self) -> np.ndarray:
+        """``(B,)``: the reduced chi-square, ``chisqr / nfree``."""
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.asarray(self.chisqr / self.nfree)
 
@@ -98,10 +102,12 @@ class ModelResult:
 
     @property
     def status(self) -> np.ndarray:
+        """``(B,)``: each fit's :class:`fixedopt.Status` code."""
         return np.asarray(self.solution.status)
 
     @property
     def success(self) -> np.ndarray:
+        """``(B,)``: whether each fit converged (``status == Status.CONVERGED``)."""
         return np.asarray(self.solution.converged)
 
     @property
