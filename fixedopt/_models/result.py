@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from fixedopt._contract.status import Status
@@ -116,14 +118,22 @@ class ModelResult:
         return np.asarray(self.solution.steps)
 
     def eval(self, row: int | None = None, **independent: Any) -> Any:
-        """The fitted model of each fit (or of ``row``) at new independent variables."""
-        params = self._row_params(row)
-        return self.model.eval(params, **(independent or self.independent))
+        """The fitted model of each fit (or of ``row``), at the fit's own independent
+        variables or at those given (shared by the fits)."""
+        return self._evaluate(self.model.eval, row, independent)
 
     def eval_components(self, row: int | None = None, **independent: Any) -> Any:
         """Each component of the fitted model (keyed as :meth:`Model.eval_components`)."""
-        given = independent or self.independent
-        return self.model.eval_components(self._row_params(row), **given)
+        return self._evaluate(self.model.eval_components, row, independent)
+
+    def _evaluate(self, what: Any, row: int | None, independent: dict[str, Any]) -> Any:
+        per_fit = not independent and all(np.ndim(x) == 2 for x in self.independent.values())
+        if not per_fit:
+            return what(self._row_params(row), **(independent or self.independent))
+        if row is not None:  # this fit's own x
+            return what(self._row_params(row), **{k: x[row] for k, x in self.independent.items()})
+        rows = [self._evaluate(what, r, {}) for r in range(self.data.shape[0])]
+        return jax.tree.map(lambda *a: jnp.stack(a), *rows)
 
     def _row_params(self, row: int | None) -> Parameters:
         """The best values as fixed, untied parameters (of one row, or of all)."""

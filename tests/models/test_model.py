@@ -144,3 +144,17 @@ def test_guess_of_the_other_shapes_equals_lmfits(kind):
     params, reference = ours.guess(np.stack([data, data]), x=x), theirs.guess(data, x=x)
     for name, parameter in reference.items():
         np.testing.assert_allclose(params[name].value, parameter.value, rtol=1e-10, err_msg=name)
+
+
+def test_each_fit_may_have_its_own_x():
+    x = np.stack([np.linspace(0.0, 1.0, 10), np.linspace(2.0, 5.0, 10)])
+    rng = np.random.default_rng(4)
+    data = np.stack([2.0 * x[0] + 1.0, -x[1] + 3.0]) + rng.normal(0, 0.01, (2, 10))
+    model = models.LinearModel()
+    result = model.fit(data, model.make_params(slope=0.0, intercept=0.0), x=x)
+    for row in range(2):
+        slope, intercept = np.polyfit(x[row], data[row], 1)
+        assert result.best_values["slope"][row] == pytest.approx(slope, rel=1e-9)
+        assert result.best_values["intercept"][row] == pytest.approx(intercept, rel=1e-9)
+        np.testing.assert_allclose(result.eval(row=row), result.best_fit[row], rtol=1e-12)
+    np.testing.assert_allclose(result.eval(), result.best_fit, rtol=1e-12)
