@@ -211,6 +211,8 @@ def least_squares(
     sigma: ArrayLike | None = None,
     estimator: str = "least_squares",
     counts: ArrayLike | None = None,
+    max_nfev: int | None = None,
+    x_scale: str | None = None,
 ) -> Solution:
     """Minimize ``0.5 * sum(residual_fun(x, *args) ** 2)`` with fixed entries pinned.
 
@@ -226,6 +228,12 @@ def least_squares(
     ``0.5 * sum(f_scale**2 * rho((residuals / f_scale)**2))`` (that is
     ``Solution.value``), minimized by the same solvers on scipy's rescaled residuals
     and Jacobian (see ``fixedopt._objective.losses``).
+
+    ``max_nfev`` is scipy's name for the iteration limit (``max_steps``: each
+    iteration evaluates the residuals and their Jacobian once); ``x_scale`` accepts
+    scipy's ``"jac"`` only, which is what Levenberg–Marquardt does (its steps are
+    scaled by the Jacobian's column norms). ``docs/scipy.md`` lists the differences
+    from ``scipy.optimize.least_squares``.
 
     ``sigma`` (the standard deviation of each residual) fits the weighted residuals
     ``residual_fun(x, *args) / sigma``, as ``scipy.optimize.curve_fit``'s 1-D
@@ -263,6 +271,7 @@ def least_squares(
     inputs = {"x0": x0, "fixed_values": fixed_values, "bounds": bounds, "args": args}
     warn_if_float64_dropped(inputs | {"sigma": sigma, "counts": counts})
     residual_fun = hashable_function(residual_fun, "residual_fun")
+    max_steps = _scipy_names(max_steps, max_nfev, x_scale)
     data = fit_data(
         residual_fun, x0, args_tuple(args), args_axes, batched, sigma=sigma,
         estimator=estimator, counts=counts, loss=loss, f_scale=f_scale,
@@ -275,6 +284,20 @@ def least_squares(
         lanes=lanes, progress=progress, vectorized=vectorized,
     )  # fmt: skip
     return _solve(residual_fun, x0, fixed, fixed_values, bounds, solver, args, options)
+
+
+def _scipy_names(max_steps: int, max_nfev: int | None, x_scale: str | None) -> int:
+    """``max_steps`` given as scipy's ``max_nfev``; ``x_scale`` checked."""
+    if not (x_scale is None or (isinstance(x_scale, str) and x_scale == "jac")):
+        raise ValueError(
+            f"`x_scale` must be 'jac' (or None), got {x_scale!r}: Levenberg-Marquardt scales "
+            "the parameters by the Jacobian's column norms (scipy's x_scale='jac')"
+        )
+    if max_nfev is None:
+        return max_steps
+    if max_steps != 1000:
+        raise ValueError("give one of `max_steps` and `max_nfev` (the same limit)")
+    return max_nfev
 
 
 def _solve(

@@ -7,6 +7,7 @@ fix parameters). Costs follow scipy's convention, ``0.5 * sum(r**2)``.
 """
 
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -216,3 +217,21 @@ def test_pytree_parameters_and_2d_residuals_match_the_flat_problem():
     np.testing.assert_array_equal(bits(x)[fixed], bits(x0)[fixed])
     np.testing.assert_allclose(np.asarray(solution.value), np.asarray(flat.value), rtol=1e-10)
     np.testing.assert_allclose(x, np.asarray(flat.x), atol=1e-8)
+
+
+def test_scipy_names_max_nfev_and_x_scale():
+    """``max_nfev`` is ``max_steps`` by scipy's name; ``x_scale`` is ``"jac"`` or refused."""
+    residual = lambda p: jnp.array([p[0] ** 2 - 2.0, p[1] - 1.0, p[0] * p[1] - 1.5])
+    x0 = jnp.array([3.0, 0.0])
+    by_scipy = fixedopt.least_squares(residual, x0, False, max_nfev=2, x_scale="jac")
+    by_ours = fixedopt.least_squares(residual, x0, False, max_steps=2)
+    assert int(by_scipy.steps) == 2 and by_scipy.status == fixedopt.Status.MAX_STEPS
+    np.testing.assert_array_equal(by_scipy.x, by_ours.x)
+    message = (
+        "`x_scale` must be 'jac' (or None), got 2.0: Levenberg-Marquardt scales the "
+        "parameters by the Jacobian's column norms (scipy's x_scale='jac')"
+    )
+    with pytest.raises(ValueError, match="^" + re.escape(message) + "$"):
+        fixedopt.least_squares(residual, x0, False, x_scale=2.0)
+    with pytest.raises(ValueError, match=re.escape("give one of `max_steps` and `max_nfev`")):
+        fixedopt.least_squares(residual, x0, False, max_steps=5, max_nfev=3)
