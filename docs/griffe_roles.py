@@ -11,8 +11,9 @@ Sphinx roles in the docstrings become cross-references.
 The docstrings name other objects as ``:func:`fixedopt.minimize``` or, inside the
 package, ``:class:`Status```. Each role that names a public object (a name of
 ``fixedopt.__all__``, or an attribute of one) becomes an mkdocstrings cross-reference,
-so the site links it; a role naming a private helper of the docstring's own module is
-shown as code. Any other role (a typo, a removed name) stays a cross-reference to
+so the site links it; a role naming a private helper of the docstring's own module, or
+an existing private module or object (``fixedopt._derivatives.implicit``), is shown as
+code. Any other role (a typo, a removed name) stays a cross-reference to
 ``fixedopt.<target>``, which does not exist: the strict build fails on it.
 """
 
@@ -67,7 +68,21 @@ def identifier(target: str, module: str) -> str | None:
         return "fixedopt." + ".".join(path if documented else path[:-1])
     if not target.startswith("fixedopt.") and _lookup(importlib.import_module(module), path):
         return None  # a private helper of the same module
+    if target.startswith("fixedopt._") and _exists(target):
+        return None  # a private module or object: named, not documented
     return f"fixedopt.{'.'.join(path)}"  # no such object: strict build fails
+
+
+def _exists(dotted: str) -> bool:
+    """Whether ``dotted`` names a module, or an attribute path below one."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        return _lookup(found, parts[cut:]) is not None
+    return False
 
 
 class SphinxRoles(griffe.Extension):
