@@ -393,14 +393,34 @@ class GaussNewton(_LeastSquaresSolver[GaussNewtonState]):
 
     The step solves the normal equations on the free block with a tiny relative
     regularization (``regularization * diag(J^T J)``), so a rank-deficient free
-    block still gives a descent direction; the line search makes it globally
+    block still gives a descent direction (in float64: the default ridge is below
+    float32's rounding, and there such a block, fewer residuals than free parameters
+    say, stops NONFINITE at its first step); the line search makes it globally
     convergent on problems with small residuals. Convergence follows MINPACK's tests
     (see :class:`fixedopt.Reason`).
+
+    A row whose accepted step changed ``f`` by rounding only, to a point where the
+    step's secant predicts no more than rounding still to gain (``10 eps |f|``),
+    stops CONVERGED (``PRECISION``). Where the residuals' own curvature dominates
+    ``J^T J`` at a minimum with a non-zero residual (one residual, or a Jacobian that
+    turns singular there), the Gauss–Newton step is far too long and no MINPACK test
+    holds (each step predicts the whole residual away): such a row ran to
+    ``max_steps`` at its minimum before this stop. Gauss–Newton converges linearly
+    at best on such problems; Levenberg–Marquardt is the solver for them.
 
     Args:
       regularization: relative ridge added to ``diag(J^T J)``.
       max_linesearch_steps: trials per line search before the row stops with
         ``Status.LINESEARCH_FAILED``.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> import fixedopt
+      >>> residuals = lambda x: jnp.array([x[0] ** 2 + 1.0])  # minimum 1 at x = 0
+      >>> sol = fixedopt.least_squares(residuals, jnp.array([0.7]), jnp.array([False]),
+      ...                              solver=fixedopt.GaussNewton())
+      >>> fixedopt.Status(int(sol.status)).name, fixedopt.Reason(int(sol.reason)).name
+      ('CONVERGED', 'PRECISION')
     """
 
     regularization: float = 1e-10
@@ -436,5 +456,31 @@ class GaussNewton(_LeastSquaresSolver[GaussNewtonState]):
         predicted, relative_step = gauss_newton_model(
             problem, x, grad, curvature, direction, column_norms_squared(problem, state.jacobian)
         )
-        model = (jnp.maximum(predicted, 0.0), relative_step)
-        return step_from_search(search, new_state, *model)
+        step = step_from_search(search, new_state, jnp.maximum(predicted, 0.0), relative_step)
+        # An accepted step within rounding of f, to a point where the step's secant
+        # predicts no more than rounding to gain: stop (the driver's PRECISION test
+        # reads the gain); else go on, as the slope may still show progress.
+        gain = _secant_gain(problem, x, grad, search.x, search.grad)
+        stationary = gain <= _EPS_FACTOR * _eps(value) * jnp.abs(search.value)
+        stop = search.accepted & search.flat & stationary
+        outcome = jnp.where(stop, Outcome.ACCEPT_AND_STOP, step.outcome).astype(jnp.int32)
+        return step._replace(outcome=outcome, predicted=jnp.where(stop, gain, step.predicted))
+
+
+def _secant_gain(
+    problem: Problem, x: jax.Array, grad: jax.Array, end: jax.Array, end_grad: jax.Array
+) -> jax.Array:
+    """The reduction still to gain at ``end``, reached from ``x`` by a step ``s``, as the
+    secant of the step predicts it: ``|g|^2 s.y / (2 y.y)`` with ``g`` the gradient at
+    ``end`` and ``y`` the change of the gradient (the true curvature along the step,
+    not the Gauss–Newton model's); infinite where ``s.y <= 0`` (no positive curvature).
+    The model's own prediction is of no use to a row that stopped progressing: where
+    the residuals' curvature dominates ``J^T J`` (one residual at a non-zero minimum,
+    where ``J`` vanishes), every full step predicts the whole residual away."""
+    s = problem.free_part(end - x)
+    y = problem.free_part(end_grad - grad)
+    sy, yy = reduce.dot(s, y), reduce.dot(y, y)
+    squared = reduce.dot(problem.free_part(end_grad), problem.free_part(end_grad))
+    positive = (sy > 0) & (yy > 0)
+    gain = 0.5 * squared * sy / jnp.where(positive, yy, 1.0)
+    return jnp.where(positive & jnp.isfinite(gain), gain, jnp.inf)
