@@ -43,11 +43,18 @@ def warn_if_not_estimated(pcov: jax.Array) -> None:
 
 
 def ier_and_message(solution: Solution, method: str) -> tuple[Any, Any]:
-    """scipy's ``ier`` and ``mesg`` of each fit (an int and a str for one fit)."""
-    status = np.asarray(solution.status)
-    reason = np.asarray(solution.reason)
+    """scipy's ``ier`` and ``mesg`` of each fit (an int and a str for one fit). Under
+    ``jit`` (a traced status) ``ier`` is an array and ``mesg`` None."""
     converged, failed = (_LM, _LM_FAILED) if method == "lm" else (_TRF, _TRF_FAILED)
     other = 0 if method == "lm" else -1
+    status = concrete_or_none(solution.status)
+    if status is None:
+        by_reason = jnp.array([converged.get(r, 1) for r in Reason])
+        by_status = jnp.array([failed.get(s, other) for s in Status])
+        ier = jnp.where(solution.status == Status.CONVERGED, by_reason[solution.reason],
+                        by_status[solution.status])  # fmt: skip
+        return ier, None
+    reason = np.asarray(solution.reason)
 
     def one(code: int, why: int) -> tuple[int, str]:
         state = Status(int(code))
@@ -78,7 +85,7 @@ def infodict(
     batched = axes is not None
     sigma_axis = None if sigma is None or not batched else 0
     fvec, r, qtf = _at_solution(residual, batched, axes, sigma_axis, solution.x, args, sigma)
-    info: dict[str, Any] = {"nfev": np.asarray(solution.steps) + 1, "fvec": fvec}
+    info: dict[str, Any] = {"nfev": solution.steps + 1, "fvec": fvec}
     if method == "lm":
         m = fvec.shape[-1]
         padding = [(0, 0)] * (r.ndim - 1) + [(0, max(m - r.shape[-1], 0))]

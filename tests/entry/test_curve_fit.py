@@ -8,6 +8,7 @@ of the negative log-likelihood, and the Fisher information ``J^T diag(1/mu) J``
 computed here from the true parameters.
 """
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -348,3 +349,25 @@ def test_a_poisson_fit_with_a_nan_count_has_no_error_bars():
     assert np.asarray(result.solution.status)[1] == fixedopt.Status.NONFINITE
     assert np.all(np.isnan(pcov[1][np.ix_(~fixed, ~fixed)]))
     assert np.all(pcov[1][fixed] == 0) and np.all(np.isfinite(pcov[[0, 2]]))
+
+
+def test_full_output_is_scipys_per_fit_and_works_under_jit():
+    f, t, y, _, start, _ = simulate("exponential", 3, seed=5)
+    popt, _, info, mesg, ier = fixedopt.curve_fit(f, t, y, start, batched=True,
+                                                     full_output=True)  # fmt: skip
+    assert ier.shape == (3,) and set(ier.tolist()) <= {1, 2, 3, 4}
+    assert len(mesg) == 3 and all(m.startswith("CONVERGED (") for m in mesg)
+    assert info["fvec"].shape == (3, 40) and info["fjac"].shape == (3, 3, 40)
+    assert info["qtf"].shape == (3, 3) and info["ipvt"].tolist() == [[1, 2, 3]] * 3
+    residual = np.asarray(jax.vmap(lambda p, y: f(t, *p) - y)(popt, y))
+    np.testing.assert_allclose(info["fvec"], residual, rtol=1e-12, atol=1e-15)
+    # R^T R = J^T J at popt: fjac holds R as scipy's leastsq reads it (triu(fjac.T[:k]))
+    r = np.triu(np.swapaxes(np.asarray(info["fjac"]), 1, 2)[:, :3])
+    jacobian = np.asarray(jax.vmap(jax.jacfwd(lambda p: f(t, *p)))(popt))
+    np.testing.assert_allclose(r.transpose(0, 2, 1) @ r, jacobian.transpose(0, 2, 1) @ jacobian,
+                               rtol=1e-10)  # fmt: skip
+    traced = jax.jit(lambda y: fixedopt.curve_fit(f, t, y, start, batched=True,
+                                                  full_output=True)[4])(y)  # fmt: skip
+    np.testing.assert_array_equal(traced, ier)
+    one = fixedopt.curve_fit(f, t, y[0], start[0], full_output=True)
+    assert isinstance(one[3], str) and isinstance(one[4], int) and one[4] in (1, 2, 3, 4)
