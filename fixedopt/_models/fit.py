@@ -36,7 +36,7 @@ class _Residual:
     tied: bool  # per-fit ties: the tie codes are an argument
 
     def curve(self, p: jax.Array, x: tuple[jax.Array, ...], codes: jax.Array | None) -> jax.Array:
-        values = self.plan.values(p, codes)
+        values = self.plan.values(p, codes, self.plan.required(self.model.param_names))
         return self.model.curve(values, dict(zip(self.independent, x)))
 
     def __call__(self, p: jax.Array, x: Any, data: jax.Array, *extra: jax.Array) -> jax.Array:

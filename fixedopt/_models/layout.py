@@ -41,10 +41,15 @@ class Layout:
     vector: tuple[str, ...]
     ties: tuple[Tie, ...]
 
-    def values(self, p: jax.Array, codes: jax.Array | None) -> dict[str, jax.Array]:
-        """Every parameter's value for ONE fit, from its vector ``p`` and tie codes."""
+    def values(
+        self, p: jax.Array, codes: jax.Array | None, only: frozenset[str] | None = None
+    ) -> dict[str, jax.Array]:
+        """Every parameter's value for ONE fit, from its vector ``p`` and tie codes (of
+        the ties in ``only``, where given: the curve needs no derived ``fwhm``)."""
         values: dict[str, jax.Array] = {name: p[i] for i, name in enumerate(self.vector)}
         for tie in self.ties:
+            if only is not None and tie.name not in only:
+                continue
             tied = [jnp.asarray(e(values), p.dtype) for e in tie.expressions]
             if tie.column is None or codes is None:
                 values[tie.name] = tied[0]
@@ -52,6 +57,14 @@ class Layout:
                 code, own = codes[tie.column], values[tie.name]
                 values[tie.name] = jnp.select([code == j + 1 for j in range(len(tied))], tied, own)
         return values
+
+    def required(self, names: tuple[str, ...]) -> frozenset[str]:
+        """``names`` and every parameter their ties read, directly or not."""
+        need = set(names)
+        for tie in reversed(self.ties):  # each tie comes after those it reads
+            if tie.name in need:
+                need.update(*(e.names for e in tie.expressions))
+        return frozenset(need)
 
     def all_values(self, p: jax.Array, codes: jax.Array | None) -> jax.Array:
         """:meth:`values` as one array, in the order of ``names``."""
