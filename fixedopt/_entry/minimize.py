@@ -14,6 +14,8 @@ from fixedopt._contract.solver import Solver
 from fixedopt._derivatives.differentiation import Differentiation
 from fixedopt._driver.engine import Inputs, Plan, run
 from fixedopt._driver.loop import Stopping
+from fixedopt._entry.fit_keywords import jacobian
+from fixedopt._entry.model import WithJacobian
 from fixedopt._entry.options import Options, solve_options
 from fixedopt._inputs.notices import warn_if_float64_dropped
 from fixedopt._inputs.validate import (
@@ -213,6 +215,7 @@ def least_squares(
     counts: ArrayLike | None = None,
     max_nfev: int | None = None,
     x_scale: str | None = None,
+    jac: Callable[..., Any] | str | None = None,
 ) -> Solution:
     """Minimize ``0.5 * sum(residual_fun(x, *args) ** 2)`` with fixed entries pinned.
 
@@ -232,8 +235,11 @@ def least_squares(
     ``max_nfev`` is scipy's name for the iteration limit (``max_steps``: each
     iteration evaluates the residuals and their Jacobian once); ``x_scale`` accepts
     scipy's ``"jac"`` only, which is what Levenberg–Marquardt does (its steps are
-    scaled by the Jacobian's column norms). ``docs/scipy.md`` lists the differences
-    from ``scipy.optimize.least_squares``.
+    scaled by the Jacobian's column norms). ``jac``, as scipy's: a callable
+    ``jac(x, *args) -> (m, n)``, the Jacobian of the residuals in ``x`` (a 1-D array
+    per row; traceable by JAX), or None or a finite-difference scheme (``"2-point"``,
+    ``"3-point"``, ``"cs"``): JAX's exact derivative. ``docs/scipy.md`` lists the
+    differences from ``scipy.optimize.least_squares``.
 
     ``sigma`` (the standard deviation of each residual) fits the weighted residuals
     ``residual_fun(x, *args) / sigma``, as ``scipy.optimize.curve_fit``'s 1-D
@@ -272,6 +278,7 @@ def least_squares(
     warn_if_float64_dropped(inputs | {"sigma": sigma, "counts": counts})
     residual_fun = hashable_function(residual_fun, "residual_fun")
     max_steps = _scipy_names(max_steps, max_nfev, x_scale)
+    residual_fun = _with_jac(residual_fun, jac, x0)
     data = fit_data(
         residual_fun, x0, args_tuple(args), args_axes, batched, sigma=sigma,
         estimator=estimator, counts=counts, loss=loss, f_scale=f_scale,
@@ -298,6 +305,16 @@ def _scipy_names(max_steps: int, max_nfev: int | None, x_scale: str | None) -> i
     if max_steps != 1000:
         raise ValueError("give one of `max_steps` and `max_nfev` (the same limit)")
     return max_nfev
+
+
+def _with_jac(fun: Callable[..., Any], jac: Any, x0: Any) -> Callable[..., Any]:
+    """``fun`` with the Jacobian ``jac`` (scipy's ``jac``), or ``fun``."""
+    jac = jacobian(jac, "trf")
+    if jac is None:
+        return fun
+    if not (hasattr(x0, "shape") and len(x0.shape) in (1, 2)):
+        raise TypeError("`jac` needs `x0` to be one array (n,) per row, not a tree")
+    return WithJacobian(fun, hashable_function(jac, "jac"))
 
 
 def _solve(

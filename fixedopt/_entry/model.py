@@ -175,3 +175,36 @@ def shape_mistake(shape: tuple[int, ...], y_shape: tuple[int, ...]) -> str | Non
         "shortens the curve by one; a grid other than xdata gives another length); return "
         "one value per data point"
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class WithJacobian:
+    """``residual_fun(x, *args)`` whose derivative in ``x`` (a 1-D array) is
+    ``jac(x, *args) -> (m, n)``, scipy's ``least_squares(jac=callable)``; its
+    derivative in ``args`` stays JAX's."""
+
+    fun: Callable[..., Any]
+    jac: Callable[..., Any]
+
+    def __call__(self, x: jax.Array, *args: Any) -> jax.Array:
+        fun, jac = self.fun, self.jac
+
+        def plain(x: jax.Array, args: tuple[Any, ...]) -> jax.Array:
+            return jnp.asarray(fun(x, *args))
+
+        residual = jax.custom_jvp(plain)
+
+        @residual.defjvp
+        def rule(primals: Any, tangents: Any) -> tuple[jax.Array, jax.Array]:
+            (x, args), (dx, dargs) = primals, tangents
+            out, from_args = jax.jvp(lambda a: plain(x, a), (args,), (dargs,))
+            matrix = jnp.asarray(jac(x, *args), out.dtype)
+            if matrix.size != out.size * x.size:
+                raise ValueError(
+                    f"`jac` must return one row per residual and one column per entry of "
+                    f"x, shape {(out.size, x.size)}, got shape {tuple(matrix.shape)}"
+                )
+            return out, from_args + matrix.reshape((*out.shape, x.size)) @ jnp.ravel(dx)
+
+        out: jax.Array = residual(x, args)
+        return out

@@ -235,3 +235,24 @@ def test_scipy_names_max_nfev_and_x_scale():
         fixedopt.least_squares(residual, x0, False, x_scale=2.0)
     with pytest.raises(ValueError, match=re.escape("give one of `max_steps` and `max_nfev`")):
         fixedopt.least_squares(residual, x0, False, max_steps=5, max_nfev=3)
+
+
+def test_jac_is_scipys_callable_jacobian_per_row():
+    """A callable ``jac`` gives the derivative the solver uses (one whose column for
+    x[1] is 0 never moves x[1]); the true one gives scipy's optimum, per row."""
+    t = jnp.linspace(0.0, 1.0, 8)
+    y = jnp.stack([2.0 * jnp.exp(-1.5 * t), 1.0 * jnp.exp(-0.5 * t)])
+    residual = lambda p, y: p[0] * jnp.exp(-p[1] * t) - y
+
+    def jac(p, y):
+        e = jnp.exp(-p[1] * t)
+        return jnp.stack([e, -p[0] * t * e], axis=1)
+
+    x0 = jnp.ones((2, 2))
+    sol = fixedopt.least_squares(residual, x0, False, args=(y,), batched=True, jac=jac)
+    np.testing.assert_allclose(sol.x, [[2.0, 1.5], [1.0, 0.5]], rtol=1e-10)
+    blind = lambda p, y: jac(p, y) * jnp.array([[1.0, 0.0]])
+    held = fixedopt.least_squares(residual, x0, False, args=(y,), batched=True, jac=blind)
+    np.testing.assert_array_equal(held.x[:, 1], x0[:, 1])
+    same = fixedopt.least_squares(residual, x0, False, args=(y,), batched=True, jac="3-point")
+    np.testing.assert_allclose(same.x, sol.x, rtol=1e-10)
