@@ -51,7 +51,7 @@ API_TOPICS = {
     "Results": ("Solution", "Status", "Reason", "CurveFit", "covariance", "hessian_covariance",
                 "Covariance", "report", "Report", "to_records", "to_dataframe"),
     "Fixing components": ("fix", "project", "keep_fixed", "KeepFixedState", "apply_updates",
-                          "mask_from"),
+                          "schedule_free_eval_params", "mask_from"),
     "Solvers": ("LBFGS", "LevenbergMarquardt", "GaussNewton", "GradientDescent", "Optax"),
     "Differentiation": ("Implicit", "Unroll"),
     "Writing a solver": ("Solver", "Problem", "Step", "StepContext", "Outcome", "Certificate"),
@@ -176,11 +176,27 @@ def summary_table(names, module) -> str:
     return "\n".join(["| name | what it does |", "|---|---|", *rows])
 
 
+# A table of an enumeration's codes and their ``message``: ``<!-- codes: Status -->``.
+CODES_TABLE = re.compile(r"^<!-- codes: (\w+) -->$", re.M)
+
+
+def codes_table(codes) -> str:
+    """A table of the members of ``codes`` (``fixedopt.Status``) and their messages."""
+    rows = [f"| `{code.name}` | {ROLE_OR_LITERAL.sub(_code, code.message)} |" for code in codes]
+    return "\n".join([f"| `{codes.__name__}` | meaning |", "|---|---|", *rows])
+
+
+def _code(match: re.Match) -> str:
+    return f"`{match.group(1) or match.group(2)}`"
+
+
 def on_page_markdown(markdown, page, config, files):
-    """Fill each ``<!-- api: ... -->`` table of a guide page from the docstrings."""
+    """Fill each ``<!-- api: ... -->`` and ``<!-- codes: ... -->`` table of a guide page
+    from the docstrings and the codes' messages."""
     import fixedopt
 
-    return SUMMARY_TABLE.sub(lambda m: summary_table(m.group(1).split(), fixedopt), markdown)
+    markdown = SUMMARY_TABLE.sub(lambda m: summary_table(m.group(1).split(), fixedopt), markdown)
+    return CODES_TABLE.sub(lambda m: codes_table(getattr(fixedopt, m.group(1))), markdown)
 
 
 # A code block or inline code of the rendered HTML (where ``>>>`` belongs).

@@ -73,6 +73,9 @@ def test_site_builds_strict_and_offline(tmp_path):
     assert api.count('<span class="gp">&gt;&gt;&gt; </span>') >= 40, "highlighted as pycon"
     fixing = (site / "fixing.html").read_text()
     assert fixedopt.keep_fixed.__doc__.split("\n")[0] in fixing, "tables from the docstrings"
+    solvers = (site / "solvers.html").read_text()
+    assert all(f"<code>{status.name}</code>" in solvers for status in fixedopt.Status)
+    assert "<!--" not in fixing + solvers, "every table marker was filled"
     for page in hooks.GUIDE.values():
         if (ROOT / "docs" / page).exists():
             assert (site / page.replace(".md", ".html")).exists(), f"{page} not on the site"
