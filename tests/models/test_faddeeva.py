@@ -63,3 +63,10 @@ def test_wofz_is_differentiable_and_vmaps():
     h = 1e-6  # and the finite differences of scipy's values
     fd = (scipy.special.wofz(z + h) - scipy.special.wofz(z - h)).real / (2 * h)
     np.testing.assert_allclose(dx, fd, rtol=1e-7, atol=1e-9)
+
+
+def test_below_the_real_axis_wofz_reflects():
+    rng = np.random.default_rng(2)
+    z = rng.uniform(-3.0, 3.0, 200) - 1j * rng.uniform(0.0, 3.0, 200)
+    got = np.asarray(jitted_wofz(jnp.asarray(z)))
+    np.testing.assert_allclose(got, scipy.special.wofz(z), rtol=1e-12)
