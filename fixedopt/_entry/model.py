@@ -134,7 +134,14 @@ def output_shape(
         ) from None
     except ValueError:  # no signature to read (a builtin): let the call decide
         pass
-    out = jax.eval_shape(model, x, p)
+    try:
+        out = jax.eval_shape(model, x, p)
+    except TypeError as error:
+        if not isinstance(error.__cause__, TRACING_ERRORS):
+            raise
+        # Raised again out here, so that JAX's note on its own frames does not follow it.
+        message = str(error).split("\n--------------------")[0]
+        raise TypeError(message) from error.__cause__
     shape = tuple(out.shape)
     problem = shape_mistake(shape, y_shape)
     if problem:

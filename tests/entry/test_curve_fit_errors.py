@@ -96,7 +96,7 @@ def test_a_numpy_model_names_the_function_and_says_to_use_jax_numpy():
         "evaluation: write `f` with jax.numpy (import jax.numpy as jnp; jnp.exp, not np.exp), "
         "with jnp.where instead of a Python `if` on a parameter, and keep no state between calls"
     )
-    with pytest.raises(TypeError, match=re.escape(message) + ".*" + re.escape(fix)):
+    with pytest.raises(TypeError, match="^" + re.escape(message) + ".*" + re.escape(fix) + "$"):
         fixedopt.curve_fit(numpy_decay, T, Y)
 
 
