@@ -56,6 +56,7 @@ API_TOPICS = {
     "Differentiation": ("Implicit", "Unroll"),
     "Writing a solver": ("Solver", "Problem", "Step", "StepContext", "Outcome", "Certificate"),
     "Compilation": ("compiler_options",),
+    "Warnings": ("PrecisionWarning", "OptimizeWarning"),
 }  # fmt: skip
 
 
