@@ -15,7 +15,6 @@ caller's own ``jit``, ``vmap``, ``grad`` or ``scan`` is compiled by the caller's
 from __future__ import annotations
 
 import functools
-import threading
 from typing import Any
 
 import jax
@@ -23,6 +22,7 @@ import jax.extend.core
 import numpy as np
 
 from fixedopt._contract.solver import Solver
+from fixedopt._numerics.trace_state import at_top_level
 from fixedopt._objective.arguments import check_is_solver
 
 CPU_OPTIONS: dict[str, Any] = {"xla_cpu_use_fusion_emitters": False}
@@ -62,25 +62,6 @@ def takes_options(solver: Solver[Any], backend: str) -> bool:
     :data:`CPU_OPTIONS`: where :func:`compiler_options` gives them and nothing traces
     around the call (jit refuses options on a nested program)."""
     return bool(compiler_options(solver, backend)) and at_top_level()
-
-
-def at_top_level() -> bool:
-    """Whether nothing traces around this call: a ``jit`` called here is compiled on
-    its own, not staged into an outer program."""
-    here: bool = jax.extend.core.get_opaque_trace_state() == _top_level_state()
-    return here
-
-
-@functools.cache
-def _top_level_state() -> Any:
-    """The trace state of a call with no transformation around it: read in a new
-    thread (the trace state is per thread), so that it is right wherever it is first
-    asked for, even inside a ``jit`` (where fixedopt may have been imported)."""
-    found: list[Any] = []
-    reader = threading.Thread(target=lambda: found.append(jax.extend.core.get_opaque_trace_state()))
-    reader.start()
-    reader.join()
-    return found[0]
 
 
 @functools.cache

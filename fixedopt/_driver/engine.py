@@ -16,13 +16,14 @@ from fixedopt._contract.solver import Solver
 from fixedopt._contract.status import Status
 from fixedopt._derivatives.differentiation import IMPLICIT, Differentiation, captured_values
 from fixedopt._derivatives.implicit import DerivativeProblem
-from fixedopt._driver import buckets, cache, compiler
+from fixedopt._driver import cache, compiler
 from fixedopt._driver.lanes import LastState, iterate_lanes
 from fixedopt._driver.loop import LoopState, Stopping, iterate
 from fixedopt._driver.progress import Progress
 from fixedopt._fixing.mask import active_set, unravel_mask
 from fixedopt._inputs.validate import Bounds, PyTree
-from fixedopt._numerics import reduce
+from fixedopt._numerics import buckets, reduce
+from fixedopt._numerics.trace_state import at_top_level
 from fixedopt._objective.call_note import name_of
 from fixedopt._objective.losses import Loss
 from fixedopt._objective.problem import (
@@ -72,10 +73,10 @@ def run(
     the XLA options of :mod:`fixedopt._driver.compiler` where they apply (a
     least-squares solver called at the top level on the CPU), else without; masks and
     values are data, and so is the batch size within its bucket
-    (:mod:`fixedopt._driver.buckets`). The first solve of a process turns on the
+    (:mod:`fixedopt._numerics.buckets`). The first solve of a process turns on the
     persistent compilation cache (:mod:`fixedopt._driver.cache`)."""
     cache.use_default_cache()
-    if plan.differentiate.rule_after_solve and not compiler.at_top_level():
+    if plan.differentiate.rule_after_solve and not at_top_level():
         return _solve_then_differentiate(fun, solver, plan, inputs, stopping)
     return _run_compiled(fun, solver, plan, inputs, stopping)
 
@@ -93,7 +94,7 @@ def _solve_then_differentiate(
     if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
         solution = _run_compiled(fun, solver, plan, stopped, stopping)
     else:
-        with jax.ensure_compile_time_eval():
+        with jax.core.eval_context():  # the top level: what a plain call compiles
             solution = _run_compiled(fun, solver, plan, stopped, stopping)
     differentiated: Solution = _with_derivatives(fun, plan, inputs, solution)
     return differentiated
@@ -115,7 +116,7 @@ def _run_compiled(
 
 def _in_bucket(plan: Plan, inputs: Inputs) -> tuple[Inputs, int | None]:
     """The inputs of a batch through lanes called at the top level, in their bucket
-    (:mod:`fixedopt._driver.buckets`), and the batch size where they were padded to it
+    (:mod:`fixedopt._numerics.buckets`), and the batch size where they were padded to it
     (None where not); other inputs as they are."""
     if plan.batched_args is None or not plan.differentiate.through_lanes:
         return inputs, None
@@ -124,7 +125,7 @@ def _in_bucket(plan: Plan, inputs: Inputs) -> tuple[Inputs, int | None]:
     whole = size <= buckets.SMALLEST if plan.lanes is None else plan.lanes >= batch
     own, own_tree = jax.tree.flatten(inputs._replace(args=(), batch=None))
     args, args_tree = jax.tree.flatten(inputs.args)
-    if whole or not compiler.at_top_level() or not buckets.on_one_device(own + args):
+    if whole or not at_top_level() or not buckets.on_one_device(own + args):
         return inputs, None
     count = jnp.asarray(batch, jnp.int32)
     if size == batch:

@@ -140,7 +140,7 @@ def iterate_lanes(
       backend: the platform the program is for, which sets the default width.
       progress: report progress on the host; None adds nothing to the program.
       count: the rows to solve, traced, when ``rows`` are padded beyond them
-        (:mod:`fixedopt._driver.buckets`): the queue ends there, and the padded rows'
+        (:mod:`fixedopt._numerics.buckets`): the queue ends there, and the padded rows'
         reports are left empty. None: every row.
 
     Returns:

@@ -24,7 +24,7 @@ class UserFunction:
     ``name`` is ``"fun"`` or ``"residual_fun"``; ``rows`` the batch size of a
     ``batched=True`` solve, None for one problem. Hashed by the first two, as
     ``jit``'s static argument: a new batch size in the same bucket of sizes
-    (``fixedopt._driver.buckets``) reuses the compiled solve; ``rows`` only words a
+    (``fixedopt._numerics.buckets``) reuses the compiled solve; ``rows`` only words a
     note, which a new trace writes anew.
     """
 

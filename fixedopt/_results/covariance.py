@@ -41,6 +41,8 @@ from fixedopt._fixing.mask import active_set, unravel_mask
 from fixedopt._inputs import validate as _validate
 from fixedopt._inputs.checks import boolean, one_of, optional_boolean
 from fixedopt._inputs.validate import Bounds, Mask, PyTree, batch_size, fixed_arrays
+from fixedopt._numerics import buckets
+from fixedopt._numerics.trace_state import at_top_level
 from fixedopt._objective.arguments import args_tuple, batched_args
 from fixedopt._results.solution import Solution
 
@@ -190,7 +192,7 @@ def covariance(
     if sigma is not None:
         sigma = _check_sigma(sigma, batch)
     rule = _Rule(absolute_sigma, at_bound == "fixed", boolean("pseudo_inverse", pseudo_inverse))
-    result: Covariance = _compiled(residual_fun, batched, rule, axes, x, constraints, sigma, args)
+    result = _computed(residual_fun, batched, rule, axes, (x, constraints, sigma, args))
     row = jax.tree.map(lambda leaf: leaf[0], x) if batched else x
     return result._replace(index=flat_index(row))
 
@@ -280,6 +282,33 @@ class _Rule(NamedTuple):
     absolute_sigma: bool
     hold: bool
     pseudo_inverse: bool
+
+
+def _computed(
+    residual_fun: ResidualFun,
+    batched: bool,
+    rule: _Rule,
+    axes: PyTree,
+    data: tuple[PyTree, Constraints, jax.Array | None, tuple[Any, ...]],
+) -> Covariance:
+    """:func:`_compiled` of ``data`` (``x, constraints, sigma, args``). A batch called
+    at the top level on the CPU is computed in chunks of a fixed number of rows
+    (:func:`fixedopt._numerics.buckets.in_chunks`), so that a new batch size compiles
+    nothing new."""
+    compute = functools.partial(_compiled, residual_fun, batched, rule, axes)
+    leaves, treedef = jax.tree.flatten(data)
+    weak = any(getattr(leaf, "weak_type", False) for leaf in leaves)
+    if not batched or weak or jax.default_backend() != "cpu" or not at_top_level():
+        result: Covariance = compute(*data)
+        return result
+    # Every leaf has the batch axis but the shared leaves of args (axis None).
+    shared = jax.tree.leaves(axes, is_leaf=lambda axis: axis is None)
+    flags = (True,) * (len(leaves) - len(shared)) + tuple(axis == 0 for axis in shared)
+    chunked: Covariance = buckets.in_chunks(
+        lambda chunk: compute(*jax.tree.unflatten(treedef, chunk)),
+        tuple(leaves), flags, batch_size(data[0], "sol.x"),
+    )  # fmt: skip
+    return chunked
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))

@@ -17,6 +17,7 @@ import pytest
 
 import fixedopt
 from fixedopt._driver import compiler, engine
+from fixedopt._numerics import trace_state
 
 ON_CPU = jax.default_backend() == "cpu"
 # The options exist in jaxlib 0.10; jaxlib 0.11 refuses them (no elemental emitter to
@@ -129,7 +130,7 @@ def test_a_jaxlib_that_refuses_the_options_gets_the_defaults(monkeypatch, fresh)
 def test_the_top_level_is_known_when_first_asked_inside_a_jit(monkeypatch):
     """As when fixedopt is imported inside a ``jit``: the state of the top level is
     still the top level's, so a solve there is not given options jit would refuse."""
-    monkeypatch.setattr(compiler, "_top_level_state", compiler._top_level_state.__wrapped__)
+    monkeypatch.setattr(trace_state, "_top_level_state", trace_state._top_level_state.__wrapped__)
     inside = jax.jit(lambda t: (seen.append(compiler.takes_options(LM, "cpu")), solve(t))[1])
     seen: list[bool] = []
     inside(jnp.ones((4, 3)))

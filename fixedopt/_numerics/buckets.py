@@ -97,3 +97,35 @@ def real_rows(report: Any, count: jax.Array) -> Any:
     rows = jnp.arange(size, dtype=jnp.int32)
     source = jnp.where(rows < count, rows, 0)
     return jax.tree.map(lambda leaf: leaf[source], report)
+
+
+# Rows per call of a program mapped over a batch in chunks (:func:`in_chunks`).
+CHUNK_ROWS = 256
+
+
+def in_chunks(compute: Any, leaves: tuple[Any, ...], batched: tuple[bool, ...], batch: int) -> Any:
+    """``compute(leaves)`` for a batch of ``batch`` rows, called on chunks of
+    :data:`CHUNK_ROWS` rows (fewer rows: their bucket), the last one padded with
+    copies of its first row, and the outputs' rows put together on the host: one
+    compiled program for every batch size, at most a chunk's rows computed for
+    nothing. ``batched`` flags the leaves with the batch axis; ``compute`` maps each
+    row on its own (its rows do not interact). For the CPU, where the host's memory is
+    the device's; the caller keeps other backends off this path."""
+    size = min(CHUNK_ROWS, bucket(batch))
+    outputs = []
+    for start in range(0, batch, size):
+        chunk = tuple(_rows_on_host(leaf, start, size) if flag else leaf
+                      for leaf, flag in zip(leaves, batched))  # fmt: skip
+        outputs.append(compute(chunk))
+
+    def joined(*parts: Any) -> Any:
+        return jax.device_put(np.concatenate([np.asarray(part) for part in parts])[:batch])
+
+    return jax.tree.map(joined, *outputs)
+
+
+def _rows_on_host(leaf: Any, start: int, size: int) -> Any:
+    """Rows ``start`` to ``start + size`` of ``leaf`` in host memory, padded with
+    copies of the first of them where the batch ends sooner."""
+    rows = np.asarray(leaf)[start : start + size]
+    return _pad_on_host(rows, size) if rows.shape[0] < size else rows

@@ -60,6 +60,34 @@ def test_a_solve_traced_by_the_caller_is_not_padded():
 
 @pytest.mark.parametrize("size, bucket", [(1, 8), (8, 8), (9, 16), (16, 16), (1000, 1024)])
 def test_bucket_sizes(size, bucket):
-    from fixedopt._driver.buckets import bucket as bucket_of
+    from fixedopt._numerics.buckets import bucket as bucket_of
 
     assert bucket_of(size) == bucket
+
+
+def test_a_covariance_in_chunks_equals_the_whole_batchs_and_compiles_once(monkeypatch):
+    from fixedopt._results import covariance as module
+
+    rng = np.random.default_rng(7)
+    t = jnp.linspace(0.0, 1.0, 12)
+    residual = lambda p, y: p[0] * jnp.exp(-p[1] * t) + p[2] - y
+    rows = 300  # two chunks of 256, the second padded
+    truth = rng.uniform(0.5, 2.0, (rows, 3))
+    y = (
+        truth[:, :1] * np.exp(-truth[:, 1:2] * np.asarray(t))
+        + truth[:, 2:]
+        + 0.01 * rng.normal(size=(rows, 12))
+    )
+    fixed = rng.random((rows, 3)) < 0.3
+    solution = fixedopt.least_squares(residual, truth, fixed, args=(y,), batched=True)
+    chunked = fixedopt.covariance(solution, residual, args=(y,))
+    before = module._compiled._cache_size()
+    smaller = fixedopt.covariance(jax.tree.map(lambda a: a[:290], solution), residual,
+                                  args=(y[:290],))  # fmt: skip
+    assert module._compiled._cache_size() == before, "a new batch size compiled a covariance"
+    monkeypatch.setattr(module, "at_top_level", lambda: False)  # the whole batch at once
+    whole = fixedopt.covariance(solution, residual, args=(y,))
+    for mine, theirs in zip(jax.tree.leaves(chunked), jax.tree.leaves(whole)):
+        np.testing.assert_array_equal(np.asarray(mine), np.asarray(theirs))
+    first = np.asarray(whole.covariance)[:290]
+    np.testing.assert_array_equal(np.asarray(smaller.covariance), first)
