@@ -65,9 +65,6 @@ SECTIONS = {  # kind: (title, text)
              "7x7 pixels, 1000 photons, background 10/pixel, centres jittered U(-0.5, 0.5); "
              "spread: RMS error of the centres over sqrt(CRLB) from the true Fisher "
              "information; stderr: the fit's own error bars over it."),
-    "tiny_before_after": ("Before (LAPACK path, the branch's start) and after (unrolled small-n "
-                          "kernels)", "Both programs compiled and timed interleaved in this run "
-                          "(`fixedopt.testing.lapack_solves` selects the path before)."),
     "tiny_published": ("Published reference figures (cited, NOT measured in this run)", ""),
     "tiny_fit": ("fixedopt fits", "Gpufit protocol (`options` gpufit): float32, ftol=1e-4 "
                  "(relative reduction of chi-square), max_steps=10, gtol=xtol=0 (Gpufit has no "

@@ -1,10 +1,7 @@
 """The ``tiny`` suite: millions of small fits (Gpufit's protocol, decay curves), the
 small-n L-BFGS case against TFP and optax, and what one step costs in memory traffic.
-
-Every fixedopt program is compiled twice in the same process: ``unrolled`` (the small
-free blocks solved by fused elementwise arithmetic, the default) and ``lapack`` (the
-path before: LAPACK Cholesky and XLA dots, selected by ``fixedopt.testing.lapack_solves``);
-their calls are timed interleaved. The lapack path is the code of the branch's start.
+(The small free blocks are solved by fused elementwise arithmetic; its comparison with
+the LAPACK path it replaced is the study ``studies/2026-12-01-gpufit_commits/``.)
 """
 
 from __future__ import annotations
@@ -23,7 +20,6 @@ from benchmarks.cases import Case, run_case
 from benchmarks.methods import GTOL, Settings
 from benchmarks.tiny_loops import loop_records
 from benchmarks.tiny_problems import MODELS, PARAMETERS, Fits
-from fixedopt.testing import lapack_solves
 
 # The batch options of every fit: the default lanes (`lanes=None`). WHOLE_BATCH lanes
 # run the whole batch as one vmap, for the compile comparison.
@@ -35,7 +31,6 @@ WHOLE_BATCH = {"lanes": 1 << 30}
 # iterations (accepted or not, as Gpufit's); gtol and xtol are turned off (0), since
 # Gpufit has no such tests.
 GPUFIT = {"ftol": 1e-4, "gtol": 0.0, "xtol": 0.0, "max_steps": 10}
-PATHS = ("unrolled", "lapack")
 FLOOR_VALUES = {"gaussian": 25 + 5 + 5, "decay": 128 + 5 + 5}  # data + x read, x written
 PUBLISHED = (  # (method, fits/s, at fits, source): cited, not measured here
     ("Cpufit, 1 CPU thread", 60_000, 10**7, "Gpufit README; Przybylski et al., Sci. Rep. 2017"),
@@ -46,23 +41,19 @@ PUBLISHED = (  # (method, fits/s, at fits, source): cited, not measured here
 
 
 def residual_of(model):
-    """A new residual function (so that each path traces its own program)."""
+    """A new residual function (so that each program is traced anew)."""
     return lambda p, data: model(p) - data
 
 
-def program(fits: Fits, path: str, options: dict):
-    """The jitted batched ``least_squares`` of ``fits`` on ``path``, compiled; its info."""
+def program(fits: Fits, options: dict):
+    """The jitted batched ``least_squares`` of ``fits``, compiled; its info."""
     residual = residual_of(MODELS[fits.name][0])
 
     def solve(x0, fixed, data):
         return fixedopt.least_squares(residual, x0, fixed, args=(data,), batched=True, **options)
 
     inputs = (jnp.asarray(fits.x0), jnp.asarray(fits.fixed), jnp.asarray(fits.data))
-    if path == "lapack":
-        with lapack_solves():
-            compiled, info = timing.compiled(jax.jit(solve), *inputs)
-    else:
-        compiled, info = timing.compiled(jax.jit(solve), *inputs)
+    compiled, info = timing.compiled(jax.jit(solve), *inputs)
     return compiled, inputs, info | structure(compiled, fits.x0.shape[0])
 
 
@@ -91,71 +82,46 @@ def accuracy(fits: Fits, solution) -> dict:
                       "fixed_exact": bool(exact)}  # fmt: skip
 
 
-def fit_records(
-    fits: Fits, options: dict, repeats: int, label: str, paths=PATHS
-) -> tuple[list[dict], dict]:
-    """Each path on ``fits``, timed interleaved: one record each; the solutions."""
-    built = {path: program(fits, path, options) for path in paths}
-    calls = {path: (lambda c=c, i=i: jax.block_until_ready(c(*i))) for path, (c, i, _) in
-             built.items()}  # fmt: skip
-    for call in calls.values():
-        call()  # warm-up
-    times, outputs = timing.interleaved(calls, repeats)
-    records = []
-    for path, (_, _, info) in built.items():
-        seconds = statistics.median(times[path])
-        rows = fits.x0.shape[0]
-        records.append({"kind": "tiny_fit", "problem": fits.name, "options": label,
-                        "path": path, "B": rows, "fits_per_s": rows / seconds,
-                        **timing.summary(times[path]), "compile_s": info["compile_s"],
-                        **{k: info[k] for k in ("fusions", "custom_calls", "dots",
-                                                "program_bytes_per_row")},
-                        **accuracy(fits, outputs[path])})  # fmt: skip
-        print(
-            f"{fits.name} B={rows} {path}: {rows / seconds:,.0f} fits/s, compile "
-            f"{info['compile_s']:.2f} s",
-            flush=True,
-        )
-    return records, outputs
+def fit_records(fits: Fits, options: dict, repeats: int, label: str) -> tuple[list[dict], object]:
+    """The fits of ``fits``, timed (median of ``repeats`` compiled calls): a record; the
+    solution."""
+    compiled, inputs, info = program(fits, options)
+    call = lambda: jax.block_until_ready(compiled(*inputs))
+    call()  # warm-up
+    times, outputs = timing.interleaved({"fixedopt": call}, repeats)
+    seconds = statistics.median(times["fixedopt"])
+    rows = fits.x0.shape[0]
+    record = {"kind": "tiny_fit", "problem": fits.name, "options": label, "B": rows,
+              "fits_per_s": rows / seconds, **timing.summary(times["fixedopt"]),
+              "compile_s": info["compile_s"],
+              **{k: info[k] for k in ("fusions", "custom_calls", "dots", "program_bytes_per_row")},
+              **accuracy(fits, outputs["fixedopt"])}  # fmt: skip
+    print(f"{fits.name} B={rows}: {rows / seconds:,.0f} fits/s, compile "
+          f"{info['compile_s']:.2f} s", flush=True)  # fmt: skip
+    return [record], outputs["fixedopt"]
 
 
 def step_bytes(fits: Fits, options: dict) -> list[dict]:
-    """Bytes accessed per row by one step, per path: the program of two iterations less
-    the program of one (``differentiate="unroll"``: a scan of ``max_steps``; XLA inlines
-    a scan of one and keeps a loop of two), against the floor of the step."""
-    records = []
-    for path in PATHS:
-        unrolled = {k: v for k, v in options.items() if k != "lanes"}  # unrolled: no lanes
-        one_step_options = unrolled | {"differentiate": "unroll"}
-        costs = []
-        for steps in (1, 2):
-            _, _, info = program(fits, path, one_step_options | {"max_steps": steps})
-            costs.append(info["program_bytes_per_row"])
-        floor = 4 * FLOOR_VALUES[fits.name]  # float32
-        step = costs[1] - costs[0]
-        records.append(
-            {
-                "kind": "tiny_bytes",
-                "problem": fits.name,
-                "path": path,
-                "bytes_per_row_per_step": step,
-                "floor_bytes_per_row": floor,
-                "times_floor": step / floor,
-                "one_step_program_bytes_per_row": costs[0],
-            }
-        )
-    return records  # fmt: skip
+    """Bytes accessed per row by one step: the program of two iterations less the program
+    of one (``differentiate="unroll"``: a scan of ``max_steps``; XLA inlines a scan of one
+    and keeps a loop of two), against the floor of the step."""
+    unrolled = {k: v for k, v in options.items() if k != "lanes"}  # unrolled: no lanes
+    one_step_options = unrolled | {"differentiate": "unroll"}
+    costs = [program(fits, one_step_options | {"max_steps": steps})[2]["program_bytes_per_row"]
+             for steps in (1, 2)]  # fmt: skip
+    floor = 4 * FLOOR_VALUES[fits.name]  # float32
+    step = costs[1] - costs[0]
+    return [{"kind": "tiny_bytes", "problem": fits.name, "bytes_per_row_per_step": step,
+             "floor_bytes_per_row": floor, "times_floor": step / floor,
+             "one_step_program_bytes_per_row": costs[0]}]  # fmt: skip
 
 
 def compile_records(sizes) -> list[dict]:
     """Trace + lower + compile of ``least_squares`` on the 2D Gaussian at each ``B``
-    (shapes only: no data), default options (lanes) and the whole batch as one vmap,
-    each path."""
+    (shapes only: no data), default options (lanes) and the whole batch as one vmap."""
     records = []
     variants = {"defaults": LANES, "whole batch": WHOLE_BATCH}
-    for (label, options), batch, path in (
-        (v, b, p) for v in variants.items() for b in sizes for p in PATHS
-    ):
+    for (label, options), batch in ((v, b) for v in variants.items() for b in sizes):
         residual = residual_of(MODELS["gaussian"][0])
         shapes = (jax.ShapeDtypeStruct((batch, 5), jnp.float32),
                   jax.ShapeDtypeStruct((batch, 5), jnp.bool_),
@@ -166,37 +132,13 @@ def compile_records(sizes) -> list[dict]:
                                           **options)  # fmt: skip
 
         start = time.perf_counter()
-        if path == "lapack":
-            with lapack_solves():
-                compiled = jax.jit(solve).lower(*shapes).compile()
-        else:
-            compiled = jax.jit(solve).lower(*shapes).compile()
+        compiled = jax.jit(solve).lower(*shapes).compile()
         seconds = time.perf_counter() - start
         hlo_lines = len(compiled.as_text().splitlines())
         records.append({"kind": "tiny_compile", "problem": "gaussian", "options": label,
-                        "path": path, "B": batch, "trace_lower_compile_s": seconds,
+                        "B": batch, "trace_lower_compile_s": seconds,
                         "hlo_lines": hlo_lines, **structure(compiled, batch)})  # fmt: skip
     return records
-
-
-def before_after(records: list[dict]) -> list[dict]:
-    """One row per measure: the lapack path (before) and the unrolled one (after)."""
-    measures = {"tiny_fit": ("fits_per_s", "compile_s", "program_bytes_per_row"),
-                "tiny_bytes": ("bytes_per_row_per_step",),
-                "tiny_compile": ("trace_lower_compile_s",)}  # fmt: skip
-    same = ("kind", "problem", "B", "options")
-    rows = []
-    for after in (r for r in records if r["kind"] in measures and r["path"] == "unrolled"):
-        key = tuple(after.get(k) for k in same)
-        before = [r for r in records if r.get("path") == "lapack"
-                  and tuple(r.get(k) for k in same) == key]  # fmt: skip
-        for measure in measures[after["kind"]] if before else ():
-            rows.append({"kind": "tiny_before_after", "problem": after["problem"],
-                         "B": after.get("B"), "options": after.get("options"),
-                         "measure": measure, "before": before[0][measure],
-                         "after": after[measure],
-                         "after_vs_before": after[measure] / before[0][measure]})  # fmt: skip
-    return rows
 
 
 def quad_records(quick: bool, args) -> list[dict]:
@@ -212,11 +154,9 @@ def quad_records(quick: bool, args) -> list[dict]:
 
 
 def warm_up() -> None:
-    """One small solve compiled on each path first: a process's first compilation
-    carries one-time costs that would be charged to whichever program came first."""
-    fits = MODELS["gaussian"][2](8)
-    for path in PATHS:
-        program(fits, path, GPUFIT)
+    """One small solve compiled first: a process's first compilation carries one-time
+    costs that would be charged to whichever program came first."""
+    program(MODELS["gaussian"][2](8), GPUFIT)
 
 
 def run(quick: bool, args=None) -> list[dict]:
@@ -230,12 +170,11 @@ def run(quick: bool, args=None) -> list[dict]:
         fits = gaussian(batch)
         found, outputs = fit_records(fits, GPUFIT | LANES, repeats, "gpufit")
         records += found
-    records += loop_records(fits.rows(20 if quick else 500), GPUFIT, outputs["unrolled"])
+    records += loop_records(fits.rows(20 if quick else 500), GPUFIT, outputs)
     decays = decay(32 if quick else 20_000)
-    paths = PATHS[:1] if quick else PATHS
-    found, outputs = fit_records(decays, LANES, 1 if quick else 5, "defaults", paths)
+    found, outputs = fit_records(decays, LANES, 1 if quick else 5, "defaults")
     records += found
-    records += loop_records(decays.rows(8 if quick else 200), {}, outputs["unrolled"])
+    records += loop_records(decays.rows(8 if quick else 200), {}, outputs)
     records += step_bytes(gaussian(1000), GPUFIT | LANES)
     if not quick:
         records += step_bytes(decay(1000), LANES)
@@ -243,4 +182,4 @@ def run(quick: bool, args=None) -> list[dict]:
     records += quad_records(quick, args)
     published = [{"kind": "tiny_published", "method": m, "fits_per_s": f, "fits": n,
                   "source": s, "measured_here": False} for m, f, n, s in PUBLISHED]  # fmt: skip
-    return records + before_after(records) + published
+    return records + published

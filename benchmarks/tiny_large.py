@@ -12,6 +12,6 @@ from benchmarks.tiny_problems import MODELS
 
 def run(quick: bool, args=None) -> list[dict]:
     fits = MODELS["gaussian"][2](10**4 if quick else 10**7)
-    records, _ = fit_records(fits, GPUFIT | LANES, 1, "gpufit", paths=("unrolled",))
+    records, _ = fit_records(fits, GPUFIT | LANES, 1, "gpufit")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
     return [r | {"process_peak_rss_bytes": peak} for r in records]
