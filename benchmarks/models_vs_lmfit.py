@@ -101,7 +101,7 @@ def curve_fit_call(truth, data, known, tied):
 
     def call():
         out = fixedopt.curve_fit(plain, *inputs, bounds=(np.array(lower), np.array(upper)),
-                                 fixed=fixed, batched=True, full_output=True)  # fmt: skip
+                                 fixed=fixed, batched=True, result=True)  # fmt: skip
         return jax.block_until_ready(out)
 
     return call

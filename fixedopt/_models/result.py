@@ -23,7 +23,9 @@ class ModelResult:
       names: every parameter (fitted, fixed, tied, derived), in order.
       values: ``(B, n)`` best values of ``names`` (see :meth:`best_values`).
       covariance: ``(B, n, n)``, propagated to tied and derived parameters; 0 for fixed
-        ones; NaN for a fit that failed or whose Jacobian is rank-deficient.
+        ones; NaN for a fit that failed; where the Jacobian is rank-deficient, the
+        pseudo-inverse's (:func:`fixedopt.covariance`: 0 for a parameter the model
+        does not depend on).
       data, best_fit, init_fit, residual: ``(B, m)``; ``residual`` is
         ``(best_fit - data) * weights``.
       solution: the :class:`fixedopt.Solution` (``status``, ``steps``, ...).
