@@ -151,18 +151,21 @@ def start_outside(p0: jax.Array, bounds: tuple[Any, Any] | None, batched: bool) 
     entry, or None (as without bounds)."""
     if bounds is None:
         return None
-    lower, upper = (jnp.broadcast_to(jnp.asarray(b, p0.dtype), p0.shape) for b in bounds)
-    outside = (p0 < lower) | (p0 > upper)
-    concrete = [concrete_or_none(a) for a in (p0, lower, upper, outside)]
-    if not any(a is None for a in concrete):
-        start, lo, hi, out = (np.asarray(a) for a in concrete)
-        if np.any(out):
-            index = tuple(int(i) for i in np.argwhere(out)[0])
-            where = f"row {index[0]}, entry {index[1]}" if batched else f"entry {index[0]}"
-            raise ValueError(
-                f"Initial guess is outside of provided bounds: `p0` ({where}) is "
-                f"{start[index]}, outside [{lo[index]}, {hi[index]}]. Start inside the bounds "
-                "(curve_fit does not move a start onto them)"
-            )
-        return None
-    return jnp.any(outside, axis=-1)
+    concrete = [concrete_or_none(a) for a in (p0, *bounds)]
+    if any(a is None for a in concrete):  # traced: a per-row flag in the program
+        lower, upper = (jnp.broadcast_to(jnp.asarray(b, p0.dtype), p0.shape) for b in bounds)
+        return jnp.any((p0 < lower) | (p0 > upper), axis=-1)
+    # Concrete: checked in NumPy (no small program compiled for each new shape).
+    start = np.asarray(concrete[0])
+    dtype = start.dtype
+    lo, hi = (np.broadcast_to(np.asarray(b).astype(dtype), start.shape) for b in concrete[1:])
+    out = (start < lo) | (start > hi)
+    if np.any(out):
+        index = tuple(int(i) for i in np.argwhere(out)[0])
+        where = f"row {index[0]}, entry {index[1]}" if batched else f"entry {index[0]}"
+        raise ValueError(
+            f"Initial guess is outside of provided bounds: `p0` ({where}) is "
+            f"{start[index]}, outside [{lo[index]}, {hi[index]}]. Start inside the bounds "
+            "(curve_fit does not move a start onto them)"
+        )
+    return None
