@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
 
@@ -239,8 +240,18 @@ def solved_problem(
         batched = solution and jnp.ndim(sol.value) == 1
     failed = None
     if solution:
-        failed = (sol.status == Status.NONFINITE) | (sol.status == Status.INFEASIBLE)
+        failed = _failed(sol.status)
     return x, Constraints(mask, bounds, stored, failed), batched
+
+
+def _failed(status: jax.Array) -> jax.Array:
+    """Whether each row's solve failed (NONFINITE or INFEASIBLE); in NumPy where the
+    status is concrete (no small program compiled for each new batch size)."""
+    codes = (Status.NONFINITE, Status.INFEASIBLE)
+    known = _validate.concrete_or_none(status)
+    if known is None:
+        return (status == codes[0]) | (status == codes[1])
+    return np.isin(known, codes)  # type: ignore[return-value]  # an array all the same
 
 
 def args_in_axes(args: tuple[Any, ...], args_axes: Any, batch: int) -> PyTree:
