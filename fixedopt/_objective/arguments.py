@@ -95,10 +95,14 @@ def batched_args(
                 f"with entries 0 or None, got {args_axes!r}"
             ) from error
     flags = []
+    # A None in args is an empty subtree (no leaf, no flag), but a position of axes:
+    # both are read with None as a leaf, so that the axes after it stay aligned.
     for (path, leaf), axis in zip(
-        jax.tree_util.tree_leaves_with_path(args),
+        jax.tree_util.tree_leaves_with_path(args, is_leaf=lambda a: a is None),
         jax.tree.leaves(axes, is_leaf=lambda a: a is None),
     ):
+        if leaf is None:
+            continue
         if _check_axes_leaf(axis) == 0:
             _check_row_leaf(path, leaf, batch)
         flags.append(axis == 0)
