@@ -11,9 +11,10 @@ compiled call's own time:
 - ``new process``: a second process, the cache the first one left (fixedopt's default
   cache, or none where the code under test has none), its first call less its compiled
   call;
-- ``gradient`` (the spectra case): the first ``jax.grad`` of one fitted centre through
-  one ``least_squares`` solve, less the compiled gradient; and the same solve's first
-  forward call, for the ratio.
+- ``gradient`` (the spectra case): one ``least_squares`` solve's first forward call,
+  then (a notebook's fit, then its derivative) the first ``jax.grad`` of its fitted
+  centre, less the compiled gradient; the ratio is the two first calls'. A gradient with
+  nothing compiled before it: ``studies/2026-12-04-gradient_first_call``.
 
 The first call's compile is split into JAX's stages (``jax.monitoring``: trace, lowering
 to MLIR, XLA's backend compile); a third process compiles the case with XLA dumping its
@@ -28,7 +29,7 @@ points, 6 parameters, then 400, float64); ``spot`` (Gpufit's 2D Gaussian, 5x5 pi
 5 parameters, float32, B = 1e5 then 8e4); ``quad64`` (``minimize``, quad n = 64, B = 16384
 then 12000, float64). Medians over ``--repeats`` (each a new set of processes).
 
-Writes ``benchmarks/results/<backend>-first-call[-label]-<date>.{json,md}``.
+Writes ``benchmarks/results/<backend>-first_call[-label]-<date>.{json,md}``.
 """
 
 from __future__ import annotations
@@ -363,7 +364,7 @@ def main() -> None:
                         "runs": runs})  # fmt: skip
         print(json.dumps(records[-1] | {"runs": None}), flush=True)
     env = environment()
-    stem = f"{env['backend']}-first-call{'-' + args.label if args.label else ''}-{env['date']}"
+    stem = f"{env['backend']}-first_call{'-' + args.label if args.label else ''}-{env['date']}"
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{stem}.json").write_text(json.dumps({"environment": env, "records": records},
                                                      indent=1))  # fmt: skip

@@ -33,7 +33,7 @@ class Status(_Code):
     Compare with ``solution.status == fixedopt.Status.CONVERGED``; turn a code back
     into its name with ``fixedopt.Status(int(code)).name``, and into what it means with
     ``.message``. The README has the table of what each status means and what to do
-    about it.
+    about it; the docs page "Solvers and statuses" has each reason's test.
 
     Example:
       >>> import fixedopt

@@ -32,13 +32,17 @@ SCALES = (1e-6, 1.0, 1e6)
 DTYPES = (np.float32, np.float64)
 
 
-def test_every_code_carries_its_message_and_has_a_row_in_the_readme():
-    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+def test_every_code_carries_its_message_and_has_a_row_in_the_docs():
+    """Each status has a row in the README's table, each reason in the table of the
+    docs page "Solvers and statuses"."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    readme, solvers = ((root / name).read_text() for name in ("README.md", "docs/solvers.md"))
     for code in [*Status, *Reason]:
         assert isinstance(code.message, str) and code.message, code
         assert type(code)(int(code)) is code and code == int(code)
         if code is not Reason.NONE:
-            assert f"| `{code.name}` |" in readme, code
+            table = readme if isinstance(code, Status) else solvers
+            assert f"| `{code.name}` |" in table, code
 
 
 def decay_objective(p, y):
