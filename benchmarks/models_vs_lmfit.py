@@ -12,7 +12,7 @@ flag that is always fixed (``p2_sigma`` is fixed where the flag is set).
 
     python -m benchmarks.models_vs_lmfit --spectra 2000 --lmfit-fits 200
 
-Writes ``benchmarks/results/models-<backend>-<date>.md``. The persistent compilation
+Writes ``benchmarks/results/<backend>-models_vs_lmfit-<date>.md``. The persistent compilation
 cache is off for this program (``FIXEDOPT_CACHE=off``), so the first call compiles.
 """
 
@@ -209,7 +209,9 @@ def main() -> None:
     env = environment()
     record = measure(args.spectra, args.lmfit_fits, args.rounds)
     print(record)
-    write_markdown(args.out / f"models-{env['backend']}-{env['date']}", markdown(record, env))
+    write_markdown(
+        args.out / f"{env['backend']}-models_vs_lmfit-{env['date']}", markdown(record, env)
+    )
 
 
 if __name__ == "__main__":
