@@ -23,6 +23,7 @@ from fixedopt._inputs.validate import (
     batch_size,
     check_has_entries,
     check_params,
+    check_start_in_bounds,
     check_values_in_bounds,
     fixed_arrays,
     normalize_bounds,
@@ -342,6 +343,8 @@ def _solve(
     values = x0 if fixed_values is None else normalize_values(fixed_values, x0)
     bounds = normalize_bounds(bounds, x0)
     check_values_in_bounds(mask, values, bounds)
+    if options.least_squares:  # minimize projects a start, as scipy's L-BFGS-B does
+        check_start_in_bounds(mask, x0, bounds, options.batched)
     batch = batch_size(x0) if options.batched else 0
     check_has_entries(x0, options.batched)
     fun = UserFunction(fun, name, batch if options.batched else None)  # for the note on its errors

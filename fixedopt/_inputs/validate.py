@@ -251,6 +251,33 @@ def check_values_in_bounds(
             )
 
 
+def check_start_in_bounds(mask: Mask, x0: PyTree, bounds: Bounds | None, batched: bool) -> None:
+    """Raise ValueError if a concrete free entry of ``x0`` lies outside concrete bounds
+    (``scipy.optimize.least_squares``'s "x0 is infeasible"), naming the leaf, the row
+    and the entry."""
+    if bounds is None:
+        return
+    leaves = zip(_paths(x0), *(jax.tree.leaves(t) for t in (mask, x0, *bounds)))
+    for path, *traced in leaves:
+        m, v, lo, hi = (concrete_or_none(a) for a in traced)
+        if m is None or v is None or lo is None or hi is None:
+            continue
+        outside = ~np.broadcast_to(m, v.shape) & ((v < lo) | (v > hi))
+        if np.any(outside):
+            index = tuple(int(i) for i in np.argwhere(outside)[0])
+            entry = index[1:] if batched else index
+            where = f"entry {entry[0] if len(entry) == 1 else entry}"
+            where = f"row {index[0]}, {where}" if batched else where
+            if path:  # a leaf of a pytree
+                where = f"{leaf_name(path)}, {where}"
+            lo_i, hi_i = np.broadcast_to(lo, v.shape)[index], np.broadcast_to(hi, v.shape)[index]
+            raise ValueError(
+                f"`x0` is infeasible: {where} is {v[index]}, outside "
+                f"[{lo_i}, {hi_i}]. Start inside the bounds (least_squares does not move a "
+                "start onto them, as scipy.optimize.least_squares)"
+            )
+
+
 def check_has_entries(x0: PyTree, batched: bool, name: str = "x0") -> None:
     """ValueError unless one row of ``x0`` (the whole of it without a batch) has an
     entry to optimize: with none, no solver has anything to do."""

@@ -51,6 +51,10 @@ def solve(name, dtype, bounded, problem):
         if solver.needs_residuals
         else (fixedopt.minimize, objective)
     )
+    if solver.needs_residuals and bounded:
+        # least_squares refuses a start outside its bounds (scipy's "x0 is infeasible");
+        # minimize projects it, and keeps the start that is often outside them.
+        x0 = np.clip(x0, -2.0, 2.0)
     return call(
         fun,
         jnp.asarray(x0, dtype),
