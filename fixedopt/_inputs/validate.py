@@ -231,51 +231,55 @@ def _paths(x: PyTree) -> list[KeyPath]:
     return [path for path, _ in jax.tree_util.tree_leaves_with_path(x)]
 
 
+def _first_outside(
+    mask: Mask, x: PyTree, bounds: Bounds, fixed: bool
+) -> tuple[KeyPath, np.ndarray, float, float, tuple[int, ...]] | None:
+    """The first concrete entry of ``x`` outside concrete ``bounds`` among its fixed
+    (``fixed``) or its free entries: ``(path, leaf, lower, upper, index)``; or None."""
+    for path, *traced in zip(_paths(x), *(jax.tree.leaves(t) for t in (mask, x, *bounds))):
+        m, v, lo, hi = (concrete_or_none(a) for a in traced)
+        if m is None or v is None or lo is None or hi is None:
+            continue
+        chosen = np.broadcast_to(m, v.shape)
+        outside = (chosen if fixed else ~chosen) & ((v < lo) | (v > hi))
+        if np.any(outside):
+            index = tuple(int(i) for i in np.argwhere(outside)[0])
+            lower, upper = (np.broadcast_to(b, v.shape)[index] for b in (lo, hi))
+            return path, v, lower, upper, index
+    return None
+
+
 def check_values_in_bounds(
     mask: Mask, values: PyTree, bounds: Bounds | None, name: str = "fixed_values"
 ) -> None:
     """Raise ValueError if a concrete fixed value lies outside concrete bounds."""
-    if bounds is None:
-        return
-    leaves = zip(_paths(values), *(jax.tree.leaves(t) for t in (mask, values, *bounds)))
-    for path, *traced in leaves:
-        m, v, lo, hi = (concrete_or_none(a) for a in traced)
-        if m is None or v is None or lo is None or hi is None:
-            continue
-        outside = np.broadcast_to(m, v.shape) & ((v < lo) | (v > hi))
-        if np.any(outside):
-            index = tuple(int(i) for i in np.argwhere(outside)[0])
-            raise ValueError(
-                f"`{name}` at {leaf_name(path)} must lie within the bounds where fixed, "
-                f"got {v[index]} outside [{lo[index]}, {hi[index]}] at index {index}"
-            )
+    found = None if bounds is None else _first_outside(mask, values, bounds, fixed=True)
+    if found is not None:
+        path, v, lower, upper, index = found
+        raise ValueError(
+            f"`{name}` at {leaf_name(path)} must lie within the bounds where fixed, "
+            f"got {v[index]} outside [{lower}, {upper}] at index {index}"
+        )
 
 
 def check_start_in_bounds(mask: Mask, x0: PyTree, bounds: Bounds | None, batched: bool) -> None:
     """Raise ValueError if a concrete free entry of ``x0`` lies outside concrete bounds
     (``scipy.optimize.least_squares``'s "x0 is infeasible"), naming the leaf, the row
     and the entry."""
-    if bounds is None:
+    found = None if bounds is None else _first_outside(mask, x0, bounds, fixed=False)
+    if found is None:
         return
-    leaves = zip(_paths(x0), *(jax.tree.leaves(t) for t in (mask, x0, *bounds)))
-    for path, *traced in leaves:
-        m, v, lo, hi = (concrete_or_none(a) for a in traced)
-        if m is None or v is None or lo is None or hi is None:
-            continue
-        outside = ~np.broadcast_to(m, v.shape) & ((v < lo) | (v > hi))
-        if np.any(outside):
-            index = tuple(int(i) for i in np.argwhere(outside)[0])
-            entry = index[1:] if batched else index
-            where = f"entry {entry[0] if len(entry) == 1 else entry}"
-            where = f"row {index[0]}, {where}" if batched else where
-            if path:  # a leaf of a pytree
-                where = f"{leaf_name(path)}, {where}"
-            lo_i, hi_i = np.broadcast_to(lo, v.shape)[index], np.broadcast_to(hi, v.shape)[index]
-            raise ValueError(
-                f"`x0` is infeasible: {where} is {v[index]}, outside "
-                f"[{lo_i}, {hi_i}]. Start inside the bounds (least_squares does not move a "
-                "start onto them, as scipy.optimize.least_squares)"
-            )
+    path, v, lower, upper, index = found
+    entry = index[1:] if batched else index
+    where = f"entry {entry[0] if len(entry) == 1 else entry}"
+    where = f"row {index[0]}, {where}" if batched else where
+    if path:  # a leaf of a pytree
+        where = f"{leaf_name(path)}, {where}"
+    raise ValueError(
+        f"`x0` is infeasible: {where} is {v[index]}, outside [{lower}, {upper}]. Start "
+        "inside the bounds (least_squares does not move a start onto them, as "
+        "scipy.optimize.least_squares)"
+    )
 
 
 def check_has_entries(x0: PyTree, batched: bool, name: str = "x0") -> None:
