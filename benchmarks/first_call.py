@@ -20,7 +20,7 @@ The first call's compile is split into JAX's stages (``jax.monitoring``: trace, 
 to MLIR, XLA's backend compile); a third process compiles the case with XLA dumping its
 optimized programs and counts what they hold (instructions, while loops, fusions: each
 fusion is one kernel XLA:CPU emits and compiles). Where XLA's own compile goes, pass by
-pass, is ``benchmarks.compile_phases``.
+pass, was studied in ``studies/2026-12-03-compile_time``.
 
 Cases: ``spectra`` (``curve_fit``, two pseudo-Voigt peaks + a linear baseline, 8
 parameters, 301 points, B = 2000 then 1500, per-row fixed sets, bounds, float64);
