@@ -8,7 +8,7 @@ import pytest
 
 import fixedopt
 from fixedopt.testing import compiled_solves
-from tests.helpers import assert_rows_identical, quadratic, quadratic_rows
+from tests.helpers import assert_rows_identical, bits, quadratic, quadratic_rows
 
 
 def test_a_new_batch_size_in_the_bucket_compiles_nothing_and_gives_the_same_bits():
@@ -91,3 +91,23 @@ def test_a_covariance_in_chunks_equals_the_whole_batchs_and_compiles_once(monkey
         np.testing.assert_array_equal(np.asarray(mine), np.asarray(theirs))
     first = np.asarray(whole.covariance)[:290]
     np.testing.assert_array_equal(np.asarray(smaller.covariance), first)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("scale", [1e-6, 1e6])
+def test_fixed_entries_keep_their_bits_through_a_padded_batch(dtype, scale):
+    # 37 rows run padded to 64 (copies of row 0) and are cut back: the fixed values,
+    # signed zeros included, come back bit for bit, in float32 and float64, at any scale.
+    x0, fixed, (curvature, center) = quadratic_rows(size=37, seed=9)
+    rng = np.random.default_rng(9)
+    values = scale * rng.uniform(-1.5, 1.5, size=x0.shape)
+    values[rng.random(x0.shape) < 0.2] = -0.0
+    solution = fixedopt.minimize(
+        quadratic, jnp.asarray(x0, dtype), fixed, fixed_values=jnp.asarray(values, dtype),
+        args=(jnp.asarray(curvature, dtype), jnp.asarray(scale * center, dtype)), batched=True,
+    )  # fmt: skip
+    assert solution.x.shape == (37, 8) and solution.x.dtype == dtype
+    expected = np.asarray(jnp.asarray(values, dtype))
+    mask = np.asarray(fixed)
+    np.testing.assert_array_equal(bits(solution.x)[mask], bits(expected)[mask])
+    assert bool(jnp.all(solution.status == fixedopt.Status.CONVERGED))
