@@ -81,7 +81,8 @@ SECTIONS = {  # kind: (title, text)
                      "only (no data); `defaults`: through the default lanes (one loop at any B); "
                      "`whole batch`: lanes >= B, one vmap of the whole batch."),
     "minimize_summary": ("minimize (LBFGS: defaults, and scaling=\"hessian\") on "
-                         "benchmarks/minimize_truth.py: problem x start x dtype x objective scale",
+                         "fixedopt.testing_problems.MINIMIZE: problem x start x dtype x "
+                         "objective scale",
                          "Accurate: `f - f* <= sqrt(eps) max(|f*|, "
                          "eps (f(x0) - f*))`, `f*` from scipy's float64 polish of the returned "
                          "point; truthful: CONVERGED exactly if accurate."),

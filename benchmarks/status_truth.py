@@ -1,27 +1,24 @@
 """The status_truth suite (defaults only): statuses and digits of fits in other units;
-CONVERGED exactly when within 100 sqrt(eps) on ``benchmarks/mgh_least_squares.py``'s problems;
-``minimize`` on ``benchmarks/minimize_truth.py``'s cases (problem x start x dtype x scale)."""
+CONVERGED exactly when within 100 sqrt(eps) on the problems of Moré, Garbow and Hillstrom;
+``minimize`` on its status-truth cases (problem x start x dtype x scale); problems and
+judge from :mod:`fixedopt.testing_problems`."""
 
 from __future__ import annotations
 
 import math
-import pathlib
-import sys
 
 import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
 
 import fixedopt
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from benchmarks import mgh_least_squares as mgh
-from benchmarks import minimize_truth
+from fixedopt import testing_problems as known
 
 FITS = (  # (label, call, model, data, units of each parameter: 1 = the data's, 0 = none)
-    ("least_squares (LM), decay", fixedopt.least_squares, mgh.decay, mgh.decay_batch, [1, 0, 1]),
-    ("minimize (LBFGS), decay", fixedopt.minimize, mgh.decay, mgh.decay_batch, [1, 0, 1]),
-    ("minimize (LBFGS), hyperbola", fixedopt.minimize, mgh.hyperbola, mgh.hyperbola_batch,
+    ("least_squares (LM), decay", fixedopt.least_squares, known.decay, known.decay_batch,
+     [1, 0, 1]),
+    ("minimize (LBFGS), decay", fixedopt.minimize, known.decay, known.decay_batch, [1, 0, 1]),
+    ("minimize (LBFGS), hyperbola", fixedopt.minimize, known.hyperbola, known.hyperbola_batch,
      [1, 1, 1]),
 )  # fmt: skip
 DTYPES = (np.float32, np.float64)
@@ -40,7 +37,7 @@ def units(fits, dtypes) -> list[dict]:
     rows = []
     for label, call, model, batch, units in fits:
         x0, fixed, y = batch()
-        reference = mgh.reference_fits(x0, fixed, y, model)
+        reference = known.reference_fits(x0, fixed, y, model)
         fun = model
         if call is fixedopt.minimize:
             fun = lambda p, y, model=model: 0.5 * jnp.sum(model(p, y) ** 2)
@@ -65,13 +62,13 @@ def truth(problems, dtypes) -> list[dict]:
     rows = []
     for name, problem in problems.items():
         fun = lambda z, problem=problem: np.asarray(problem.residuals(jnp.asarray(z)))
-        known = [scipy.optimize.least_squares(fun, np.asarray(x, float), **TIGHT).x
+        minima = [scipy.optimize.least_squares(fun, np.asarray(x, float), **TIGHT).x
                  for x, _ in problem.minima]  # fmt: skip
         for (solver_name, solver), dtype in ((s, d) for s in solvers.items() for d in dtypes):
             x0 = jnp.asarray(problem.start, dtype)
             solution = fixedopt.least_squares(problem.residuals, x0, jnp.zeros(x0.shape, bool),
                                               solver=solver, max_steps=2000)  # fmt: skip
-            error = min(mgh.relative_error(np.asarray(solution.x, float), m) for m in known)
+            error = min(known.relative_error(np.asarray(solution.x, float), m) for m in minima)
             accurate = bool(error <= 100 * math.sqrt(float(np.finfo(dtype).eps)))
             rows.append({"kind": "truth", "problem": name, "solver": solver_name,
                          "dtype": np.dtype(dtype).name, "status": status_names(solution)[0],
@@ -82,19 +79,19 @@ def truth(problems, dtypes) -> list[dict]:
 
 def minimize_cases(problems, dtypes, solver=None) -> list[dict]:
     """``minimize`` (defaults) on every problem, start, dtype and objective scale of
-    ``benchmarks/minimize_truth.py``, each row judged there (float64, scipy's polish)."""
+    ``fixedopt.testing_problems``, each row judged there (float64, scipy's polish)."""
     rows = []
     for (name, problem), dtype in ((p, d) for p in problems.items() for d in dtypes):
         cases = [(i, start, scale) for i, start in enumerate(problem.starts)
-                 for scale in minimize_truth.SCALES]  # fmt: skip
+                 for scale in known.SCALES]  # fmt: skip
         x0 = jnp.asarray([start for _, start, _ in cases], dtype)
         scales = jnp.asarray([scale for *_, scale in cases], dtype)
-        fun = minimize_truth.objective(problem.residuals)
+        fun = known.objective(problem.residuals)
         solution = fixedopt.minimize(fun, x0, False, args=(scales,), batched=True, args_axes=0,
                                      solver=solver)  # fmt: skip
         statuses = status_names(solution)
         for row, (start_index, start, scale) in enumerate(cases):
-            verdict = minimize_truth.judge(problem.residuals, np.asarray(start),
+            verdict = known.judge(problem.residuals, np.asarray(start),
                                            np.asarray(solution.x[row]), dtype)  # fmt: skip
             converged = bool(solution.converged[row])
             scaling = solver.scaling if isinstance(solver, fixedopt.LBFGS) else "auto"
@@ -143,10 +140,10 @@ def summary(rows: list[dict]) -> list[dict]:
 def run(quick: bool, args) -> list[dict]:
     """All tables (quick: the first fit, the first MGH problem and the first two
     minimize problems, in float64)."""
-    problems = dict(list(mgh.PROBLEMS.items())[:1]) if quick else mgh.PROBLEMS
+    problems = dict(list(known.LEAST_SQUARES.items())[:1]) if quick else known.LEAST_SQUARES
     dtypes = DTYPES[1:] if quick else DTYPES
     rows = truth(problems, dtypes)
-    minimize_problems = minimize_truth.PROBLEMS
+    minimize_problems = known.MINIMIZE
     if quick:
         minimize_problems = dict(list(minimize_problems.items())[:2])
     cases = minimize_cases(minimize_problems, dtypes) + minimize_cases(

@@ -133,7 +133,8 @@ def readme_page(readme: str) -> str:
 
 def api_page(names) -> str:
     """One mkdocstrings block per public name, by topic (:data:`API_TOPICS`), then the
-    names of no topic, then the test hooks of ``fixedopt.testing``."""
+    names of no topic, then the test hooks of ``fixedopt.testing`` and the problems of
+    ``fixedopt.testing_problems``."""
     placed = {name for topic in API_TOPICS.values() for name in topic}
     topics = {title: [n for n in topic if n in names] for title, topic in API_TOPICS.items()}
     topics["More"] = [name for name in names if name not in placed]
@@ -144,7 +145,8 @@ def api_page(names) -> str:
     for title, members in topics.items():
         if members:
             parts += [f"## {title}\n", *(f"::: fixedopt.{name}\n" for name in members)]
-    return "\n".join([*parts, "## Testing\n", "::: fixedopt.testing\n"])
+    testing = ["## Testing\n", "::: fixedopt.testing\n", "::: fixedopt.testing_problems\n"]
+    return "\n".join([*parts, *testing])
 
 
 # A guide page's table of public names and their docstrings' summaries: the line

@@ -2,6 +2,6 @@
 ``fixedopt/_driver/``, ...); this level holds the repository's own checks (layout,
 docs, README, notebooks, benchmarks, compiled programs) and the modules every test may
 import: ``helpers`` (shared solvers, problems, references; the status-truth problems
-live in ``benchmarks/mgh_least_squares.py`` and ``benchmarks/minimize_truth.py``). Each
+live in ``fixedopt.testing_problems``, which the benchmarks read too). Each
 folder is a package, so that a test module is named by its path
 (``tests.driver.test_lanes``) and two of the same basename cannot collide."""

@@ -1,9 +1,8 @@
 """What the test modules share: the solver table, problems, references and assertions.
 
 Test modules import these from here, never from each other (``tests/test_layout.py``
-checks it); the problems of the status-truth suite live in ``benchmarks/mgh_least_squares.py``
-and ``benchmarks/minimize_truth.py``, which the tests read too (one definition, beside the
-benchmark problems, ``benchmarks/problems.py``).
+checks it); the problems of the status-truth suite live in the public module
+``fixedopt.testing_problems``, which the tests and the benchmarks both read (one definition).
 """
 
 import jax

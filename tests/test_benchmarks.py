@@ -73,8 +73,8 @@ BANNED_IMPORTS = (("benchmarks", ("tests", "studies")), ("fixedopt", ("studies",
 
 
 def test_benchmarks_import_neither_tests_nor_studies():
-    """The suites stand alone: the problems tests share with them live in ``benchmarks/``
-    (``mgh_least_squares``, ``minimize_truth``), and no code imports a finished study."""
+    """The suites stand alone: the problems tests share with them are the library's
+    (``fixedopt.testing_problems``), and no code imports a finished study."""
     offenders = [
         f"{path.relative_to(ROOT)}: {name}"
         for folder, banned in BANNED_IMPORTS

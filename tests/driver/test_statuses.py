@@ -16,8 +16,9 @@ import pytest
 import scipy.optimize
 
 import fixedopt
-from benchmarks.mgh_least_squares import (
-    PROBLEMS,
+from fixedopt import Reason, Status
+from fixedopt.testing_problems import LEAST_SQUARES as PROBLEMS
+from fixedopt.testing_problems import (
     decay,
     decay_batch,
     hyperbola,
@@ -25,7 +26,6 @@ from benchmarks.mgh_least_squares import (
     reference_fits,
     relative_error,
 )
-from fixedopt import Reason, Status
 from tests.helpers import MGH, RESIDUAL_SOLVERS, scipy_lbfgsb
 
 SCALES = (1e-6, 1.0, 1e6)

@@ -12,8 +12,9 @@ import pytest
 
 import fixedopt
 import fixedopt._solvers.certify
-from benchmarks import mgh_least_squares, minimize_truth, problems
+from benchmarks import problems
 from benchmarks.status_truth import minimize_cases
+from fixedopt import testing_problems
 from fixedopt._solvers.certify import conjugate_gradient_check, newton_check, wider_check
 from fixedopt._solvers.lbfgs import LBFGS
 from tests.helpers import assert_rows_identical, bits
@@ -233,7 +234,7 @@ def test_conjugate_gradients_are_textbook_pcg_and_precondition_once_per_iteratio
 def _saturation_rows(monkeypatch, certified):
     if not certified:  # the ablation: L-BFGS without its certification
         monkeypatch.setattr(LBFGS, "certify", fixedopt.Solver.certify)
-    problem = {"saturation": minimize_truth.PROBLEMS["saturation"]}
+    problem = {"saturation": testing_problems.MINIMIZE["saturation"]}
     return minimize_cases(problem, (np.float64,), fixedopt.LBFGS(scaling="scalar"))
 
 
@@ -269,7 +270,7 @@ def test_a_rejected_verdict_keeps_fixed_bits_and_its_row_to_itself(dtype):
     a fixed entry (a -0.0 that enters the objective) keeps its bits, and a row whose
     objective is NaN from the start changes no other row's bits (both batches through
     4 lanes). In float32 (x64 on) the check computes in float64 (``checked_point``)."""
-    problem = minimize_truth.PROBLEMS["saturation"]
+    problem = testing_problems.MINIMIZE["saturation"]
 
     def fun(x, shift):
         return 0.5 * jnp.sum(problem.residuals(x[:2]) ** 2) + shift + x[2] ** 2
@@ -302,12 +303,12 @@ def test_a_float32_row_is_checked_in_float64_where_x64_is_on(monkeypatch):
     Hessian's curvature along it (2e-10 of the largest) is below float32's epsilon.
     Checked in float64 (x64 is on in this suite), the row is not CONVERGED there; the
     float32 check (the ablation) passed it."""
-    x0, fixed, y = mgh_least_squares.decay_batch()
+    x0, fixed, y = testing_problems.decay_batch()
     factor = np.array([1e6, 1.0, 1e6])
-    best = mgh_least_squares.reference_fits(x0, fixed, y, mgh_least_squares.decay)[3] * factor
+    best = testing_problems.reference_fits(x0, fixed, y, testing_problems.decay)[3] * factor
 
     def solve():
-        fun = lambda p, y: 0.5 * jnp.sum(mgh_least_squares.decay(p, y) ** 2)  # new: compiles
+        fun = lambda p, y: 0.5 * jnp.sum(testing_problems.decay(p, y) ** 2)  # new: compiles
         solution = fixedopt.minimize(
             fun, jnp.asarray(x0[3] * factor, jnp.float32), jnp.asarray(fixed[3]),
             args=(jnp.asarray(y[3] * 1e6, jnp.float32),), max_steps=3000,
