@@ -35,7 +35,6 @@ Writes ``benchmarks/results/<backend>-first_call[-label]-<date>.{json,md}``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import pathlib
@@ -54,6 +53,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import fixedopt  # noqa: E402
+from benchmarks import timing  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 CASES = ("spectra", "rk4", "spot", "quad64")
@@ -214,29 +214,13 @@ def quad64(batch: int, seed: int = 0):
 BUILDERS = {"spectra": spectra, "rk4": rk4, "spot": spot, "quad64": quad64}
 
 
-@contextlib.contextmanager
-def stages():
-    """Yields JAX's compile seconds within, per stage of :data:`STAGES`."""
-    found = dict.fromkeys(STAGES, 0.0)
-    names = {f"/jax/core/compile/{event}_duration": stage for stage, event in STAGES.items()}
-
-    def listen(event, duration, **kwargs):
-        if event in names:
-            found[names[event]] += duration
-
-    jax.monitoring.register_event_duration_secs_listener(listen)
-    try:
-        yield found
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listen)
-
-
 def timed(call) -> tuple[float, dict]:
     """Wall seconds of ``call()`` (blocked until ready) and its compile stages."""
-    with stages() as found:
+    with timing.compile_monitor() as found:
         start = time.perf_counter()
         jax.block_until_ready(call())
-        return time.perf_counter() - start, dict(found)
+        seconds = time.perf_counter() - start
+    return seconds, {stage: found[event] for stage, event in STAGES.items()}
 
 
 def wait(call) -> dict:
@@ -354,8 +338,6 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(*args.child)))
         return
-    from benchmarks.timing import environment
-
     records = []
     for case in args.cases:
         runs = [measure(case) for _ in range(args.repeats)]
@@ -363,7 +345,7 @@ def main() -> None:
         records.append({"case": case, **medians, **program_size(case), "repeats": args.repeats,
                         "runs": runs})  # fmt: skip
         print(json.dumps(records[-1] | {"runs": None}), flush=True)
-    env = environment()
+    env = timing.environment()
     stem = f"{env['backend']}-first_call{'-' + args.label if args.label else ''}-{env['date']}"
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{stem}.json").write_text(json.dumps({"environment": env, "records": records},

@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import datetime
-import json
 import os
 import pathlib
 import platform
@@ -27,13 +25,15 @@ COMPILE_EVENTS = tuple(f"/jax/core/compile/{stage}_duration" for stage in STAGES
 
 @contextlib.contextmanager
 def compile_monitor():
-    """Yields ``{"count", "seconds"}``: XLA compilations and JAX compile seconds within."""
-    found = {"count": 0, "seconds": 0.0}
+    """Yields ``{"count", "seconds", <stage>...}``: XLA compilations and JAX compile
+    seconds within, in all and per stage of :data:`STAGES`."""
+    found = {"count": 0, "seconds": 0.0, **dict.fromkeys(STAGES, 0.0)}
 
     def listen(event, duration, **kwargs):
         if event in COMPILE_EVENTS:
             found["seconds"] += duration
             found["count"] += event == COMPILE_EVENTS[-1]
+            found[STAGES[COMPILE_EVENTS.index(event)]] += duration
 
     jax.monitoring.register_event_duration_secs_listener(listen)
     try:
@@ -114,51 +114,3 @@ def write_markdown(stem: pathlib.Path, lines: list[str]) -> pathlib.Path:
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return stem
-
-
-def cases_to_files(
-    env: dict, cases: list[str], measure: Callable[[str], dict], markdown: Callable,
-    out: pathlib.Path, name: str,
-) -> pathlib.Path:  # fmt: skip
-    """``measure(case)`` for every case (each record printed as it comes), written as
-    ``<out>/<backend>-<name>-<date>.{jsonl,md}`` (``markdown(records, title, env)`` writes
-    the table); returns the files' stem."""
-    records = []
-    for case in cases:
-        records.append(env | measure(case))
-        print(json.dumps({k: records[-1][k] for k in records[-1] if k not in env}), flush=True)
-    stem = out / f"{env['backend']}-{name}-{env['date']}"
-    out.mkdir(parents=True, exist_ok=True)
-    lines = (json.dumps(record, default=str) + "\n" for record in records)
-    stem.with_suffix(".jsonl").write_text("".join(lines))
-    stem.with_suffix(".md").write_text(markdown(records, stem.name, env))
-    print(f"wrote {stem}.jsonl and .md")
-    return stem
-
-
-def run_cases(
-    module: str, doc: str, cases: dict, rounds: int, results: pathlib.Path,
-    measure: Callable[[str, int], dict], markdown: Callable, argv: list[str] | None = None,
-) -> pathlib.Path:  # fmt: skip
-    """The command ``python -m benchmarks.<module>`` of a benchmark whose ``cases`` are
-    named (:func:`case_arguments`): ``measure(case, rounds)`` for each case chosen, and
-    ``markdown(records, title, env, rounds)`` for its table, written by
-    :func:`cases_to_files` as ``<backend>-<module, dashed>-<date>``; returns the stem."""
-    args = case_arguments(module, doc, cases, rounds, results).parse_args(argv)
-    env = environment() | {"suite": module}
-    measured = lambda name: measure(name, args.rounds)
-    written = lambda records, title, env: markdown(records, title, env, args.rounds)
-    chosen = args.cases or list(cases)
-    return cases_to_files(env, chosen, measured, written, args.out, module.replace("_", "-"))
-
-
-def case_arguments(module: str, doc: str, cases: dict, rounds: int, results: pathlib.Path):
-    """The command line of a benchmark ``python -m benchmarks.<module>`` whose ``cases``
-    are named: ``--rounds`` (default ``rounds``), ``--cases``, ``--out`` (``results``);
-    the parser, to add more before parsing."""
-    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{module}",
-                                     description=doc.split("\n\n")[0])  # fmt: skip
-    parser.add_argument("--rounds", type=int, default=rounds, help="calls of each program")
-    parser.add_argument("--cases", nargs="*", choices=list(cases), help="default: all")
-    parser.add_argument("--out", type=pathlib.Path, default=results, help="results folder")
-    return parser
