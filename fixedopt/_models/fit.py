@@ -1,12 +1,13 @@
 """``Model.fit``: a batch of fits of a model with named parameters, as ONE call of
-:func:`fixedopt.least_squares` (the same solvers, statuses and lanes) and
-:func:`fixedopt.covariance`; ties and derived parameters get their errors by
+:func:`fixedopt.least_squares` (the same solvers, statuses, lanes and Poisson estimator)
+and :func:`fixedopt.covariance`; ties and derived parameters get their errors by
 propagating the covariance through their expressions (``J C J^T``)."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import jax
@@ -14,7 +15,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from fixedopt._entry.minimize import least_squares
+from fixedopt._models.confidence import Problem
 from fixedopt._models.layout import Arrays, Layout, arrays, initial_values, layout
+from fixedopt._models.nan import apply_nan_policy
 from fixedopt._models.parameters import Parameters
 from fixedopt._models.result import ModelResult
 from fixedopt._results.covariance import covariance
@@ -26,14 +29,16 @@ if TYPE_CHECKING:  # fit is Model.fit's body: the model module imports this one
 @dataclasses.dataclass(frozen=True)
 class _Residual:
     """``(model - data) * weights`` of ONE fit, from its vector ``p`` (lmfit's sign and
-    weights). Hashed by the model and the layout: a new batch of the same shapes and
-    names reuses the compiled solve."""
+    weights); for a Poisson fit, the Pearson residual ``(mu - data) / sqrt(mu)``, ``mu``
+    held constant, whose ``J^T J`` is the Fisher information. Hashed by the model and the
+    layout: a new batch of the same shapes and names reuses the compiled solve."""
 
     model: Model
     plan: Layout
     independent: tuple[str, ...]
     weighted: bool
     tied: bool  # per-fit ties: the tie codes are an argument
+    poisson: bool = False
 
     def curve(self, p: jax.Array, x: tuple[jax.Array, ...], codes: jax.Array | None) -> jax.Array:
         values = self.plan.values(p, codes, self.plan.required(self.model.param_names))
@@ -41,14 +46,27 @@ class _Residual:
 
     def __call__(self, p: jax.Array, x: Any, data: jax.Array, *extra: jax.Array) -> jax.Array:
         weights, codes = self.unpack(extra)
-        out = self.curve(p, x, codes) - data
-        return out if weights is None else out * weights
+        mu = self.curve(p, x, codes)
+        if self.poisson:
+            return (mu - data) / jnp.sqrt(jax.lax.stop_gradient(mu))
+        return (mu - data) if weights is None else (mu - data) * weights
 
     def unpack(self, extra: tuple[jax.Array, ...]) -> tuple[jax.Array | None, jax.Array | None]:
         """``(weights, codes)`` from the ``args`` after the data (those present)."""
         given = iter(extra)
         weights = next(given) if self.weighted else None
         return weights, (next(given) if self.tied else None)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Expected:
+    """The expected counts ``mu`` of ONE fit, for ``least_squares(estimator="poisson")``
+    (which holds the counts itself)."""
+
+    residual: _Residual
+
+    def __call__(self, p: jax.Array, x: Any, *extra: jax.Array) -> jax.Array:
+        return self.residual.curve(p, x, self.residual.unpack(extra)[1])
 
 
 def _data(data: Any) -> jax.Array:
@@ -88,21 +106,24 @@ def _weights(weights: Any, data: jax.Array) -> jax.Array | None:
         ) from None
 
 
-def _options(kwargs: dict[str, Any], data: Any) -> None:
+def _options(kwargs: dict[str, Any], data: Any, estimator: str) -> None:
     """Take out ``batched`` (lmfit's and fixedopt's word; a fit is always a batch here)
     and refuse the keywords of ``least_squares`` that change what the residual means."""
     batched = kwargs.pop("batched", None)
     if batched is False and np.ndim(data) != 1:
         raise ValueError(f"batched=False fits one curve: `data` must be 1-D, got {np.shape(data)}")
-    for name in ("estimator", "counts", "sigma", "vectorized"):
+    if not (isinstance(estimator, str) and estimator in ("least_squares", "poisson")):
+        raise ValueError(f"`estimator` must be 'least_squares' or 'poisson', got {estimator!r}")
+    for name in ("counts", "sigma", "vectorized"):
         if name in kwargs:
             raise ValueError(
                 f"`{name}` is not a keyword of Model.fit (weights=1/sigma weight the residual; "
-                "Poisson fits of a Model are not supported yet)"
+                "with estimator='poisson', `data` are the counts)"
             )
 
 
 def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: Any = None,
+        estimator: str = "least_squares", nan_policy: str = "raise",
         **kwargs: Any) -> ModelResult:  # fmt: skip
     """Fit ``model`` to each row of ``data`` (lmfit's ``Model.fit``, batched).
 
@@ -113,6 +134,14 @@ def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: A
         by default ``model.make_params()``.
       weights: multiply the residual ``model - data`` (lmfit's convention: ``1/sigma``),
         broadcastable to ``data``.
+      estimator: ``"least_squares"``, or ``"poisson"``: ``data`` are counts and the fit
+        is Poisson maximum likelihood (:func:`fixedopt.least_squares`'s estimator; no
+        ``weights``), its standard errors the inverse Fisher information (unscaled),
+        ``chisqr`` Pearson's, ``aic`` and ``bic`` from the deviance.
+      nan_policy: lmfit's: ``"raise"`` (NaN in ``data`` or ``weights`` is a
+        ``ValueError``), ``"propagate"`` (a fit with a NaN stops with its own status),
+        ``"omit"`` (each NaN point is left out of its fit: weight 0, not counted in
+        ``ndata``; least squares only).
       **kwargs: the independent variables by name (``x=``, ``(m,)`` shared or
         ``(B, m)`` per row), and any keyword of :func:`fixedopt.least_squares`
         (``solver``, ``max_steps``, ``gtol``, ``ftol``, ``xtol``, ``lanes``, ...).
@@ -120,7 +149,8 @@ def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: A
     Returns:
       A :class:`fixedopt.models.ModelResult`.
     """
-    _options(kwargs, data)
+    _options(kwargs, data, estimator)
+    poisson = estimator == "poisson"
     data = _data(data)
     given = {v: kwargs.pop(v) for v in model.independent_vars if v in kwargs}
     xs, x_axis = _independent(model, given, data)
@@ -135,17 +165,30 @@ def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: A
         raise ValueError("every parameter is tied (`expr`): nothing to fit")
     arr = arrays(params, plan, data.shape[0], data.dtype)
     w = _weights(weights, data)
+    if poisson and w is not None:
+        raise ValueError("`weights` have no effect with estimator='poisson': remove them")
+    data, w, omitted = apply_nan_policy(nan_policy, data, w, poisson)
     codes = None if arr.codes is None else jnp.asarray(arr.codes)
-    residual = _Residual(model, plan, model.independent_vars, w is not None, codes is not None)
+    tied = codes is not None
+    residual = _Residual(model, plan, model.independent_vars, w is not None, tied, poisson)
     extra = tuple(a for a in (w, codes) if a is not None)  # no None in args (it shifts args_axes)
     args, axes = (xs, data, *extra), (x_axis, 0, *(0 for _ in extra))
     bounds = (jnp.asarray(arr.lower), jnp.asarray(arr.upper)) if arr.bounded else None
+    options: dict[str, Any] = dict(bounds=bounds, batched=True, **kwargs)
+    fun: Callable[..., Any] = residual
+    solve_args, solve_axes = args, axes
+    if poisson:  # the solver holds the counts: the model's arguments lack them
+        solve_args, solve_axes = (xs, *extra), (x_axis, *axes[2:])
+        fun, options = _Expected(residual), dict(options, estimator="poisson", counts=data)
     solution = least_squares(
-        residual, jnp.asarray(arr.p0), jnp.asarray(arr.fixed), bounds=bounds, args=args,
-        batched=True, args_axes=axes, **kwargs,
+        fun, jnp.asarray(arr.p0), jnp.asarray(arr.fixed), args=solve_args,
+        args_axes=solve_axes, **options,
     )  # fmt: skip
-    cov = covariance(solution, residual, args=args, args_axes=axes)
-    return _result(model, params, plan, arr, solution, cov.covariance, (residual, args, axes))
+    sigma = None if omitted is None else jnp.where(omitted, jnp.inf, 1.0)  # dof: kept points
+    cov = covariance(solution, residual, args=args, args_axes=axes, sigma=sigma,
+                     absolute_sigma=poisson)  # fmt: skip
+    problem = Problem(residual, args, axes, arr.lower, arr.upper, arr.bounded, kwargs)
+    return _result(model, params, plan, arr, solution, cov.covariance, problem, omitted)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1))
@@ -156,7 +199,8 @@ def _summary(
     """Every parameter's value and their covariance ``J C J^T`` (the tied and derived
     ones propagated through their expressions), the best and initial curves and the
     residuals; one compiled program per model and layout."""
-    w, codes = residual.unpack(extra)
+    resid = jax.vmap(residual, in_axes=(0, x_axis, 0, *(0 for _ in extra)))(x, xs, data, *extra)
+    codes = residual.unpack(extra)[1]
     codes = jnp.zeros((x.shape[0], 0), jnp.int32) if codes is None else codes
     plan = residual.plan
     values = jax.vmap(plan.all_values)(x, codes)
@@ -164,13 +208,12 @@ def _summary(
     full = jnp.einsum("bik,bkl,bjl->bij", jac, pcov, jac)
     curve = jax.vmap(residual.curve, in_axes=(0, x_axis, 0))
     best_fit, init_fit = curve(x, xs, codes), curve(p0, xs, codes)
-    resid = best_fit - data if w is None else (best_fit - data) * w
     return values, full, best_fit, init_fit, resid
 
 
 def _result(model: Model, params: Parameters, plan: Layout, arr: Arrays, solution: Any,
-            pcov: jax.Array, problem: tuple[Any, ...]) -> ModelResult:  # fmt: skip
-    residual, args, axes = problem
+            pcov: jax.Array, problem: Problem, omitted: Any) -> ModelResult:  # fmt: skip
+    residual, args, axes = problem.residual, problem.args, problem.axes
     xs, data, *extra = args
     p0 = jnp.asarray(arr.p0, data.dtype)
     summary = _summary(residual, axes[0], solution.x, p0, pcov, xs, data, tuple(extra))
@@ -180,9 +223,13 @@ def _result(model: Model, params: Parameters, plan: Layout, arr: Arrays, solutio
     free_names = [[plan.vector[j] for j in np.flatnonzero(row)] for row in varying]
     return ModelResult(
         model=model, params=params, names=plan.names, index=index,
-        values=np.asarray(values), covariance=np.asarray(full), data=np.asarray(data),
+        values=np.asarray(values), covariance=np.asarray(full),
+        data=np.asarray(data) if omitted is None else np.where(omitted, np.nan, data),
         best_fit=np.asarray(best_fit), init_fit=np.asarray(init_fit),
         residual=np.asarray(resid), solution=solution, varying=free_names,
         init_values=dict(initial_values(params, data.shape[0])),
         independent=dict(zip(model.independent_vars, (np.asarray(x) for x in xs))),
+        omitted=None if omitted is None else np.asarray(omitted),
+        estimator="poisson" if residual.poisson else "least_squares",
+        problem=problem,
     )  # fmt: skip

@@ -17,9 +17,9 @@ def _number(value: float) -> str:
 def _statistics(result: Any, row: int) -> list[str]:
     return [
         "[[Fit Statistics]]",
-        "    # fitting method   = least_squares (fixedopt)",
+        f"    # fitting method   = {result.estimator} (fixedopt)",
         f"    # function evals   = {int(result.nfev[row])}",
-        f"    # data points      = {result.ndata}",
+        f"    # data points      = {int(result.ndata[row])}",
         f"    # variables        = {int(result.nvarys[row])}",
         f"    chi-square         = {_number(result.chisqr[row])}",
         f"    reduced chi-square = {_number(result.redchi[row])}",

@@ -27,10 +27,14 @@ class ModelResult:
         pseudo-inverse's (:func:`fixedopt.covariance`: 0 for a parameter the model
         does not depend on).
       data, best_fit, init_fit, residual: ``(B, m)``; ``residual`` is
-        ``(best_fit - data) * weights``.
+        ``(best_fit - data) * weights`` (Poisson: ``(best_fit - data) / sqrt(best_fit)``;
+        0 at an omitted point, whose ``data`` is NaN).
       solution: the :class:`fixedopt.Solution` (``status``, ``steps``, ...).
       varying: the varied parameters of each fit.
       init_values: ``{name: (B,)}`` as given.
+      omitted: ``(B, m)``, the points ``nan_policy="omit"`` left out (None: none).
+      estimator: ``"least_squares"`` or ``"poisson"``.
+      problem: what the fit solved (for :meth:`conf_interval`'s profile fits).
     """
 
     model: Any
@@ -47,6 +51,9 @@ class ModelResult:
     varying: list[list[str]]
     init_values: dict[str, np.ndarray]
     independent: dict[str, np.ndarray]
+    omitted: np.ndarray | None = None
+    estimator: str = "least_squares"
+    problem: Any = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def best_values(self) -> dict[str, np.ndarray]:
@@ -68,9 +75,12 @@ class ModelResult:
             return np.asarray(c[:, i, j] / np.sqrt(c[:, i, i] * c[:, j, j]))
 
     @property
-    def ndata(self) -> int:
-        """The number of data points of each fit."""
-        return int(self.data.shape[1])
+    def ndata(self) -> np.ndarray:
+        """``(B,)``: the data points of each fit (those ``nan_policy="omit"`` kept)."""
+        points = self.data.shape[1]
+        if self.omitted is None:
+            return np.full(self.data.shape[0], points)
+        return np.asarray(points - self.omitted.sum(axis=1))
 
     @property
     def nvarys(self) -> np.ndarray:
@@ -80,12 +90,21 @@ class ModelResult:
     @property
     def nfree(self) -> np.ndarray:
         """``(B,)``: degrees of freedom, ``ndata - nvarys``."""
-        return self.ndata - self.nvarys
+        return np.asarray(self.ndata - self.nvarys)
 
     @property
     def chisqr(self) -> np.ndarray:
-        """``(B,)``: the sum of squared (weighted) residuals."""
+        """``(B,)``: the sum of squared (weighted) residuals (Poisson: Pearson's
+        chi-square)."""
         return np.asarray(np.sum(self.residual**2, axis=1))
+
+    @property
+    def deviance(self) -> np.ndarray:
+        """``(B,)``: a Poisson fit's deviance, ``2 sum(mu - y - y log(mu / y))`` (for
+        least squares, ``chisqr``)."""
+        if self.estimator != "poisson":
+            return self.chisqr
+        return np.asarray(2.0 * np.asarray(self.solution.value))
 
     @property
     def redchi(self) -> np.ndarray:
@@ -95,14 +114,21 @@ class ModelResult:
 
     @property
     def aic(self) -> np.ndarray:
-        """Akaike's information criterion, ``n log(chisqr / n) + 2 nvarys`` (lmfit's)."""
-        return np.asarray(self.ndata * np.log(self.chisqr / self.ndata) + 2 * self.nvarys)
+        """Akaike's information criterion, ``n log(chisqr / n) + 2 nvarys`` (lmfit's;
+        Poisson: ``deviance + 2 nvarys``, -2 log-likelihood up to a constant of the data)."""
+        return np.asarray(self._fit_term() + 2 * self.nvarys)
 
     @property
     def bic(self) -> np.ndarray:
-        """Bayesian information criterion, ``n log(chisqr / n) + log(n) nvarys``."""
-        n = self.ndata
-        return np.asarray(n * np.log(self.chisqr / n) + np.log(n) * self.nvarys)
+        """Bayesian information criterion, ``n log(chisqr / n) + log(n) nvarys``
+        (Poisson: ``deviance + log(n) nvarys``)."""
+        return np.asarray(self._fit_term() + np.log(self.ndata) * self.nvarys)
+
+    def _fit_term(self) -> np.ndarray:
+        """-2 log-likelihood up to a constant: ``n log(chisqr / n)`` or the deviance."""
+        if self.estimator == "poisson":
+            return self.deviance
+        return np.asarray(self.ndata * np.log(self.chisqr / self.ndata))
 
     @property
     def status(self) -> np.ndarray:
@@ -186,6 +212,26 @@ class ModelResult:
         from fixedopt._models.plot import plot
 
         return plot(self, row, components, initial)
+
+    def conf_interval(self, names: Any = None, sigmas: Any = (1, 2, 3), rtol: float = 1e-6,
+                      maxiter: int = 30) -> dict[str, np.ndarray]:  # fmt: skip
+        """lmfit's profile confidence intervals (F-test), every fit at once.
+
+        Args:
+          names: the parameters (by default every fitted one).
+          sigmas: the levels, in standard deviations (below 1: probabilities).
+          rtol: the tolerance on ``sqrt(chisqr(v) - chisqr)`` at a limit.
+          maxiter: search steps (each one batched solve of every fit, parameter, side
+            and level).
+
+        Returns:
+          ``{name: (B, 2 * len(sigmas) + 1)}``: the lower limits (widest first), the best
+          value, the upper limits; NaN where ``name`` is not fitted in a fit, +/-inf
+          where its bound comes before the limit.
+        """
+        from fixedopt._models.confidence import conf_interval
+
+        return conf_interval(self, names, sigmas, rtol, maxiter)
 
     def fit_report(self, row: int = 0, min_correl: float = 0.1) -> str:
         """lmfit's ``fit_report`` for one fit."""

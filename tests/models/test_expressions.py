@@ -116,7 +116,7 @@ def test_bad_input_to_fit_is_named():
         model.fit(data, model.make_params(amplitude=[1.0, 2.0, 3.0]), x=x)
     with pytest.raises(TypeError, match=r"independent variables \['x'\]"):
         model.fit(data)
-    with pytest.raises(ValueError, match=r"`estimator` is not a keyword of Model\.fit"):
-        model.fit(data, x=x, estimator="poisson")
+    with pytest.raises(ValueError, match=r"`counts` is not a keyword of Model\.fit"):
+        model.fit(data, x=x, counts=data)
     with pytest.raises(ValueError, match="batched=False fits one curve"):
         model.fit(data, x=x, batched=False)

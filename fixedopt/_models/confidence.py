@@ -1,0 +1,187 @@
+"""``ModelResult.conf_interval``: lmfit's profile confidence intervals, batched.
+
+For a parameter ``p`` and a level ``sigma`` (probability ``erf(sigma / sqrt 2)``), a
+limit is the value ``v`` of ``p`` at which the fit with ``p`` held at ``v`` (the others
+refitted) has the chi-square the F-test puts at that probability, lmfit's ``f_compare``
+with one parameter held: ``chisqr(v) = chisqr * (1 + F.ppf(prob, 1, nfree) / nfree)``.
+Every fit, parameter, side and level is one row of ONE batched ``least_squares`` per
+step of the search (a new held value is data: every step reuses the compiled solve).
+
+The search runs on ``u(v) = sqrt(chisqr(v) - chisqr)``, which is linear in ``v`` for a
+linear model: it starts at the quadratic estimate ``best +/- stderr * sqrt(F.ppf)``
+and takes secant steps through the last two points, bisecting the bracket when a step
+leaves it, until ``u`` is within ``rtol`` of its target.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fixedopt._entry.minimize import least_squares
+
+
+class Problem(NamedTuple):
+    """What a fit solved, kept by its ``ModelResult`` for the profile fits."""
+
+    residual: Any
+    args: tuple[Any, ...]
+    axes: tuple[Any, ...]
+    lower: np.ndarray  # (B, k)
+    upper: np.ndarray  # (B, k)
+    bounded: bool
+    options: dict[str, Any]  # the keywords of least_squares the fit was given
+
+
+class _Jobs(NamedTuple):
+    """One profile search per entry: its fit, column, side and target."""
+
+    row: np.ndarray
+    column: np.ndarray
+    side: np.ndarray  # -1 or +1
+    level: np.ndarray  # the index of its sigma
+    best: np.ndarray  # the best value of the held parameter
+    chisqr: np.ndarray  # the best fit's chi-square
+    target: np.ndarray  # the target of u = sqrt(chisqr(v) - chisqr)
+    start: np.ndarray  # the quadratic estimate of the limit
+
+
+def _probabilities(sigmas: Sequence[float]) -> list[float]:
+    """lmfit's: ``erf(sigma / sqrt 2)``, a ``sigma`` below 1 being the probability."""
+    return [s if s < 1 else math.erf(s / math.sqrt(2.0)) for s in sorted(sigmas)]
+
+
+def _jobs(result: Any, columns: list[int], probs: list[float]) -> _Jobs:
+    from scipy.stats import f
+
+    vector = result.problem.residual.plan.vector
+    free = ~np.asarray(result.solution.fixed)
+    picks = [(b, j, s, k) for b in range(free.shape[0]) for j in columns if free[b, j]
+             for s in (-1, 1) for k in range(len(probs))]  # fmt: skip
+    if not picks:
+        raise ValueError("conf_interval: the parameters named are fitted in no fit")
+    row, column, side, level = (np.array(a, int) for a in zip(*picks, strict=True))
+    quantile = f.ppf(np.array(probs)[level], 1, result.nfree[row])
+    stderr = np.array([result.stderr[vector[j]][b] for b, j in zip(row, column, strict=True)])
+    best = np.asarray(result.solution.x)[row, column]
+    target = np.sqrt(result.chisqr[row] * quantile / result.nfree[row])
+    start = best + side * stderr * np.sqrt(quantile)
+    return _Jobs(row, column, side, level, best, result.chisqr[row], target, start)
+
+
+def _profile(result: Any, jobs: _Jobs) -> Any:
+    """``chisqr(v, x)`` of every job: one batched solve, each row with its column held
+    at ``v`` and started from ``x`` (the last solve's, so each step starts near its
+    end); and the bounds of the held columns."""
+    problem = result.problem
+    lower, upper = problem.lower[jobs.row], problem.upper[jobs.row]
+    held = (np.arange(len(jobs.row)), jobs.column)
+    fixed = np.asarray(result.solution.fixed)[jobs.row]
+    fixed[held] = True
+    take = jnp.asarray(jobs.row)
+    args = tuple(
+        a if axis is None else jax.tree.map(lambda leaf: leaf[take], a)
+        for a, axis in zip(problem.args, problem.axes, strict=True)
+    )
+    bounds = (jnp.asarray(lower), jnp.asarray(upper)) if problem.bounded else None
+
+    def chisqr(v: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        x = np.clip(x, lower, upper)
+        x[held] = v
+        solution = least_squares(
+            problem.residual, jnp.asarray(x), jnp.asarray(fixed), bounds=bounds, args=args,
+            batched=True, args_axes=problem.axes, **problem.options,
+        )  # fmt: skip
+        return 2.0 * np.asarray(solution.value), np.asarray(solution.x)
+
+    return chisqr, lower[held], upper[held]
+
+
+def _next(v: np.ndarray, u: np.ndarray, previous: tuple[np.ndarray, np.ndarray],
+          bracket: tuple[np.ndarray, np.ndarray], jobs: _Jobs) -> np.ndarray:  # fmt: skip
+    """The secant step through the last two points, bisecting where it leaves the
+    bracket; with no upper end yet, at most 4x (and at least 1.5x) as far out."""
+    low_v, high_v = bracket  # the last values below and above the target
+    v1, u1 = previous
+    with np.errstate(divide="ignore", invalid="ignore"):
+        step = v + (jobs.target - u) * (v - v1) / (u - u1)
+    known = np.isfinite(high_v)
+    inside = (step - low_v) * (step - high_v) < 0
+    bisect = 0.5 * (low_v + high_v)
+    out = low_v - jobs.best  # the distance out with u still below target
+    far, near = jobs.best + 4.0 * out, jobs.best + 1.5 * out
+    beyond = np.where(np.isfinite(step), step, far)
+    beyond = np.where(jobs.side * (beyond - far) > 0, far, beyond)
+    beyond = np.where(jobs.side * (beyond - near) < 0, near, beyond)
+    return np.asarray(np.where(known, np.where(inside, step, bisect), beyond))
+
+
+def conf_interval(result: Any, names: Sequence[str] | None = None,
+                  sigmas: Sequence[float] = (1, 2, 3), rtol: float = 1e-6,
+                  maxiter: int = 30) -> dict[str, np.ndarray]:  # fmt: skip
+    """The profile confidence limits of ``names`` (by default every fitted parameter)
+    in every fit: ``{name: (B, 2 * len(sigmas) + 1)}``, lmfit's order (the lower limits
+    from the widest in, the best value, the upper limits); NaN where the parameter is
+    not fitted in that fit, ``-inf``/``inf`` where a bound comes first."""
+    problem = result.problem
+    if problem is None or result.estimator != "least_squares":
+        raise ValueError("conf_interval needs a least-squares fit (its F-test is on chisqr)")
+    vector = problem.residual.plan.vector
+    names = list(names) if names is not None else [n for n in vector if any(
+        n in varied for varied in result.varying)]  # fmt: skip
+    unknown = [n for n in names if n not in vector]
+    if unknown:
+        raise ValueError(f"conf_interval profiles fitted parameters; not fitted: {unknown}")
+    probs = _probabilities(sigmas)
+    jobs = _jobs(result, [vector.index(n) for n in names], probs)
+    limits = _search(result, jobs, rtol, maxiter)
+    return _table(result, names, jobs, limits, len(probs), vector)
+
+
+def _search(result: Any, jobs: _Jobs, rtol: float, maxiter: int) -> np.ndarray:
+    chisqr, lowest, highest = _profile(result, jobs)
+    x = np.asarray(result.solution.x)[jobs.row]
+    v, previous = np.clip(jobs.start, lowest, highest), (jobs.best, np.zeros_like(jobs.best))
+    nan = np.full_like(jobs.best, np.nan)
+    bracket = (jobs.best.copy(), nan.copy())
+    limits, done = nan.copy(), np.zeros(len(v), bool)
+    at_bound = np.where(jobs.side > 0, highest, lowest)
+    for _ in range(maxiter):
+        value, x = chisqr(v, x)
+        u = np.sqrt(np.maximum(value - jobs.chisqr, 0.0))
+        found = ~done & (np.abs(u - jobs.target) <= rtol * jobs.target)
+        limits[found], done = v[found], done | found
+        blocked = ~done & (v == at_bound) & (u < jobs.target)
+        limits[blocked], done = jobs.side[blocked] * np.inf, done | blocked
+        if done.all():
+            return limits
+        below = u < jobs.target
+        bracket = (np.where(below, v, bracket[0]), np.where(below, bracket[1], v))
+        step = _next(v, u, previous, bracket, jobs)
+        previous, v = (v, u), np.where(done, v, np.clip(step, lowest, highest))
+    warnings.warn(f"conf_interval: {int((~done).sum())} limits not found in {maxiter} steps "
+                  "(NaN)", RuntimeWarning, stacklevel=3)  # fmt: skip
+    return limits
+
+
+def _table(result: Any, names: list[str], jobs: _Jobs, limits: np.ndarray, levels: int,
+           vector: tuple[str, ...]) -> dict[str, np.ndarray]:  # fmt: skip
+    rows = result.data.shape[0]
+    out = {}
+    for name in names:
+        table = np.full((rows, 2 * levels + 1), np.nan)
+        j = vector.index(name)
+        fitted = [name in varied for varied in result.varying]
+        table[fitted, levels] = result.best_values[name][fitted]
+        for i in np.flatnonzero(jobs.column == j):
+            level = jobs.level[i]
+            where = levels - 1 - level if jobs.side[i] < 0 else levels + 1 + level
+            table[jobs.row[i], where] = limits[i]
+        out[name] = table
+    return out

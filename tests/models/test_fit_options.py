@@ -1,0 +1,161 @@
+"""Model.fit's Poisson estimator and nan_policy. The Poisson fits are checked against
+the likelihood itself (its score is 0 at the fit; the errors are the inverse Fisher
+information, from a central-difference Jacobian in NumPy), the omitted points against
+lmfit's ``nan_policy="omit"``; each reference costs no compilation (a ``curve_fit``
+reference would cost a second one of several seconds)."""
+
+import lmfit
+import numpy as np
+import pytest
+
+import fixedopt
+from fixedopt.models import ConstantModel, GaussianModel
+
+X = np.linspace(0.0, 20.0, 41)
+NAMES = ["amplitude", "center", "sigma", "c"]
+TRUTH = np.array([200.0, 10.0, 1.5, 5.0])
+START = np.array([150.0, 9.5, 2.0, 3.0])
+FIXED = np.array([[False] * 4, [False, True, False, False], [False] * 3 + [True]] * 2)
+
+
+def curve(p):
+    amplitude, center, sigma, c = p
+    return (
+        amplitude / (sigma * np.sqrt(2 * np.pi)) * np.exp(-((X - center) ** 2) / (2 * sigma**2)) + c
+    )
+
+
+def _params(model):
+    params = model.make_params(**dict(zip(NAMES, START)))
+    for j, name in enumerate(NAMES):
+        if FIXED[:, j].any():
+            params[name].set(value=np.where(FIXED[:, j], TRUTH[j], START[j]), vary=~FIXED[:, j])
+    return params
+
+
+def _jacobian(p, free, step=1e-6):
+    columns = []
+    for j in np.flatnonzero(free):
+        h = step * max(1.0, abs(p[j]))
+        up, down = p.copy(), p.copy()
+        up[j] += h
+        down[j] -= h
+        columns.append((curve(up) - curve(down)) / (2 * h))
+    return np.stack(columns, axis=1)
+
+
+def test_poisson_fit_is_the_likelihoods_maximum_with_fisher_errors():
+    rng = np.random.default_rng(3)
+    counts = rng.poisson(curve(TRUTH), (len(FIXED), X.size)).astype(float)
+    model = GaussianModel() + ConstantModel()
+    ours = model.fit(counts, _params(model), x=X, estimator="poisson")
+    assert ours.success.all()
+    for row in range(len(FIXED)):
+        p, free = np.array([ours.best_values[n][row] for n in NAMES]), ~FIXED[row]
+        jac, mu = _jacobian(p, free), curve(p)
+        fisher = jac.T @ (jac / mu[:, None])
+        score = jac.T @ (1.0 - counts[row] / mu)  # the gradient of sum(mu - y log mu)
+        fisher_errors = np.sqrt(np.diag(np.linalg.inv(fisher)))
+        newton = np.linalg.solve(fisher, score)  # the step to the maximum: none left
+        assert np.max(np.abs(newton) / fisher_errors) < 1e-6
+        errors = np.array([ours.stderr[n][row] for n in NAMES])
+        np.testing.assert_allclose(errors[free], fisher_errors, rtol=1e-7)  # unscaled
+        assert np.all(errors[~free] == 0.0) and np.all(p[~free] == TRUTH[~free])
+    mu = ours.best_fit
+    np.testing.assert_allclose(ours.chisqr, np.sum((mu - counts) ** 2 / mu, axis=1), rtol=1e-12)
+    deviance = 2 * np.sum(mu - counts + counts * np.log(np.where(counts > 0, counts / mu, 1)), 1)
+    np.testing.assert_allclose(ours.deviance, deviance, rtol=1e-10)
+    np.testing.assert_allclose(ours.aic, deviance + 2 * ours.nvarys, rtol=1e-10)
+    assert "poisson (fixedopt)" in ours.fit_report(1)
+
+    # NaN counts, propagated: only that fit stops (NONFINITE); the same compiled fit
+    counts[2, 7] = np.nan
+    spread = model.fit(counts, _params(model), x=X, estimator="poisson", nan_policy="propagate")
+    assert spread.status[2] == fixedopt.Status.NONFINITE
+    others = [0, 1, 3, 4, 5]
+    assert spread.success[others].all()
+    np.testing.assert_array_equal(spread.values[others], ours.values[others])
+
+
+NOISE = np.full(X.size, 2.0)
+KWS = {"jac": "3-point", "xtol": 1e-15, "ftol": 1e-15, "gtol": 1e-15}  # lmfit's least_squares
+
+
+@pytest.fixture(scope="module")
+def omitted():
+    """Six least-squares fits, three NaN points left out of two of them."""
+    rng = np.random.default_rng(4)
+    data = curve(TRUTH) + rng.normal(0.0, NOISE, (len(FIXED), X.size))
+    data[0, [3, 20]] = np.nan  # one of them on the peak
+    data[4, 7] = np.nan
+    model = GaussianModel() + ConstantModel()
+    return data, model.fit(data, _params(model), x=X, weights=1 / NOISE, nan_policy="omit")
+
+
+def _lmfit(data, row, **method):
+    reference = lmfit.models.GaussianModel() + lmfit.models.ConstantModel()
+    params = reference.make_params(**dict(zip(NAMES, START)))
+    for j in np.flatnonzero(FIXED[row]):
+        params[NAMES[j]].set(value=TRUTH[j], vary=False)
+    method = method or {"method": "least_squares", "fit_kws": KWS}
+    return reference.fit(data[row], params, x=X, weights=1 / NOISE, nan_policy="omit", **method)
+
+
+def test_nan_policy_omit_leaves_each_point_out_of_its_fit_as_lmfit(omitted):
+    data, ours = omitted
+    assert ours.success.all()
+    np.testing.assert_array_equal(ours.ndata, [39, 41, 41, 41, 40, 41])
+    np.testing.assert_array_equal(ours.nfree, ours.ndata - ours.nvarys)
+    assert np.isnan(ours.data[0, 3]) and ours.residual[0, 3] == 0.0
+    assert "# data points      = 39" in ours.fit_report(0)
+    for row in (0, 4):
+        theirs = _lmfit(data, row)
+        assert ours.ndata[row] == theirs.ndata and ours.nfree[row] == theirs.nfree
+        assert ours.redchi[row] == pytest.approx(theirs.redchi, rel=1e-9)
+        assert ours.aic[row] == pytest.approx(theirs.aic, rel=1e-9)
+        for name in NAMES:
+            param = theirs.params[name]
+            assert ours.best_values[name][row] == pytest.approx(param.value, rel=1e-7), name
+            if param.vary:
+                assert ours.stderr[name][row] == pytest.approx(param.stderr, rel=1e-6), name
+
+
+def test_conf_interval_equals_lmfits_profile_limits(omitted):
+    data, ours = omitted
+    limits = ours.conf_interval(sigmas=(1, 2))
+    assert set(limits) == set(NAMES) and limits["center"].shape == (len(FIXED), 5)
+    assert np.isnan(limits["center"][1]).all()  # known in fit 1: no interval
+    for row in (0, 1):
+        theirs = _lmfit(data, row, method="leastsq").conf_interval(sigmas=(1, 2))
+        for name, pairs in theirs.items():
+            # lmfit finds each limit to rtol=5e-5 of its value (scipy's toms748)
+            expected = [value for _, value in pairs]
+            np.testing.assert_allclose(limits[name][row], expected, rtol=1e-4, err_msg=name)
+    # a bound between fit 3's 1- and 2-sigma limits: the 2-sigma limit is beyond it (inf)
+    params = _params(ours.model)
+    bound = np.where(np.arange(len(FIXED)) == 3, limits["sigma"][3, 3:].mean(), np.inf)
+    params["sigma"].set(max=bound)
+    bounded = ours.model.fit(data, params, x=X, weights=1 / NOISE, nan_policy="omit")
+    again = bounded.conf_interval(sigmas=(1, 2))  # the same compiled profile fits
+    assert again["sigma"][3, 4] == np.inf
+    np.testing.assert_allclose(again["sigma"][3, :4], limits["sigma"][3, :4], rtol=1e-6)
+
+
+def test_nan_policy_raise_names_the_point_and_poisson_refuses_weights():
+    model = GaussianModel() + ConstantModel()
+    data = np.ones((3, X.size))
+    data[2, 5] = np.nan
+    with pytest.raises(ValueError, match=r"`data` is NaN at fit 2, point 5 \(nan_policy='raise'"):
+        model.fit(data, x=X)
+    weights = np.ones_like(data)
+    weights[1, 0] = np.nan
+    with pytest.raises(ValueError, match="`weights` is NaN at fit 1, point 0"):
+        model.fit(np.ones_like(data), x=X, weights=weights)
+    with pytest.raises(ValueError, match="`nan_policy` must be one of"):
+        model.fit(data, x=X, nan_policy="drop")
+    with pytest.raises(ValueError, match="`weights` have no effect with estimator='poisson'"):
+        model.fit(np.ones_like(data), x=X, weights=weights, estimator="poisson")
+    with pytest.raises(ValueError, match="nan_policy='omit' needs a weighted least-squares"):
+        model.fit(data, x=X, estimator="poisson", nan_policy="omit")
+    with pytest.raises(ValueError, match="`estimator` must be 'least_squares' or 'poisson'"):
+        model.fit(data, x=X, estimator="gaussian")
