@@ -157,7 +157,10 @@ def _search(result: Any, jobs: _Jobs, rtol: float, maxiter: int) -> np.ndarray:
         u = np.sqrt(np.maximum(value - jobs.chisqr, 0.0))
         found = ~done & (np.abs(u - jobs.target) <= rtol * jobs.target)
         limits[found], done = v[found], done | found
-        blocked = ~done & (v == at_bound) & (u < jobs.target)
+        # a bound first, or a chi-square that stops rising below the target (lmfit's
+        # min_rel_change of 1e-5, on the probability): no limit on this side
+        flat = (u - previous[1] <= 1e-5 * u) & np.isnan(bracket[1])
+        blocked = ~done & (u < jobs.target) & ((v == at_bound) | flat)
         limits[blocked], done = jobs.side[blocked] * np.inf, done | blocked
         if done.all():
             return limits
