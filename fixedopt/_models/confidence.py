@@ -62,6 +62,7 @@ def _jobs(result: Any, columns: list[int], probs: list[float]) -> _Jobs:
 
     vector = result.problem.residual.plan.vector
     free = ~np.asarray(result.solution.fixed)
+    free &= np.asarray(result.success)[:, None]  # a fit that failed has no interval
     picks = [(b, j, s, k) for b in range(free.shape[0]) for j in columns if free[b, j]
              for s in (-1, 1) for k in range(len(probs))]  # fmt: skip
     if not picks:
@@ -128,7 +129,8 @@ def conf_interval(result: Any, names: Sequence[str] | None = None,
     """The profile confidence limits of ``names`` (by default every fitted parameter)
     in every fit: ``{name: (B, 2 * len(sigmas) + 1)}``, lmfit's order (the lower limits
     from the widest in, the best value, the upper limits); NaN where the parameter is
-    not fitted in that fit, ``-inf``/``inf`` where a bound comes first."""
+    not fitted in that fit or the fit did not converge, ``-inf``/``inf`` where a bound
+    (or a chi-square that stops rising) comes first."""
     problem = result.problem
     if problem is None or result.estimator != "least_squares":
         raise ValueError("conf_interval needs a least-squares fit (its F-test is on chisqr)")
@@ -180,7 +182,7 @@ def _table(result: Any, names: list[str], jobs: _Jobs, limits: np.ndarray, level
     for name in names:
         table = np.full((rows, 2 * levels + 1), np.nan)
         j = vector.index(name)
-        fitted = [name in varied for varied in result.varying]
+        fitted = np.array([name in varied for varied in result.varying]) & result.success
         table[fitted, levels] = result.best_values[name][fitted]
         for i in np.flatnonzero(jobs.column == j):
             level = jobs.level[i]

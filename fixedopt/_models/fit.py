@@ -17,7 +17,7 @@ import numpy as np
 from fixedopt._entry.minimize import least_squares
 from fixedopt._models.confidence import Problem
 from fixedopt._models.layout import Arrays, Layout, arrays, initial_values, layout
-from fixedopt._models.nan import apply_nan_policy
+from fixedopt._models.nan import apply_nan_policy, too_few_points
 from fixedopt._models.parameters import Parameters
 from fixedopt._models.result import ModelResult
 from fixedopt._results.covariance import covariance
@@ -184,6 +184,7 @@ def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: A
         fun, jnp.asarray(arr.p0), jnp.asarray(arr.fixed), args=solve_args,
         args_axes=solve_axes, **options,
     )  # fmt: skip
+    solution = too_few_points(solution, omitted)
     sigma = None if omitted is None else jnp.where(omitted, jnp.inf, 1.0)  # dof: kept points
     cov = covariance(solution, residual, args=args, args_axes=axes, sigma=sigma,
                      absolute_sigma=poisson)  # fmt: skip

@@ -1,13 +1,18 @@
 """``Model.fit``'s ``nan_policy``, lmfit's three: ``"raise"`` refuses NaN in the data or
 the weights, ``"propagate"`` lets it through (each fit with a NaN stops with its own
 status; the other fits are untouched), ``"omit"`` leaves each NaN point out of its fit
-(weight 0, counted in no fit's data points)."""
+(weight 0, counted in no fit's data points); a fit left with fewer points than free
+parameters (an all-NaN pixel of a map) stops with status ``NONFINITE``."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from fixedopt._contract.status import Reason, Status
 
 NAN_POLICIES = ("raise", "propagate", "omit")
 
@@ -44,3 +49,17 @@ def apply_nan_policy(
     omitted = nans["data"] if weights is None else nans["data"] | nans["weights"]
     weights = jnp.ones_like(data) if weights is None else weights
     return jnp.where(omitted, 0.0, data), jnp.where(omitted, 0.0, weights), omitted
+
+
+def too_few_points(solution: Any, omitted: jax.Array | None) -> Any:
+    """``solution`` with each fit that ``omit`` left with fewer points than free
+    parameters marked ``NONFINITE`` (its data were NaN: nothing determines it)."""
+    if omitted is None:
+        return solution
+    kept = omitted.shape[1] - jnp.sum(omitted, axis=1)
+    under = kept < jnp.sum(~solution.fixed, axis=1)
+    return solution._replace(
+        status=jnp.where(under, Status.NONFINITE, solution.status).astype(jnp.int32),
+        reason=jnp.where(under, Reason.NONE, solution.reason).astype(jnp.int32),
+        converged=solution.converged & ~under,
+    )

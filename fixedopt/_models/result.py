@@ -122,13 +122,15 @@ class ModelResult:
     def bic(self) -> np.ndarray:
         """Bayesian information criterion, ``n log(chisqr / n) + log(n) nvarys``
         (Poisson: ``deviance + log(n) nvarys``)."""
-        return np.asarray(self._fit_term() + np.log(self.ndata) * self.nvarys)
+        with np.errstate(divide="ignore", invalid="ignore"):  # a fit with no points left
+            return np.asarray(self._fit_term() + np.log(self.ndata) * self.nvarys)
 
     def _fit_term(self) -> np.ndarray:
         """-2 log-likelihood up to a constant: ``n log(chisqr / n)`` or the deviance."""
         if self.estimator == "poisson":
             return self.deviance
-        return np.asarray(self.ndata * np.log(self.chisqr / self.ndata))
+        with np.errstate(divide="ignore", invalid="ignore"):  # a fit with no points left
+            return np.asarray(self.ndata * np.log(self.chisqr / self.ndata))
 
     @property
     def status(self) -> np.ndarray:

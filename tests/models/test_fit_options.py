@@ -119,6 +119,16 @@ def test_nan_policy_omit_leaves_each_point_out_of_its_fit_as_lmfit(omitted):
             if param.vary:
                 assert ours.stderr[name][row] == pytest.approx(param.stderr, rel=1e-6), name
 
+    # a fit with every point NaN (a masked pixel of a map): NONFINITE, the others unchanged
+    empty = data.copy()
+    empty[2] = np.nan
+    again = ours.model.fit(empty, _params(ours.model), x=X, weights=1 / NOISE, nan_policy="omit")
+    assert again.status[2] == fixedopt.Status.NONFINITE and again.ndata[2] == 0
+    others = [0, 1, 3, 4, 5]
+    assert again.success[others].all()
+    np.testing.assert_array_equal(again.values[others], ours.values[others])
+    assert np.isnan(again.to_records()["aic"][2])  # and no warning
+
 
 def test_conf_interval_equals_lmfits_profile_limits(omitted):
     data, ours = omitted
