@@ -27,6 +27,25 @@ import numpy as np
 from fixedopt._entry.minimize import least_squares
 
 
+class ConfidenceIntervals(dict[str, np.ndarray]):
+    """``{name: (B, 2 * levels + 1)}`` limits (lmfit's order) with their
+    ``probabilities`` (one per column; 0 for the best value) and lmfit's report."""
+
+    def __init__(self, limits: dict[str, np.ndarray], probabilities: tuple[float, ...]):
+        super().__init__(limits)
+        self.probabilities = probabilities
+
+    def report(self, row: int = 0, with_offset: bool = True, ndigits: int = 5) -> str:
+        """lmfit's ``ci_report`` of fit ``row`` (the parameters fitted in it): each limit
+        as an offset from the best value (``with_offset``), ``ndigits`` decimals."""
+        from fixedopt._models.report import ci_report
+
+        best = len(self.probabilities) // 2
+        rows = {name: list(zip(self.probabilities, table[row], strict=True))
+                for name, table in self.items() if np.isfinite(table[row, best])}  # fmt: skip
+        return ci_report(rows, with_offset, ndigits)
+
+
 class Problem(NamedTuple):
     """What a fit solved, kept by its ``ModelResult`` for the profile fits."""
 
@@ -125,7 +144,7 @@ def _next(v: np.ndarray, u: np.ndarray, previous: tuple[np.ndarray, np.ndarray],
 
 def conf_interval(result: Any, names: Sequence[str] | None = None,
                   sigmas: Sequence[float] = (1, 2, 3), rtol: float = 1e-6,
-                  maxiter: int = 30) -> dict[str, np.ndarray]:  # fmt: skip
+                  maxiter: int = 30) -> ConfidenceIntervals:  # fmt: skip
     """The profile confidence limits of ``names`` (by default every fitted parameter)
     in every fit: ``{name: (B, 2 * len(sigmas) + 1)}``, lmfit's order (the lower limits
     from the widest in, the best value, the upper limits); NaN where the parameter is
@@ -143,7 +162,8 @@ def conf_interval(result: Any, names: Sequence[str] | None = None,
     probs = _probabilities(sigmas)
     jobs = _jobs(result, [vector.index(n) for n in names], probs)
     limits = _search(result, jobs, rtol, maxiter)
-    return _table(result, names, jobs, limits, len(probs), vector)
+    table = _table(result, names, jobs, limits, len(probs), vector)
+    return ConfidenceIntervals(table, (*probs[::-1], 0.0, *probs))
 
 
 def _search(result: Any, jobs: _Jobs, rtol: float, maxiter: int) -> np.ndarray:

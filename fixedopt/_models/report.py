@@ -72,3 +72,25 @@ def fit_report(result: Any, row: int = 0, min_correl: float = 0.1) -> str:
     lines += [_variable(result, row, name, width) for name in result.names]
     lines += _correlations(result, row, min_correl)
     return "\n".join(lines)
+
+
+def ci_report(rows: dict[str, list[tuple[float, float]]], with_offset: bool, ndigits: int) -> str:
+    """lmfit's ``ci_report`` of one fit's ``{name: [(probability, limit), ...]}``."""
+    width = max(len(name) for name in rows)
+    header = [" " * (width + 1)]
+    header += [("_BEST_" if p < 1e-2 else f"{100 * p:.2f}%").rjust(ndigits + 5)
+               for p, _ in next(iter(rows.values()))]  # fmt: skip
+    lines = ["".join(header)]
+    for name, pairs in rows.items():
+        best = next(value for p, value in pairs if p < 1e-2)
+        offset = best if with_offset else 0.0
+        cells = [f" {name.ljust(width)}:"]
+        for p, value in pairs:
+            text = (
+                f"{value:.{ndigits}f}"
+                if p < 1e-2
+                else f"{value - offset:{'+' if with_offset else ''}.{ndigits}f}"
+            )
+            cells.append(text.rjust(ndigits + 5))
+        lines.append("".join(cells))
+    return "\n".join(lines)

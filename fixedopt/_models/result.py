@@ -216,7 +216,7 @@ class ModelResult:
         return plot(self, row, components, initial)
 
     def conf_interval(self, names: Any = None, sigmas: Any = (1, 2, 3), rtol: float = 1e-6,
-                      maxiter: int = 30) -> dict[str, np.ndarray]:  # fmt: skip
+                      maxiter: int = 30) -> Any:  # fmt: skip
         """lmfit's profile confidence intervals (F-test), every fit at once.
 
         Args:
@@ -229,11 +229,18 @@ class ModelResult:
         Returns:
           ``{name: (B, 2 * len(sigmas) + 1)}``: the lower limits (widest first), the best
           value, the upper limits; NaN where ``name`` is not fitted in a fit, +/-inf
-          where its bound comes before the limit.
+          where its bound comes before the limit. Its ``probabilities`` are the columns'
+          and its ``report(row)`` is lmfit's ``ci_report``.
         """
         from fixedopt._models.confidence import conf_interval
 
         return conf_interval(self, names, sigmas, rtol, maxiter)
+
+    def ci_report(self, row: int = 0, with_offset: bool = True, ndigits: int = 5,
+                  **kwargs: Any) -> str:  # fmt: skip
+        """lmfit's ``ci_report`` of fit ``row``, from :meth:`conf_interval` (``kwargs``):
+        each limit as an offset from the best value, ``ndigits`` decimals."""
+        return str(self.conf_interval(**kwargs).report(row, with_offset, ndigits))
 
     def fit_report(self, row: int = 0, min_correl: float = 0.1) -> str:
         """lmfit's ``fit_report`` for one fit."""

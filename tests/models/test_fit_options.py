@@ -141,6 +141,14 @@ def test_conf_interval_equals_lmfits_profile_limits(omitted):
             # lmfit finds each limit to rtol=5e-5 of its value (scipy's toms748)
             expected = [value for _, value in pairs]
             np.testing.assert_allclose(limits[name][row], expected, rtol=1e-4, err_msg=name)
+    report, expected = limits.report(1).splitlines(), lmfit.printfuncs.ci_report(theirs).split("\n")
+    assert report[0] == expected[0] and len(report) == len(expected)  # their probabilities
+    assert ours.ci_report(1, sigmas=(1, 2)) == limits.report(1)  # the same compiled search
+    for ours_line, their_line in zip(report[1:], expected[1:]):
+        assert ours_line.split(":")[0] == their_line.split(":")[0]
+        ours_numbers, their_numbers = (np.array(line.split(":")[1].split(), float)
+                                       for line in (ours_line, their_line))  # fmt: skip
+        np.testing.assert_allclose(ours_numbers, their_numbers, rtol=1e-3, atol=2e-4)
     # a bound between fit 3's 1- and 2-sigma limits: the 2-sigma limit is beyond it (inf)
     params = _params(ours.model)
     bound = np.where(np.arange(len(FIXED)) == 3, limits["sigma"][3, 3:].mean(), np.inf)
