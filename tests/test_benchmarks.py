@@ -98,14 +98,22 @@ SUITE_RESULT = re.compile(
 
 
 def suite_results():
-    """``(file, match)`` for each results file that a suite of ``benchmarks.run`` wrote."""
+    """``(file, match)`` for each results file: what a suite of ``benchmarks.run`` or a
+    benchmark's own command (``python -m benchmarks.first_call``) wrote, or None."""
     from benchmarks.run import OWN
     from benchmarks.suites import PLANS
 
+    runs = {*PLANS, *OWN, *(path.stem for path in (ROOT / "benchmarks").glob("*.py"))}
     for path in sorted((ROOT / "benchmarks" / "results").iterdir()):
         match = SUITE_RESULT.fullmatch(path.name)
-        if match and match["suite"] in {*PLANS, *OWN}:
-            yield path, match
+        yield path, match if match and match["suite"] in runs else None
+
+
+def test_every_results_file_is_the_run_of_a_suite():
+    """A result that no suite or benchmark command writes (an investigation's, or the
+    run of a script that has left) belongs to a study, off the docs site."""
+    strays = [path.name for path, match in suite_results() if match is None]
+    assert not strays, strays
 
 
 def test_results_are_the_current_run_of_each_suite_named_by_one_scheme():
@@ -113,7 +121,8 @@ def test_results_are_the_current_run_of_each_suite_named_by_one_scheme():
     backend, suite and label: a rerun replaces its results (git keeps the old ones)."""
     dates = collections.defaultdict(set)
     for _path, match in suite_results():
-        dates[match["backend"], match["suite"], match["label"]].add(match["date"])
+        if match:
+            dates[match["backend"], match["suite"], match["label"]].add(match["date"])
     assert len(dates) >= 15, sorted(dates)
     stale = {key: sorted(found) for key, found in dates.items() if len(found) > 1}
     assert not stale, stale
