@@ -4,6 +4,8 @@ For a parameter ``p`` and a level ``sigma`` (probability ``erf(sigma / sqrt 2)``
 limit is the value ``v`` of ``p`` at which the fit with ``p`` held at ``v`` (the others
 refitted) has the chi-square the F-test puts at that probability, lmfit's ``f_compare``
 with one parameter held: ``chisqr(v) = chisqr * (1 + F.ppf(prob, 1, nfree) / nfree)``.
+A Poisson fit's limits are the profile likelihood's (Wilks): ``deviance(v) = deviance +
+chi2.ppf(prob, 1)``.
 Every fit, parameter, side and level is one row of ONE batched ``least_squares`` per
 step of the search (a new held value is data: every step reuses the compiled solve).
 
@@ -49,9 +51,13 @@ class ConfidenceIntervals(dict[str, np.ndarray]):
 class Problem(NamedTuple):
     """What a fit solved, kept by its ``ModelResult`` for the profile fits."""
 
-    residual: Any
+    residual: Any  # the residual of the covariance (Pearson's for a Poisson fit)
     args: tuple[Any, ...]
     axes: tuple[Any, ...]
+    fun: Any  # the function least_squares solved, its args and their axes
+    solve_args: tuple[Any, ...]
+    solve_axes: tuple[Any, ...]
+    counts: Any  # (B, m) for a Poisson fit, else None
     lower: np.ndarray  # (B, k)
     upper: np.ndarray  # (B, k)
     bounded: bool
@@ -66,7 +72,7 @@ class _Jobs(NamedTuple):
     side: np.ndarray  # -1 or +1
     level: np.ndarray  # the index of its sigma
     best: np.ndarray  # the best value of the held parameter
-    chisqr: np.ndarray  # the best fit's chi-square
+    chisqr: np.ndarray  # the best fit's chi-square (a Poisson fit's deviance)
     target: np.ndarray  # the target of u = sqrt(chisqr(v) - chisqr)
     start: np.ndarray  # the quadratic estimate of the limit
 
@@ -76,29 +82,34 @@ def _probabilities(sigmas: Sequence[float]) -> list[float]:
     return [s if s < 1 else math.erf(s / math.sqrt(2.0)) for s in sorted(sigmas)]
 
 
-def _jobs(result: Any, columns: list[int], probs: list[float]) -> _Jobs:
-    from scipy.stats import f
+def _jobs(result: Any, columns: list[int], probs: list[float], chosen: np.ndarray) -> _Jobs:
+    from scipy.stats import chi2, f
 
     vector = result.problem.residual.plan.vector
     free = ~np.asarray(result.solution.fixed)
-    free &= np.asarray(result.success)[:, None]  # a fit that failed has no interval
+    free &= (np.asarray(result.success) & chosen)[:, None]  # a failed fit has no interval
     picks = [(b, j, s, k) for b in range(free.shape[0]) for j in columns if free[b, j]
              for s in (-1, 1) for k in range(len(probs))]  # fmt: skip
     if not picks:
         raise ValueError("conf_interval: the parameters named are fitted in no fit")
     row, column, side, level = (np.array(a, int) for a in zip(*picks, strict=True))
-    quantile = f.ppf(np.array(probs)[level], 1, result.nfree[row])
     stderr = np.array([result.stderr[vector[j]][b] for b, j in zip(row, column, strict=True)])
     best = np.asarray(result.solution.x)[row, column]
-    target = np.sqrt(result.chisqr[row] * quantile / result.nfree[row])
+    if result.estimator == "poisson":  # Wilks: the deviance rises by chi2.ppf(prob, 1)
+        quantile = chi2.ppf(np.array(probs)[level], 1)
+        baseline, target = result.deviance[row], np.sqrt(quantile)
+    else:  # lmfit's F-test on chisqr; stderr is scaled by the reduced chi-square
+        quantile = f.ppf(np.array(probs)[level], 1, result.nfree[row])
+        baseline = result.chisqr[row]
+        target = np.sqrt(baseline * quantile / result.nfree[row])
     start = best + side * stderr * np.sqrt(quantile)
-    return _Jobs(row, column, side, level, best, result.chisqr[row], target, start)
+    return _Jobs(row, column, side, level, best, baseline, target, start)
 
 
 def _profile(result: Any, jobs: _Jobs) -> Any:
-    """``chisqr(v, x)`` of every job: one batched solve, each row with its column held
-    at ``v`` and started from ``x`` (the last solve's, so each step starts near its
-    end); and the bounds of the held columns."""
+    """``chisqr(v, x)`` (a Poisson fit's deviance) of every job: one batched solve, each
+    row with its column held at ``v`` and started from ``x`` (the last solve's, so each
+    step starts near its end); and the bounds of the held columns."""
     problem = result.problem
     lower, upper = problem.lower[jobs.row], problem.upper[jobs.row]
     held = (np.arange(len(jobs.row)), jobs.column)
@@ -107,16 +118,19 @@ def _profile(result: Any, jobs: _Jobs) -> Any:
     take = jnp.asarray(jobs.row)
     args = tuple(
         a if axis is None else jax.tree.map(lambda leaf: leaf[take], a)
-        for a, axis in zip(problem.args, problem.axes, strict=True)
+        for a, axis in zip(problem.solve_args, problem.solve_axes, strict=True)
     )
+    options = dict(problem.options)
+    if problem.counts is not None:
+        options.update(estimator="poisson", counts=problem.counts[take])
     bounds = (jnp.asarray(lower), jnp.asarray(upper)) if problem.bounded else None
 
     def chisqr(v: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         x = np.clip(x, lower, upper)
         x[held] = v
         solution = least_squares(
-            problem.residual, jnp.asarray(x), jnp.asarray(fixed), bounds=bounds, args=args,
-            batched=True, args_axes=problem.axes, **problem.options,
+            problem.fun, jnp.asarray(x), jnp.asarray(fixed), bounds=bounds, args=args,
+            batched=True, args_axes=problem.solve_axes, **options,
         )  # fmt: skip
         return 2.0 * np.asarray(solution.value), np.asarray(solution.x)
 
@@ -144,15 +158,16 @@ def _next(v: np.ndarray, u: np.ndarray, previous: tuple[np.ndarray, np.ndarray],
 
 def conf_interval(result: Any, names: Sequence[str] | None = None,
                   sigmas: Sequence[float] = (1, 2, 3), rtol: float = 1e-6,
-                  maxiter: int = 30) -> ConfidenceIntervals:  # fmt: skip
+                  maxiter: int = 30, rows: Any = None) -> ConfidenceIntervals:  # fmt: skip
     """The profile confidence limits of ``names`` (by default every fitted parameter)
-    in every fit: ``{name: (B, 2 * len(sigmas) + 1)}``, lmfit's order (the lower limits
-    from the widest in, the best value, the upper limits); NaN where the parameter is
-    not fitted in that fit or the fit did not converge, ``-inf``/``inf`` where a bound
-    (or a chi-square that stops rising) comes first."""
+    in every fit (or in the fits ``rows``): ``{name: (B, 2 * len(sigmas) + 1)}``,
+    lmfit's order (the lower limits from the widest in, the best value, the upper
+    limits); NaN where the parameter is not fitted in that fit, the fit did not converge
+    or is not in ``rows``; ``-inf``/``inf`` where a bound (or a chi-square that stops
+    rising) comes first."""
     problem = result.problem
-    if problem is None or result.estimator != "least_squares":
-        raise ValueError("conf_interval needs a least-squares fit (its F-test is on chisqr)")
+    if problem is None:
+        raise ValueError("conf_interval needs the result of Model.fit")
     vector = problem.residual.plan.vector
     names = list(names) if names is not None else [n for n in vector if any(
         n in varied for varied in result.varying)]  # fmt: skip
@@ -160,7 +175,9 @@ def conf_interval(result: Any, names: Sequence[str] | None = None,
     if unknown:
         raise ValueError(f"conf_interval profiles fitted parameters; not fitted: {unknown}")
     probs = _probabilities(sigmas)
-    jobs = _jobs(result, [vector.index(n) for n in names], probs)
+    chosen = np.zeros(result.data.shape[0], bool)
+    chosen[slice(None) if rows is None else np.asarray(rows, int)] = True
+    jobs = _jobs(result, [vector.index(n) for n in names], probs, chosen)
     limits = _search(result, jobs, rtol, maxiter)
     table = _table(result, names, jobs, limits, len(probs), vector)
     return ConfidenceIntervals(table, (*probs[::-1], 0.0, *probs))
@@ -202,7 +219,7 @@ def _table(result: Any, names: list[str], jobs: _Jobs, limits: np.ndarray, level
     for name in names:
         table = np.full((rows, 2 * levels + 1), np.nan)
         j = vector.index(name)
-        fitted = np.array([name in varied for varied in result.varying]) & result.success
+        fitted = np.isin(np.arange(rows), jobs.row[jobs.column == j])
         table[fitted, levels] = result.best_values[name][fitted]
         for i in np.flatnonzero(jobs.column == j):
             level = jobs.level[i]

@@ -188,7 +188,10 @@ def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: A
     sigma = None if omitted is None else jnp.where(omitted, jnp.inf, 1.0)  # dof: kept points
     cov = covariance(solution, residual, args=args, args_axes=axes, sigma=sigma,
                      absolute_sigma=poisson)  # fmt: skip
-    problem = Problem(residual, args, axes, arr.lower, arr.upper, arr.bounded, kwargs)
+    problem = Problem(
+        residual, args, axes, fun, solve_args, solve_axes, data if poisson else None,
+        arr.lower, arr.upper, arr.bounded, kwargs,
+    )  # fmt: skip
     return _result(model, params, plan, arr, solution, cov.covariance, problem, omitted)
 
 

@@ -216,8 +216,9 @@ class ModelResult:
         return plot(self, row, components, initial)
 
     def conf_interval(self, names: Any = None, sigmas: Any = (1, 2, 3), rtol: float = 1e-6,
-                      maxiter: int = 30) -> Any:  # fmt: skip
-        """lmfit's profile confidence intervals (F-test), every fit at once.
+                      maxiter: int = 30, rows: Any = None) -> Any:  # fmt: skip
+        """lmfit's profile confidence intervals (F-test), every fit at once (a Poisson
+        fit's: the profile likelihood's, where the deviance rises by ``chi2.ppf(prob, 1)``).
 
         Args:
           names: the parameters (by default every fitted one).
@@ -225,6 +226,7 @@ class ModelResult:
           rtol: the tolerance on ``sqrt(chisqr(v) - chisqr)`` at a limit.
           maxiter: search steps (each one batched solve of every fit, parameter, side
             and level).
+          rows: the fits to profile (by default every fit).
 
         Returns:
           ``{name: (B, 2 * len(sigmas) + 1)}``: the lower limits (widest first), the best
@@ -234,7 +236,7 @@ class ModelResult:
         """
         from fixedopt._models.confidence import conf_interval
 
-        return conf_interval(self, names, sigmas, rtol, maxiter)
+        return conf_interval(self, names, sigmas, rtol, maxiter, rows)
 
     def ci_report(self, row: int = 0, with_offset: bool = True, ndigits: int = 5,
                   **kwargs: Any) -> str:  # fmt: skip

@@ -7,6 +7,7 @@ reference would cost a second one of several seconds)."""
 import lmfit
 import numpy as np
 import pytest
+import scipy.optimize
 
 import fixedopt
 from fixedopt.models import ConstantModel, GaussianModel
@@ -44,6 +45,14 @@ def _jacobian(p, free, step=1e-6):
     return np.stack(columns, axis=1)
 
 
+def _deviance(q, p, vary, y):
+    """The Poisson deviance of ``y`` at ``p`` with its entries ``vary`` set to ``q``."""
+    p = p.copy()
+    p[vary] = q
+    mu = curve(p)
+    return 2 * np.sum(mu - y + y * np.log(np.where(y > 0, y / mu, 1.0)))
+
+
 def test_poisson_fit_is_the_likelihoods_maximum_with_fisher_errors():
     rng = np.random.default_rng(3)
     counts = rng.poisson(curve(TRUTH), (len(FIXED), X.size)).astype(float)
@@ -67,6 +76,23 @@ def test_poisson_fit_is_the_likelihoods_maximum_with_fisher_errors():
     np.testing.assert_allclose(ours.deviance, deviance, rtol=1e-10)
     np.testing.assert_allclose(ours.aic, deviance + 2 * ours.nvarys, rtol=1e-10)
     assert "poisson (fixedopt)" in ours.fit_report(1)
+
+    # profile likelihood: at each 1-sigma limit, the deviance with the others refitted
+    # (by scipy's Nelder-Mead, in NumPy) is the best deviance + chi2.ppf(0.68, 1) = 1
+    # (3 fits x 2 sides: the 6 rows of the fit's own compiled solve)
+    limits = ours.conf_interval(names=["center"], sigmas=(1,), rows=[0, 2, 3])
+    assert np.isnan(limits["center"][[1, 4, 5]]).all()
+    j = NAMES.index("center")
+    for row in (0, 2, 3):
+        p, y = np.array([ours.best_values[n][row] for n in NAMES]), counts[row]
+        vary = ~FIXED[row] & (np.arange(len(NAMES)) != j)
+        for held in limits["center"][row, [0, 2]]:
+            p[j] = held
+            refit = scipy.optimize.minimize(
+                _deviance, p[vary], args=(p, vary, y), method="Nelder-Mead",
+                options={"xatol": 1e-9, "fatol": 1e-11},
+            )  # fmt: skip
+            assert refit.fun - ours.deviance[row] == pytest.approx(1.0, abs=1e-5), row
 
     # NaN counts, propagated: only that fit stops (NONFINITE); the same compiled fit
     counts[2, 7] = np.nan
