@@ -63,6 +63,27 @@ class Problem(NamedTuple):
     bounded: bool
     options: dict[str, Any]  # the keywords of least_squares the fit was given
 
+    def solve_inputs(
+        self, rows: np.ndarray | None = None
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The ``args`` and keywords of ``least_squares`` for the fits ``rows`` (every
+        fit by default): the bounds, the Poisson counts and the caller's keywords."""
+        take = slice(None) if rows is None else jnp.asarray(rows)
+        args = tuple(
+            a if axis is None else jax.tree.map(lambda leaf: leaf[take], a)
+            for a, axis in zip(self.solve_args, self.solve_axes, strict=True)
+        )
+        bounds = (jnp.asarray(self.lower[take]), jnp.asarray(self.upper[take]))
+        options: dict[str, Any] = dict(
+            bounds=bounds if self.bounded else None,
+            batched=True,
+            args_axes=self.solve_axes,
+            **self.options,
+        )
+        if self.counts is not None:
+            options.update(estimator="poisson", counts=self.counts[take])
+        return args, options
+
 
 class _Jobs(NamedTuple):
     """One profile search per entry: its fit, column, side and target."""
@@ -115,23 +136,14 @@ def _profile(result: Any, jobs: _Jobs) -> Any:
     held = (np.arange(len(jobs.row)), jobs.column)
     fixed = np.asarray(result.solution.fixed)[jobs.row]
     fixed[held] = True
-    take = jnp.asarray(jobs.row)
-    args = tuple(
-        a if axis is None else jax.tree.map(lambda leaf: leaf[take], a)
-        for a, axis in zip(problem.solve_args, problem.solve_axes, strict=True)
-    )
-    options = dict(problem.options)
-    if problem.counts is not None:
-        options.update(estimator="poisson", counts=problem.counts[take])
-    bounds = (jnp.asarray(lower), jnp.asarray(upper)) if problem.bounded else None
+    args, options = problem.solve_inputs(jobs.row)
 
     def chisqr(v: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         x = np.clip(x, lower, upper)
         x[held] = v
         solution = least_squares(
-            problem.fun, jnp.asarray(x), jnp.asarray(fixed), bounds=bounds, args=args,
-            batched=True, args_axes=problem.solve_axes, **options,
-        )  # fmt: skip
+            problem.fun, jnp.asarray(x), jnp.asarray(fixed), args=args, **options
+        )
         return 2.0 * np.asarray(solution.value), np.asarray(solution.x)
 
     return chisqr, lower[held], upper[held]

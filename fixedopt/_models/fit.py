@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import jax
@@ -173,26 +172,28 @@ def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: A
     residual = _Residual(model, plan, model.independent_vars, w is not None, tied, poisson)
     extra = tuple(a for a in (w, codes) if a is not None)  # no None in args (it shifts args_axes)
     args, axes = (xs, data, *extra), (x_axis, 0, *(0 for _ in extra))
-    bounds = (jnp.asarray(arr.lower), jnp.asarray(arr.upper)) if arr.bounded else None
-    options: dict[str, Any] = dict(bounds=bounds, batched=True, **kwargs)
-    fun: Callable[..., Any] = residual
-    solve_args, solve_axes = args, axes
-    if poisson:  # the solver holds the counts: the model's arguments lack them
-        solve_args, solve_axes = (xs, *extra), (x_axis, *axes[2:])
-        fun, options = _Expected(residual), dict(options, estimator="poisson", counts=data)
+    problem = _problem(residual, args, axes, arr, kwargs)
+    solve_args, options = problem.solve_inputs()
     solution = least_squares(
-        fun, jnp.asarray(arr.p0), jnp.asarray(arr.fixed), args=solve_args,
-        args_axes=solve_axes, **options,
-    )  # fmt: skip
+        problem.fun, jnp.asarray(arr.p0), jnp.asarray(arr.fixed), args=solve_args, **options
+    )
     solution = too_few_points(solution, omitted)
     sigma = None if omitted is None else jnp.where(omitted, jnp.inf, 1.0)  # dof: kept points
     cov = covariance(solution, residual, args=args, args_axes=axes, sigma=sigma,
                      absolute_sigma=poisson)  # fmt: skip
-    problem = Problem(
-        residual, args, axes, fun, solve_args, solve_axes, data if poisson else None,
-        arr.lower, arr.upper, arr.bounded, kwargs,
-    )  # fmt: skip
     return _result(model, params, plan, arr, solution, cov.covariance, problem, omitted)
+
+
+def _problem(residual: _Residual, args: tuple[Any, ...], axes: tuple[Any, ...], arr: Arrays,
+             kwargs: dict[str, Any]) -> Problem:  # fmt: skip
+    """What ``least_squares`` solves: the residual and its arguments, or for a Poisson
+    fit the expected counts, whose arguments lack the counts (the solver holds them)."""
+    bounds = (arr.lower, arr.upper, arr.bounded)
+    if not residual.poisson:
+        return Problem(residual, args, axes, residual, args, axes, None, *bounds, kwargs)
+    (xs, counts, *extra), (x_axis, _, *extra_axes) = args, axes
+    expected, solve_args, solve_axes = _Expected(residual), (xs, *extra), (x_axis, *extra_axes)
+    return Problem(residual, args, axes, expected, solve_args, solve_axes, counts, *bounds, kwargs)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1))
