@@ -18,6 +18,7 @@ from fixedopt._entry.curve_fit import CurveFit as CurveFit
 from fixedopt._entry.curve_fit import curve_fit as curve_fit
 from fixedopt._entry.minimize import least_squares as least_squares
 from fixedopt._entry.minimize import minimize as minimize
+from fixedopt._entry.multistart import multistart as multistart
 from fixedopt._fixing.flax_mask import mask_from as mask_from
 from fixedopt._fixing.keep_fixed import KeepFixedState as KeepFixedState
 from fixedopt._fixing.keep_fixed import apply_updates as apply_updates
@@ -76,6 +77,7 @@ __all__ = [
     "least_squares",
     "mask_from",
     "minimize",
+    "multistart",
     "project",
     "report",
     "schedule_free_eval_params",
