@@ -70,8 +70,8 @@ class Status(_Code):
         5,
         (
             "The row's bounds are empty or NaN on a free entry (``lower > upper``), or "
-            "(curve_fit, traced inputs) its start lies outside them; the starting point is "
-            "returned unchanged."
+            "(least_squares and curve_fit, traced inputs) its start lies outside them; the "
+            "starting point is returned unchanged."
         ),
     )
 

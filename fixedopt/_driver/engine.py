@@ -25,6 +25,7 @@ from fixedopt._inputs.validate import Bounds, PyTree
 from fixedopt._numerics import buckets, reduce
 from fixedopt._numerics.trace_state import at_top_level
 from fixedopt._objective.call_note import name_of
+from fixedopt._objective.fit_data import Weighted
 from fixedopt._objective.losses import Loss
 from fixedopt._objective.problem import (
     Objective,
@@ -41,73 +42,82 @@ Result = tuple[PyTree, jax.Array, jax.Array, PyTree]  # (x, value, grad_norm, at
 
 
 class Plan(NamedTuple):
-    """The static choices of a solve: each distinct plan is one compiled program."""
+    """The static description of a solve: each distinct plan is one compiled program.
 
-    least_squares: bool | Loss  # False for minimize; True or a robust Loss
+    With :class:`Inputs` (its traced data) it is all the driver reads of a call."""
+
+    fun: Callable[..., Any]  # the user's function (a UserFunction: hashable, with its notes)
+    solver: Solver[Any]
+    least_squares: bool  # residuals (least_squares) or a scalar (minimize)
+    loss: Loss | None  # least squares: a robust loss or the Poisson likelihood; None: squares
     batched_args: tuple[bool, ...] | None  # None: one problem; else per args leaf
     lanes: int | None = None  # a batch: rows the loop advances at a time (None: default)
     backend: str = "cpu"  # the platform compiled for: it sets the default lanes
     vectorized: bool = False  # fun takes the lane batch (see fixedopt._objective.vectorized)
     differentiate: Differentiation = IMPLICIT  # the loops and the derivative rule
-    max_trips: int | None = None  # the driver loop's static trip count, if it needs one
+    max_trips: int | None = None  # unrolled: the scans' static length (max_steps); else None
     progress: Progress | None = None  # None: no progress callback
 
 
 class Inputs(NamedTuple):
     """The traced data of a solve, validated; with a batch, every leaf has the batch axis
-    (but the shared leaves of ``args``)."""
+    (but the shared leaves of ``args``, and ``stopping``)."""
 
     x0: PyTree
     fixed: PyTree  # the normalized mask, boolean arrays like x0
     fixed_values: PyTree
     bounds: Bounds | None  # normalized (lower, upper) trees like x0
     args: tuple[Any, ...]
+    sigma: jax.Array | None  # least squares: each residual's standard deviation
+    counts: jax.Array | None  # estimator="poisson": the observed counts
     split_index: jax.Array | None  # strategy="split": each row's packed free positions
+    stopping: Stopping  # the tolerances and max_steps, in the dtype of x0
     batch: jax.Array | None = None  # rows padded to a bucket: the true batch size
 
 
-def run(
-    fun: Callable[..., Any], solver: Solver[Any], plan: Plan, inputs: Inputs, stopping: Stopping
-) -> Solution:
-    """The solve, compiled once per (fun, solver, plan, shapes) and per program: with
-    the XLA options of :mod:`fixedopt._driver.compiler` where they apply (a
-    least-squares solver called at the top level on the CPU), else without; masks and
-    values are data, and so is the batch size within its bucket
-    (:mod:`fixedopt._numerics.buckets`). The first solve of a process turns on the
-    persistent compilation cache (:mod:`fixedopt._driver.cache`)."""
+# The fields of Inputs whose every leaf has the batch axis (a batch pads them to its bucket).
+ROW_FIELDS = ("x0", "fixed", "fixed_values", "bounds", "sigma", "counts", "split_index")
+
+
+def run(plan: Plan, inputs: Inputs) -> Solution:
+    """The solve, compiled once per plan and per shapes: with the XLA options of
+    :mod:`fixedopt._driver.compiler` where they apply (a least-squares solver called
+    at the top level on the CPU), else without; masks and values are data, and so is
+    the batch size within its bucket (:mod:`fixedopt._numerics.buckets`). The
+    :class:`~fixedopt._results.solution.Solution` carries the solve's own mask and
+    bounds. The first solve of a process turns on the persistent compilation cache
+    (:mod:`fixedopt._driver.cache`)."""
     cache.use_default_cache()
     if plan.differentiate.rule_after_solve and not at_top_level():
-        return _solve_then_differentiate(fun, solver, plan, inputs, stopping)
-    return _run_compiled(fun, solver, plan, inputs, stopping)
+        solution = _solve_then_differentiate(plan, inputs)
+    else:
+        solution = _run_compiled(plan, inputs)
+    return solution._replace(fixed=inputs.fixed, bounds=inputs.bounds)
 
 
-def _solve_then_differentiate(
-    fun: Callable[..., Any], solver: Solver[Any], plan: Plan, inputs: Inputs, stopping: Stopping
-) -> Solution:
+def _solve_then_differentiate(plan: Plan, inputs: Inputs) -> Solution:
     """Under a transformation: the solve on stopped inputs, then the derivative rule
     (:func:`_with_derivatives`, a program of its own). Under ``jax.grad`` or
     ``jax.jvp`` alone the stopped inputs are concrete: the solve is then the plain
     call's own program (options, buckets, caches), run at the top level."""
-    plan.differentiate.check_captures(fun, name_of(fun))
+    plan.differentiate.check_captures(plan.fun, name_of(plan.fun))
     stopped = plan.differentiate.stop(inputs)
-    leaves = jax.tree.leaves((stopped, stopping)) + [v for _, v in captured_values(fun)]
+    leaves = jax.tree.leaves(stopped) + [v for _, v in captured_values(plan.fun)]
     if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
-        solution = _run_compiled(fun, solver, plan, stopped, stopping)
+        solution = _run_compiled(plan, stopped)
     else:
         with jax.core.eval_context():  # the top level: what a plain call compiles
-            solution = _run_compiled(fun, solver, plan, stopped, stopping)
-    differentiated: Solution = _with_derivatives(fun, plan, inputs, solution)
+            solution = _run_compiled(plan, stopped)
+    differentiated: Solution = _with_derivatives(plan, inputs, solution)
     return differentiated
 
 
-def _run_compiled(
-    fun: Callable[..., Any], solver: Solver[Any], plan: Plan, inputs: Inputs, stopping: Stopping
-) -> Solution:
+def _run_compiled(plan: Plan, inputs: Inputs) -> Solution:
     """The compiled solve of :func:`run` (its derivative rule inside, if any)."""
-    tuned = compiler.takes_options(solver, plan.backend)
+    tuned = compiler.takes_options(plan.solver, plan.backend)
     compiled = _compiled_for_cpu if tuned else _compiled
     bucketed, grown_from = _in_bucket(plan, inputs)
-    solution: Solution = compiled(fun, solver, plan, bucketed, stopping)
+    solution: Solution = compiled(plan, bucketed)
     if grown_from is None:
         return solution
     cut: Solution = buckets.first_rows(solution, grown_from, plan.backend)
@@ -123,19 +133,19 @@ def _in_bucket(plan: Plan, inputs: Inputs) -> tuple[Inputs, int | None]:
     batch = jax.tree.leaves(inputs.x0)[0].shape[0]
     size = buckets.bucket(batch)
     whole = size <= buckets.SMALLEST if plan.lanes is None else plan.lanes >= batch
-    own, own_tree = jax.tree.flatten(inputs._replace(args=(), batch=None))
+    # Every leaf of the rows' own data has the batch axis; args may have shared leaves.
+    own, own_tree = jax.tree.flatten({name: getattr(inputs, name) for name in ROW_FIELDS})
     args, args_tree = jax.tree.flatten(inputs.args)
     if whole or not at_top_level() or not buckets.on_one_device(own + args):
         return inputs, None
     count = jnp.asarray(batch, jnp.int32)
     if size == batch:
         return inputs._replace(batch=count), None
-    # Every leaf has the batch axis but the shared leaves of args.
     flags = (True,) * len(own) + tuple(plan.batched_args)
     padded = buckets.pad_rows((*own, *args), size, flags, plan.backend)
-    grown: Inputs = jax.tree.unflatten(own_tree, padded[: len(own)])
+    grown = jax.tree.unflatten(own_tree, padded[: len(own)])
     args_grown = jax.tree.unflatten(args_tree, padded[len(own) :])
-    return grown._replace(args=args_grown, batch=count), batch
+    return inputs._replace(**grown, args=args_grown, batch=count), batch
 
 
 def compiled_programs() -> int:
@@ -150,25 +160,22 @@ def clear_compiled() -> None:
         compiled.clear_cache()  # type: ignore[attr-defined]
 
 
-def _solve(
-    fun: Callable[..., Any], solver: Solver[Any], plan: Plan, inputs: Inputs, stopping: Stopping
-) -> Solution:
+def _solve(plan: Plan, inputs: Inputs) -> Solution:
     """The traced solve.
 
     ``plan.batched_args`` is None for one problem, else one flag per leaf of ``args``:
     True for a per-row array, False for a value shared by all rows. The solution's
-    ``fixed`` and ``bounds`` are left None for the caller to attach: the inputs
+    ``fixed`` and ``bounds`` are left None for :func:`run` to attach: the inputs
     themselves (a compiled program would return copies of them).
     """
     with reduce.summing(reduce.summing_helps(plan.backend)):
-        return _solve_traced(fun, solver, plan, inputs, stopping)
+        return _solve_traced(plan, inputs)
 
 
-def _solve_traced(
-    fun: Callable[..., Any], solver: Solver[Any], plan: Plan, inputs: Inputs, stopping: Stopping
-) -> Solution:
+def _solve_traced(plan: Plan, inputs: Inputs) -> Solution:
     """:func:`_solve`'s trace, inside its backend's reduction settings."""
-    objective, rows = _set_up(fun, plan, inputs)
+    solver, stopping = plan.solver, inputs.stopping
+    objective, rows = _set_up(plan, inputs)
     finish = functools.partial(_finish, objective)
     if plan.batched_args is None:
         start = objective.start(rows)
@@ -203,22 +210,23 @@ def _solve_traced(
     return _solution(rows_final, jax.vmap(finish)(rows, rows_final))
 
 
-_compiled = jax.jit(_solve, static_argnums=(0, 1, 2))
-_compiled_for_cpu = jax.jit(_solve, static_argnums=(0, 1, 2), compiler_options=compiler.CPU_OPTIONS)
+_compiled = jax.jit(_solve, static_argnums=0)
+_compiled_for_cpu = jax.jit(_solve, static_argnums=0, compiler_options=compiler.CPU_OPTIONS)
 
 
-def _set_up(fun: Callable[..., Any], plan: Plan, inputs: Inputs) -> tuple[Objective, RowData]:
+def _set_up(plan: Plan, inputs: Inputs) -> tuple[Objective, RowData]:
     """Each row set up once: the rows' flat :class:`~fixedopt._objective.problem.RowData` and one
     :class:`~fixedopt._objective.problem.Objective` (``fun``'s output checked once), which makes
     a row's Problem from its data wherever the loop needs it. Shared ``args`` leaves
     stay unbatched: the objective closes over them."""
-    x0, mask, values, bounds, args, split_index, _ = inputs
+    fun, args, per_row_flags = _with_data(plan, inputs)
     leaves, treedef = jax.tree.flatten(args)
-    batched = plan.batched_args is not None
-    per_row = plan.batched_args or (False,) * len(leaves)
+    batched = per_row_flags is not None
+    per_row = per_row_flags or (False,) * len(leaves)
     row_leaves = [leaf for leaf, row in zip(leaves, per_row) if row]
     shared = [leaf for leaf, row in zip(leaves, per_row) if not row]
-    data = (x0, mask, values, bounds, split_index, row_leaves)
+    x0 = inputs.x0
+    data = (x0, inputs.fixed, inputs.fixed_values, inputs.bounds, inputs.split_index, row_leaves)
     rows: RowData = jax.vmap(flatten_row)(*data) if batched else flatten_row(*data)
 
     def merge_args(row_args: tuple[Any, ...], shared: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -232,14 +240,28 @@ def _set_up(fun: Callable[..., Any], plan: Plan, inputs: Inputs) -> tuple[Object
     one_row = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[batched:], a.dtype), rows)
     # One row's structure, for unravel (shapes only: a batch may have no rows).
     x0_row = jax.tree.map(lambda a: jnp.zeros(a.shape[1:], a.dtype), x0) if batched else x0
-    differentiate = plan.differentiate
+    kind, differentiate = (plan.least_squares, plan.loss), plan.differentiate
     if plan.vectorized:
+        shared_args = tuple(shared)
         objective = vectorized_objective(
-            fun, plan.least_squares, x0_row, differentiate, one_row, tuple(shared), merge_args
+            fun, *kind, x0_row, differentiate, one_row, shared_args, merge_args
         )
     else:
-        objective = make_objective(fun, plan.least_squares, x0_row, args_of, differentiate, one_row)
+        objective = make_objective(fun, *kind, x0_row, args_of, differentiate, one_row)
     return objective, rows
+
+
+def _with_data(plan: Plan, inputs: Inputs) -> tuple[Callable[..., Any], tuple[Any, ...], Any]:
+    """The function the objective calls, its ``args``, and their per-row flags (None
+    without a batch): a fit's ``sigma`` and ``counts`` ride at the end of ``args``
+    (per row in a batch), so that new data reuse the compiled solve, and ``sigma``
+    divides the residuals (:class:`~fixedopt._objective.fit_data.Weighted`)."""
+    data = tuple(leaf for leaf in (inputs.sigma, inputs.counts) if leaf is not None)
+    flags = plan.batched_args
+    if flags is not None:
+        flags = (*flags, *(True,) * len(data))
+    fun = plan.fun if inputs.sigma is None else Weighted(plan.fun)
+    return fun, (*inputs.args, *data), flags
 
 
 def _finish(objective: Objective, data: RowData, final: LoopState | LastState) -> Result:
@@ -267,14 +289,12 @@ def _finish(objective: Objective, data: RowData, final: LoopState | LastState) -
     return tree, value, grad_norm, unravel_mask(active, tree)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
-def _with_derivatives(
-    fun: Callable[..., Any], plan: Plan, inputs: Inputs, solution: Solution
-) -> Solution:
+@functools.partial(jax.jit, static_argnums=0)
+def _with_derivatives(plan: Plan, inputs: Inputs, solution: Solution) -> Solution:
     """``solution``, of a solve on stopped inputs, with the derivatives of
     ``plan.differentiate.solution`` with respect to ``inputs``: each row's rule at its
     ``x`` and active set (``at_bound``), from the row's data as given."""
-    objective, rows = _set_up(fun, plan, inputs)
+    objective, rows = _set_up(plan, inputs)
 
     def one(data: RowData, x: PyTree, value: jax.Array, grad_norm: jax.Array, at: PyTree) -> Any:
         problem = _derivative_problem(objective, data, ravel_pytree(at)[0])
@@ -293,8 +313,9 @@ def _derivative_problem(
 ) -> DerivativeProblem:
     """The row as a derivative rule sees it: the objective with its fixed entries read
     from the (not stopped) fixed values, its args, mask, bounds and active set."""
+    kind = (objective.least_squares, objective.loss)
     function = differentiable_objective(
-        objective.fun, objective.least_squares, objective.unravel, objective.vectorized
+        objective.fun, *kind, objective.unravel, objective.vectorized
     )
     row_args = data.row_args
     if objective.vectorized:  # fun sees this row as a batch of one
@@ -315,7 +336,7 @@ def _solution(final: LoopState | LastState, result: Result) -> Solution:
         converged=final.status == Status.CONVERGED,
         status=final.status,
         reason=final.reason,
-        fixed=None,  # attached by the caller (see run)
+        fixed=None,  # attached by run
         bounds=None,
         at_bound=at_bound,
     )

@@ -142,9 +142,22 @@ def _infeasible(problem: Problem) -> jax.Array:
     return reduce.any_true(empty & ~problem.fixed)
 
 
+def _start_outside(problem: Problem, x: jax.Array) -> jax.Array:
+    """A least-squares start outside its bounds on a free entry (a traced one: a
+    concrete one raises before the solve). ``minimize`` projects it, as scipy's
+    L-BFGS-B does; ``least_squares`` does not move it, as scipy's does not."""
+    if problem.residual_and_jacobian is None or problem.lower is None or problem.upper is None:
+        return jnp.zeros((), bool)
+    outside = (x < problem.lower) | (x > problem.upper)
+    return reduce.any_true(outside & ~problem.fixed)
+
+
 def start(solver: AnySolver, problem: Problem, x: jax.Array, stopping: Stopping) -> LoopState:
-    """Project the starting point, evaluate it, and give the row its first status."""
-    x = problem.project(x)
+    """Project the starting point, evaluate it, and give the row its first status
+    (``INFEASIBLE``, its start kept, where its bounds are empty or a least-squares
+    start lies outside them)."""
+    outside = _start_outside(problem, x)
+    given, x = x, problem.project(x)
     value, grad = problem.value_and_grad(x)
     grad_norm = problem.grad_norm(x, grad)
     solver_state = solver.init(problem, x, value, grad)
@@ -155,9 +168,10 @@ def start(solver: AnySolver, problem: Problem, x: jax.Array, stopping: Stopping)
     tests = Tests(grad_norm, gradient, infinite, infinite, infinite)
     zero = jnp.zeros((), jnp.int32)
     status, reason = _verdict(outcome, tests, zero, stopping)
-    infeasible = _infeasible(problem)
+    infeasible = _infeasible(problem) | outside
     status = jnp.where(infeasible, Status.INFEASIBLE, status).astype(jnp.int32)
     reason = jnp.where(infeasible, Reason.NONE, reason).astype(jnp.int32)
+    x = jnp.where(outside, given, x)
     return LoopState(
         x, value, grad, grad_norm, zero, status, reason, infinite, value, infinite, solver_state
     )

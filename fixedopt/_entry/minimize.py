@@ -2,65 +2,20 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Unpack
 
 import jax
-import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from fixedopt._contract.solver import Solver
-from fixedopt._derivatives.differentiation import Differentiation
-from fixedopt._driver.engine import Inputs, Plan, run
-from fixedopt._driver.loop import Stopping
-from fixedopt._entry.fit_keywords import jacobian
-from fixedopt._entry.model import WithJacobian
-from fixedopt._entry.options import Options, solve_options
-from fixedopt._inputs.notices import warn_if_float64_dropped
-from fixedopt._inputs.validate import (
-    PyTree,
-    batch_size,
-    check_has_entries,
-    check_params,
-    check_start_in_bounds,
-    check_values_in_bounds,
-    fixed_arrays,
-    normalize_bounds,
-    normalize_values,
-)
-from fixedopt._objective.arguments import args_tuple, batched_args, check_solver, hashable_function
-from fixedopt._objective.call_note import UserFunction
-from fixedopt._objective.fit_data import fit_data
-from fixedopt._objective.losses import split_data
-from fixedopt._objective.reparam import split_indices
-from fixedopt._objective.vectorized import check_rows_independent
+from fixedopt._driver.engine import run
+from fixedopt._entry.describe import SolveOptions, describe, least_squares_data, with_options
 from fixedopt._results.solution import Solution
-from fixedopt._solvers.gauss_newton import LevenbergMarquardt
-from fixedopt._solvers.lbfgs import LBFGS
 
 
+@with_options
 def minimize(
-    fun: Callable[..., Any],
-    x0: Any,
-    fixed: Any,
-    *,
-    fixed_values: Any = None,
-    bounds: Any = None,
-    solver: Solver[Any] | None = None,
-    args: tuple[Any, ...] | list[Any] = (),
-    batched: bool = False,
-    args_axes: Any = None,
-    strategy: str = "mask",
-    gtol: float | None = None,
-    ftol: float | None = None,
-    xtol: float | None = None,
-    abs_gtol: float = 0.0,
-    max_steps: int = 1000,
-    differentiate: str | Differentiation = "implicit",
-    lanes: int | None = None,
-    progress: bool | int | str = False,
-    vectorized: bool = False,
+    fun: Callable[..., Any], x0: Any, fixed: Any, **options: Unpack[SolveOptions]
 ) -> Solution:
     """Minimize ``fun`` over ``x`` with fixed entries pinned and the rest in bounds.
 
@@ -73,10 +28,16 @@ def minimize(
         (same shape, batch axis included; rows may differ), a Python ``bool`` per leaf,
         a tree prefix of those, or a callable ``x0 -> mask``. A new mask with the same
         shapes never recompiles.
+      **options: the keywords below, shared with :func:`fixedopt.least_squares`.
+
+    Keyword Args:
       fixed_values: the values of the fixed entries, a tree like ``x0`` (scalars
         broadcast); by default the entries of ``x0``.
       bounds: ``None`` or ``(lower, upper)``, scalars or trees broadcastable to ``x0``;
-        ``-inf``/``inf`` allowed. A start outside the bounds is projected first.
+        ``-inf``/``inf`` allowed. ``minimize`` projects a start outside the bounds
+        onto them (as scipy's L-BFGS-B); ``least_squares`` refuses one (a
+        ``ValueError`` naming the row and the entry; traced, its row stops
+        ``INFEASIBLE``), as ``scipy.optimize.least_squares``.
       solver: a solver object; default :class:`fixedopt.LBFGS`.
       args: a tuple of extra positional arguments of ``fun``. With ``batched=True``
         every array in ``args`` has the leading batch axis and Python scalars are
@@ -176,39 +137,16 @@ def minimize(
       >>> print(sol.converged)
       [ True  True]
     """
-    solver = LBFGS() if solver is None else solver
-    check_solver(solver, needs_residuals=False, caller="minimize")
-    inputs = {"x0": x0, "fixed_values": fixed_values, "bounds": bounds, "args": args}
-    warn_if_float64_dropped(inputs)
-    options = solve_options(
-        least_squares=False, batched=batched, args_axes=args_axes, strategy=strategy,
-        differentiate=differentiate, gtol=gtol, ftol=ftol, xtol=xtol, abs_gtol=abs_gtol,
-        max_steps=max_steps, lanes=lanes, progress=progress, vectorized=vectorized,
-    )  # fmt: skip
-    return _solve(fun, x0, fixed, fixed_values, bounds, solver, args, options)
+    plan, inputs = describe(fun, x0, fixed, dict(options), caller="minimize")
+    return run(plan, inputs)
 
 
+@with_options
 def least_squares(
     residual_fun: Callable[..., Any],
     x0: Any,
     fixed: Any,
     *,
-    fixed_values: Any = None,
-    bounds: Any = None,
-    solver: Solver[Any] | None = None,
-    args: tuple[Any, ...] | list[Any] = (),
-    batched: bool = False,
-    args_axes: Any = None,
-    strategy: str = "mask",
-    gtol: float | None = None,
-    ftol: float | None = None,
-    xtol: float | None = None,
-    abs_gtol: float = 0.0,
-    max_steps: int = 1000,
-    differentiate: str | Differentiation = "implicit",
-    lanes: int | None = None,
-    progress: bool | int | str = False,
-    vectorized: bool = False,
     loss: str | Callable[[jax.Array], jax.Array] = "linear",
     f_scale: float = 1.0,
     sigma: ArrayLike | None = None,
@@ -217,6 +155,7 @@ def least_squares(
     max_nfev: int | None = None,
     x_scale: str | None = None,
     jac: Callable[..., Any] | str | None = None,
+    **options: Unpack[SolveOptions],
 ) -> Solution:
     """Minimize ``0.5 * sum(residual_fun(x, *args) ** 2)`` with fixed entries pinned.
 
@@ -273,133 +212,12 @@ def least_squares(
       [[ 2.  1.]
        [-1.  4.]]
     """
-    solver = LevenbergMarquardt() if solver is None else solver
-    check_solver(solver, needs_residuals=True, caller="least_squares")
-    inputs = {"x0": x0, "fixed_values": fixed_values, "bounds": bounds, "args": args}
-    warn_if_float64_dropped(inputs | {"sigma": sigma, "counts": counts})
-    residual_fun = hashable_function(residual_fun, "residual_fun")
-    max_steps = _scipy_names(max_steps, max_nfev, x_scale)
-    residual_fun = _with_jac(residual_fun, jac, x0)
-    data = fit_data(
-        residual_fun, x0, args_tuple(args), args_axes, batched, sigma=sigma,
-        estimator=estimator, counts=counts, loss=loss, f_scale=f_scale,
+    residual_fun, fit_loss, given = least_squares_data(
+        residual_fun, x0, dict(options), estimator=estimator, loss=loss, f_scale=f_scale,
+        sigma=sigma, counts=counts, max_nfev=max_nfev, x_scale=x_scale, jac=jac,
     )  # fmt: skip
-    residual_fun, args, args_axes = data.residual_fun, data.args, data.args_axes
-    options = solve_options(
-        least_squares=data.loss or True,  # a Loss is truthy
-        batched=batched, args_axes=args_axes, strategy=strategy, differentiate=differentiate,
-        gtol=gtol, ftol=ftol, xtol=xtol, abs_gtol=abs_gtol, max_steps=max_steps,
-        lanes=lanes, progress=progress, vectorized=vectorized,
+    plan, inputs = describe(
+        residual_fun, x0, fixed, given, caller="least_squares", loss=fit_loss,
+        sigma=sigma, counts=counts,
     )  # fmt: skip
-    return _solve(residual_fun, x0, fixed, fixed_values, bounds, solver, args, options)
-
-
-def _scipy_names(max_steps: int, max_nfev: int | None, x_scale: str | None) -> int:
-    """``max_steps`` given as scipy's ``max_nfev``; ``x_scale`` checked."""
-    if not (x_scale is None or (isinstance(x_scale, str) and x_scale == "jac")):
-        raise ValueError(
-            f"`x_scale` must be 'jac' (or None), got {x_scale!r}: Levenberg-Marquardt scales "
-            "the parameters by the Jacobian's column norms (scipy's x_scale='jac')"
-        )
-    if max_nfev is None:
-        return max_steps
-    if max_steps != 1000:
-        raise ValueError("give one of `max_steps` and `max_nfev` (the same limit)")
-    return max_nfev
-
-
-def _with_jac(fun: Callable[..., Any], jac: Any, x0: Any) -> Callable[..., Any]:
-    """``fun`` with the Jacobian ``jac`` (scipy's ``jac``), or ``fun``."""
-    jac = jacobian(jac, "trf")
-    if jac is None:
-        return fun
-    if not (hasattr(x0, "shape") and len(x0.shape) in (1, 2)):
-        raise TypeError("`jac` needs `x0` to be one array (n,) per row, not a tree")
-    return WithJacobian(fun, hashable_function(jac, "jac"))
-
-
-def _solve(
-    fun: Callable[..., Any],
-    x0: PyTree,
-    fixed: Any,
-    fixed_values: PyTree,
-    bounds: Any,
-    solver: Solver[Any],
-    args: tuple[Any, ...] | list[Any],
-    options: Options,
-) -> Solution:
-    """Validate the problem's data, then run the compiled solve."""
-    if options.vectorized and getattr(solver, "scaling", None) == "hessian":
-        raise ValueError(
-            '`vectorized=True` cannot run LBFGS(scaling="hessian"): its Hessian-vector '
-            "products at the start would send a batch of tangents through the "
-            'objective\'s batching rule; use scaling="auto" or vectorized=False'
-        )
-    name = "residual_fun" if options.least_squares else "fun"
-    fun = hashable_function(fun, name)
-    args = args_tuple(args)
-    check_params(x0, "x0")
-    mask = fixed_arrays(fixed, x0)
-    values = x0 if fixed_values is None else normalize_values(fixed_values, x0)
-    bounds = normalize_bounds(bounds, x0)
-    check_values_in_bounds(mask, values, bounds)
-    if options.least_squares:  # minimize projects a start, as scipy's L-BFGS-B does
-        check_start_in_bounds(mask, x0, bounds, options.batched)
-    batch = batch_size(x0) if options.batched else 0
-    check_has_entries(x0, options.batched)
-    fun = UserFunction(fun, name, batch if options.batched else None)  # for the note on its errors
-    batched = None
-    if options.batched:
-        batched = batched_args(args, options.args_axes, batch, {"x0": x0})
-    if options.vectorized and batched is not None:
-        fun_args = split_data(options.least_squares, args)[0]  # fun gets no Poisson counts
-        check_rows_independent(fun, x0, fun_args, batched[: len(fun_args)])
-    index = split_indices(mask, options.batched) if options.strategy == "split" else None
-    plan = solve_plan(options, batch, batched)
-    stopping = stopping_rules(options, x0)
-    inputs = Inputs(x0, mask, values, bounds, args, index)
-    solution: Solution = run(fun, solver, plan, inputs, stopping)
-    return solution._replace(fixed=mask, bounds=bounds)
-
-
-def solve_plan(options: Options, batch: int, batched_args: tuple[bool, ...] | None) -> Plan:
-    """The static choices of the compiled program, from ``options``, for a batch of
-    ``batch`` rows."""
-    return Plan(
-        least_squares=options.least_squares,
-        batched_args=batched_args,
-        lanes=None if options.lanes is None else min(options.lanes, batch),
-        backend=jax.default_backend(),
-        vectorized=options.vectorized,
-        differentiate=options.differentiate,
-        max_trips=options.differentiate.static_max_steps(options.max_steps),
-        progress=options.progress,
-    )
-
-
-def stopping_rules(options: Options, x0: PyTree) -> Stopping:
-    """The traced stopping rules of ``options``, with defaults from the dtype of ``x0``.
-
-    ``gtol`` and ``xtol`` default to ``sqrt(eps)``: both tests are linear in the
-    distance to the solution, so they ask for about half the digits of the dtype.
-    ``ftol`` compares reductions of ``f``, quadratic in that distance: it defaults
-    to ``eps`` (a reduction at the rounding level of ``f``), which asks for the
-    same digits. (MINPACK's ``sqrt(eps)`` for ``ftol`` stops least-squares fits
-    in float32 with 1-2 correct digits on ill-conditioned problems.)
-    """
-    dtype = jnp.result_type(*jax.tree.leaves(x0))
-    eps = float(jnp.finfo(dtype).eps)
-    precision = math.sqrt(eps)
-    gtol, ftol, xtol, abs_gtol = options.tolerances
-
-    def as_array(value: float | jax.Array | None, default: float) -> jax.Array:
-        return jnp.asarray(default if value is None else value, dtype)
-
-    return Stopping(
-        gtol=as_array(gtol, precision),
-        ftol=as_array(ftol, eps),
-        xtol=as_array(xtol, precision),
-        abs_gtol=as_array(abs_gtol, 0.0),
-        max_steps=jnp.asarray(options.max_steps, jnp.int32),
-        precision=as_array(precision, precision),
-    )
+    return run(plan, inputs)

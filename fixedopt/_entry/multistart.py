@@ -134,10 +134,16 @@ def multistart(
     return (best, every, chosen) if return_all else best
 
 
-def _one_problem(solve, fun, x0, fixed, starts, key, spread, fixed_values, bounds, args,
-                 return_all, options):  # fmt: skip
+def _one_problem(
+    solve: Callable[..., Solution], fun: Callable[..., Any], x0: PyTree, fixed: Any,
+    starts: Any, key: Any, spread: float, fixed_values: Any, bounds: Any,
+    args: tuple[Any, ...], return_all: bool, options: dict[str, Any],
+) -> Solution | tuple[Solution, Solution, jax.Array]:  # fmt: skip
     """``multistart`` of one problem: a batch of one row, all ``args`` shared."""
-    row = lambda tree: jax.tree.map(lambda leaf: jnp.asarray(leaf)[None], tree)
+
+    def row(tree: PyTree) -> PyTree:
+        return jax.tree.map(lambda leaf: jnp.asarray(leaf)[None], tree)
+
     mask = fixed_arrays(fixed, x0)
     values = x0 if fixed_values is None else normalize_values(fixed_values, x0)
     limits = normalize_bounds(bounds, x0)
@@ -151,11 +157,13 @@ def _one_problem(solve, fun, x0, fixed, starts, key, spread, fixed_values, bound
         fixed_values=row(values), bounds=None if limits is None else row(limits), args=args,
         batched=True, args_axes=tuple(None for _ in args), return_all=True, **options,
     )  # fmt: skip
-    best, every, chosen = _unrow(result)
+    best, every, chosen = _unrow(result)  # type: ignore[arg-type]  # return_all=True
     return (best, every, chosen) if return_all else best
 
 
-def _unrow(result):
+def _unrow(
+    result: tuple[Solution, Solution, jax.Array],
+) -> tuple[Solution, Solution, jax.Array]:
     """``(best, every, chosen)`` of a batch of one row, without the row axis."""
     best, every, chosen = result
     best = jax.tree.map(lambda leaf: leaf[0], best)
@@ -184,7 +192,9 @@ def _take(leaf: jax.Array, chosen: jax.Array) -> jax.Array:
     return jnp.take_along_axis(leaf, index, axis=0)[0]
 
 
-def _starts(starts, x0, mask, values, bounds, key, spread) -> PyTree:
+def _starts(
+    starts: Any, x0: PyTree, mask: PyTree, values: PyTree, bounds: Any, key: Any, spread: float
+) -> PyTree:
     """Every start, a tree like ``x0`` with a leading axis of ``K``: ``x0``, then the
     given or drawn ones, their fixed entries the fixed values."""
     if isinstance(starts, bool) or not isinstance(starts, int):
@@ -193,7 +203,10 @@ def _starts(starts, x0, mask, values, bounds, key, spread) -> PyTree:
         raise ValueError(f"`starts` must be at least 1 (x0 itself), got {starts}")
     else:
         more = draw_starts(x0, bounds, starts - 1, key, spread)
-    pin = lambda s, m, v: jnp.where(m[None], v[None], s)
+
+    def pin(s: jax.Array, m: jax.Array, v: jax.Array) -> jax.Array:
+        return jnp.where(m[None], v[None], s)
+
     return jax.tree.map(lambda s, leaf, m, v: jnp.concatenate([leaf[None], pin(s, m, v)]),
                         more, x0, mask, values)  # fmt: skip
 
@@ -224,7 +237,14 @@ def draw_starts(x0: PyTree, bounds: Any, count: int, key: Any, spread: float) ->
     return jax.tree.unflatten(tree, drawn)
 
 
-def _draw_leaf(key, leaf, lower, upper, decades: jax.Array, spread: float) -> jax.Array:
+def _draw_leaf(
+    key: jax.Array,
+    leaf: jax.Array,
+    lower: jax.Array | None,
+    upper: jax.Array | None,
+    decades: jax.Array,
+    spread: float,
+) -> jax.Array:
     lower = jnp.full_like(leaf, -jnp.inf) if lower is None else lower
     upper = jnp.full_like(leaf, jnp.inf) if upper is None else upper
     u = jax.random.uniform(key, (decades.shape[0], *leaf.shape), leaf.dtype)
@@ -255,7 +275,8 @@ def _repeat_args(args: tuple[Any, ...], flags: tuple[bool, ...], count: int) -> 
     leaves, tree = jax.tree.flatten(args)
     leaves = [jnp.concatenate([jnp.asarray(leaf)] * count) if flag else leaf
               for leaf, flag in zip(leaves, flags)]  # fmt: skip
-    return jax.tree.unflatten(tree, leaves)
+    repeated: tuple[Any, ...] = jax.tree.unflatten(tree, leaves)
+    return repeated
 
 
 def _axes(args: tuple[Any, ...], flags: tuple[bool, ...]) -> PyTree:

@@ -1,18 +1,19 @@
 """The data a least-squares fit weighs its residuals with: ``sigma`` (a standard
-deviation per residual) and the ``counts`` of a Poisson likelihood.
+deviation per residual) and the ``counts`` of a Poisson likelihood, and the loss
+they go with.
 
-Both travel in ``args``, appended after the user's own arguments, so that new data
-with the same shapes reuse the compiled solve; per row (with their batch axis) in a
-batch. ``sigma`` divides the residuals in a wrapper of ``residual_fun``
-(:class:`Weighted`, hashed by the function it wraps, so the wrapper costs no
-recompilation); the counts are read by the :class:`~fixedopt._objective.losses.Poisson` loss.
+Both are named fields of the solve's inputs (``fixedopt._driver.engine.Inputs``);
+inside the compiled solve they ride at the end of ``args`` (per row in a batch), so
+that new data with the same shapes reuse the program. ``sigma`` divides the residuals
+in a wrapper of ``residual_fun`` (:class:`Weighted`); the counts are read by the
+:class:`~fixedopt._objective.losses.Poisson` loss.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -20,8 +21,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from fixedopt._inputs.checks import one_of
-from fixedopt._inputs.validate import PyTree, batch_size, check_params, concrete_or_none
-from fixedopt._objective.arguments import batched_args, default_axes
+from fixedopt._inputs.validate import PyTree, concrete_or_none
 from fixedopt._objective.losses import Loss, Poisson, Rho, robust_loss
 
 ESTIMATORS = ("least_squares", "poisson")
@@ -51,30 +51,11 @@ class Weighted:
         return weighted
 
 
-class FitData(NamedTuple):
-    """What ``least_squares`` runs once its data are in ``args``."""
-
-    residual_fun: Callable[..., Any]
-    args: tuple[Any, ...]
-    args_axes: Any
-    loss: Loss | None  # None: plain least squares
-
-
-def fit_data(
-    residual_fun: Callable[..., Any],
-    x0: PyTree,
-    args: tuple[Any, ...],
-    args_axes: Any,
-    batched: bool,
-    *,
-    sigma: ArrayLike | None,
-    estimator: str,
-    counts: ArrayLike | None,
-    loss: str | Rho,
-    f_scale: float,
-) -> FitData:
-    """Check ``sigma``, ``estimator`` and ``counts`` together, and append the data to
-    ``args`` (and a per-row axis to ``args_axes``)."""
+def fit_loss(
+    estimator: str, loss: str | Rho, f_scale: float, sigma: Any, counts: Any
+) -> Loss | None:
+    """The :class:`~fixedopt._objective.losses.Loss` of a fit (None: plain least
+    squares), after checking ``estimator``, ``loss``, ``sigma`` and ``counts`` together."""
     one_of("estimator", estimator, ESTIMATORS)
     robust = robust_loss(loss, f_scale)
     if estimator == "poisson":
@@ -87,20 +68,10 @@ def fit_data(
             )
         if robust is not None:
             raise ValueError(f"`loss={loss!r}` cannot be combined with estimator='poisson'")
-    elif counts is not None:
-        raise ValueError("`counts` has no effect without estimator='poisson': remove it")
-    check_params(x0, "x0")
-    batch = batch_size(x0) if batched else None
-    dtype = jnp.result_type(*jax.tree.leaves(x0))
-    if sigma is not None:
-        value = row_data("sigma", sigma, batch, dtype, positive=True)
-        args, args_axes = append_arg(args, args_axes, ("sigma", value), x0 if batched else None)
-        return FitData(Weighted(residual_fun), args, args_axes, robust)
+        return Poisson()
     if counts is not None:
-        value = row_data("counts", counts, batch, dtype, positive=False)
-        args, args_axes = append_arg(args, args_axes, ("counts", value), x0 if batched else None)
-        return FitData(residual_fun, args, args_axes, Poisson())
-    return FitData(residual_fun, args, args_axes, robust)
+        raise ValueError("`counts` has no effect without estimator='poisson': remove it")
+    return robust
 
 
 def row_data(
@@ -134,23 +105,3 @@ def _is_numbers(value: object) -> bool:
     if isinstance(value, (int, float, np.number)):
         return True
     return isinstance(value, (list, tuple)) and all(map(_is_numbers, value))
-
-
-def append_arg(
-    args: tuple[Any, ...], args_axes: Any, data: tuple[str, jax.Array], x0: PyTree | None
-) -> tuple[tuple[Any, ...], Any]:
-    """``args + (value,)`` for ``data = (name, value)``, and ``args_axes`` with ``0``
-    (per row) for it; ``x0``: the batched starting point, or None without a batch.
-
-    By default (``args_axes=None``) the axes become explicit, each array per row, so
-    that the appended data are not taken for the user's arguments: the user's own
-    are checked (and an ambiguous batch axis warned of) here, before the append."""
-    name, value = data
-    if x0 is None:
-        return (*args, value), args_axes
-    if args_axes is None:
-        batched_args(args, None, batch_size(x0), {"x0": x0, name: value})
-        return (*args, value), (*default_axes(args), 0)
-    # A tuple of axes, or one axis for every argument:
-    axes = tuple(args_axes) if isinstance(args_axes, (tuple, list)) else (args_axes,) * len(args)
-    return (*args, value), (*axes, 0)

@@ -194,19 +194,12 @@ class Poisson(Loss):
         return cost, (mu - counts) / root, jacobian / root[:, None]
 
 
-def loss_of(least_squares: bool | Loss) -> Loss | None:
-    """The :class:`Loss` of a solve's ``least_squares`` option (None: plain least
-    squares, or ``minimize``)."""
-    return least_squares if isinstance(least_squares, Loss) else None
-
-
 def split_data(
-    least_squares: bool | Loss, args: tuple[Any, ...]
+    loss: Loss | None, args: tuple[Any, ...]
 ) -> tuple[tuple[Any, ...], jax.Array | None]:
     """``(args of fun, data)``: a :class:`Loss` that ``needs_data`` (the Poisson
     likelihood's counts) reads the last of ``args``, which ``fun`` does not receive;
     otherwise ``(args, None)``."""
-    loss = loss_of(least_squares)
     if loss is None or not loss.needs_data:
         return args, None
     return args[:-1], args[-1]

@@ -21,7 +21,7 @@ from fixedopt._contract.solver import Problem
 from fixedopt._derivatives.differentiation import Differentiation
 from fixedopt._inputs.validate import Bounds, PyTree
 from fixedopt._objective.call_note import one_problem_note, rows_at_once_note
-from fixedopt._objective.losses import Loss, flat_counts, loss_of, split_data
+from fixedopt._objective.losses import Loss, flat_counts, split_data
 from fixedopt._objective.reparam import pack, split
 from fixedopt._objective.vectorized import lane_problem, residual_output
 
@@ -68,7 +68,8 @@ class Objective(NamedTuple):
     """
 
     fun: Callable[..., Any]
-    least_squares: bool | Loss  # False for minimize; True or a Loss (robust, Poisson)
+    least_squares: bool  # residuals (least_squares) or a scalar (minimize)
+    loss: Loss | None  # least squares: a robust loss or the Poisson likelihood; None: squares
     unravel: Callable[[jax.Array], PyTree]
     args_of: Callable[[tuple[Any, ...]], tuple[Any, ...]]
     differentiate: Differentiation  # the loops, and what of the inputs the solver sees
@@ -82,10 +83,10 @@ class Objective(NamedTuple):
         """The row's problem in the full flat vector (its inputs as
         ``differentiate.stop`` lets the solver see them)."""
         if self.vectorized:
-            output = residual_output(loss_of(self.least_squares)) if self.least_squares else None
+            output = residual_output(self.loss) if self.least_squares else None
             return lane_problem(self, data, output)
         data, args = self.differentiate.stop((data, self.args_of(data.row_args)))
-        args, counts = split_data(self.least_squares, args)
+        args, counts = split_data(self.loss, args)
         counts = flat_counts(counts, self.output_shape)  # raveled as the residuals are
 
         def call(flat_x: jax.Array) -> Any:
@@ -114,7 +115,8 @@ class Objective(NamedTuple):
 
 def objective(
     fun: Callable[..., Any],
-    least_squares: bool | Loss,
+    least_squares: bool,
+    loss: Loss | None,
     x0_row: PyTree,
     args_of: Callable[[tuple[Any, ...]], tuple[Any, ...]],
     differentiate: Differentiation,
@@ -126,10 +128,10 @@ def objective(
     of one row's :class:`RowData` (``jax.ShapeDtypeStruct`` leaves are enough).
     """
     unravel = ravel_pytree(x0_row)[1]
-    partial = Objective(fun, least_squares, unravel, args_of, differentiate, None)
+    partial = Objective(fun, least_squares, loss, unravel, args_of, differentiate, None)
 
     def output(data: RowData) -> Any:
-        args = split_data(least_squares, args_of(data.row_args))[0]
+        args = split_data(loss, args_of(data.row_args))[0]
         return fun(unravel(jnp.where(data.fixed, data.fixed_values, data.x0)), *args)
 
     try:
@@ -142,7 +144,7 @@ def objective(
         _check_scalar(out)
         return partial
     _check_residuals(out)
-    _check_counts(least_squares, args_of(one_row.row_args), out.shape)
+    _check_counts(loss, args_of(one_row.row_args), out.shape)
     # Forward mode when there are at least as many residuals as unknowns.
     jacobian = jax.jacfwd if out.size >= n else jax.jacrev
     return partial._replace(jacobian=jacobian, output_shape=tuple(out.shape))
@@ -150,7 +152,8 @@ def objective(
 
 def vectorized_objective(
     fun: Callable[..., Any],
-    least_squares: bool | Loss,
+    least_squares: bool,
+    loss: Loss | None,
     x0_row: PyTree,
     differentiate: Differentiation,
     one_row: RowData,
@@ -165,7 +168,7 @@ def vectorized_objective(
     def args_of(row_args: tuple[Any, ...]) -> tuple[Any, ...]:
         return merge_args(row_args, shared)
 
-    vectorized = Objective(fun, least_squares, unravel, args_of, differentiate, None, True,
+    vectorized = Objective(fun, least_squares, loss, unravel, args_of, differentiate, None, True,
                            shared, merge_args)  # fmt: skip
     return vectorized._replace(output_shape=_check_vectorized(vectorized, one_row, x0_row))
 
@@ -177,7 +180,7 @@ def _check_vectorized(objective: Objective, one_row: RowData, x0_row: PyTree) ->
 
     def output(data: RowData) -> Any:
         x = jax.vmap(objective.unravel)(jnp.where(data.fixed, data.fixed_values, data.x0))
-        args = split_data(objective.least_squares, objective.args_of(data.row_args))[0]
+        args = split_data(objective.loss, objective.args_of(data.row_args))[0]
         return objective.fun(x, *args)
 
     try:
@@ -198,16 +201,14 @@ def _check_vectorized(objective: Objective, one_row: RowData, x0_row: PyTree) ->
         raise ValueError(f"`fun` must return floating-point values, got {out.dtype}")
     if objective.least_squares:
         row_args = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[1:], a.dtype), rows.row_args)
-        _check_counts(objective.least_squares, objective.args_of(row_args), shape[1:])
+        _check_counts(objective.loss, objective.args_of(row_args), shape[1:])
     return tuple(shape[1:])
 
 
-def _check_counts(
-    least_squares: bool | Loss, args: tuple[Any, ...], shape: tuple[int, ...]
-) -> None:
+def _check_counts(loss: Loss | None, args: tuple[Any, ...], shape: tuple[int, ...]) -> None:
     """The Poisson likelihood's counts (the last of ``args``, one row's) broadcast to
     one row's model output, of ``shape``."""
-    counts = split_data(least_squares, args)[1]
+    counts = split_data(loss, args)[1]
     if counts is None:
         return
     try:
@@ -248,7 +249,8 @@ DifferentiableObjective = Callable[[jax.Array, jax.Array, jax.Array, tuple[Any, 
 
 def differentiable_objective(
     fun: Callable[..., Any],
-    least_squares: bool | Loss,
+    least_squares: bool,
+    loss: Loss | None,
     unravel: Callable[[jax.Array], PyTree],
     vectorized: bool = False,
 ) -> DifferentiableObjective:
@@ -261,7 +263,7 @@ def differentiable_objective(
     def objective(
         x: jax.Array, fixed: jax.Array, values: jax.Array, args: tuple[Any, ...]
     ) -> jax.Array:
-        fun_args, counts = split_data(least_squares, args)
+        fun_args, counts = split_data(loss, args)
         tree = unravel(jnp.where(fixed, values, x))
         if vectorized:  # this row as a batch of one: its output and counts keep that axis
             out: jax.Array = fun(jax.tree.map(lambda a: a[None], tree), *fun_args)
@@ -271,7 +273,6 @@ def differentiable_objective(
             out = fun(tree, *fun_args)
         if not least_squares:
             return out
-        loss = loss_of(least_squares)
         return 0.5 * jnp.sum(jnp.ravel(out) ** 2) if loss is None else loss.cost(out, counts)
 
     return objective
@@ -283,7 +284,7 @@ def _residual_functions(
     """``value_and_grad`` and ``residual_and_jacobian`` of a least-squares row
     (the rescaled residuals and Jacobian of a robust loss or of the Poisson
     likelihood, whose data are ``counts``)."""
-    loss = loss_of(objective.least_squares)
+    loss = objective.loss
     jacobian_of = objective.jacobian
     assert jacobian_of is not None  # set by objective() for least squares
 

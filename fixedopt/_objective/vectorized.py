@@ -83,7 +83,7 @@ def lane_problem(objective: Any, data: Any, residual_output: Callable[..., Any] 
 
     def fun_args(row_args: Any, shared: Any) -> tuple[Any, ...]:
         """``fun``'s args (without the Poisson counts, which ``fun`` does not get)."""
-        return split_data(objective.least_squares, objective.merge_args(row_args, shared))[0]
+        return split_data(objective.loss, objective.merge_args(row_args, shared))[0]
 
     def outputs(
         x: jax.Array, fixed: jax.Array, values: jax.Array, row_args: Any, shared: Any
@@ -115,7 +115,7 @@ def lane_problem(objective: Any, data: Any, residual_output: Callable[..., Any] 
             data.upper, differentiate=objective.differentiate, hessian_products=False,
         )  # fmt: skip
     evaluate = _lane_function(residual_and_jacobian)
-    counts = split_data(objective.least_squares, objective.merge_args(data.row_args, shared))[1]
+    counts = split_data(objective.loss, objective.merge_args(data.row_args, shared))[1]
     counts = flat_counts(counts, objective.output_shape)  # raveled as the residuals are
 
     def row_value_and_grad(x: jax.Array) -> tuple[jax.Array, jax.Array]:

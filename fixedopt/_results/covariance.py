@@ -231,7 +231,7 @@ def solved_problem(
             "pass the fit's fixed mask"
         )
     batched = optional_boolean("batched", batched)
-    mask = fixed_arrays(sol.fixed if fixed is None else fixed, x)
+    mask = sol.fixed if fixed is None else fixed_arrays(fixed, x)  # a solve's: normalized
     stored = sol.at_bound if solution and bounds is None else None
     # The solve's bounds are normalized already; a row where they are empty is
     # INFEASIBLE (its covariance NaN), not an error for the whole batch.

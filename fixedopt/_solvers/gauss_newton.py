@@ -327,12 +327,7 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         finite = jnp.isfinite(trial_value) & jnp.all(jnp.isfinite(normal))
         trapped = _trapped(problem, x, x_trial, state.normal, normal)
         accepted = finite & (predicted > 0) & (gain > 1e-4) & ~reduce.any_true(trapped)
-        shrink = jnp.maximum(1.0 / 3.0, 1.0 - (2.0 * gain - 1.0) ** 3)
-        damping = jnp.where(accepted, state.damping * shrink, state.damping * state.growth)
-        growth = jnp.where(accepted, 2.0, 2.0 * state.growth)
-        # A trapped trial is taken again, short of the bound, at the same damping.
-        damping, growth = (jnp.where(reduce.any_true(trapped), old, new) for new, old in
-                           ((damping, state.damping), (growth, state.growth)))  # fmt: skip
+        damping, growth = _next_damping(state, accepted, gain, reduce.any_true(trapped))
 
         def keep(new: jax.Array, old: jax.Array) -> jax.Array:
             return jnp.where(accepted, new, old)
@@ -362,6 +357,18 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
             predicted=jnp.maximum(jnp.maximum(predicted, cauchy), 0.0),
             relative_step=relative_step,
         )
+
+
+def _next_damping(
+    state: LevenbergMarquardtState, accepted: jax.Array, gain: jax.Array, trapped: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """The damping and its growth factor after a trial (Nielsen's rule: shrink by up to
+    3 on a good gain, grow by a doubling factor on a rejection); a ``trapped`` trial
+    is taken again, short of the bound, at the same damping."""
+    shrink = jnp.maximum(1.0 / 3.0, 1.0 - (2.0 * gain - 1.0) ** 3)
+    damping = jnp.where(accepted, state.damping * shrink, state.damping * state.growth)
+    growth = jnp.where(accepted, 2.0, 2.0 * state.growth)
+    return jnp.where(trapped, state.damping, damping), jnp.where(trapped, state.growth, growth)
 
 
 def short_of_bounds(
@@ -399,7 +406,8 @@ def _trapped(
     on_bound = (trial == problem.lower) | (trial == problem.upper)
     landed = on_bound & (trial != x) & ~problem.fixed
     column, trial_column = jnp.diagonal(normal), jnp.diagonal(trial_normal)
-    return landed & (column != 0) & (trial_column == 0)
+    vanished: jax.Array = landed & (column != 0) & (trial_column == 0)
+    return vanished
 
 
 STEP_BACK = 0.995  # scipy's trf: theta = max(0.995, 1 - |g|) of the way to a bound

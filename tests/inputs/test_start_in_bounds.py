@@ -2,6 +2,7 @@
 
 import re
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -37,3 +38,25 @@ def test_a_fixed_entry_outside_and_minimize_are_not_refused():
         fixedopt.least_squares(residual, x0, np.array([False, True]), bounds=(0.0, 2.0))
     solution = fixedopt.minimize(lambda p: jnp.sum((p - 1.0) ** 2), x0, False, bounds=(0.0, 2.0))
     np.testing.assert_allclose(solution.x, [1.0, 1.0], atol=1e-8)
+
+
+@pytest.mark.parametrize("lanes", [None, 2])
+def test_a_traced_start_outside_its_bounds_stops_its_row_infeasible(lanes):
+    # Under jit the start cannot be checked before the solve: the row that starts
+    # outside stops INFEASIBLE with its start unchanged (not projected), and the rows
+    # around it solve as without it; a fixed entry outside is not a start.
+    x0 = jnp.array([[0.5, 0.2], [0.3, -1.0], [1.5, 0.5], [0.5, 1.5]])
+    fixed = jnp.array([[False, False], [False, False], [False, False], [False, True]])
+
+    @jax.jit
+    def solve(x0):
+        values = jnp.where(fixed, 1.5, x0)
+        return fixedopt.least_squares(residual, x0, fixed, fixed_values=values,
+                                      bounds=(0.0, 2.0), batched=True, lanes=lanes)  # fmt: skip
+
+    solution = solve(x0)
+    status = [fixedopt.Status(int(s)).name for s in solution.status]
+    assert status == ["CONVERGED", "INFEASIBLE", "CONVERGED", "CONVERGED"]
+    np.testing.assert_array_equal(solution.x[1], x0[1])
+    np.testing.assert_allclose(np.asarray(solution.x)[[0, 2]], 1.0, atol=1e-8)
+    assert solution.x[3, 1] == 1.5
