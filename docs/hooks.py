@@ -47,7 +47,7 @@ GUIDE = {
 # The API reference by topic, in the order a user meets the names; a public name in none
 # of them is listed under "More" (so a new name is documented before it is placed).
 API_TOPICS = {
-    "Solving": ("minimize", "least_squares", "curve_fit"),
+    "Solving": ("minimize", "least_squares", "curve_fit", "multistart"),
     "Results": ("Solution", "Status", "Reason", "CurveFit", "covariance", "hessian_covariance",
                 "Covariance", "report", "Report", "to_records", "to_dataframe"),
     "Fixing components": ("fix", "project", "keep_fixed", "KeepFixedState", "apply_updates",

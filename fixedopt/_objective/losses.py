@@ -228,6 +228,27 @@ def robust_loss(loss: str | Rho, f_scale: float) -> RobustLoss | None:
     """
     f_scale = positive_float("f_scale", f_scale)
     if callable(loss):
+        _check_rho(loss)
         return RobustLoss(loss, f_scale, getattr(loss, "__name__", type(loss).__name__))
     loss = one_of("loss", loss, LOSSES, expected="or a callable rho(z)")
     return None if loss == "linear" else RobustLoss(_RHO[loss], f_scale, loss)
+
+
+def _check_rho(rho: Rho) -> None:
+    """A callable ``loss`` is ``rho`` alone, element-wise and traceable by JAX: a
+    ``TypeError`` naming ``loss`` otherwise (scipy's callable, which returns ``rho``,
+    ``rho'`` and ``rho''`` stacked as ``(3, m)`` in NumPy, would fail deep in the solve)."""
+    z = jax.ShapeDtypeStruct((2,), jnp.float32)
+    scipy_form = (
+        "`loss` must be a function rho(z) that JAX can trace (jax.numpy), returning rho "
+        "element-wise (one value per z; fixedopt takes rho' and rho'' by automatic "
+        "differentiation, where scipy's callable loss returns all three stacked as (3, m))"
+    )
+    try:
+        out = jax.eval_shape(rho, z)
+    except Exception as error:
+        raise TypeError(f"{scipy_form}; calling it on a traced z failed: {error}") from error
+    if getattr(out, "shape", None) != z.shape:
+        raise TypeError(
+            f"{scipy_form}; got shape {getattr(out, 'shape', None)} for z of shape (2,)"
+        )

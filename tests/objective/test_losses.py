@@ -6,6 +6,8 @@ parameters, the fixed ones closed over. Data have gross outliers, so the losses
 matter: the robust and the plain fits differ.
 """
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -168,3 +170,24 @@ def test_implicit_derivative_of_a_robust_fit_matches_finite_differences():
     central = [(solve(y.at[i].add(h)) - solve(y.at[i].add(-h))) / (2 * h) for i in range(0, 40, 7)]
     np.testing.assert_allclose(implicit, np.stack(central, axis=1), atol=3e-5)
     assert np.all(implicit[fixed[b]] == 0.0)
+
+
+def _scipy_cauchy(z):
+    """scipy's form of a callable loss: rho, rho' and rho'' stacked, in NumPy."""
+    rho = np.empty((3, z.size))
+    rho[0], rho[1], rho[2] = np.log1p(z), 1 / (1 + z), -1 / (1 + z) ** 2
+    return rho
+
+
+@pytest.mark.parametrize(
+    "loss, why",
+    [
+        (_scipy_cauchy, "calling it on a traced z failed"),
+        (lambda z: jnp.stack([jnp.log1p(z), 1 / (1 + z)]), "got shape (2, 2) for z of shape (2,)"),
+    ],
+)
+def test_a_callable_loss_in_scipys_form_is_named(loss, why):
+    message = "`loss` must be a function rho(z) that JAX can trace (jax.numpy), returning rho"
+    with pytest.raises(TypeError, match=re.escape(message)) as error:
+        fixedopt.least_squares(lambda p: p - 1.0, jnp.zeros(2), False, loss=loss)
+    assert why in str(error.value)
