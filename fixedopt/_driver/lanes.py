@@ -98,10 +98,14 @@ class Layout(NamedTuple):
 
 # The default number of lanes. On a CPU: as many rows as fit half of a core's L2 cache
 # (1 MiB on the EPYC cores these defaults were measured on: benchmarks/results, suite
-# ``scale``), so a step's working set stays in cache; on an accelerator, enough rows to
-# fill it. Never more than an eighth of the batch, so that slow rows overlap with
-# others, and never fewer than 8.
+# ``scale``), so a step's working set stays in cache, but at least 64: a trip also has
+# a part that does not grow with its lanes (the loop's test, the refill, the solver's
+# per-trip scalars), and rows of a few kB (L-BFGS at n = 64, n = 512) fit 5-34 to the
+# cache but ran 6-24% slower than at 64-256 lanes (studies/2026-12-04-lane_widths). On
+# an accelerator, enough rows to fill it. Never more than an eighth of the batch, so
+# that slow rows overlap with others, and never fewer than 8.
 CPU_CACHE_BYTES = 1 << 19
+CPU_FEWEST_LANES = 64
 CPU_MOST_LANES = 4096
 ACCELERATOR_LANES = 1 << 16
 
@@ -110,7 +114,8 @@ def default_width(batch: int, row_bytes: int, backend: str) -> int:
     """The default number of lanes for ``batch`` rows whose loop state takes
     ``row_bytes`` bytes each, on ``backend`` ("cpu", "gpu", "tpu", ...)."""
     if backend == "cpu":
-        width = min(CPU_MOST_LANES, CPU_CACHE_BYTES // max(row_bytes, 1))
+        in_cache = CPU_CACHE_BYTES // max(row_bytes, 1)
+        width = min(CPU_MOST_LANES, max(CPU_FEWEST_LANES, in_cache))
     else:
         width = ACCELERATOR_LANES
     return min(batch, max(min(width, -(-batch // 8)), 8))

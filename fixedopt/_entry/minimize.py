@@ -101,8 +101,8 @@ def minimize(
         as in any other batch solved with the same ``lanes``, and equal to rounding
         with another ``lanes`` (other machine code). ``None`` (the default): per
         backend; on a CPU as many rows as their loop state fits in half a core's L2
-        cache (512 KiB; at most 4096), on an accelerator 65536; at most an eighth of
-        the batch (at least 8 rows), so that slow rows overlap with others.
+        cache (512 KiB; at least 64, at most 4096), on an accelerator 65536; at most
+        an eighth of the batch (at least 8 rows), so that slow rows overlap with others.
         ``lanes >= B`` runs the whole batch at once, as one ``vmap``.
       progress: with ``batched=True``, print every 10 steps (or every ``progress``
         steps, for an int) how many rows have stopped and the largest projected

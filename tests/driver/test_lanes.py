@@ -32,11 +32,13 @@ def solve(x0, fixed, args, **options):
 
 
 def test_default_width():
-    """On a CPU, rows that fill half of a core's L2 cache; on an accelerator, 65536;
-    at most an eighth of the batch but at least 8 rows (at most the batch)."""
+    """On a CPU, rows that fill half of a core's L2 cache, at least 64; on an
+    accelerator, 65536; at most an eighth of the batch but at least 8 rows (at most the
+    batch)."""
     assert default_width(10**6, CPU_CACHE_BYTES // 100, "cpu") == 100
     assert default_width(10**6, 1, "cpu") == 4096
-    assert default_width(10**6, 10**9, "cpu") == 8
+    assert default_width(10**6, 10**9, "cpu") == 64  # rows too big for the cache: 64
+    assert default_width(256, 10**9, "cpu") == 32  # an eighth of the batch
     assert default_width(10**7, 100, "gpu") == 65536
     assert default_width(1024, 100, "gpu") == 128
     assert default_width(20, 100, "tpu") == 8
