@@ -50,12 +50,6 @@ SECTIONS = {  # kind: (title, text)
                "`vectorized=True`, one grouped `lax.conv_general_dilated` over the lanes; "
                "`-shifted`: the blur as 49 shifted, scaled copies of the image (elementwise "
                "arithmetic), per row or over the lanes."),
-    "at_bound": ("Error bars with a bound active: robust spread of z-scores (1 = calibrated)",
-                 "Two exponentials + background >= 0, 128 bins, Gaussian noise sd 10, tau2 "
-                 "fixed in half the rows; `background`: the true background of every row. "
-                 "z = (fit - truth) / stderr over free parameters not at a bound; spread = "
-                 "median(|z|) / 0.6745 (bias included). `weighted`: true sigma, "
-                 "absolute_sigma=True."),
     "curve_fit": ("fixedopt.curve_fit on the whole batch vs per-fit loops on a subsample",
                   "Decays (sd sqrt(mu), sigma given, background >= 0, tau2 fixed in half the "
                   "fits); fits/s from interleaved medians (loops: `fits_timed` fits). "

@@ -1,5 +1,5 @@
 """``python -m benchmarks.run --suite NAME [--quick] [--out DIR]``: run a suite (solvers, cpu,
-gpu, micro, linesearch, small_n, scale, differentiation, fusion, status_truth, ase, at_bound,
+gpu, micro, linesearch, small_n, scale, differentiation, fusion, status_truth, ase,
 curve_fit, tiny, tiny_large, deblur; ``auto``: cpu or gpu by backend), write
 ``<out>/<backend>-<suite>[-quick]-<date>.{json,md}``, plots."""
 
@@ -23,7 +23,6 @@ jax.config.update("jax_enable_x64", True)  # before any array exists: float64 av
 
 from benchmarks import (  # noqa: E402
     ase,
-    at_bound,
     curve_fit,
     deblur,
     differentiation,
@@ -39,7 +38,7 @@ from benchmarks.timing import environment  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 OWN = {"scale": scale.run, "differentiation": differentiation.run, "fusion": fusion.run,
-       "status_truth": status_truth.run, "ase": ase.run, "at_bound": at_bound.run,
+       "status_truth": status_truth.run, "ase": ase.run,
        "curve_fit": curve_fit.run, "deblur": deblur.run, "tiny": tiny.run,
        "tiny_large": tiny_large.run}  # fmt: skip
 

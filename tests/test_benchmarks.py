@@ -17,7 +17,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SUITES = ("solvers", "cpu", "gpu", "micro", "linesearch", "small_n", "scale",
-          "differentiation", "fusion", "status_truth", "ase", "at_bound", "curve_fit", "tiny",
+          "differentiation", "fusion", "status_truth", "ase", "curve_fit", "tiny",
           "tiny_large", "deblur")  # fmt: skip
 PLOTTED = ("solvers", "cpu", "gpu", "tiny")  # suites with solver cases against the scipy loop
 DRIVER = """

@@ -49,7 +49,7 @@ from fixedopt._results.solution import Solution
 
 ResidualFun = Callable[..., jax.Array]  # residual_fun(x, *args) -> (m,) residuals
 AT_BOUND = ("free", "fixed")
-AT_BOUND_DEFAULT = "free"  # measured: benchmarks/results/cpu-at_bound-2026-12-01.md
+AT_BOUND_DEFAULT = "free"  # measured: studies/2026-12-01-at_bound/cpu-at_bound-2026-12-01.md
 
 
 class Covariance(NamedTuple):
@@ -157,7 +157,7 @@ def covariance(
         ``"fixed"``: held like a fixed parameter (0 variance, out of ``J_F``, not
         counted in ``dof``): the covariance of the fit conditional on the bound,
         whose other error bars are smaller. The default is measured:
-        ``benchmarks/results/cpu-at_bound-2026-12-01.md``.
+        ``studies/2026-12-01-at_bound/cpu-at_bound-2026-12-01.md``.
       args_axes: with ``batched=True``, which ``args`` are per row (as in
         :func:`fixedopt.least_squares`; by default the arrays).
       pseudo_inverse: how a rank-deficient row's free block is computed. True (the

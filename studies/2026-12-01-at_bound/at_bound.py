@@ -1,4 +1,5 @@
-"""The at_bound suite: are the error bars of ``curve_fit`` calibrated when a bound is
+"""A finished study (was the at_bound suite): are the error bars of ``curve_fit``
+calibrated when a bound is
 active? Two-exponential decays plus a background bounded below by 0, whose fit sits
 on the bound in a sizeable share of the rows; one lifetime known (fixed) in half the
 rows. Per ``at_bound`` option and weighting: the robust spread (``median(|z|) /
@@ -9,10 +10,13 @@ calibrated)."""
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 
-import fixedopt
+jax.config.update("jax_enable_x64", True)  # before any array exists
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import fixedopt  # noqa: E402
 
 BINS = np.linspace(0.0, 10.0, 128)
 TRUTH = np.array([1000.0, 0.5, 300.0, 3.0, 0.0])  # a1, tau1, a2, tau2, background
@@ -86,3 +90,9 @@ def _record(result, truth, fixed, weighting: str, at_bound: str) -> dict:
 def run(quick: bool, args) -> list[dict]:
     batch, backgrounds = (500, BACKGROUNDS[:2]) if quick else (20000, BACKGROUNDS)
     return [r for background in backgrounds for r in calibration(batch, background)]
+
+
+if __name__ == "__main__":  # PYTHONPATH=. python studies/2026-12-01-at_bound/at_bound.py
+    import json
+
+    print(json.dumps(run(quick=False, args=None), indent=1))
