@@ -192,7 +192,11 @@ LEAST_SQUARES = {  # name: (residuals, start, ((x*, f*), ...))
 def relative_error(x: Any, x_star: Any) -> float:
     """Largest per-component error, relative to ``max(|x*_i|, 1e-3 |x*|_inf)``."""
     x, x_star = np.asarray(x, float), np.asarray(x_star, float)
-    floor = 1e-3 * np.max(np.abs(x_star))
+    return _largest_error(x, x_star, 1e-3 * np.max(np.abs(x_star)))
+
+
+def _largest_error(x: np.ndarray, x_star: np.ndarray, floor: float) -> float:
+    """Largest per-component error, relative to ``max(|x*_i|, floor)``."""
     return float(np.max(np.abs(x - x_star) / np.maximum(np.abs(x_star), floor)))
 
 
@@ -366,7 +370,7 @@ def parameter_error(x: np.ndarray, x_star: np.ndarray, x0: np.ndarray) -> float:
     """The largest error of a parameter, relative to ``max(|x*_i|, 1e-3 |x*|_inf,
     1e-3 |x0 - x*|_inf)`` (the last where ``x* = 0``)."""
     floor = 1e-3 * max(np.max(np.abs(x_star)), np.max(np.abs(x0 - x_star)))
-    return float(np.max(np.abs(x - x_star) / np.maximum(np.abs(x_star), floor)))
+    return _largest_error(x, x_star, floor)
 
 
 def judge(residuals: Residuals, x0: Any, x: Any, dtype: Any) -> dict[str, Any]:
