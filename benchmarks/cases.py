@@ -17,17 +17,16 @@ AGREE_RTOL = 1e-6
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    """Problems at one size; methods, the reference first; generator keywords."""
+    """Problems at one size; methods, the reference first."""
 
     problems: tuple[str, ...]
     batch: int
     n: int
     methods: tuple[str, ...]
     dtype: str = "float64"
-    options: tuple = ()
 
     def make(self, name: str) -> Problem:
-        return PROBLEMS[name](self.batch, self.n, SEED, self.dtype, **dict(self.options))
+        return PROBLEMS[name](self.batch, self.n, SEED, self.dtype)
 
 
 def repeats(run_s: float, args) -> int:

@@ -301,8 +301,6 @@ METHODS = {
     "fixedopt-mask-vmap": fixedopt_method(lanes=WHOLE_BATCH),  # no lanes: one vmap
     **{f"fixedopt-mask-lanes{w}": fixedopt_method(lanes=w) for w in (64, 256, 1024, 4096)},
     "fixedopt-split": fixedopt_method(strategy="split"),
-    "fixedopt-hager-zhang": fixedopt_method(solver=fixedopt.LBFGS(linesearch="hager-zhang")),
-    "fixedopt-backtracking": fixedopt_method(solver=fixedopt.LBFGS(linesearch="backtracking")),
     "scipy-least-squares-loop": subsampled(scipy_least_squares, LOOP_ROWS),
     "lmfit-loop": subsampled(lmfit_loop, LOOP_ROWS),
     "fixedopt-lm": fixedopt_method(least_squares=True),

@@ -4,17 +4,18 @@ compilations when only the mask (must be 0) or, under ``split``, the free count 
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 import fixedopt
-from benchmarks import fusion
 from benchmarks.cases import SEED, quality
 from benchmarks.methods import Settings, as_rows, device_inputs, fixedopt_call, jitted
 from benchmarks.problems import PROBLEMS
-from benchmarks.timing import compared, compile_monitor
+from benchmarks.timing import compared, compile_monitor, interleaved, summary
 from fixedopt.testing import compiled_solves
 
 MASK_TARGET = 1.05
@@ -65,10 +66,84 @@ def objective_overhead(sizes, rounds: int) -> list[dict]:
     return records
 
 
+def adam_steps(size: int):
+    """Adam steps on ``size`` float32 entries, donated: ``plain``, ``masked``, ``reference``."""
+    adam = optax.adam(1e-3)
+
+    def plain(params, state, grad):
+        updates, state = adam.update(grad, state, params)
+        return optax.apply_updates(params, updates), state
+
+    def masked(params, state, grad, fixed):
+        updates, state = fixedopt.keep_fixed(adam, fixed).update(grad, state, params)
+        return optax.apply_updates(params, updates), state
+
+    def reference(params, state, grad):
+        scaled = lambda a: a * jnp.float32(0.999) + grad
+        moments = state[0]._replace(mu=scaled(state[0].mu), nu=scaled(state[0].nu))
+        return scaled(params), (moments, *state[1:])
+
+    rng = np.random.default_rng(0)
+    params = jnp.asarray(rng.normal(size=size), jnp.float32)
+    grad = jnp.asarray(rng.normal(size=size), jnp.float32)
+    fixed = jnp.asarray(rng.random(size) < 0.3)
+    masked_init = fixedopt.keep_fixed(adam, fixed).init
+    programs = {
+        "plain": (plain, lambda: (params + 0, adam.init(params), grad)),
+        "masked": (masked, lambda: (params + 0, masked_init(params), grad, fixed)),
+        "reference": (reference, lambda: (params + 0, adam.init(params), grad)),
+    }
+    return programs, (0, 1)
+
+
+def materialized(hlo: str, size: int) -> list[str]:
+    """Types of the arrays of ``size`` entries or more the program writes (a pass each)."""
+    found = []
+    for line in hlo[hlo.index("\nENTRY") :].splitlines()[1:]:
+        match = re.match(r"\s*(?:ROOT )?%\S+ = ([a-z]+[0-9]*)\[([0-9,]*)\]\S* (\S+?)\(", line)
+        if not match or match.group(3) in ("parameter", "tuple"):
+            continue
+        if int(np.prod([int(d) for d in match.group(2).split(",") if d])) >= size:
+            found.append(f"{match.group(1)}:{match.group(3)}")
+    return sorted(found)
+
+
+def stepper(compiled, make_inputs, donate, steps: int = 1):
+    """A blocked call of ``steps`` steps feeding donated outputs back in (``.inputs``)."""
+    inputs = list(make_inputs())
+
+    def call():
+        for _ in range(steps):
+            out = compiled(*inputs)
+            if donate:
+                inputs[: len(donate)] = out
+        return jax.block_until_ready(out)
+
+    call.inputs = inputs
+    return call
+
+
+def measure(kind: str, programs, donate, size: int, repeats: int, steps: int = 1):
+    """Per program: seconds per step and arrays written; paired ratios masked / plain."""
+    compiled = {key: jax.jit(fun, donate_argnums=donate).lower(*make()).compile()
+                for key, (fun, make) in programs.items()}  # fmt: skip
+    calls = {key: stepper(c, programs[key][1], donate, steps) for key, c in compiled.items()}
+    for call in calls.values():
+        call()
+    times, _ = interleaved(calls, repeats)
+    ratios = [m / p for m, p in zip(times["masked"], times["plain"])]
+    record = {"kind": kind, "elements": size, "steps_per_call": steps,
+              "ratio_median": float(np.median(ratios))}  # fmt: skip
+    for key, program in compiled.items():
+        record |= {f"{key}_step_{k}": v / steps for k, v in summary(times[key]).items()}
+        record[f"{key}_materialized"] = materialized(program.as_text(), size)
+    return record, calls
+
+
 def keep_fixed(size: int, rounds: int, steps: int) -> dict:
     """Adam steps plain, masked and the reference; whether fixed parameters kept their bits."""
-    programs, donate = fusion.adam_steps(size)
-    record, calls = fusion.measure("keep_fixed", programs, donate, size, rounds, steps)
+    programs, donate = adam_steps(size)
+    record, calls = measure("keep_fixed", programs, donate, size, rounds, steps)
     params, _, _, fixed = calls["masked"].inputs
     params, fixed, start = np.asarray(params), np.asarray(fixed), programs["masked"][1]()[0]
     per_step = {k: record[f"{k}_step_time_median_s"] for k in ("reference", "plain", "masked")}

@@ -111,14 +111,6 @@ def ill_diagonals(rng, rows: int, n: int, condition: float) -> np.ndarray:
     return np.stack([rng.permutation(np.geomspace(1 / spread, spread, n)) for _ in range(rows)])
 
 
-def illquad(batch: int, n: int, seed=0, dtype="float64", condition=1e5) -> Problem:
-    """``illquad``: every row diagonal and ill-conditioned (the line-search suite)."""
-    rng = np.random.default_rng(seed)
-    diag = ill_diagonals(rng, batch, n, condition)
-    problem = _quad_problem("illquad", diag, np.zeros((batch, n - 1)), rng, dtype)
-    return dataclasses.replace(problem, name=f"illquad cond {condition:.0e}")
-
-
 def straggler(batch: int, n: int, seed: int = 0, dtype: str = "float64") -> Problem:
     """``straggler``: the ``quad`` batch, its last row an ill-conditioned diagonal."""
     base = quad(batch, n, seed, dtype)
@@ -217,20 +209,10 @@ def spectra(batch: int, n: int = 10, seed: int = 0, dtype: str = "float64") -> P
                    spectra_jacobian)  # fmt: skip
 
 
-def quartic_jax(x, diag, b):
-    """``0.5 x^T A x - b.x + 0.05 sum(x^4)``, ``A`` tridiagonal SPD (off-diagonal -0.5)."""
-    coupling = jnp.sum(x[:-1] * x[1:])
-    return 0.5 * jnp.sum(diag * x**2) - 0.5 * coupling - b @ x + 0.05 * jnp.sum(x**4)
-
-
-def quartic(batch: int, n: int, seed: int = 0, dtype: str = "float64") -> Problem:
-    """``quartic``: strictly convex rows, free entries starting at 0; JAX only."""
-    rng = np.random.default_rng(seed)
-    diag, b = rng.uniform(1.5, 50.0, (batch, n)), rng.normal(size=(batch, n))
-    fixed = rng.random((batch, n)) < FIXED_FRACTION
-    x0 = np.where(fixed, rng.normal(size=(batch, n)), 0.0)
-    return Problem("quartic", quartic_jax, None, (diag, b), x0, fixed, dtype)
-
-
-PROBLEMS = {"quad": quad, "dquad": dquad, "rosen": rosen, "straggler": straggler,
-            "spectra": spectra, "illquad": illquad, "quartic": quartic}  # fmt: skip
+PROBLEMS = {
+    "quad": quad,
+    "dquad": dquad,
+    "rosen": rosen,
+    "straggler": straggler,
+    "spectra": spectra,
+}

@@ -34,11 +34,7 @@ SECTIONS = {  # kind: (title, text)
     "split_compiles": ('Compilations under strategy="split" per free count',
                        "A new free count compiles only for a new packed width."),
     "dispatch": ("Python overhead of the public call", ""),
-    "fusion": ("The fixed mask fused into the plain program's passes", "`ratio_median`: of the "
-               "paired ratios masked / plain; `*_materialized`: arrays of >= `elements` written."),
     "memory": ("Peak memory: XLA memory of the compiled batched solve (bytes)", ""),
-    "differentiation": ("Implicit vs unrolled gradient through a batched solve", "`jax.grad` of "
-                        "`sum(sin(x*))` by the linear term; unrolled: all max_steps (a scan)."),
     "units": ("The same fit in other units (4 rows: statuses; correct digits vs MINPACK)", ""),
     "truth_summary": ("MGH least-squares problems from their standard starts", "Accurate: "
                       "relative error <= 100 sqrt(eps); truthful: CONVERGED exactly if accurate."),

@@ -1,7 +1,6 @@
 """``python -m benchmarks.run --suite NAME [--quick] [--out DIR]``: run a suite (solvers, cpu,
-gpu, micro, linesearch, small_n, scale, differentiation, fusion, status_truth, ase,
-curve_fit, tiny, tiny_large, deblur; ``auto``: cpu or gpu by backend), write
-``<out>/<backend>-<suite>[-quick]-<date>.{json,md}``, plots."""
+gpu, scale, status_truth, ase, curve_fit, tiny, tiny_large, deblur; ``auto``: cpu or gpu
+by backend), write ``<out>/<backend>-<suite>[-quick]-<date>.{json,md}``, plots."""
 
 from __future__ import annotations
 
@@ -21,24 +20,12 @@ import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)  # before any array exists: float64 available
 
-from benchmarks import (  # noqa: E402
-    ase,
-    curve_fit,
-    deblur,
-    differentiation,
-    fusion,
-    report,
-    scale,
-    status_truth,
-    tiny,
-    tiny_large,
-)
+from benchmarks import ase, curve_fit, deblur, report, scale, status_truth, tiny, tiny_large  # noqa: E402
 from benchmarks.suites import PLANS, run_plan  # noqa: E402
 from benchmarks.timing import environment  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).parent / "results"
-OWN = {"scale": scale.run, "differentiation": differentiation.run, "fusion": fusion.run,
-       "status_truth": status_truth.run, "ase": ase.run,
+OWN = {"scale": scale.run, "status_truth": status_truth.run, "ase": ase.run,
        "curve_fit": curve_fit.run, "deblur": deblur.run, "tiny": tiny.run,
        "tiny_large": tiny_large.run}  # fmt: skip
 
@@ -52,7 +39,6 @@ def parse(argv) -> argparse.Namespace:
     parser.add_argument("--loop-repeats", type=int, default=3, help="timed calls (loops)")
     parser.add_argument("--gtol", type=float, help="float64 tolerance (default 1e-6; f32: 1e-3)")
     parser.add_argument("--max-steps", type=int, help="default: the suite's (5000 or 2000)")
-    parser.add_argument("--stragglers-only", action="store_true", help="scale: no peak memory")
     return parser.parse_args(argv)
 
 
@@ -70,8 +56,7 @@ def main(argv=None) -> pathlib.Path:
         records = OWN[name](args.quick, args)
     env["suite_wall_s"] = time.perf_counter() - start
     records = [env | r for r in records]
-    label = name + ("-stragglers" if name == "scale" and args.stragglers_only else "")
-    stem = args.out / f"{env['backend']}-{label}{'-quick' if args.quick else ''}-{env['date']}"
+    stem = args.out / f"{env['backend']}-{name}{'-quick' if args.quick else ''}-{env['date']}"
     args.out.mkdir(parents=True, exist_ok=True)
     stem.with_suffix(".json").write_text(json.dumps(records, indent=1, default=str) + "\n")
     stem.with_suffix(".md").write_text(report.markdown(records, title=stem.name))

@@ -41,8 +41,7 @@ WIDTHS = ("fixedopt-mask-vmap", "fixedopt-mask", *(f"fixedopt-mask-lanes{w}" for
 
 def run(quick: bool, args) -> list[dict]:
     """Stragglers (n=32, B from 1024 to 16384: a clean batch and the same with one
-    ill-conditioned row), lane widths (quad n=8 and n=64) and, unless
-    ``--stragglers-only``, peak memory."""
+    ill-conditioned row), lane widths (quad n=8 and n=64) and peak memory."""
     sizes = (2_000,) if quick else (10**5, 3 * 10**5, 10**6)
     methods = ("fixedopt-mask-vmap", "fixedopt-mask")  # plain vmap, then the default
     straggling = ((16, 8),) if quick else ((1024, 32), (4096, 32), (16384, 32))
@@ -50,4 +49,4 @@ def run(quick: bool, args) -> list[dict]:
     if not quick:
         cases += grid(("quad",), ((16384, 8), (2048, 64)), WIDTHS)
     records = run_plan(Plan(cases), args)
-    return records + ([] if args.stragglers_only else peak_memory(sizes))
+    return records + peak_memory(sizes)

@@ -18,8 +18,6 @@ LEAST_SQUARES = ("scipy-least-squares-loop", "lmfit-loop", "fixedopt-lm")
 STRAGGLER = ("scipy-lbfgsb-loop", "optax-lbfgs-vmap-mask", "fixedopt-mask",
              "fixedopt-mask-vmap")  # fmt: skip
 SOLVERS = ("scipy-lbfgsb-loop", "optax-lbfgs-vmap-mask", "fixedopt-mask")
-# Both line searches by name (the default, linesearch="auto", is Hager-Zhang up to n = 10).
-LINESEARCH = ("fixedopt-backtracking", "fixedopt-hager-zhang", "tfp-lbfgs-batch")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,8 +32,8 @@ class Plan:
     max_steps: int = 5000
 
 
-def grid(problems, sizes, methods, dtype="float64", **options) -> tuple[Case, ...]:
-    return tuple(Case(problems, b, n, methods, dtype, tuple(options.items())) for b, n in sizes)
+def grid(problems, sizes, methods, dtype="float64") -> tuple[Case, ...]:
+    return tuple(Case(problems, b, n, methods, dtype) for b, n in sizes)
 
 
 def run_plan(plan: Plan, args) -> list[dict]:
@@ -94,19 +92,9 @@ def smoke(minimize) -> Plan:
     """Every method of a full suite once, tiny: a smoke run."""
     cases = (*grid(("quad",), ((16, 8),), minimize), *grid(("spectra",), ((8, 10),), LEAST_SQUARES),
              *grid(("quad", "straggler"), ((16, 8),), STRAGGLER))  # fmt: skip
-    return Plan(cases, loop_rows=4, jaxopt_work=64)
+    return Plan(cases, loop_rows=4, jaxopt_work=64, micro=MICRO_QUICK)
 
 
-LINE_SEARCH_CASES = tuple(
-    case
-    for dtype in ("float64", "float32")
-    for case in (
-        *(c for cond in (1e4, 1e5, 1e6) for c in grid(("illquad",), ((256, 32),), LINESEARCH,
-                                                       dtype, condition=cond)),
-        *grid(("quad",), ((256, 64),), LINESEARCH, dtype),
-        *grid(("rosen",), ((256, 64),), LINESEARCH, dtype),
-    )
-)  # fmt: skip
 SOLVER_CASES = (Case(("quad",), 256, 64, SOLVERS), Case(("rosen",), 256, 64, SOLVERS),
                 Case(("quad",), 256, 512, SOLVERS))  # fmt: skip
 PLANS = {  # name: (full, quick)
@@ -114,10 +102,4 @@ PLANS = {  # name: (full, quick)
                 Plan(grid(("quad",), ((16, 8),), SOLVERS), new_mask_check=True)),
     "cpu": (CPU, smoke(MINIMIZE)),
     "gpu": (GPU, smoke(DEVICE)),
-    "micro": (Plan(micro=MICRO), Plan(micro=MICRO_QUICK)),
-    "linesearch": (Plan(LINE_SEARCH_CASES, max_steps=2000),
-                   Plan(grid(("illquad",), ((16, 8),), LINESEARCH, condition=1e4))),
-    "small_n": (Plan(grid(("quad",), [(b, 8) for b in (256, 1024, 4096, 16384)], LINESEARCH),
-                     max_steps=2000),
-                Plan(grid(("quad",), ((16, 8),), LINESEARCH))),
 }  # fmt: skip
