@@ -101,13 +101,10 @@ def scipy_loop(data, kernels, fixed, start, gtol, max_steps):
             return value, grad.ravel()
 
         flat0 = x0.ravel()
-        lower = np.where(mask.ravel(), flat0, 0.0)
-        upper = np.where(mask.ravel(), flat0, 1.0)
+        bounds = list(zip(np.where(mask.ravel(), flat0, 0.0), np.where(mask.ravel(), flat0, 1.0)))
         options = {"gtol": gtol, "ftol": 0.0, "maxiter": max_steps, "maxfun": 4 * max_steps}
-        bounds = list(zip(lower, upper))
-        result = scipy.optimize.minimize(
-            fun, flat0, jac=True, method="L-BFGS-B", bounds=bounds, options=options
-        )
+        result = scipy.optimize.minimize(fun, flat0, jac=True, method="L-BFGS-B", bounds=bounds,
+                                         options=options)  # fmt: skip
         solutions.append(result.x.reshape(SIZE, SIZE))
     return np.stack(solutions)
 
@@ -148,9 +145,8 @@ def run(quick: bool, args) -> list[dict]:
     rows = [{"method": "scipy-lbfgsb-loop"}, *records]
     for record in rows:
         name = record["method"]
-        output = outputs[name]
+        output, summary = outputs[name], timing.summary(times[name])
         x = np.asarray(output if name.startswith("scipy") else output.x)
-        summary = timing.summary(times[name])
         record.update(kind="deblur", B=batch, size=SIZE, gtol=gtol, **summary)
         record["speedup_vs_scipy"] = scipy_time / summary["time_median_s"]
         record["max_abs_diff_vs_scipy"] = float(np.max(np.abs(x - reference)))

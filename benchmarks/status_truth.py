@@ -96,8 +96,8 @@ def minimize_cases(problems, dtypes, solver=None) -> list[dict]:
             converged = bool(solution.converged[row])
             scaling = solver.scaling if isinstance(solver, fixedopt.LBFGS) else "auto"
             rows.append({"kind": "minimize_truth", "scaling": scaling, "problem": name,
-                         "start": start_index,
-                         "dtype": np.dtype(dtype).name, "scale": scale, "status": statuses[row],
+                         "start": start_index, "dtype": np.dtype(dtype).name, "scale": scale,
+                         "status": statuses[row],
                          "steps": int(solution.steps[row]), "gap": verdict["gap"],
                          "allowed": verdict["allowed"], "error": verdict["error"],
                          "accurate": verdict["accurate"],
@@ -143,12 +143,9 @@ def run(quick: bool, args) -> list[dict]:
     problems = dict(list(known.LEAST_SQUARES.items())[:1]) if quick else known.LEAST_SQUARES
     dtypes = DTYPES[1:] if quick else DTYPES
     rows = truth(problems, dtypes)
-    minimize_problems = known.MINIMIZE
-    if quick:
-        minimize_problems = dict(list(minimize_problems.items())[:2])
-    cases = minimize_cases(minimize_problems, dtypes) + minimize_cases(
-        minimize_problems, dtypes, fixedopt.LBFGS(scaling="hessian")
-    )
+    chosen = dict(list(known.MINIMIZE.items())[:2]) if quick else known.MINIMIZE
+    cases = [*minimize_cases(chosen, dtypes),
+             *minimize_cases(chosen, dtypes, fixedopt.LBFGS(scaling="hessian"))]  # fmt: skip
     lies = [r | {"kind": "minimize_lie"} for r in cases if not r["truthful"]]
     return (units(FITS[:1] if quick else FITS, dtypes) + summary(rows) + rows
             + minimize_summary(cases) + lies + cases)  # fmt: skip

@@ -64,22 +64,15 @@ def loop_records(fits: Fits, options: dict, solution) -> list[dict]:
         loops["lmfit-loop"] = reason
     records = []
     for method, solve in loops.items():
-        record = {
-            "kind": "tiny_loop",
-            "problem": fits.name,
-            "method": method,
-            "B": len(fits.x0),
-            "tolerances": str(tolerances or "MINPACK defaults"),
-        }
+        record = {"kind": "tiny_loop", "problem": fits.name, "method": method, "B": len(fits.x0),
+                  "tolerances": str(tolerances or "MINPACK defaults")}  # fmt: skip
         if isinstance(solve, Exception):
             records.append(record | {"skipped": str(solve)})
             continue
         start = time.perf_counter()
         xs, evaluations = zip(*(solve(i) for i in range(len(fits.x0))))
         seconds = time.perf_counter() - start
-        x = np.array(xs)
-        free = ~fits.fixed
-        scale = np.abs(fits.truth)
+        x, free, scale = np.array(xs), ~fits.fixed, np.abs(fits.truth)
         error = np.abs(x - fits.truth) / scale
         difference = np.where(free, np.abs(x - ours) / scale, 0.0).max(axis=1)
         records.append(record | {
