@@ -209,10 +209,5 @@ def spectra(batch: int, n: int = 10, seed: int = 0, dtype: str = "float64") -> P
                    spectra_jacobian)  # fmt: skip
 
 
-PROBLEMS = {
-    "quad": quad,
-    "dquad": dquad,
-    "rosen": rosen,
-    "straggler": straggler,
-    "spectra": spectra,
-}
+PROBLEMS = {"quad": quad, "dquad": dquad, "rosen": rosen, "straggler": straggler,
+            "spectra": spectra}  # fmt: skip

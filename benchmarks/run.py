@@ -38,7 +38,7 @@ def parse(argv) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=7, help="most timed calls (compiled)")
     parser.add_argument("--loop-repeats", type=int, default=3, help="timed calls (loops)")
     parser.add_argument("--gtol", type=float, help="float64 tolerance (default 1e-6; f32: 1e-3)")
-    parser.add_argument("--max-steps", type=int, help="default: the suite's (5000 or 2000)")
+    parser.add_argument("--max-steps", type=int, help="default: 5000")
     return parser.parse_args(argv)
 
 

@@ -29,7 +29,6 @@ class Plan:
     jaxopt_work: int | None = None  # most B * n that jaxopt solves (None: all)
     micro: dict | None = None  # keywords of micro.run
     new_mask_check: bool = False  # per case, for fixedopt-mask (the solvers suite)
-    max_steps: int = 5000
 
 
 def grid(problems, sizes, methods, dtype="float64") -> tuple[Case, ...]:
@@ -41,7 +40,7 @@ def run_plan(plan: Plan, args) -> list[dict]:
     records = []
     for case in plan.cases:
         gtol = args.gtol if args.gtol is not None and case.dtype == "float64" else None
-        settings = Settings(gtol or GTOL[case.dtype], args.max_steps or plan.max_steps,
+        settings = Settings(gtol or GTOL[case.dtype], args.max_steps or 5000,
                             plan.loop_rows, plan.jaxopt_work)  # fmt: skip
         for record in run_case(case, settings, args):
             if plan.new_mask_check and record["method"] == "fixedopt-mask":
