@@ -102,6 +102,19 @@ def test_benchmarks_import_neither_tests_nor_studies():
     assert not offenders, offenders
 
 
+def test_benchmarks_and_studies_use_only_public_modules():
+    """No suite or study reaches a private module of fixedopt (``fixedopt._solvers``...);
+    ``python -m fixedopt``'s module, ``fixedopt.__main__``, is public."""
+    offenders = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for folder in ("benchmarks", "studies")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for name in imported_modules(path)
+        if re.match(r"fixedopt\._(?!_main__$)", name)
+    ]
+    assert not offenders, offenders
+
+
 def test_the_import_check_finds_a_test_import(tmp_path):
     script = tmp_path / "x.py"
     script.write_text("import os\nfrom tests import helpers\nimport studies.x as s\n")
