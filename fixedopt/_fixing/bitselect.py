@@ -2,7 +2,7 @@
 
 XLA's CPU backend compiles ``select`` on a boolean mask into code that slows the
 whole fused loop, while AND/OR on the bit patterns keep it close to the unmasked loop
-(an Adam step at 2^24 float32: ``benchmarks/results/cpu-fusion-2026-11-30.md``). The
+(an Adam step at 2^24 float32: the study ``studies/2026-11-30-fusion/``). The
 result is the same bits as ``where``: the constant's pattern where
 ``mask`` is True, ``x``'s own bits (NaN, Inf and -0.0 included) elsewhere. The mask
 is widened to an integer inside the fusion only, never stored.

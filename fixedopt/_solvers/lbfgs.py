@@ -173,11 +173,11 @@ class LBFGS(Solver[LBFGSState]):
         most ``memory_size`` entries, else backtracking). Hager–Zhang's near-exact
         steps cut the step count where the memory holds the whole space (quad n = 8:
         6.0-6.1 steps a row against 13.9-14.5, and 1.45x-1.99x less time, B = 256 to
-        16384, in ``benchmarks/results/cpu-small_n-2026-12-03.md``) and the slowest row's on
-        ill-conditioned problems, but cost more evaluations per step where rounding
-        hides the slope (float32 rows of n = 32 that cannot converge, 3x-4.6x the
-        time); measured in ``benchmarks/results/cpu-linesearch-2026-11-30.md``
-        (``python -m benchmarks.run --suite linesearch``).
+        16384) and the slowest row's on ill-conditioned problems, but cost more
+        evaluations per step where rounding hides the slope (float32 rows of n = 32
+        that cannot converge, 3x-4.6x the time); measured in the study
+        ``studies/2026-12-03-linesearch_auto/`` (its ``cpu-small_n`` and
+        ``cpu-linesearch`` runs).
       max_linesearch_steps: trials per line search before the row stops with
         ``Status.LINESEARCH_FAILED``.
       scaling: the initial inverse Hessian (see ``fixedopt/_solvers/scaling.py``):
