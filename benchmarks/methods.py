@@ -299,7 +299,6 @@ METHODS = {
     "tfp-lbfgs-batch": tfp_lbfgs,
     "fixedopt-mask": fixedopt_method(),
     "fixedopt-mask-vmap": fixedopt_method(lanes=WHOLE_BATCH),  # no lanes: one vmap
-    **{f"fixedopt-mask-lanes{w}": fixedopt_method(lanes=w) for w in (64, 256, 1024, 4096)},
     "fixedopt-split": fixedopt_method(strategy="split"),
     "scipy-least-squares-loop": subsampled(scipy_least_squares, LOOP_ROWS),
     "lmfit-loop": subsampled(lmfit_loop, LOOP_ROWS),

@@ -35,18 +35,11 @@ def peak_memory(sizes, n: int = 8, timed_batch: int = 100_000) -> list[dict]:
     return records
 
 
-LANES = (64, 256, 1024, 4096)
-WIDTHS = ("fixedopt-mask-vmap", "fixedopt-mask", *(f"fixedopt-mask-lanes{w}" for w in LANES))
-
-
 def run(quick: bool, args) -> list[dict]:
     """Stragglers (n=32, B from 1024 to 16384: a clean batch and the same with one
-    ill-conditioned row), lane widths (quad n=8 and n=64) and peak memory."""
+    ill-conditioned row) and peak memory (lane widths: the study 2026-12-04-lane_widths)."""
     sizes = (2_000,) if quick else (10**5, 3 * 10**5, 10**6)
     methods = ("fixedopt-mask-vmap", "fixedopt-mask")  # plain vmap, then the default
     straggling = ((16, 8),) if quick else ((1024, 32), (4096, 32), (16384, 32))
     cases = grid(("quad", "straggler"), straggling, methods)
-    if not quick:
-        cases += grid(("quad",), ((16384, 8), (2048, 64)), WIDTHS)
-    records = run_plan(Plan(cases), args)
-    return records + peak_memory(sizes)
+    return run_plan(Plan(cases), args) + peak_memory(sizes)
