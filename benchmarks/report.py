@@ -67,9 +67,6 @@ SECTIONS = {  # kind: (title, text)
     "tiny_bytes": ("Bytes accessed per row by one step vs the floor", "The program of two "
                    "unrolled steps less the program of one (XLA's cost analysis); floor: the "
                    "row's data and parameters read and the parameters written once (float32)."),
-    "tiny_compile": ("Trace + lower + compile of least_squares on the 2D Gaussian", "Shapes "
-                     "only (no data); `defaults`: through the default lanes (one loop at any B); "
-                     "`whole batch`: lanes >= B, one vmap of the whole batch."),
     "minimize_summary": ("minimize (LBFGS: defaults, and scaling=\"hessian\") on "
                          "fixedopt.testing_problems.MINIMIZE: problem x start x dtype x "
                          "objective scale",

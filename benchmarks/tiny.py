@@ -1,14 +1,16 @@
 """The ``tiny`` suite: millions of small fits (Gpufit's protocol, decay curves), the
-small-n L-BFGS case against TFP and optax, and what one step costs in memory traffic.
-(The small free blocks are solved by fused elementwise arithmetic; its comparison with
-the LAPACK path it replaced is the study ``studies/2026-12-01-gpufit_commits/``.)
+small-n L-BFGS case against TFP and optax, and what one step costs in memory traffic;
+``tiny_large``: the Gpufit protocol at 1e7 fits. (The small free blocks are solved by
+fused elementwise arithmetic; its comparison with the LAPACK path it replaced is the
+study ``studies/2026-12-01-gpufit_commits/``; compile time against the batch size, the
+study ``studies/2026-12-05-tiny_compile/``.)
 """
 
 from __future__ import annotations
 
 import re
+import resource
 import statistics
-import time
 
 import jax
 import jax.numpy as jnp
@@ -21,15 +23,11 @@ from benchmarks.methods import GTOL, Settings
 from benchmarks.tiny_loops import loop_records
 from benchmarks.tiny_problems import MODELS, PARAMETERS, Fits
 
-# The batch options of every fit: the default lanes (`lanes=None`). WHOLE_BATCH lanes
-# run the whole batch as one vmap, for the compile comparison.
-LANES: dict = {}
-WHOLE_BATCH = {"lanes": 1 << 30}
-# Gpufit stops a fit when the relative change of chi-square is below 1e-4 or after 10
-# iterations. fixedopt's ftol is that test (MINPACK's: the larger of the actual and the
-# predicted relative reduction of 0.5 |r|^2, which is chi-square / 2), max_steps counts
-# iterations (accepted or not, as Gpufit's); gtol and xtol are turned off (0), since
-# Gpufit has no such tests.
+# Every fit runs on the default lanes. Gpufit stops a fit when the relative change of
+# chi-square is below 1e-4 or after 10 iterations. fixedopt's ftol is that test
+# (MINPACK's: the larger of the actual and the predicted relative reduction of
+# 0.5 |r|^2, which is chi-square / 2), max_steps counts iterations (accepted or not, as
+# Gpufit's); gtol and xtol are turned off (0), since Gpufit has no such tests.
 GPUFIT = {"ftol": 1e-4, "gtol": 0.0, "xtol": 0.0, "max_steps": 10}
 FLOOR_VALUES = {"gaussian": 25 + 5 + 5, "decay": 128 + 5 + 5}  # data + x read, x written
 PUBLISHED = (  # (method, fits/s, at fits, source): cited, not measured here
@@ -40,14 +38,10 @@ PUBLISHED = (  # (method, fits/s, at fits, source): cited, not measured here
 )  # fmt: skip
 
 
-def residual_of(model):
-    """A new residual function (so that each program is traced anew)."""
-    return lambda p, data: model(p) - data
-
-
 def program(fits: Fits, options: dict):
     """The jitted batched ``least_squares`` of ``fits``, compiled; its info."""
-    residual = residual_of(MODELS[fits.name][0])
+    model = MODELS[fits.name][0]
+    residual = lambda p, data: model(p) - data  # a new function: each program traced anew
 
     def solve(x0, fixed, data):
         return fixedopt.least_squares(residual, x0, fixed, args=(data,), batched=True, **options)
@@ -82,9 +76,9 @@ def accuracy(fits: Fits, solution) -> dict:
                       "fixed_exact": bool(exact)}  # fmt: skip
 
 
-def fit_records(fits: Fits, options: dict, repeats: int, label: str) -> tuple[list[dict], object]:
-    """The fits of ``fits``, timed (median of ``repeats`` compiled calls): a record; the
-    solution."""
+def fit_record(fits: Fits, options: dict, repeats: int, label: str) -> tuple[dict, object]:
+    """The fits of ``fits``, timed (median of ``repeats`` compiled calls): a record and
+    the solution."""
     compiled, inputs, info = program(fits, options)
     call = lambda: jax.block_until_ready(compiled(*inputs))
     call()  # warm-up
@@ -98,47 +92,19 @@ def fit_records(fits: Fits, options: dict, repeats: int, label: str) -> tuple[li
               **accuracy(fits, outputs["fixedopt"])}  # fmt: skip
     print(f"{fits.name} B={rows}: {rows / seconds:,.0f} fits/s, compile "
           f"{info['compile_s']:.2f} s", flush=True)  # fmt: skip
-    return [record], outputs["fixedopt"]
+    return record, outputs["fixedopt"]
 
 
-def step_bytes(fits: Fits, options: dict) -> list[dict]:
+def step_bytes(fits: Fits, options: dict) -> dict:
     """Bytes accessed per row by one step: the program of two iterations less the program
     of one (``differentiate="unroll"``: a scan of ``max_steps``; XLA inlines a scan of one
     and keeps a loop of two), against the floor of the step."""
-    unrolled = {k: v for k, v in options.items() if k != "lanes"}  # unrolled: no lanes
-    one_step_options = unrolled | {"differentiate": "unroll"}
-    costs = [program(fits, one_step_options | {"max_steps": steps})[2]["program_bytes_per_row"]
-             for steps in (1, 2)]  # fmt: skip
-    floor = 4 * FLOOR_VALUES[fits.name]  # float32
-    step = costs[1] - costs[0]
-    return [{"kind": "tiny_bytes", "problem": fits.name, "bytes_per_row_per_step": step,
-             "floor_bytes_per_row": floor, "times_floor": step / floor,
-             "one_step_program_bytes_per_row": costs[0]}]  # fmt: skip
-
-
-def compile_records(sizes) -> list[dict]:
-    """Trace + lower + compile of ``least_squares`` on the 2D Gaussian at each ``B``
-    (shapes only: no data), default options (lanes) and the whole batch as one vmap."""
-    records = []
-    variants = {"defaults": LANES, "whole batch": WHOLE_BATCH}
-    for (label, options), batch in ((v, b) for v in variants.items() for b in sizes):
-        residual = residual_of(MODELS["gaussian"][0])
-        shapes = (jax.ShapeDtypeStruct((batch, 5), jnp.float32),
-                  jax.ShapeDtypeStruct((batch, 5), jnp.bool_),
-                  jax.ShapeDtypeStruct((batch, 25), jnp.float32))  # fmt: skip
-
-        def solve(x0, fixed, data, residual=residual, options=options):
-            return fixedopt.least_squares(residual, x0, fixed, args=(data,), batched=True,
-                                          **options)  # fmt: skip
-
-        start = time.perf_counter()
-        compiled = jax.jit(solve).lower(*shapes).compile()
-        seconds = time.perf_counter() - start
-        hlo_lines = len(compiled.as_text().splitlines())
-        records.append({"kind": "tiny_compile", "problem": "gaussian", "options": label,
-                        "B": batch, "trace_lower_compile_s": seconds,
-                        "hlo_lines": hlo_lines, **structure(compiled, batch)})  # fmt: skip
-    return records
+    costs = [program(fits, options | {"differentiate": "unroll", "max_steps": steps})[2]
+             ["program_bytes_per_row"] for steps in (1, 2)]  # fmt: skip
+    floor, step = 4 * FLOOR_VALUES[fits.name], costs[1] - costs[0]  # float32
+    return {"kind": "tiny_bytes", "problem": fits.name, "bytes_per_row_per_step": step,
+            "floor_bytes_per_row": floor, "times_floor": step / floor,
+            "one_step_program_bytes_per_row": costs[0]}  # fmt: skip
 
 
 def quad_records(quick: bool, args) -> list[dict]:
@@ -153,33 +119,34 @@ def quad_records(quick: bool, args) -> list[dict]:
     return [r | {"max_steps": settings.max_steps} for r in run_case(case, settings, args)]
 
 
-def warm_up() -> None:
-    """One small solve compiled first: a process's first compilation carries one-time
-    costs that would be charged to whichever program came first."""
-    program(MODELS["gaussian"][2](8), GPUFIT)
-
-
 def run(quick: bool, args=None) -> list[dict]:
     """The tiny suite (quick: 1e3 Gaussian fits, 32 decays, quad B = 16; under a minute)."""
     gaussian, decay = (MODELS[name][2] for name in ("gaussian", "decay"))
-    sizes = (10**3,) if quick else (10**3, 10**4, 10**5, 10**6)
-    warm_up()
+    # A small solve compiled first: a process's first compilation carries one-time costs
+    # that would be charged to whichever program came first.
+    program(gaussian(8), GPUFIT)
     records = []
-    for batch in sizes:
-        repeats = 1 if quick else (7 if batch <= 10**4 else 3)
+    for batch in (10**3,) if quick else (10**3, 10**4, 10**5, 10**6):
         fits = gaussian(batch)
-        found, outputs = fit_records(fits, GPUFIT | LANES, repeats, "gpufit")
-        records += found
+        repeats = 1 if quick else (7 if batch <= 10**4 else 3)
+        record, outputs = fit_record(fits, GPUFIT, repeats, "gpufit")
+        records.append(record)
     records += loop_records(fits.rows(20 if quick else 500), GPUFIT, outputs)
     decays = decay(32 if quick else 20_000)
-    found, outputs = fit_records(decays, LANES, 1 if quick else 5, "defaults")
-    records += found
-    records += loop_records(decays.rows(8 if quick else 200), {}, outputs)
-    records += step_bytes(gaussian(1000), GPUFIT | LANES)
+    record, outputs = fit_record(decays, {}, 1 if quick else 5, "defaults")
+    records += [record, *loop_records(decays.rows(8 if quick else 200), {}, outputs)]
+    records.append(step_bytes(gaussian(1000), GPUFIT))
     if not quick:
-        records += step_bytes(decay(1000), LANES)
-        records += compile_records((10**3, 10**5, 10**7))
-    records += quad_records(quick, args)
+        records.append(step_bytes(decay(1000), {}))
     published = [{"kind": "tiny_published", "method": m, "fits_per_s": f, "fits": n,
                   "source": s, "measured_here": False} for m, f, n, s in PUBLISHED]  # fmt: skip
-    return records + published
+    return records + quad_records(quick, args) + published
+
+
+def run_large(quick: bool, args=None) -> list[dict]:
+    """The tiny_large suite: the Gpufit protocol at 1e7 fits (quick: 1e4) on the default
+    path, once: fits/s, accuracy, and the process's peak memory (the lanes bound the
+    loop's working memory; the data and results are O(B))."""
+    record, _ = fit_record(MODELS["gaussian"][2](10**4 if quick else 10**7), GPUFIT, 1, "gpufit")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+    return [record | {"process_peak_rss_bytes": peak}]
