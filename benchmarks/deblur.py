@@ -2,9 +2,9 @@
 kernel, 10% of the pixels known and fixed, pixels in [0, 1]) solved by scipy's L-BFGS-B
 loop, by fixedopt with a per-row objective (``jax.scipy.signal.convolve2d`` under
 ``vmap``) and with ``vectorized=True`` (one grouped ``lax.conv_general_dilated`` over
-the lane batch), and with the blur written as 49 shifted copies of the image or as
-zero-padded FFTs, per row and vectorized; same tolerance (max |projected gradient| <=
-gtol), interleaved. What one evaluation costs in each form:
+the lane batch), and with the blur written as 49 shifted copies of the image, per row
+and vectorized; same tolerance (max |projected gradient| <= gtol), interleaved. What
+one evaluation costs in each form, zero-padded FFTs included:
 ``studies/2026-12-04-conv_forms/``."""
 
 from __future__ import annotations
@@ -79,15 +79,6 @@ def shifted_blur(x, kernel):
     return sum(terms)
 
 
-def fft_blur(x, kernel):
-    """``convolve2d(x, kernel, mode="same")`` through zero-padded FFTs, for one image
-    ``(H, W)`` or a batch ``(rows, H, W)``: XLA's batched FFT, one call for the batch."""
-    full = SIZE + KERNEL - 1
-    spectrum = jnp.fft.rfft2(x, (full, full)) * jnp.fft.rfft2(kernel, (full, full))
-    half = KERNEL // 2
-    return jnp.fft.irfft2(spectrum, (full, full))[..., half : half + SIZE, half : half + SIZE]
-
-
 def scipy_loop(data, kernels, fixed, start, gtol, max_steps):
     """scipy L-BFGS-B per image, fixed pixels as lb == ub, NumPy objective."""
     solutions = []
@@ -131,9 +122,7 @@ def run(quick: bool, args) -> list[dict]:
     variants = (("fixedopt-per-row", scipy_signal_blur, False),
                 ("fixedopt-vectorized", grouped_blur, True),
                 ("fixedopt-per-row-shifted", shifted_blur, False),
-                ("fixedopt-vectorized-shifted", shifted_blur, True),
-                ("fixedopt-per-row-fft", fft_blur, False),
-                ("fixedopt-vectorized-fft", fft_blur, True))  # fmt: skip
+                ("fixedopt-vectorized-shifted", shifted_blur, True))  # fmt: skip
     for name, blur, vectorized in variants:
         solve = fixedopt_call(deconvolution(blur), vectorized, gtol, max_steps)
         first = timing.first_call(lambda solve=solve: jax.block_until_ready(solve(*inputs)))
