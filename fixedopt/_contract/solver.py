@@ -205,6 +205,14 @@ class Solver(abc.ABC, Generic[State]):
     def init(self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array) -> State:
         """The solver's own state at the starting point ``x`` (projected, evaluated)."""
 
+    def start(self, problem: Problem, x: jax.Array) -> tuple[jax.Array, jax.Array, State]:
+        """``(value, grad, state)`` at the starting point ``x`` (projected): the
+        objective's value and gradient there and the state ``init`` gives. A solver whose
+        state holds more of the evaluation (a least-squares solver: the Jacobian,
+        from which the gradient follows) overrides it to evaluate the objective once."""
+        value, grad = problem.value_and_grad(x)
+        return value, grad, self.init(problem, x, value, grad)
+
     @abc.abstractmethod
     def step(
         self,

@@ -59,8 +59,8 @@ def free_block_step(
     step bounded where a Jacobian column vanishes. Entries that are not free get an
     identity row/column and a zero right-hand side: their step is 0. Half-precision
     inputs are solved in float32 (XLA has no half-precision Cholesky). Up to
-    ``fixedopt._solvers.small_linalg.SMALL_N`` entries, the Cholesky solve is unrolled
-    elementwise arithmetic (no LAPACK call; see :mod:`fixedopt._solvers.small_linalg`).
+    ``fixedopt._solvers.small_linalg.SMALL_N`` entries, the solve is elementwise
+    arithmetic (no LAPACK call; see :mod:`fixedopt._solvers.small_linalg`).
     """
     return normal_equations_step(normal_matrix(jacobian), grad, free, damping, scale)
 
@@ -284,14 +284,22 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
     def init(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array
     ) -> LevenbergMarquardtState:
+        return self.start(problem, x)[2]
+
+    def start(
+        self, problem: Problem, x: jax.Array
+    ) -> tuple[jax.Array, jax.Array, LevenbergMarquardtState]:
+        """One evaluation of the residual and its Jacobian, as a step makes at its trial."""
         residual, jacobian = _residuals(problem, x)
-        normal, _, squared = small_linalg.normal_sums(jacobian, residual)  # as a step does
+        normal, grad, squared = small_linalg.normal_sums(jacobian, residual)
+        value = problem.residual_value(x, residual) if problem.robust else 0.5 * squared
         damping = jnp.asarray(self.initial_damping, x.dtype)
         scale = problem.free_part(jnp.diagonal(normal).astype(x.dtype))
         walls, short = jnp.zeros((), jnp.int32), jnp.zeros(x.shape, bool)
-        return LevenbergMarquardtState(
+        state = LevenbergMarquardtState(
             normal, jnp.sqrt(squared), damping, jnp.asarray(2.0, x.dtype), scale, walls, short
         )
+        return value, grad, state
 
     def step(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array,
@@ -492,8 +500,14 @@ class GaussNewton(_LeastSquaresSolver[GaussNewtonState]):
     def init(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array
     ) -> GaussNewtonState:
-        residual, jacobian = _residuals(problem, x)
-        return GaussNewtonState(jacobian, residual)
+        return self.start(problem, x)[2]
+
+    def start(
+        self, problem: Problem, x: jax.Array
+    ) -> tuple[jax.Array, jax.Array, GaussNewtonState]:
+        """One evaluation of the residual and its Jacobian, as the line search makes."""
+        value, grad, (residual, jacobian) = _residual_evaluation(problem, x)
+        return value, grad, GaussNewtonState(jacobian, residual)
 
     def step(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array,
