@@ -13,9 +13,11 @@ A cache you configured (``jax.config.update("jax_compilation_cache_dir", ...)`` 
 ``JAX_COMPILATION_CACHE_DIR``), or turned off (``jax_enable_compilation_cache``), is
 left as it is. JAX keys each program by its code, the compiler's options and flags,
 the backend and the versions of jax and jaxlib: a program is reused only where it would
-compile to the same machine code. JAX writes only programs that took at least
-``jax_persistent_cache_min_compile_time_secs`` (1 s) to compile. The cache is trusted
-code: keep the folder your own.
+compile to the same machine code. Where fixedopt sets the folder it also lowers
+``jax_persistent_cache_min_compile_time_secs`` from JAX's 1 s to
+:data:`MIN_COMPILE_SECONDS` (unless you set it): a fit's covariance program compiles in
+about half a second, and compiled again in every process. The cache is trusted code:
+keep the folder your own.
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ import jax
 from jax.experimental.compilation_cache import compilation_cache
 
 OFF = ("0", "off", "false", "no", "")
+# Programs that compile in at least this long are written to fixedopt's cache (JAX's
+# default, 1 s, left a curve_fit's covariance program, ~0.5 s, out).
+MIN_COMPILE_SECONDS = 0.1
+JAX_MIN_COMPILE_SECONDS = 1.0  # JAX's own default: a value still at it is not the user's
 
 
 def default_folder() -> pathlib.Path | None:
@@ -57,6 +63,8 @@ def use_default_cache() -> str | None:
     except OSError:  # a read-only home: no cache, as before
         return None
     compilation_cache.set_cache_dir(str(folder))
+    if config.jax_persistent_cache_min_compile_time_secs == JAX_MIN_COMPILE_SECONDS:
+        config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
     # JAX decides once per process, at its first compile, whether a cache is used: a
     # process that compiled before this solve must decide again.
     compilation_cache.reset_cache()

@@ -21,6 +21,7 @@ from fixedopt._driver.lanes import LastState, iterate_lanes
 from fixedopt._driver.loop import LoopState, Stopping, iterate
 from fixedopt._driver.progress import Progress
 from fixedopt._fixing.mask import active_set, unravel_mask
+from fixedopt._inputs import arrays
 from fixedopt._inputs.validate import Bounds, PyTree
 from fixedopt._numerics import buckets, reduce
 from fixedopt._numerics.trace_state import at_top_level
@@ -138,7 +139,7 @@ def _in_bucket(plan: Plan, inputs: Inputs) -> tuple[Inputs, int | None]:
     args, args_tree = jax.tree.flatten(inputs.args)
     if whole or not at_top_level() or not buckets.on_one_device(own + args):
         return inputs, None
-    count = jnp.asarray(batch, jnp.int32)
+    count = arrays.asarray(batch, jnp.int32)
     if size == batch:
         return inputs._replace(batch=count), None
     flags = (True,) * len(own) + tuple(plan.batched_args)

@@ -29,7 +29,7 @@ from fixedopt._driver.loop import Stopping
 from fixedopt._driver.progress import progress_option
 from fixedopt._entry.fit_keywords import jacobian
 from fixedopt._entry.model import WithJacobian
-from fixedopt._inputs import validate
+from fixedopt._inputs import arrays, validate
 from fixedopt._inputs.checks import INT32_MAX, boolean, integer, one_of, tolerance
 from fixedopt._inputs.notices import warn_if_float64_dropped
 from fixedopt._objective.arguments import args_tuple, batched_args, check_solver, hashable_function
@@ -246,14 +246,14 @@ def stopping_rules(tolerances: tuple[Any, ...], max_steps: int, dtype: Any) -> S
     gtol, ftol, xtol, abs_gtol = tolerances
 
     def as_array(value: float | jax.Array | None, default: float) -> jax.Array:
-        return jnp.asarray(default if value is None else value, dtype)
+        return arrays.asarray(default if value is None else value, dtype)
 
     return Stopping(
         gtol=as_array(gtol, precision),
         ftol=as_array(ftol, eps),
         xtol=as_array(xtol, precision),
         abs_gtol=as_array(abs_gtol, 0.0),
-        max_steps=jnp.asarray(max_steps, jnp.int32),
+        max_steps=arrays.asarray(max_steps, jnp.int32),
         precision=as_array(precision, precision),
     )
 

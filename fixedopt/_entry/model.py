@@ -118,7 +118,11 @@ def _with_jacobian(
 
 
 def output_shape(
-    model: Model, x: PyTree, p: jax.Array, y_shape: tuple[int, ...], how: str
+    model: Model,
+    x: PyTree,
+    p: jax.Array | jax.ShapeDtypeStruct,
+    y_shape: tuple[int, ...],
+    how: str,
 ) -> tuple[int, ...]:
     """The shape of ``f(x, *p)``, checked against one fit's data ``y_shape``: a
     ``TypeError`` or ``ValueError`` that names the mistake (``how``: how ``x`` was

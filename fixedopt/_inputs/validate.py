@@ -24,6 +24,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fixedopt._inputs import arrays
+
 PyTree = Any
 Mask = PyTree  # leaves: Python bool or boolean array of the parameter leaf's shape
 Bounds = tuple[PyTree, PyTree]  # (lower, upper): trees like x, tree prefixes or scalars
@@ -112,7 +114,7 @@ def _mask_leaf(path: KeyPath, mask: Any, leaf: jax.Array, name: str) -> bool | j
             f"{where} must have the shape of the parameter it masks, "
             f"expected {tuple(leaf.shape)}, got {tuple(mask.shape)}"
         )
-    return jnp.asarray(mask)
+    return arrays.asarray(mask)
 
 
 def _list_as_array(value: PyTree, x: PyTree) -> PyTree:
@@ -154,7 +156,7 @@ def fixed_arrays(fixed: Mask | Callable[[PyTree], Mask], x: PyTree) -> PyTree:
     """:func:`normalize_fixed`, with every leaf a boolean array of its leaf's shape (a
     Python ``bool`` broadcast): the form the compiled solves take as data."""
     mask = normalize_fixed(fixed, x, "fixed")
-    return jax.tree.map(lambda m, leaf: jnp.broadcast_to(m, leaf.shape), mask, x)
+    return jax.tree.map(lambda m, leaf: arrays.broadcast_to(m, leaf.shape), mask, x)
 
 
 def _value_leaf(path: KeyPath, value: Any, leaf: jax.Array, name: str) -> jax.Array:
@@ -162,7 +164,7 @@ def _value_leaf(path: KeyPath, value: Any, leaf: jax.Array, name: str) -> jax.Ar
         raise TypeError(
             f"`{name}` at {leaf_name(path)} must be a number or an array, got {_describe(value)}"
         )
-    value = jnp.asarray(value)
+    given, value = value, arrays.asarray(value)
     if not jnp.issubdtype(value.dtype, jnp.number) or jnp.issubdtype(
         value.dtype, jnp.complexfloating
     ):
@@ -178,7 +180,7 @@ def _value_leaf(path: KeyPath, value: Any, leaf: jax.Array, name: str) -> jax.Ar
             f"`{name}` at {leaf_name(path)} must be broadcastable to the parameter's "
             f"shape {tuple(leaf.shape)}, got shape {tuple(value.shape)}"
         ) from None
-    return jnp.broadcast_to(value.astype(leaf.dtype), leaf.shape)
+    return arrays.broadcast_to(given, leaf.shape, leaf.dtype)
 
 
 def normalize_values(values: PyTree, x: PyTree, name: str = "fixed_values") -> PyTree:

@@ -39,6 +39,7 @@ from jax.typing import ArrayLike
 
 from fixedopt._contract.status import Status
 from fixedopt._fixing.mask import active_set, unravel_mask
+from fixedopt._inputs import arrays
 from fixedopt._inputs import validate as _validate
 from fixedopt._inputs.checks import boolean, one_of, optional_boolean
 from fixedopt._inputs.validate import Bounds, Mask, PyTree, batch_size, fixed_arrays
@@ -194,7 +195,8 @@ def covariance(
         sigma = _check_sigma(sigma, batch)
     rule = _Rule(absolute_sigma, at_bound == "fixed", boolean("pseudo_inverse", pseudo_inverse))
     result = _computed(residual_fun, batched, rule, axes, (x, constraints, sigma, args))
-    row = jax.tree.map(lambda leaf: leaf[0], x) if batched else x
+    row = jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(leaf.shape[1:], leaf.dtype), x)
+    row = row if batched else x
     return result._replace(index=flat_index(row))
 
 
@@ -280,7 +282,7 @@ def flat_index(row: PyTree) -> PyTree:
     for leaf in leaves:
         offsets.append(offsets[-1] + leaf.size)
     index = [
-        jnp.arange(start, start + leaf.size, dtype=jnp.int32).reshape(leaf.shape)
+        arrays.asarray(np.arange(start, start + leaf.size, dtype=np.int32).reshape(leaf.shape))
         for start, leaf in zip(offsets, leaves)
     ]
     return jax.tree.unflatten(treedef, index)

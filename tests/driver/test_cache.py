@@ -58,3 +58,26 @@ def test_the_cache_can_be_turned_off_and_a_users_own_is_kept(tmp_path):
     own = tmp_path / "own"
     output = run({"JAX_COMPILATION_CACHE_DIR": str(own), "FIXEDOPT_CACHE": str(tmp_path / "no")})
     assert output.endswith(str(own)) and entries(own) and not entries(tmp_path / "no")
+
+
+THRESHOLD = SOLVE.replace(
+    "jax.config.jax_compilation_cache_dir)",
+    "jax.config.jax_persistent_cache_min_compile_time_secs)",
+)
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "0.1"), ("5", "5.0")])
+def test_the_default_cache_keeps_programs_of_a_tenth_of_a_second_unless_told(
+    tmp_path, given, expected
+):
+    """JAX writes only programs of >= 1 s by default: a fit's covariance (~0.5 s) was
+    compiled again in every process. A threshold the user set is kept."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("FIXEDOPT_", "JAX_COMPILATION", "JAX_PERSISTENT"))}  # fmt: skip
+    env |= {"PYTHONPATH": str(ROOT), "FIXEDOPT_CACHE": str(tmp_path / "cache")}
+    if given is not None:
+        env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = given
+    done = subprocess.run([sys.executable, "-c", THRESHOLD], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-1] == expected, done.stdout
