@@ -30,6 +30,13 @@ from fixedopt._numerics import reduce
 # Free blocks of at most this many entries are solved here; larger ones by LAPACK.
 # 0 sends every solve to LAPACK and every product to XLA's dot (the path before).
 SMALL_N = 16
+# Up to this many entries the solve is unrolled into scalar arithmetic: the fastest to
+# run, but XLA:CPU compiles it into ~n^2 / 1.2 kernels (n = 5: 0.4 s of compile, 8: 0.9 s,
+# 10: 1.8 s, 16: 4.2 s). Above it, a rolled elimination (:func:`eliminated_solve`:
+# ``n`` trips of one rank-one update) compiles in 0.2 s whatever ``n``; it runs 2-3x
+# slower than the unrolled solve alone, a few percent of a least-squares step whose
+# model is not trivial (studies/2026-12-05-small_solves).
+UNROLLED_N = 5
 # Products with a tall (m, n) matrix are unrolled up to this many multiply-adds (the
 # Gram matrix's m n (n + 1) / 2). XLA:CPU runs a batch of tiny dots or reductions far
 # slower than the same sums written elementwise (Gpufit's 5x5 Gaussian, m = 25, n = 5:
@@ -158,9 +165,10 @@ def cholesky_columns(matrix: jax.Array) -> list[list[jax.Array]]:
 def spd_solve(matrix: jax.Array, rhs: jax.Array) -> jax.Array:
     """Solve ``matrix @ x = rhs`` for a symmetric positive definite ``(n, n)`` matrix.
 
-    ``L y = rhs`` forward, then ``L^T x = y`` backward, with ``L`` from
-    :func:`cholesky_columns`; the result has the dtype of ``rhs`` (NaN where the
-    matrix is not positive definite, as LAPACK's factor).
+    Up to :data:`UNROLLED_N` unknowns, ``L y = rhs`` forward, then ``L^T x = y``
+    backward, with ``L`` from :func:`cholesky_columns` (which reads only the lower
+    triangle); above it :func:`eliminated_solve`. The result has the dtype of ``rhs``
+    (NaN where the matrix is not positive definite, as LAPACK's factor).
 
     Example:
       >>> import jax.numpy as jnp
@@ -169,6 +177,8 @@ def spd_solve(matrix: jax.Array, rhs: jax.Array) -> jax.Array:
       [0.5 0. ]
     """
     n = matrix.shape[-1]
+    if n > UNROLLED_N:
+        return eliminated_solve(matrix, rhs)
     lower = cholesky_columns(matrix)
     forward: list[jax.Array] = []
     for i in range(n):
@@ -178,6 +188,41 @@ def spd_solve(matrix: jax.Array, rhs: jax.Array) -> jax.Array:
         column = [lower[k][i] for k in reversed(range(i + 1, n))]
         backward.append(_minus_dot(forward[i], column, backward) / lower[i][i])
     return jnp.stack(backward[::-1]).astype(rhs.dtype)
+
+
+def eliminated_solve(matrix: jax.Array, rhs: jax.Array) -> jax.Array:
+    """:func:`spd_solve` by Gauss–Jordan elimination without pivoting, rolled: trip
+    ``k`` scales row ``k`` of ``[matrix | rhs]`` by its pivot and subtracts it from
+    every other row, in one rank-one update; the last column is then ``x``.
+
+    Without pivoting this is stable for a symmetric positive definite matrix (its
+    pivots are the squares of its Cholesky factor's diagonal); a pivot that is not
+    positive makes every entry NaN, where the Cholesky factor would hold NaN. The
+    matrix is first scaled symmetrically to a diagonal near 1 by powers of two (exact):
+    a badly scaled system (Levenberg–Marquardt's damping of ``D^2``) then keeps the
+    accuracy of the Cholesky solve.
+    """
+    n, given = matrix.shape[-1], rhs.dtype
+    dtype = jnp.promote_types(matrix.dtype, rhs.dtype)
+    matrix, rhs = matrix.astype(dtype), rhs.astype(dtype)
+    _, exponent = jnp.frexp(jnp.diagonal(matrix))
+    scale = jnp.ldexp(jnp.ones((), dtype), -(exponent // 2))  # 2^-e/2: diag(S A S) ~ 1
+    scaled = scale[:, None] * matrix * scale[None, :]
+    augmented = jnp.concatenate([scaled, (scale * rhs)[:, None]], axis=1)
+    unit = jnp.eye(n, dtype=dtype)
+
+    def eliminate(k: jax.Array, carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        augmented, definite = carry
+        row = jax.lax.dynamic_index_in_dim(augmented, k, 0, keepdims=False)
+        pivot = row[k]
+        row = row / pivot
+        column = jax.lax.dynamic_index_in_dim(augmented, k, 1, keepdims=False)
+        factors = column - jax.lax.dynamic_index_in_dim(unit, k, 1, keepdims=False)
+        return augmented - factors[:, None] * row[None, :], definite & (pivot > 0)
+
+    start = (augmented, jnp.ones((), bool))
+    augmented, definite = jax.lax.fori_loop(0, n, eliminate, start)
+    return jnp.where(definite, scale * augmented[:, n], jnp.nan).astype(given)
 
 
 def _minus_dot(start: jax.Array, left: list[jax.Array], right: list[jax.Array]) -> jax.Array:

@@ -83,6 +83,29 @@ def test_a_matrix_that_is_not_positive_definite_gives_nan_like_lapack():
     assert np.all(np.isnan(small_linalg.spd_solve(matrix, rhs)))
 
 
+@pytest.mark.parametrize("n", SIZES)
+def test_the_rolled_elimination_matches_scipy_at_every_size(n):
+    """:func:`eliminated_solve`, which ``spd_solve`` takes above ``UNROLLED_N``, also
+    below it (float64, the scipy reference of the test above)."""
+    rng = np.random.default_rng(100 + n)
+    matrix, rhs = spd_matrix(rng, n), rng.normal(size=n)
+    expected = scipy.linalg.cho_solve(scipy.linalg.cho_factor(matrix), rhs)
+    actual = np.asarray(jax.jit(small_linalg.eliminated_solve)(matrix, rhs))
+    tolerance = solve_tolerance(n, jnp.float64) * np.max(np.abs(expected))
+    assert np.max(np.abs(actual - expected)) <= tolerance
+
+
+def test_an_indefinite_matrix_gives_nan_in_the_rolled_elimination_too():
+    rng = np.random.default_rng(7)
+    n = small_linalg.UNROLLED_N + 2
+    q, _ = np.linalg.qr(rng.normal(size=(n, n)))
+    eigenvalues = np.linspace(1.0, 10.0, n)
+    eigenvalues[3] = -0.5  # one negative eigenvalue: not positive definite
+    matrix, rhs = jnp.asarray((q * eigenvalues) @ q.T), jnp.asarray(rng.normal(size=n))
+    assert np.all(np.isnan(jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(matrix), rhs)))
+    assert np.all(np.isnan(small_linalg.spd_solve(matrix, rhs)))
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
 @pytest.mark.parametrize("shape", [(1, 1), (25, 5), (128, 5), (7, 16)])
 def test_products_match_numpy(shape, dtype):
