@@ -118,9 +118,19 @@ def describe(
     check_solver(solver, needs_residuals=least_squares, caller=caller)
     inputs = {"x0": x0} | {name: given[name] for name in ("fixed_values", "bounds", "args")}
     warn_if_float64_dropped(inputs | {"sigma": sigma, "counts": counts})
+    given = _checked_scalars(given)
     plan = _static_plan(fun, solver, least_squares, loss, given)
     data = _inputs(x0, fixed, given, least_squares, sigma, counts)
     return _with_rows(plan, data, given["batched"], given["args_axes"]), data
+
+
+def _checked_scalars(given: dict[str, Any]) -> dict[str, Any]:
+    """``given`` with ``batched``, the tolerances and ``max_steps`` checked (as the
+    plan and the inputs both read them)."""
+    checked = {name: tolerance(name, given[name]) for name in TOLERANCES}
+    checked["batched"] = boolean("batched", given["batched"])
+    checked["max_steps"] = integer("max_steps", given["max_steps"], maximum=INT32_MAX)
+    return given | checked
 
 
 def _static_plan(
@@ -130,9 +140,9 @@ def _static_plan(
     loss: Loss | None,
     given: dict[str, Any],
 ) -> Plan:
-    """The :class:`Plan` of the static options in ``given`` (each validated; ``given``
-    keeps the validated ``max_steps`` and tolerances), before the rows are known."""
-    batched = given["batched"] = boolean("batched", given["batched"])
+    """The :class:`Plan` of the static options in ``given`` (each validated; the
+    scalars by :func:`_checked_scalars`), before the rows are known."""
+    batched = given["batched"]
     one_of("strategy", given["strategy"], STRATEGIES)
     differentiate = differentiation_option(given["differentiate"])
     lanes = _lanes(given, batched, differentiate)
@@ -142,9 +152,7 @@ def _static_plan(
             "products at the start would send a batch of tangents through the "
             'objective\'s batching rule; use scaling="auto" or vectorized=False'
         )
-    for name in TOLERANCES:
-        given[name] = tolerance(name, given[name])
-    max_steps = given["max_steps"] = integer("max_steps", given["max_steps"], maximum=INT32_MAX)
+    max_steps = given["max_steps"]
     name = "residual_fun" if least_squares else "fun"
     return Plan(
         fun=hashable_function(fun, name),
