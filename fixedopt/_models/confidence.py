@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fixedopt._entry.minimize import least_squares
+from fixedopt._inputs import arrays as host_arrays
 
 
 class ConfidenceIntervals(dict[str, np.ndarray]):
@@ -73,7 +74,7 @@ class Problem(NamedTuple):
             a if axis is None else jax.tree.map(lambda leaf: leaf[take], a)
             for a, axis in zip(self.solve_args, self.solve_axes, strict=True)
         )
-        bounds = (jnp.asarray(self.lower[take]), jnp.asarray(self.upper[take]))
+        bounds = (host_arrays.asarray(self.lower[take]), host_arrays.asarray(self.upper[take]))
         options: dict[str, Any] = dict(
             bounds=bounds if self.bounded else None,
             batched=True,

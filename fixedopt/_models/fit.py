@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fixedopt._entry.minimize import least_squares
+from fixedopt._inputs import arrays as host_arrays
 from fixedopt._models.confidence import Problem
 from fixedopt._models.layout import Arrays, Layout, arrays, initial_values, layout
 from fixedopt._models.nan import apply_nan_policy, too_few_points
@@ -70,7 +71,7 @@ class _Expected:
 
 def _data(data: Any) -> jax.Array:
     """``data`` as a floating ``(B, m)`` array (a single fit is a batch of one)."""
-    array = jnp.asarray(data)
+    array = host_arrays.asarray(data)
     if not jnp.issubdtype(array.dtype, jnp.floating):
         array = array.astype(jnp.result_type(float))
     if array.ndim not in (1, 2) or array.shape[-1] == 0:
@@ -167,7 +168,7 @@ def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: A
     if poisson and w is not None:
         raise ValueError("`weights` have no effect with estimator='poisson': remove them")
     data, w, omitted = apply_nan_policy(nan_policy, data, w, poisson)
-    codes = None if arr.codes is None else jnp.asarray(arr.codes)
+    codes = None if arr.codes is None else host_arrays.asarray(arr.codes)
     tied = codes is not None
     residual = _Residual(model, plan, model.independent_vars, w is not None, tied, poisson)
     extra = tuple(a for a in (w, codes) if a is not None)  # no None in args (it shifts args_axes)
@@ -175,7 +176,11 @@ def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: A
     problem = _problem(residual, args, axes, arr, kwargs)
     solve_args, options = problem.solve_inputs()
     solution = least_squares(
-        problem.fun, jnp.asarray(arr.p0), jnp.asarray(arr.fixed), args=solve_args, **options
+        problem.fun,
+        host_arrays.asarray(arr.p0),
+        host_arrays.asarray(arr.fixed),
+        args=solve_args,
+        **options,
     )
     solution = too_few_points(solution, omitted)
     sigma = None if omitted is None else jnp.where(omitted, jnp.inf, 1.0)  # dof: kept points
@@ -220,11 +225,11 @@ def _result(model: Model, params: Parameters, plan: Layout, arr: Arrays, solutio
             pcov: jax.Array, problem: Problem, omitted: Any) -> ModelResult:  # fmt: skip
     residual, args, axes = problem.residual, problem.args, problem.axes
     xs, data, *extra = args
-    p0 = jnp.asarray(arr.p0, data.dtype)
+    p0 = host_arrays.asarray(arr.p0, data.dtype)
     summary = _summary(residual, axes[0], solution.x, p0, pcov, xs, data, tuple(extra))
     values, full, best_fit, init_fit, resid = summary
     index = {name: i for i, name in enumerate(plan.names)}
-    varying = np.asarray(~solution.fixed)
+    varying = ~np.asarray(solution.fixed)
     free_names = [[plan.vector[j] for j in np.flatnonzero(row)] for row in varying]
     return ModelResult(
         model=model, params=params, names=plan.names, index=index,

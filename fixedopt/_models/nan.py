@@ -31,7 +31,7 @@ def apply_nan_policy(
     if not (isinstance(nan_policy, str) and nan_policy in NAN_POLICIES):
         raise ValueError(f"`nan_policy` must be one of {NAN_POLICIES}, got {nan_policy!r}")
     given = {"data": data} if weights is None else {"data": data, "weights": weights}
-    nans = {name: jnp.isnan(array) for name, array in given.items()}
+    nans = {name: np.isnan(np.asarray(array)) for name, array in given.items()}  # on the host
     if nan_policy == "propagate" or not any(bool(mask.any()) for mask in nans.values()):
         return data, weights, None
     if nan_policy == "raise":
