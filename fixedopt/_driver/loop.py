@@ -154,8 +154,9 @@ def _start_outside(problem: Problem, x: jax.Array) -> jax.Array:
 
 def start(solver: AnySolver, problem: Problem, x: jax.Array, stopping: Stopping) -> LoopState:
     """Project the starting point, evaluate it, and give the row its first status
-    (``INFEASIBLE``, its start kept, where its bounds are empty or a least-squares
-    start lies outside them)."""
+    (``INFEASIBLE`` where its bounds are empty or a least-squares start lies outside
+    them: such a start is kept, and its value and gradient, not evaluated there, are
+    NaN)."""
     outside = _start_outside(problem, x)
     given, x = x, problem.project(x)
     value, grad, solver_state = solver.start(problem, x)
@@ -170,7 +171,9 @@ def start(solver: AnySolver, problem: Problem, x: jax.Array, stopping: Stopping)
     infeasible = _infeasible(problem) | outside
     status = jnp.where(infeasible, Status.INFEASIBLE, status).astype(jnp.int32)
     reason = jnp.where(infeasible, Reason.NONE, reason).astype(jnp.int32)
+    # A start kept outside its bounds was not evaluated there: its row reports NaN.
     x = jnp.where(outside, given, x)
+    value, grad, grad_norm = (jnp.where(outside, jnp.nan, a) for a in (value, grad, grad_norm))
     return LoopState(
         x, value, grad, grad_norm, zero, status, reason, infinite, value, infinite, solver_state
     )

@@ -58,5 +58,8 @@ def test_a_traced_start_outside_its_bounds_stops_its_row_infeasible(lanes):
     status = [fixedopt.Status(int(s)).name for s in solution.status]
     assert status == ["CONVERGED", "INFEASIBLE", "CONVERGED", "CONVERGED"]
     np.testing.assert_array_equal(solution.x[1], x0[1])
+    # Not evaluated at its start (outside the bounds): no value of another point.
+    assert np.isnan(solution.value[1]) and np.isnan(solution.grad_norm[1])
+    assert np.all(np.isfinite(solution.value[np.array([0, 2, 3])]))
     np.testing.assert_allclose(np.asarray(solution.x)[[0, 2]], 1.0, atol=1e-8)
     assert solution.x[3, 1] == 1.5
