@@ -4,6 +4,7 @@ its covariance."""
 
 import contextlib
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -54,6 +55,17 @@ def test_asarray_gives_jax_numpys_array(value, dtype):
         expected.shape,
     )
     np.testing.assert_array_equal(actual, expected)
+
+
+@pytest.mark.parametrize("dtype", [None, jnp.float32])
+@pytest.mark.parametrize("value", HOST_VALUES[:5], ids=lambda v: type(v).__name__)
+def test_asarray_follows_jax_numpy_without_x64(value, dtype):
+    """With 64-bit mode off (JAX's default) float64 and int64 data become 32-bit, as
+    there (fixedopt warns of the cast itself: ``PrecisionWarning``)."""
+    with jax.enable_x64(False):
+        expected, actual = jnp.asarray(value, dtype), arrays.asarray(value, dtype)
+        assert (actual.dtype, actual.weak_type) == (expected.dtype, expected.weak_type)
+        np.testing.assert_array_equal(actual, expected)
 
 
 @pytest.mark.parametrize("value", [True, 0.5, np.array([1.0, 2.0, 3.0]), jnp.arange(3.0)])
