@@ -1,6 +1,6 @@
-"""Small symmetric positive definite solves as unrolled elementwise arithmetic.
+"""Small symmetric positive definite solves as elementwise arithmetic.
 
-For a system of ``n <= SMALL_N`` unknowns, :func:`spd_solve` writes the Cholesky
+For a system of ``n <= UNROLLED_N`` unknowns, :func:`spd_solve` writes the Cholesky
 factorization and both triangular solves as a Python loop over the static ``n``: every
 operation reads and writes whole arrays of matrix entries. Under ``vmap`` each one is
 an elementwise operation over the batch, which XLA fuses into loop fusions with the
@@ -10,11 +10,12 @@ Jacobian (the normal matrix, the gradient, the model's ``|J s|^2``) are unrolled
 same way while they are small (:data:`PRODUCT_TERMS`); a Levenberg–Marquardt step's
 ``J^T J``, ``J^T r`` and ``|r|^2`` are one reduction on the CPU (:func:`normal_sums`).
 
-The operation count grows as ``n^3 / 6`` (the program's size too); past ``SMALL_N``
-the batched LAPACK path (``jax.scipy.linalg.cho_factor``) is faster and compiles
-sooner. XLA:CPU still splits the factorization into one loop fusion per few entries
-(every entry feeds several later ones): ~30 small fusions for two 5x5 systems, which
-cost ~1.5 s of compile time (one LLVM kernel each) but stay in cache in a small batch.
+The operation count grows as ``n^3 / 6`` (the program's size too), and XLA:CPU splits
+the factorization into one loop fusion per few entries (every entry feeds several
+later ones): 26 kernels for two 5x5 systems, 56 for 8x8, each one LLVM compile. So
+from ``UNROLLED_N + 1`` to ``SMALL_N`` unknowns :func:`eliminated_solve` runs the same
+elimination rolled, in one ``fori_loop`` (11 kernels whatever ``n``), and past
+``SMALL_N`` the batched LAPACK path (``jax.scipy.linalg.cho_factor``) takes over.
 
 Golub & Van Loan, *Matrix Computations*, 4th ed., Algorithm 4.2.1 (the ``gaxpy``
 Cholesky, here by columns), and 3.1.1-3.1.2 (the triangular solves).
