@@ -13,8 +13,8 @@ same way while they are small (:data:`PRODUCT_TERMS`); a Levenberg–Marquardt s
 The operation count grows as ``n^3 / 6`` (the program's size too), and XLA:CPU splits
 the factorization into one loop fusion per few entries (every entry feeds several
 later ones): 26 kernels for two 5x5 systems, 56 for 8x8, each one LLVM compile. So
-from ``UNROLLED_N + 1`` to ``SMALL_N`` unknowns :func:`eliminated_solve` runs the same
-elimination rolled, in one ``fori_loop`` (11 kernels whatever ``n``), and past
+from ``UNROLLED_N + 1`` to ``SMALL_N`` unknowns a CPU trace takes :func:`eliminated_solve`,
+an elimination rolled in one ``fori_loop`` (11 kernels whatever ``n``), and past
 ``SMALL_N`` the batched LAPACK path (``jax.scipy.linalg.cho_factor``) takes over.
 
 Golub & Van Loan, *Matrix Computations*, 4th ed., Algorithm 4.2.1 (the ``gaxpy``
@@ -36,7 +36,10 @@ SMALL_N = 16
 # 10: 1.8 s, 16: 4.2 s). Above it, a rolled elimination (:func:`eliminated_solve`:
 # ``n`` trips of one rank-one update) compiles in 0.2 s whatever ``n``; it runs 2-3x
 # slower than the unrolled solve alone, a few percent of a least-squares step whose
-# model is not trivial (studies/2026-12-05-small_solves).
+# model is not trivial (studies/2026-12-05-small_solves). Measured on the CPU only: the
+# rolled solve is taken where the solve is traced for the CPU (inside
+# ``reduce.summing(True)``, the engine's mark of its CPU traces); other backends keep
+# the unrolled solve up to SMALL_N, as before.
 UNROLLED_N = 5
 # Products with a tall (m, n) matrix are unrolled up to this many multiply-adds (the
 # Gram matrix's m n (n + 1) / 2). XLA:CPU runs a batch of tiny dots or reductions far
@@ -166,10 +169,10 @@ def cholesky_columns(matrix: jax.Array) -> list[list[jax.Array]]:
 def spd_solve(matrix: jax.Array, rhs: jax.Array) -> jax.Array:
     """Solve ``matrix @ x = rhs`` for a symmetric positive definite ``(n, n)`` matrix.
 
-    Up to :data:`UNROLLED_N` unknowns, ``L y = rhs`` forward, then ``L^T x = y``
-    backward, with ``L`` from :func:`cholesky_columns` (which reads only the lower
-    triangle); above it :func:`eliminated_solve`. The result has the dtype of ``rhs``
-    (NaN where the matrix is not positive definite, as LAPACK's factor).
+    ``L y = rhs`` forward, then ``L^T x = y`` backward, with ``L`` from
+    :func:`cholesky_columns` (which reads only the lower triangle); in a CPU trace
+    above :data:`UNROLLED_N` unknowns, :func:`eliminated_solve`. The result has the
+    dtype of ``rhs`` (NaN where the matrix is not positive definite, as LAPACK's factor).
 
     Example:
       >>> import jax.numpy as jnp
@@ -178,7 +181,7 @@ def spd_solve(matrix: jax.Array, rhs: jax.Array) -> jax.Array:
       [0.5 0. ]
     """
     n = matrix.shape[-1]
-    if n > UNROLLED_N:
+    if n > UNROLLED_N and reduce.summing_together():
         return eliminated_solve(matrix, rhs)
     lower = cholesky_columns(matrix)
     forward: list[jax.Array] = []

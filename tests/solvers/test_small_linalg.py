@@ -68,11 +68,12 @@ def test_identity_rows_with_a_zero_right_hand_side_give_exact_zeros(dtype):
     matrix[~free, ~free] = 1.0
     rhs = np.where(free, rng.normal(size=n), 0.0)
     matrix, rhs = matrix.astype(dtype), rhs.astype(dtype)
-    actual = np.asarray(jax.jit(small_linalg.spd_solve)(matrix, rhs), np.float64)
-    np.testing.assert_array_equal(actual[~free], 0.0)
-    block = np.linalg.solve(matrix[np.ix_(free, free)].astype(float), rhs[free].astype(float))
-    tolerance = solve_tolerance(n, dtype) * np.max(np.abs(block))
-    assert np.max(np.abs(actual[free] - block)) <= tolerance
+    for solve in (small_linalg.spd_solve, small_linalg.eliminated_solve):
+        actual = np.asarray(jax.jit(solve)(matrix, rhs), np.float64)
+        np.testing.assert_array_equal(actual[~free], 0.0)
+        block = np.linalg.solve(matrix[np.ix_(free, free)].astype(float), rhs[free].astype(float))
+        tolerance = solve_tolerance(n, dtype) * np.max(np.abs(block))
+        assert np.max(np.abs(actual[free] - block)) <= tolerance
 
 
 def test_a_matrix_that_is_not_positive_definite_gives_nan_like_lapack():
@@ -119,7 +120,22 @@ def test_an_indefinite_matrix_gives_nan_in_the_rolled_elimination_too():
     eigenvalues[3] = -0.5  # one negative eigenvalue: not positive definite
     matrix, rhs = jnp.asarray((q * eigenvalues) @ q.T), jnp.asarray(rng.normal(size=n))
     assert np.all(np.isnan(jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(matrix), rhs)))
-    assert np.all(np.isnan(small_linalg.spd_solve(matrix, rhs)))
+    assert np.all(np.isnan(small_linalg.eliminated_solve(matrix, rhs)))
+
+
+def test_only_a_cpu_trace_takes_the_rolled_elimination():
+    """Its choice rests on XLA:CPU's compile times: the engine marks its CPU traces with
+    ``reduce.summing(True)``; any other trace keeps the unrolled solve (no loop)."""
+    n = small_linalg.UNROLLED_N + 1
+    matrix, rhs = jnp.eye(n), jnp.ones(n)
+
+    def loops() -> bool:  # a new function each time: traced anew (no cached trace)
+        jaxpr = jax.make_jaxpr(lambda m, r: small_linalg.spd_solve(m, r))(matrix, rhs)
+        return any(name in str(jaxpr) for name in ("scan", "while"))
+
+    with reduce.summing(True):
+        assert loops()
+    assert not loops()
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
