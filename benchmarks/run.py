@@ -1,5 +1,5 @@
-"""``python -m benchmarks.run --suite NAME [--quick] [--out DIR]``: run a suite (solvers, cpu,
-gpu, scale, status_truth, ase, curve_fit, tiny, tiny_large, deblur; ``auto``: cpu or gpu
+"""``python -m benchmarks.run --suite NAME [--quick] [--out DIR]``: run a suite (cpu, gpu, scale,
+status_truth, ase, curve_fit, tiny, tiny_large, deblur; ``auto``, the default: cpu or gpu
 by backend), write ``<out>/<backend>-<suite>[-quick]-<date>.{json,md}``, plots."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ OWN = {"scale": scale.run, "status_truth": status_truth.run, "ase": ase.run,
 
 def parse(argv) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
-    parser.add_argument("--suite", choices=[*PLANS, *OWN, "auto"], default="solvers")
+    parser.add_argument("--suite", choices=[*PLANS, *OWN, "auto"], default="auto")
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
     parser.add_argument("--out", type=pathlib.Path, default=RESULTS, help="results folder")
     parser.add_argument("--repeats", type=int, default=7, help="most timed calls (compiled)")

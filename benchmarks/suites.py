@@ -7,7 +7,6 @@ import dataclasses
 
 from benchmarks.cases import Case, run_case
 from benchmarks.methods import GTOL, Settings
-from benchmarks.micro import new_mask
 from benchmarks.micro import run as run_micro
 
 MINIMIZE = ("scipy-lbfgsb-loop", "jaxopt-lbfgsb-vmap", "optax-lbfgs-vmap-mask", "tfp-lbfgs-batch",
@@ -17,7 +16,6 @@ DEVICE = MINIMIZE
 LEAST_SQUARES = ("scipy-least-squares-loop", "lmfit-loop", "fixedopt-lm")
 STRAGGLER = ("scipy-lbfgsb-loop", "optax-lbfgs-vmap-mask", "fixedopt-mask",
              "fixedopt-mask-vmap")  # fmt: skip
-SOLVERS = ("scipy-lbfgsb-loop", "optax-lbfgs-vmap-mask", "fixedopt-mask")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,7 +26,6 @@ class Plan:
     loop_rows: int | None = None  # rows the scipy/lmfit loops solve (None: all)
     jaxopt_work: int | None = None  # most B * n that jaxopt solves (None: all)
     micro: dict | None = None  # keywords of micro.run
-    new_mask_check: bool = False  # per case, for fixedopt-mask (the solvers suite)
 
 
 def grid(problems, sizes, methods, dtype="float64") -> tuple[Case, ...]:
@@ -42,11 +39,7 @@ def run_plan(plan: Plan, args) -> list[dict]:
         gtol = args.gtol if args.gtol is not None and case.dtype == "float64" else None
         settings = Settings(gtol or GTOL[case.dtype], args.max_steps or 5000,
                             plan.loop_rows, plan.jaxopt_work)  # fmt: skip
-        for record in run_case(case, settings, args):
-            if plan.new_mask_check and record["method"] == "fixedopt-mask":
-                counts = new_mask(case.make(record["problem"]))
-                record |= {f"new_mask_{k}": v for k, v in counts.items()}
-            records.append(record | {"max_steps": settings.max_steps})
+        records += [r | {"max_steps": settings.max_steps} for r in run_case(case, settings, args)]
     return records + (run_micro(**plan.micro) if plan.micro else [])
 
 
@@ -94,11 +87,4 @@ def smoke(minimize) -> Plan:
     return Plan(cases, loop_rows=4, jaxopt_work=64, micro=MICRO_QUICK)
 
 
-SOLVER_CASES = (Case(("quad",), 256, 64, SOLVERS), Case(("rosen",), 256, 64, SOLVERS),
-                Case(("quad",), 256, 512, SOLVERS))  # fmt: skip
-PLANS = {  # name: (full, quick)
-    "solvers": (Plan(SOLVER_CASES, new_mask_check=True),
-                Plan(grid(("quad",), ((16, 8),), SOLVERS), new_mask_check=True)),
-    "cpu": (CPU, smoke(MINIMIZE)),
-    "gpu": (GPU, smoke(DEVICE)),
-}  # fmt: skip
+PLANS = {"cpu": (CPU, smoke(MINIMIZE)), "gpu": (GPU, smoke(DEVICE))}  # name: (full, quick)

@@ -109,7 +109,7 @@ def step_bytes(fits: Fits, options: dict) -> dict:
 
 def quad_records(quick: bool, args) -> list[dict]:
     """quad n = 8, B = 1024: fixedopt's L-BFGS against TFP's batched L-BFGS and optax
-    (the solvers suite's methods and checks; the scipy loop is the reference)."""
+    (the cpu suite's methods and checks; the scipy loop is the reference)."""
     methods = ("scipy-lbfgsb-loop", "optax-lbfgs-vmap-mask", "tfp-lbfgs-batch",
                "fixedopt-mask")  # fmt: skip
     if quick:  # optax and TFP compile for ~10 s each here; the cpu suite smoke-runs them

@@ -20,9 +20,9 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SUITES = ("cpu", "solvers", "gpu", "scale", "status_truth", "ase", "curve_fit", "tiny",
+SUITES = ("cpu", "gpu", "scale", "status_truth", "ase", "curve_fit", "tiny",
           "tiny_large", "deblur")  # fmt: skip
-PLOTTED = ("solvers", "cpu", "gpu", "tiny")  # suites with solver cases against the scipy loop
+PLOTTED = ("cpu", "gpu", "tiny")  # suites with solver cases against the scipy loop
 DRIVER = """
 import sys
 import nbformat

@@ -133,8 +133,8 @@ def two_loop(
 # The recursion reading the ring buffer with ``read_slot`` (a slice under ``vmap``),
 # batched by plain ``vmap`` on every backend. (A CPU variant ran it 16 rows at a time
 # to keep each row's history in cache; by 2026-11-30 it made whole solves at n >= 256
-# about 2x slower than this, so it is gone: ``benchmarks/results/cpu-solvers-2026-11-30``
-# against ``cpu-solvers-chunked-2026-11-30``, the ``quad`` n=512 rows.)
+# about 2x slower than this, so it is gone: ``studies/2026-11-30-solvers_suite``
+# against the chunked run committed in 24c1c06, the ``quad`` n=512 rows.)
 two_loop_by_slots = functools.partial(two_loop, read=read_slot, write=write_slot)
 
 
