@@ -2,34 +2,22 @@
 notebook user waits for before the first answer.
 
 Each case runs in fresh Python processes, a model no process has compiled before (its
-persistent compilation cache a new, empty folder), and reports the wait beyond the
-compiled call's own time:
+persistent compilation cache a new, empty folder); the wait beyond the compiled call's
+own time of: a ``new model`` (the first call); a ``new batch`` (the same process, another
+batch size); a ``new process`` (a second process, the cache the first left); the first
+``gradient`` (spectra: the first ``jax.grad`` of one ``least_squares`` fit's centre,
+after that fit's first forward call; nothing compiled before it:
+``studies/2026-12-04-gradient_first_call``). The first call's compile is split into
+JAX's stages (trace, lowering, XLA); a third process dumps XLA's optimized programs and
+counts what they hold (instructions, while loops, fusions: each fusion a kernel);
+XLA's passes: ``studies/2026-12-03-compile_time``.
 
-- ``new model``: the first call, less the same call compiled;
-- ``new batch``: in the same process, the first call at another batch size, less its
-  compiled call;
-- ``new process``: a second process, the cache the first one left (fixedopt's default
-  cache, or none where the code under test has none), its first call less its compiled
-  call;
-- ``gradient`` (the spectra case): one ``least_squares`` solve's first forward call,
-  then (a notebook's fit, then its derivative) the first ``jax.grad`` of its fitted
-  centre, less the compiled gradient; the ratio is the two first calls'. A gradient with
-  nothing compiled before it: ``studies/2026-12-04-gradient_first_call``.
-
-The first call's compile is split into JAX's stages (``jax.monitoring``: trace, lowering
-to MLIR, XLA's backend compile); a third process compiles the case with XLA dumping its
-optimized programs and counts what they hold (instructions, while loops, fusions: each
-fusion is one kernel XLA:CPU emits and compiles). Where XLA's own compile goes, pass by
-pass, was studied in ``studies/2026-12-03-compile_time``.
-
-Cases: ``spectra`` (``curve_fit``, two pseudo-Voigt peaks + a linear baseline, 8
-parameters, 301 points, B = 2000 then 1500, per-row fixed sets, bounds, float64);
-``rk4`` (``least_squares``, 500 damped driven oscillators integrated by RK4 over 200
-points, 6 parameters, then 400, float64); ``spot`` (Gpufit's 2D Gaussian, 5x5 pixels,
-5 parameters, float32, B = 1e5 then 8e4); ``quad64`` (``minimize``, quad n = 64, B = 16384
-then 12000, float64). Medians over ``--repeats`` (each a new set of processes).
-
-Writes ``benchmarks/results/<backend>-first_call[-label]-<date>.{json,md}``.
+Cases (B, then the new batch): ``spectra`` (``curve_fit``, two pseudo-Voigt peaks + a
+line, 8 parameters, 301 points, per-row fixed sets, bounds; 2000, 1500); ``rk4``
+(``least_squares``, damped driven oscillators by RK4, 200 points, 6 parameters; 500,
+400); ``spot`` (Gpufit's 2D Gaussian, float32; 1e5, 8e4); ``quad64`` (``minimize``,
+quad n = 64; 16384, 12000); float64 but ``spot``. Medians over ``--repeats``. Writes
+``benchmarks/results/<backend>-first_call[-label]-<date>.{json,md}``.
 """
 
 from __future__ import annotations
@@ -60,7 +48,6 @@ CASES = ("spectra", "rk4", "spot", "quad64")
 BATCHES = {"spectra": (2000, 1500), "rk4": (500, 400), "spot": (100_000, 80_000),
            "quad64": (16384, 12000)}  # fmt: skip
 STAGES = {"trace": "jaxpr_trace", "lower": "jaxpr_to_mlir_module", "compile": "backend_compile"}
-WAITS = ("new_model", "new_batch", "new_process", "gradient")
 
 
 # ---------------------------------------------------------------- the cases (child side)
@@ -97,11 +84,8 @@ def spectra(batch: int, seed: int = 0):
     lower = np.array([0.0, 0.0, 0.05, 0.0, 0.0, 0.05, -np.inf, -np.inf])
     upper = np.array([np.inf, 30.0, 10.0, np.inf, 30.0, 10.0, np.inf, np.inf])
 
-    def call():
-        popt, pcov = fixedopt.curve_fit(
-            spectrum, X_SPECTRA, y, p0, bounds=(lower, upper), fixed=fixed, batched=True
-        )
-        return popt, pcov
+    call = lambda: fixedopt.curve_fit(spectrum, X_SPECTRA, y, p0, bounds=(lower, upper),
+                                      fixed=fixed, batched=True)  # fmt: skip
 
     def centre(y):
         one = fixedopt.least_squares(spectrum_residual, p0[0], fixed[0], args=(y,))
@@ -149,11 +133,8 @@ def rk4(batch: int, seed: int = 0):
     fixed[np.arange(batch), rng.integers(0, 6, batch)] = True
     p0 = np.where(fixed, truth, truth * rng.uniform(0.95, 1.05, truth.shape))
 
-    def call():
-        solution = fixedopt.least_squares(trajectory_residual, p0, fixed, args=(y,), batched=True)
-        return solution.x
-
-    return call, None, None
+    call = lambda: fixedopt.least_squares(trajectory_residual, p0, fixed, args=(y,), batched=True)
+    return (lambda: call().x), None, None
 
 
 SPOT_ROWS, SPOT_COLUMNS = (a.ravel() for a in np.mgrid[0:5, 0:5].astype(np.float32))
@@ -180,13 +161,9 @@ def spot(batch: int, seed: int = 0):
     p0 = (truth * rng.uniform(0.9, 1.1, truth.shape)).astype(np.float32)
     fixed = np.zeros((batch, 5), bool)
 
-    def call():
-        solution = fixedopt.least_squares(
-            spot_residual, p0, fixed, args=(y,), batched=True, **GPUFIT
-        )
-        return solution.x
-
-    return call, None, None
+    call = lambda: fixedopt.least_squares(spot_residual, p0, fixed, args=(y,), batched=True,
+                                          **GPUFIT)  # fmt: skip
+    return (lambda: call().x), None, None
 
 
 def quad(x, diag, off, b):
@@ -204,11 +181,8 @@ def quad64(batch: int, seed: int = 0):
     b = rng.normal(size=(batch, n))
     x0 = rng.normal(size=(batch, n))
     fixed = rng.random((batch, n)) < 0.3
-
-    def call():
-        return fixedopt.minimize(quad, x0, fixed, args=(diag, off, b), batched=True).x
-
-    return call, None, None
+    call = lambda: fixedopt.minimize(quad, x0, fixed, args=(diag, off, b), batched=True)
+    return (lambda: call().x), None, None
 
 
 BUILDERS = {"spectra": spectra, "rk4": rk4, "spot": spot, "quad64": quad64}
@@ -299,20 +273,17 @@ def measure(case: str) -> dict:
     return record
 
 
-def markdown(records: list[dict], environment: dict) -> str:
+def markdown(records: list[dict], environment: dict) -> list[str]:
     lines = [
-        "# The first call: the wait beyond the compiled call (seconds)",
-        "",
+        "# The first call: the wait beyond the compiled call (seconds)", "",
         f"{environment['backend']}, jax {environment['versions']['jax']}, {environment['date']}; "
         "medians over fresh processes (`python -m benchmarks.first_call`). "
         "Targets (issue 40): new model <= 2, new batch <= 0.5, new process <= 1, "
-        "gradient <= 4 (and <= 2x the forward first call), spot and quad64 <= 1.5.",
-        "",
+        "gradient <= 4 (and <= 2x the forward first call), spot and quad64 <= 1.5.", "",
         "| case | B | compiled call | new model | (trace / lower / XLA) | new batch | "
         "new process | gradient (first grad / first forward) | programs, largest: "
-        "instructions, while loops, fusions |",
-        "|---|---:|---:|---:|---|---:|---:|---|---|",
-    ]
+        "instructions, while loops, fusions |", "|---|---:|---:|---:|---|---:|---:|---|---|",
+    ]  # fmt: skip
     for r in records:
         gradient = "—"
         if "gradient_s" in r:
@@ -325,7 +296,7 @@ def markdown(records: list[dict], environment: dict) -> str:
             f"{r['trace_s']:.2f} / {r['lower_s']:.2f} / {r['compile_s']:.2f} | "
             f"{r['new_batch_s']:.2f} | {r['new_process_s']:.2f} | {gradient} | {size} |"
         )
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def main() -> None:
@@ -347,12 +318,9 @@ def main() -> None:
         print(json.dumps(records[-1] | {"runs": None}), flush=True)
     env = timing.environment()
     stem = f"{env['backend']}-first_call{'-' + args.label if args.label else ''}-{env['date']}"
-    RESULTS.mkdir(exist_ok=True)
+    timing.write_markdown(RESULTS / stem, markdown(records, env))
     (RESULTS / f"{stem}.json").write_text(json.dumps({"environment": env, "records": records},
                                                      indent=1))  # fmt: skip
-    table = markdown(records, env)
-    (RESULTS / f"{stem}.md").write_text(table)
-    print(table)
 
 
 if __name__ == "__main__":

@@ -251,16 +251,11 @@ def optax_program(objective, gtol: float, max_steps: int):
 
 
 @functools.cache
-def public_call(fun, gtol: float, max_steps: int, least_squares: bool, options: tuple):
-    """The public ``minimize`` (``least_squares``), one function per objective and options."""
+def public_call(fun, least_squares: bool, keywords: tuple):
+    """The public ``least_squares`` (or ``minimize``): one function per objective and options."""
     solve = fixedopt.least_squares if least_squares else fixedopt.minimize
-    keywords = {"abs_gtol": gtol, "gtol": 0.0, "ftol": 0.0, "xtol": 0.0, "max_steps": max_steps,
-                "batched": True, **dict(options)}  # fmt: skip
-
-    def call(x0, fixed, bounds, *args):
-        return solve(fun, x0, fixed, args=args, bounds=bounds, **keywords)
-
-    return call
+    return lambda x0, fixed, bounds, *args: solve(fun, x0, fixed, args=args, bounds=bounds,
+                                                  **dict(keywords))  # fmt: skip
 
 
 def fixedopt_call(problem: Problem, settings: Settings, least_squares=False, **options):
@@ -268,8 +263,9 @@ def fixedopt_call(problem: Problem, settings: Settings, least_squares=False, **o
     x0, fixed, *args = device_inputs(problem)
     bounds = problem.bounds and tuple(jnp.asarray(b, x0.dtype) for b in problem.bounds)
     fun = problem.jax_residual if least_squares else problem.jax_fun
-    key = (settings.gtol, settings.max_steps, least_squares, tuple(options.items()))
-    return public_call(fun, *key), (x0, fixed, bounds, *args)
+    keywords = {"abs_gtol": settings.gtol, "gtol": 0.0, "ftol": 0.0, "xtol": 0.0,
+                "max_steps": settings.max_steps, "batched": True, **options}  # fmt: skip
+    return public_call(fun, least_squares, tuple(keywords.items())), (x0, fixed, bounds, *args)
 
 
 def fixedopt_method(**options) -> Callable[[Problem, Settings], Runner]:

@@ -194,17 +194,14 @@ def compiles_during(call) -> dict:
     return {"cache_growth": compiled_solves() - before, "backend_compiles": monitor["count"]}
 
 
-def new_mask(problem) -> dict:
-    """Compilations of the public call on ``problem`` when only the mask changes."""
-    blocked_call(problem)()  # compiles here unless an earlier call did
-    return compiles_during(blocked_call(problem.with_mask(SEED + 1)))
-
-
 def new_mask_compiles(batch: int, n: int) -> list[dict]:
-    """:func:`new_mask` for ``minimize`` (quad) and ``least_squares`` (spectra)."""
+    """Compilations of the public call when only the mask changes, for ``minimize`` (quad)
+    and ``least_squares`` (spectra)."""
     records = []
     for name, size in (("quad", n), ("spectra", 10)):
-        counts = new_mask(PROBLEMS[name](batch, size, SEED))
+        problem = PROBLEMS[name](batch, size, SEED)
+        blocked_call(problem)()  # compiles here unless an earlier call did
+        counts = compiles_during(blocked_call(problem.with_mask(SEED + 1)))
         ok = counts["cache_growth"] == counts["backend_compiles"] == 0
         records.append({"kind": "new_mask", "problem": name, "B": batch, "n": size, **counts,
                         "ok": ok})  # fmt: skip

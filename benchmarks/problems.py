@@ -91,24 +91,14 @@ def quad_hessians(rng, batch: int, n: int, condition=QUAD_CONDITION):
     return degree + (np.array(top) / (condition - 1.0))[:, None], -weights
 
 
-def _quad_problem(name, diag, off, rng, dtype) -> Problem:
-    batch, n = diag.shape
-    b, x0 = rng.normal(size=(batch, n)), rng.normal(size=(batch, n))
-    fixed = rng.random((batch, n)) < FIXED_FRACTION
-    args = tuple(rounded(a, dtype) for a in (diag, off, b))
-    return Problem(name, quad_jax, quad_numpy, args, rounded(x0, dtype), fixed, dtype)
-
-
 def quad(batch: int, n: int, seed: int = 0, dtype: str = "float64") -> Problem:
     """``quad``: per-row ``0.5 x^T A x - b^T x``, tridiagonal ``A`` (cond 1e3) in ``args``."""
     rng = np.random.default_rng(seed)
-    return _quad_problem("quad", *quad_hessians(rng, batch, n), rng, dtype)
-
-
-def ill_diagonals(rng, rows: int, n: int, condition: float) -> np.ndarray:
-    """Diagonals log-spaced over ``condition``, permuted per row."""
-    spread = np.sqrt(condition)
-    return np.stack([rng.permutation(np.geomspace(1 / spread, spread, n)) for _ in range(rows)])
+    diag, off = quad_hessians(rng, batch, n)
+    b, x0 = rng.normal(size=(batch, n)), rng.normal(size=(batch, n))
+    fixed = rng.random((batch, n)) < FIXED_FRACTION
+    args = tuple(rounded(a, dtype) for a in (diag, off, b))
+    return Problem("quad", quad_jax, quad_numpy, args, rounded(x0, dtype), fixed, dtype)
 
 
 def straggler(batch: int, n: int, seed: int = 0, dtype: str = "float64") -> Problem:
@@ -116,7 +106,8 @@ def straggler(batch: int, n: int, seed: int = 0, dtype: str = "float64") -> Prob
     base = quad(batch, n, seed, dtype)
     args = tuple(a.copy() for a in base.args)
     rng = np.random.default_rng(seed + 10_000)
-    args[0][-1] = rounded(ill_diagonals(rng, 1, n, STRAGGLER_CONDITION)[0], dtype)
+    spread = np.sqrt(STRAGGLER_CONDITION)  # diagonals log-spaced over the condition, permuted
+    args[0][-1] = rounded(rng.permutation(np.geomspace(1 / spread, spread, n)), dtype)
     args[1][-1] = 0.0
     return dataclasses.replace(base, name="straggler", args=args)
 
