@@ -46,7 +46,10 @@ class _Residual:
 
     def __call__(self, p: jax.Array, x: Any, data: jax.Array, *extra: jax.Array) -> jax.Array:
         weights, codes = self.unpack(extra)
-        mu = self.curve(p, x, codes)
+        return self.of_curve(self.curve(p, x, codes), data, weights)
+
+    def of_curve(self, mu: jax.Array, data: jax.Array, weights: jax.Array | None) -> jax.Array:
+        """The residual of the curve ``mu`` (one fit, or a batch of them)."""
         if self.poisson:
             return (mu - data) / jnp.sqrt(jax.lax.stop_gradient(mu))
         return (mu - data) if weights is None else (mu - data) * weights
@@ -203,22 +206,53 @@ def _problem(residual: _Residual, args: tuple[Any, ...], axes: tuple[Any, ...], 
 
 @functools.partial(jax.jit, static_argnums=(0, 1))
 def _summary(
-    residual: _Residual, x_axis: int | None, x: jax.Array, p0: jax.Array, pcov: jax.Array,
+    residual: _Residual, x_axis: int | None, x: jax.Array, p0: jax.Array,
     xs: tuple[jax.Array, ...], data: jax.Array, extra: tuple[jax.Array, ...],
 ) -> tuple[jax.Array, ...]:  # fmt: skip
-    """Every parameter's value and their covariance ``J C J^T`` (the tied and derived
-    ones propagated through their expressions), the best and initial curves and the
-    residuals; one compiled program per model and layout."""
-    resid = jax.vmap(residual, in_axes=(0, x_axis, 0, *(0 for _ in extra)))(x, xs, data, *extra)
-    codes = residual.unpack(extra)[1]
+    """The values of the tied and derived parameters and their derivatives in the
+    fitted ones, the best and initial curves (one evaluation of the model for both) and
+    the residuals: one compiled program per model and layout."""
+    weights, codes = residual.unpack(extra)
     codes = jnp.zeros((x.shape[0], 0), jnp.int32) if codes is None else codes
-    plan = residual.plan
-    values = jax.vmap(plan.all_values)(x, codes)
-    jac = jax.vmap(jax.jacfwd(plan.all_values))(x, codes)
-    full = jnp.einsum("bik,bkl,bjl->bij", jac, pcov, jac)
-    curve = jax.vmap(residual.curve, in_axes=(0, x_axis, 0))
-    best_fit, init_fit = curve(x, xs, codes), curve(p0, xs, codes)
-    return values, full, best_fit, init_fit, resid
+    jac, values = jax.vmap(jax.jacfwd(_computed(residual.plan), has_aux=True))(x, codes)
+    batch = x.shape[0]
+    per_fit = (0, x_axis, 0)
+    both = (jnp.concatenate([x, p0]), xs, jnp.concatenate([codes, codes]))
+    if x_axis is not None:
+        both = (both[0], tuple(jnp.concatenate([a, a]) for a in xs), both[2])
+    curves = jax.vmap(residual.curve, in_axes=per_fit)(*both)
+    best_fit = curves[:batch]
+    return values, jac, best_fit, curves[batch:], residual.of_curve(best_fit, data, weights)
+
+
+def _computed(plan: Layout) -> Any:
+    """``p -> (values, values)`` of the tied and derived parameters of ONE fit (twice:
+    ``jax.jacfwd(..., has_aux=True)`` gives their derivatives and values at once)."""
+
+    def computed(p: jax.Array, codes: jax.Array) -> tuple[jax.Array, jax.Array]:
+        values = plan.values(p, codes)
+        if not plan.computed:
+            return jnp.zeros((0,), p.dtype), jnp.zeros((0,), p.dtype)
+        out = jnp.stack([values[name] for name in plan.computed])
+        return out, out
+
+    return computed
+
+
+def _propagated(plan: Layout, x: np.ndarray, computed: np.ndarray, jac: np.ndarray,
+                pcov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Every parameter's value ``(B, n)`` and their covariance ``J C J^T`` ``(B, n, n)``,
+    with ``J`` the unit rows of the fitted parameters and ``jac`` of the others."""
+    batch, k = x.shape
+    rows = {name: i for i, name in enumerate(plan.names)}
+    fitted = [rows[name] for name in plan.vector]
+    others = [rows[name] for name in plan.computed]
+    values = np.empty((batch, len(plan.names)), x.dtype)
+    values[:, fitted], values[:, others] = x, computed
+    full_jac = np.zeros((batch, len(plan.names), k), x.dtype)
+    full_jac[:, fitted, np.arange(k)] = 1.0
+    full_jac[:, others] = jac
+    return values, np.einsum("bik,bkl,bjl->bij", full_jac, pcov, full_jac)
 
 
 def _result(model: Model, params: Parameters, plan: Layout, arr: Arrays, solution: Any,
@@ -226,14 +260,16 @@ def _result(model: Model, params: Parameters, plan: Layout, arr: Arrays, solutio
     residual, args, axes = problem.residual, problem.args, problem.axes
     xs, data, *extra = args
     p0 = host_arrays.asarray(arr.p0, data.dtype)
-    summary = _summary(residual, axes[0], solution.x, p0, pcov, xs, data, tuple(extra))
-    values, full, best_fit, init_fit, resid = summary
+    summary = _summary(residual, axes[0], solution.x, p0, xs, data, tuple(extra))
+    computed, jac, best_fit, init_fit, resid = (np.asarray(a) for a in summary)
+    x = np.asarray(solution.x)
+    values, full = _propagated(plan, x, computed, jac, np.asarray(pcov, x.dtype))
     index = {name: i for i, name in enumerate(plan.names)}
     varying = ~np.asarray(solution.fixed)
     free_names = [[plan.vector[j] for j in np.flatnonzero(row)] for row in varying]
     return ModelResult(
         model=model, params=params, names=plan.names, index=index,
-        values=np.asarray(values), covariance=np.asarray(full),
+        values=values, covariance=full,
         data=np.asarray(data) if omitted is None else np.where(omitted, np.nan, data),
         best_fit=np.asarray(best_fit), init_fit=np.asarray(init_fit),
         residual=np.asarray(resid), solution=solution, varying=free_names,

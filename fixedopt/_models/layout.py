@@ -66,10 +66,11 @@ class Layout:
                 need.update(*(e.names for e in tie.expressions))
         return frozenset(need)
 
-    def all_values(self, p: jax.Array, codes: jax.Array | None) -> jax.Array:
-        """:meth:`values` as one array, in the order of ``names``."""
-        values = self.values(p, codes)
-        return jnp.stack([values[name] for name in self.names])
+    @property
+    def computed(self) -> tuple[str, ...]:
+        """The names a tie computes (in every fit or in some), in the order of ``names``."""
+        tied = {tie.name for tie in self.ties}
+        return tuple(name for name in self.names if name in tied)
 
 
 class Arrays(NamedTuple):

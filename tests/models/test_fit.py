@@ -146,3 +146,19 @@ def test_eval_uncertainty_equals_lmfits(fits):
         expected = reference.eval_uncertainty(sigma=2, dscale=1e-4)
         np.testing.assert_allclose(band[row], expected, rtol=1e-6)
     np.testing.assert_allclose(ours.eval_uncertainty(row=1, sigma=2), band[1], rtol=1e-12)
+
+
+def test_a_model_without_ties_or_derived_parameters_has_polyfits_errors():
+    """No parameter computed by an expression: values and errors straight from the fit
+    (the propagation's unit rows alone), as NumPy's weighted-free ``polyfit``."""
+    x = np.linspace(0.0, 1.0, 20)
+    noise = 0.01 * np.random.default_rng(0).normal(size=(2, 20))
+    data = np.stack([2.0 * x + 1.0, 3.0 * x - 1.0]) + noise
+    result = LinearModel().fit(data, x=x)
+    assert result.names == ("slope", "intercept")
+    for row in range(2):
+        line, unscaled = np.polyfit(x, data[row], 1, cov="unscaled")
+        residual = data[row] - np.polyval(line, x)
+        cov = unscaled * (residual @ residual) / (x.size - 2)
+        np.testing.assert_allclose(result.values[row], line, rtol=1e-10)
+        np.testing.assert_allclose(result.covariance[row], cov, rtol=1e-8)
