@@ -9,7 +9,7 @@ import numpy as np
 
 from benchmarks import timing
 from benchmarks.methods import METHODS, RowResults, Settings, Skipped
-from benchmarks.problems import PROBLEMS, Problem
+from fixedopt.testing_problems import BATCHED, BatchedProblem
 
 SEED = 0
 AGREE_RTOL = 1e-6
@@ -25,8 +25,8 @@ class Case:
     methods: tuple[str, ...]
     dtype: str = "float64"
 
-    def make(self, name: str) -> Problem:
-        return PROBLEMS[name](self.batch, self.n, SEED, self.dtype)
+    def make(self, name: str) -> BatchedProblem:
+        return BATCHED[name](self.batch, self.n, SEED, self.dtype)
 
 
 def repeats(run_s: float, args) -> int:
@@ -83,7 +83,7 @@ def run_case(case: Case, settings: Settings, args) -> list[dict]:
     return records
 
 
-def evaluate(problem: Problem, result: RowResults):
+def evaluate(problem: BatchedProblem, result: RowResults):
     """The objective and the max |projected gradient| on free entries of each row."""
     x = np.asarray(result.x, np.float64)
     values, grad = problem.numpy_fun(x, *problem.args)
@@ -92,7 +92,9 @@ def evaluate(problem: Problem, result: RowResults):
     return values, np.max(np.where(problem.fixed, 0.0, np.abs(grad)), axis=-1, initial=0.0)
 
 
-def quality(problem: Problem, result: RowResults, reference: RowResults, gtol: float) -> dict:
+def quality(
+    problem: BatchedProblem, result: RowResults, reference: RowResults, gtol: float
+) -> dict:
     """Steps, convergence, agreement with the reference, exactness of fixed entries."""
     solved = problem.rows(len(result.value))
     values, norms = evaluate(solved, result)

@@ -18,8 +18,8 @@ import optax
 import scipy.optimize
 
 import fixedopt
-from benchmarks.problems import Problem
 from benchmarks.timing import compiled
+from fixedopt.testing_problems import BatchedProblem
 
 GTOL = {"float64": 1e-6, "float32": 1e-3}  # float32 gradients are not accurate to 1e-6
 HISTORY = 10  # curvature pairs, as optax's and fixedopt's L-BFGS
@@ -66,7 +66,7 @@ def load(module: str, install: str):
 def subsampled(build, rows_of: Callable[[Settings, int], int | None]):
     """``build`` on the first ``rows_of(settings, n)`` rows of the batch (None: all)."""
 
-    def method(problem: Problem, settings: Settings) -> Runner:
+    def method(problem: BatchedProblem, settings: Settings) -> Runner:
         rows = min(problem.batch, max(1, rows_of(settings, problem.size) or problem.batch))
         runner = build(problem.rows(rows), settings)
         return dataclasses.replace(runner, rows=rows) if rows < problem.batch else runner
@@ -74,7 +74,7 @@ def subsampled(build, rows_of: Callable[[Settings, int], int | None]):
     return method
 
 
-def device_inputs(problem: Problem) -> tuple:
+def device_inputs(problem: BatchedProblem) -> tuple:
     """``(x0, fixed, *args)`` as JAX arrays in the problem's dtype."""
     dtype = jnp.dtype(problem.dtype)
     args = tuple(jnp.asarray(a, dtype) for a in problem.args)
@@ -98,21 +98,21 @@ def compiled_runner(solve, inputs: tuple, notes=()):
     return Runner(call, as_rows, compiles=True, memory=memory, notes=tuple(notes))
 
 
-def loop_runner(problem: Problem, solve_row, notes=()) -> Runner:
+def loop_runner(problem: BatchedProblem, solve_row, notes=()) -> Runner:
     """Rows one at a time: ``solve_row(i) -> (x, value, steps, converged)``."""
     collect = lambda results: RowResults(*map(np.array, zip(*results)))
     call = lambda: [solve_row(i) for i in range(problem.batch)]
     return Runner(call, collect, compiles=False, notes=tuple(notes))
 
 
-def row_bounds(problem: Problem, i: int):
+def row_bounds(problem: BatchedProblem, i: int):
     """Row ``i``'s ``(lower, upper)`` with ``lower == upper == x0`` on fixed entries."""
     n, fixed, x0 = problem.size, problem.fixed[i], problem.x0[i]
     lower, upper = problem.bounds or (np.full(n, -np.inf), np.full(n, np.inf))
     return np.where(fixed, x0, lower), np.where(fixed, x0, upper)
 
 
-def scipy_lbfgsb(problem: Problem, settings: Settings) -> Runner:
+def scipy_lbfgsb(problem: BatchedProblem, settings: Settings) -> Runner:
     """scipy ``minimize(method="L-BFGS-B")``, ``lb == ub`` on fixed entries (the reference)."""
     options = {"gtol": settings.gtol, "ftol": 0.0, "maxiter": settings.max_steps,
                "maxfun": 10 * settings.max_steps}  # fmt: skip
@@ -130,7 +130,7 @@ def scipy_lbfgsb(problem: Problem, settings: Settings) -> Runner:
     return loop_runner(problem, solve_row)
 
 
-def scipy_least_squares(problem: Problem, settings: Settings) -> Runner:
+def scipy_least_squares(problem: BatchedProblem, settings: Settings) -> Runner:
     """scipy ``least_squares`` (trf) on each row's free parameters (it rejects ``lb == ub``)."""
 
     def solve_row(i):
@@ -153,7 +153,7 @@ def scipy_least_squares(problem: Problem, settings: Settings) -> Runner:
     return loop_runner(problem, solve_row, notes=("steps = Jacobian evaluations",))
 
 
-def lmfit_loop(problem: Problem, settings: Settings) -> Runner:
+def lmfit_loop(problem: BatchedProblem, settings: Settings) -> Runner:
     """lmfit ``minimize(method="leastsq")`` per row, fixed parameters ``vary=False``."""
     lmfit = load("lmfit", "pip install lmfit")
     names, (lower, upper) = [f"p{j}" for j in range(problem.size)], problem.bounds
@@ -181,7 +181,7 @@ def masked(fun):
     return lambda x, x0, fixed, *args: fun(jnp.where(fixed, jax.lax.stop_gradient(x0), x), *args)
 
 
-def jaxopt_lbfgsb(problem: Problem, settings: Settings) -> Runner:
+def jaxopt_lbfgsb(problem: BatchedProblem, settings: Settings) -> Runner:
     """``jaxopt.LBFGSB`` under ``jit(vmap)``, ``lb == ub`` on fixed entries."""
     jaxopt = load("jaxopt", "pip install jaxopt")
     solver = jaxopt.LBFGSB(fun=problem.jax_fun, tol=settings.gtol, maxiter=settings.max_steps,
@@ -196,7 +196,7 @@ def jaxopt_lbfgsb(problem: Problem, settings: Settings) -> Runner:
     return compiled_runner(jax.jit(jax.vmap(solve_row)), device_inputs(problem))
 
 
-def tfp_lbfgs(problem: Problem, settings: Settings) -> Runner:
+def tfp_lbfgs(problem: BatchedProblem, settings: Settings) -> Runner:
     """TFP's ``lbfgs_minimize`` on the whole batch, objective masked; no bounds."""
     if problem.bounds is not None:
         raise Skipped("TFP's lbfgs_minimize has no bounds")
@@ -216,7 +216,7 @@ def tfp_lbfgs(problem: Problem, settings: Settings) -> Runner:
     return compiled_runner(jax.jit(solve), device_inputs(problem), notes=(note,))
 
 
-def optax_lbfgs(problem: Problem, settings: Settings) -> Runner:
+def optax_lbfgs(problem: BatchedProblem, settings: Settings) -> Runner:
     """``optax.lbfgs`` per row in a ``while_loop`` under ``jit(vmap)``, objective masked."""
     if problem.bounds is not None:
         raise Skipped("the optax recipe has no bounds")
@@ -258,7 +258,7 @@ def public_call(fun, least_squares: bool, keywords: tuple):
                                                   **dict(keywords))  # fmt: skip
 
 
-def fixedopt_call(problem: Problem, settings: Settings, least_squares=False, **options):
+def fixedopt_call(problem: BatchedProblem, settings: Settings, least_squares=False, **options):
     """The public call on ``problem``, and its inputs ``(x0, fixed, bounds, *args)``."""
     x0, fixed, *args = device_inputs(problem)
     bounds = problem.bounds and tuple(jnp.asarray(b, x0.dtype) for b in problem.bounds)
@@ -268,10 +268,10 @@ def fixedopt_call(problem: Problem, settings: Settings, least_squares=False, **o
     return public_call(fun, least_squares, tuple(keywords.items())), (x0, fixed, bounds, *args)
 
 
-def fixedopt_method(**options) -> Callable[[Problem, Settings], Runner]:
+def fixedopt_method(**options) -> Callable[[BatchedProblem, Settings], Runner]:
     """fixedopt's public call, in the benchmark's ``jit`` (as is for ``split``)."""
 
-    def method(problem: Problem, settings: Settings) -> Runner:
+    def method(problem: BatchedProblem, settings: Settings) -> Runner:
         if options.get("least_squares") and problem.jax_residual is None:
             raise Skipped("not a least-squares problem")
         call, inputs = fixedopt_call(problem, settings, **options)

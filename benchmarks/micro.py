@@ -14,9 +14,9 @@ import optax
 import fixedopt
 from benchmarks.cases import SEED, quality
 from benchmarks.methods import Settings, as_rows, device_inputs, fixedopt_call, jitted
-from benchmarks.problems import PROBLEMS
 from benchmarks.timing import compared, compile_monitor, interleaved, summary
 from fixedopt.testing import compiled_solves
+from fixedopt.testing_problems import BATCHED
 
 MASK_TARGET = 1.05
 PATTERNS = {"per-row 30% fixed": (0.3, False), "shared 30% fixed": (0.3, True),
@@ -58,7 +58,7 @@ def objective_overhead(sizes, rounds: int) -> list[dict]:
     """Masked vs unmasked vs split objective + gradient on each problem and size."""
     records = []
     for name, batch, n in sizes:
-        problem = PROBLEMS[name](batch, n, SEED)
+        problem = BATCHED[name](batch, n, SEED)
         inner = max(3, min(200, 2_000_000 // (batch * n)))
         fields = {"kind": "objective", "problem": name, "B": batch, "n": n,
                   "split_width": packed_width(problem.fixed), "target": MASK_TARGET}  # fmt: skip
@@ -157,7 +157,7 @@ def keep_fixed(size: int, rounds: int, steps: int) -> dict:
 
 def dispatch(batch: int, n: int, rounds: int) -> dict:
     """The public call vs the same solve inside the caller's ``jit`` (Python overhead)."""
-    solve, inputs = fixedopt_call(PROBLEMS["quad"](batch, n, SEED), Settings())
+    solve, inputs = fixedopt_call(BATCHED["quad"](batch, n, SEED), Settings())
     inside = jitted(solve)
     calls = {"public": lambda: jax.block_until_ready(solve(*inputs)),
              "jitted": lambda: jax.block_until_ready(inside(*inputs))}  # fmt: skip
@@ -175,7 +175,7 @@ def split_vs_mask(batch: int, n: int, rounds: int) -> list[dict]:
     """Whole solves of ``quad`` with both strategies, per mask pattern (public calls)."""
     records = []
     for pattern, (fraction, shared) in PATTERNS.items():
-        problem = PROBLEMS["quad"](batch, n, SEED).with_mask(SEED + 7, fraction, shared)
+        problem = BATCHED["quad"](batch, n, SEED).with_mask(SEED + 7, fraction, shared)
         calls = {s: blocked_call(problem, strategy=s) for s in ("mask", "split")}
         record = compared(calls, "mask", rounds, kind="strategy", problem="quad", B=batch, n=n,
                           pattern=pattern, split_width=packed_width(problem.fixed))  # fmt: skip
@@ -199,7 +199,7 @@ def new_mask_compiles(batch: int, n: int) -> list[dict]:
     and ``least_squares`` (spectra)."""
     records = []
     for name, size in (("quad", n), ("spectra", 10)):
-        problem = PROBLEMS[name](batch, size, SEED)
+        problem = BATCHED[name](batch, size, SEED)
         blocked_call(problem)()  # compiles here unless an earlier call did
         counts = compiles_during(blocked_call(problem.with_mask(SEED + 1)))
         ok = counts["cache_growth"] == counts["backend_compiles"] == 0
@@ -210,7 +210,7 @@ def new_mask_compiles(batch: int, n: int) -> list[dict]:
 
 def split_compiles(batch: int, n: int, free_counts) -> list[dict]:
     """Compilations under ``split`` per free count (a fresh objective: nothing cached)."""
-    base = PROBLEMS["quad"](batch, n, SEED)
+    base = BATCHED["quad"](batch, n, SEED)
     base = dataclasses.replace(base, jax_fun=lambda x, *args, f=base.jax_fun: f(x, *args))
     rng, seen, records = np.random.default_rng(SEED + 3), set(), []
     for count in free_counts:

@@ -11,8 +11,8 @@ import numpy as np
 from benchmarks import timing
 from benchmarks.cases import SEED
 from benchmarks.methods import WHOLE_BATCH, Settings, fixedopt_call
-from benchmarks.problems import quad
 from benchmarks.suites import Plan, grid, run_plan
+from fixedopt.testing_problems import quad
 
 
 def peak_memory(sizes, n: int = 8, timed_batch: int = 100_000) -> list[dict]:

@@ -21,7 +21,7 @@ from benchmarks import timing
 from benchmarks.cases import Case, run_case
 from benchmarks.methods import GTOL, Settings
 from benchmarks.tiny_loops import loop_records
-from benchmarks.tiny_problems import MODELS, PARAMETERS, Fits
+from fixedopt.testing_problems import FIT_MODELS, FIT_PARAMETERS, Fits, decay_fits, gaussian_fits
 
 # Every fit runs on the default lanes. Gpufit stops a fit when the relative change of
 # chi-square is below 1e-4 or after 10 iterations. fixedopt's ftol is that test
@@ -40,7 +40,7 @@ PUBLISHED = (  # (method, fits/s, at fits, source): cited, not measured here
 
 def program(fits: Fits, options: dict):
     """The jitted batched ``least_squares`` of ``fits``, compiled; its info."""
-    model = MODELS[fits.name][0]
+    model = FIT_MODELS[fits.name][0]
     residual = lambda p, data: model(p) - data  # a new function: each program traced anew
 
     def solve(x0, fixed, data):
@@ -67,7 +67,7 @@ def accuracy(fits: Fits, solution) -> dict:
     """Median relative error of each free parameter against the truth; convergence."""
     x = np.asarray(solution.x, np.float64)
     error = np.abs(x - fits.truth) / np.abs(fits.truth)
-    names = PARAMETERS[fits.name]
+    names = FIT_PARAMETERS[fits.name]
     medians = {f"rel_err_{name}": float(np.median(error[~fits.fixed[:, k], k]))
                for k, name in enumerate(names)}  # fmt: skip
     exact = np.array_equal(x[fits.fixed], fits.x0[fits.fixed].astype(np.float64))
@@ -121,23 +121,22 @@ def quad_records(quick: bool, args) -> list[dict]:
 
 def run(quick: bool, args=None) -> list[dict]:
     """The tiny suite (quick: 1e3 Gaussian fits, 32 decays, quad B = 16; under a minute)."""
-    gaussian, decay = (MODELS[name][2] for name in ("gaussian", "decay"))
     # A small solve compiled first: a process's first compilation carries one-time costs
     # that would be charged to whichever program came first.
-    program(gaussian(8), GPUFIT)
+    program(gaussian_fits(8), GPUFIT)
     records = []
     for batch in (10**3,) if quick else (10**3, 10**4, 10**5, 10**6):
-        fits = gaussian(batch)
+        fits = gaussian_fits(batch)
         repeats = 1 if quick else (7 if batch <= 10**4 else 3)
         record, outputs = fit_record(fits, GPUFIT, repeats, "gpufit")
         records.append(record)
     records += loop_records(fits.rows(20 if quick else 500), GPUFIT, outputs)
-    decays = decay(32 if quick else 20_000)
+    decays = decay_fits(32 if quick else 20_000)
     record, outputs = fit_record(decays, {}, 1 if quick else 5, "defaults")
     records += [record, *loop_records(decays.rows(8 if quick else 200), {}, outputs)]
-    records.append(step_bytes(gaussian(1000), GPUFIT))
+    records.append(step_bytes(gaussian_fits(1000), GPUFIT))
     if not quick:
-        records.append(step_bytes(decay(1000), {}))
+        records.append(step_bytes(decay_fits(1000), {}))
     published = [{"kind": "tiny_published", "method": m, "fits_per_s": f, "fits": n,
                   "source": s, "measured_here": False} for m, f, n, s in PUBLISHED]  # fmt: skip
     return records + quad_records(quick, args) + published
@@ -147,6 +146,6 @@ def run_large(quick: bool, args=None) -> list[dict]:
     """The tiny_large suite: the Gpufit protocol at 1e7 fits (quick: 1e4) on the default
     path, once: fits/s, accuracy, and the process's peak memory (the lanes bound the
     loop's working memory; the data and results are O(B))."""
-    record, _ = fit_record(MODELS["gaussian"][2](10**4 if quick else 10**7), GPUFIT, 1, "gpufit")
+    record, _ = fit_record(gaussian_fits(10**4 if quick else 10**7), GPUFIT, 1, "gpufit")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
     return [record | {"process_peak_rss_bytes": peak}]

@@ -10,7 +10,7 @@ import numpy as np
 import scipy.optimize
 
 from benchmarks.methods import load
-from benchmarks.tiny_problems import MODELS, PARAMETERS, Fits
+from fixedopt.testing_problems import FIT_MODELS, FIT_PARAMETERS, Fits
 
 
 def tolerances_of(options: dict) -> dict:
@@ -22,7 +22,7 @@ def tolerances_of(options: dict) -> dict:
 
 def curve_fit_row(fits: Fits, i: int, tolerances: dict) -> tuple[np.ndarray, int]:
     """One fit by ``curve_fit(method="lm")`` with the analytic Jacobian; ``(x, nfev)``."""
-    model, jacobian, _ = MODELS[fits.name]
+    model, jacobian, _ = FIT_MODELS[fits.name]
     free, full = ~fits.fixed[i], fits.x0[i].astype(np.float64)
 
     def expand(p):
@@ -41,8 +41,8 @@ def curve_fit_row(fits: Fits, i: int, tolerances: dict) -> tuple[np.ndarray, int
 
 def lmfit_row(fits: Fits, i: int, tolerances: dict, lmfit) -> tuple[np.ndarray, int]:
     """One fit by lmfit's ``leastsq`` (finite-difference Jacobian); ``(x, nfev)``."""
-    model = MODELS[fits.name][0]
-    names = PARAMETERS[fits.name]
+    model = FIT_MODELS[fits.name][0]
+    names = FIT_PARAMETERS[fits.name]
     params = lmfit.Parameters()
     for k, name in enumerate(names):
         params.add(name, value=float(fits.x0[i, k]), vary=not fits.fixed[i, k])
@@ -78,7 +78,7 @@ def loop_records(fits: Fits, options: dict, solution) -> list[dict]:
         records.append(record | {
             "fits_per_s": len(x) / seconds, "evaluations_mean": float(np.mean(evaluations)),
             **{f"rel_err_{n}": float(np.median(error[free[:, k], k]))
-               for k, n in enumerate(PARAMETERS[fits.name])},
+               for k, n in enumerate(FIT_PARAMETERS[fits.name])},
             "vs_fixedopt_median": float(np.median(difference)),
             "vs_fixedopt_max": float(np.max(difference)),
         })  # fmt: skip

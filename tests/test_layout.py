@@ -153,12 +153,16 @@ FLOORS = {
     "_models": 7,  # fixedopt.models: named parameters, lineshapes, Model.fit on least_squares
 }
 ROOT_FLOOR = max(FLOORS.values()) + 1
+# Public packages that stand with the root, above every floor: their private modules
+# count as the root's (``fixedopt.testing_problems``: the test problems).
+ROOT_PACKAGES = {"testing_problems"}
 
 
 def folder_of(module: str) -> str:
-    """``_driver`` for ``fixedopt._driver.lanes``; ``""`` for the package root."""
+    """``_driver`` for ``fixedopt._driver.lanes``; ``""`` for the package root and the
+    :data:`ROOT_PACKAGES`."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in FLOORS) else ""
+    return parts[1] if len(parts) > 1 and parts[1] in FLOORS else ""
 
 
 def floor_of(module: str) -> int:
@@ -179,7 +183,7 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 
 def test_every_folder_of_the_package_has_a_floor():
     folders = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
-    assert folders == set(FLOORS), folders ^ set(FLOORS)
+    assert folders == set(FLOORS) | ROOT_PACKAGES, folders ^ (set(FLOORS) | ROOT_PACKAGES)
     assert not [path.name for path in PACKAGE.glob("_[!_]*.py")], "private modules live in folders"
 
 
@@ -187,6 +191,7 @@ def test_each_folder_imports_only_from_itself_and_lower_floors():
     graph = import_graph()
     assert floor_of("fixedopt._driver.lanes") == FLOORS["_driver"]
     assert floor_of("fixedopt.testing") == floor_of("fixedopt") == ROOT_FLOOR
+    assert floor_of("fixedopt.testing_problems._batched") == ROOT_FLOOR
     offenders = upward_imports(graph)
     assert not offenders, offenders
 
@@ -210,7 +215,7 @@ def test_every_folder_is_a_package_that_setuptools_installs():
     out would be missing from a wheel."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     installed = set(config["tool"]["setuptools"]["packages"])
-    assert installed == {"fixedopt", *(f"fixedopt.{folder}" for folder in FLOORS)}
+    assert installed == {"fixedopt", *(f"fixedopt.{name}" for name in [*FLOORS, *ROOT_PACKAGES])}
 
 
 def test_the_cycle_finder_finds_a_deferred_import():
@@ -241,7 +246,7 @@ def imports_of(tree: ast.AST):
 
 
 # What a test module may import from ``tests``: the shared helpers.
-SHARED_TEST_MODULES = {"tests.helpers"}  # status-truth problems: benchmarks/mgh_least_squares
+SHARED_TEST_MODULES = {"tests.helpers"}  # problems with benchmarks: fixedopt.testing_problems
 
 
 def modules_under_tests() -> list[pathlib.Path]:
@@ -258,7 +263,7 @@ def reaches_a_test_module(name: str) -> bool:
 
 def test_no_test_module_imports_another():
     """Shared solvers, problems and references live in ``tests/helpers.py`` (the
-    status-truth problems in ``benchmarks/``, which tests import); no module
+    problems shared with the benchmarks in ``fixedopt.testing_problems``); no module
     under ``tests/`` imports any other of its kind, itself included."""
     offenders = [
         f"{path.relative_to(ROOT)}: {name}"

@@ -11,7 +11,8 @@ import numpy as np
 from benchmarks import timing
 from benchmarks.cases import SEED
 from benchmarks.methods import Settings, device_inputs, fixedopt_call
-from benchmarks.problems import FIXED_FRACTION, Problem
+from fixedopt.testing_problems import FIXED_FRACTION
+from fixedopt.testing_problems import BatchedProblem as Problem
 
 
 def quartic_jax(x, diag, b):

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import fixedopt
-from benchmarks import problems
+from fixedopt import testing_problems as problems
 
 CASES = (
     ("quad", 4, 1024), ("quad", 8, 1024), ("quad", 16, 1024), ("quad", 64, 1024),

@@ -16,7 +16,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import fixedopt  # noqa: E402
-from benchmarks.problems import quad_jax  # noqa: E402
+from fixedopt.testing_problems import quad_jax  # noqa: E402
 
 batch, n = int(sys.argv[1]), 64
 rng = np.random.default_rng(0)

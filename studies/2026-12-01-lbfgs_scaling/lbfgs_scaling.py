@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import fixedopt
-from benchmarks import problems
+from fixedopt import testing_problems as problems
 
 CASES = (("quad", 4, 1024), ("quad", 8, 1024), ("quad", 16, 1024), ("spectra", 10, 1024))
 SCALINGS = ("scalar", "auto", "hessian")

@@ -32,9 +32,9 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import fixedopt  # noqa: E402
-from benchmarks import problems  # noqa: E402
 from benchmarks.timing import environment  # noqa: E402
-from benchmarks.tiny_problems import MODELS  # noqa: E402
+from fixedopt import testing_problems as problems  # noqa: E402
+from fixedopt.testing_problems import FIT_MODELS as MODELS  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 LEAST_SQUARES = fixedopt.LevenbergMarquardt()  # the solvers fixedopt compiles with options

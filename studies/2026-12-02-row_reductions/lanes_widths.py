@@ -14,7 +14,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 from benchmarks import methods  # noqa: E402
-from benchmarks.problems import quad  # noqa: E402
+from fixedopt.testing_problems import quad  # noqa: E402
 
 
 def main(batch: int, n: int, widths: list[int]) -> None:

@@ -26,7 +26,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import fixedopt  # noqa: E402
-from benchmarks.problems import quad_jax  # noqa: E402
+from fixedopt.testing_problems import quad_jax  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 ROWS = 1024

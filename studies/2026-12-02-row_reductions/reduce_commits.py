@@ -24,8 +24,8 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import fixedopt  # noqa: E402
-from benchmarks.problems import quad_jax  # noqa: E402
-from benchmarks.tiny_problems import MODELS, decay_model  # noqa: E402
+from fixedopt.testing_problems import FIT_MODELS as MODELS  # noqa: E402
+from fixedopt.testing_problems import decay_model, quad_jax  # noqa: E402
 
 
 def quad_case(n: int, batch: int):

@@ -31,7 +31,8 @@ import scipy.optimize
 import fixedopt
 from benchmarks import timing
 from benchmarks.methods import Settings, fixedopt_call
-from benchmarks.problems import Problem, quad, straggler
+from fixedopt.testing_problems import BatchedProblem as Problem
+from fixedopt.testing_problems import quad, straggler
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 SIZES = (1024, 4096, 16384)

@@ -47,9 +47,10 @@ jax.config.update("jax_enable_x64", True)  # quad runs in float64, as the solver
 import jax.numpy as jnp  # noqa: E402
 
 import fixedopt  # noqa: E402
-from benchmarks.problems import quad_jax  # noqa: E402
 from benchmarks.timing import environment  # noqa: E402
-from benchmarks.tiny_problems import BINS, GRID, decay_model, gaussian_model  # noqa: E402
+from fixedopt.testing_problems import DECAY_BINS as BINS  # noqa: E402
+from fixedopt.testing_problems import SPOT_GRID as GRID  # noqa: E402
+from fixedopt.testing_problems import decay_model, gaussian_model, quad_jax  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 WHOLE_BATCH = 1 << 30  # lanes >= B: the whole batch as one vmap

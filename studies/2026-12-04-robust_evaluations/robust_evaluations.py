@@ -24,7 +24,7 @@ import jax.numpy as jnp
 
 import fixedopt
 from benchmarks import timing
-from benchmarks.tiny_problems import MODELS
+from fixedopt.testing_problems import FIT_MODELS as MODELS
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 OPTIONS = {"batched": True, "lanes": 1 << 30, "max_steps": 3}

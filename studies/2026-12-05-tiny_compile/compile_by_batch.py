@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 
 import fixedopt
-from benchmarks.tiny_problems import MODELS
+from fixedopt.testing_problems import FIT_MODELS as MODELS
 
 model = MODELS["gaussian"][0]
 for label, options in (("defaults (lanes)", {}), ("whole batch", {"lanes": 1 << 30})):

@@ -12,7 +12,6 @@ import pytest
 
 import fixedopt
 import fixedopt._solvers.certify
-from benchmarks import problems
 from benchmarks.status_truth import minimize_cases
 from fixedopt import testing_problems
 from fixedopt._solvers.certify import conjugate_gradient_check, newton_check, wider_check
@@ -161,7 +160,7 @@ def test_a_precision_verdict_stands_where_the_proposed_step_gains_nothing():
         def certify(self, problem, x, value, grad, state):
             return fixedopt.Certificate(jnp.zeros((), value.dtype), jnp.zeros_like(x), state)
 
-    problem = problems.quad(100_000, 8)
+    problem = testing_problems.quad(100_000, 8)
     rows = [10246, 18372, 1261, 4479, 4975, *range(300)]  # the rows found, and others
     args = tuple(jnp.asarray(a[rows]) for a in problem.args)
     for solver, lanes in ((NothingLeft(), 253), (fixedopt.LBFGS(), 253), (fixedopt.LBFGS(), 8)):

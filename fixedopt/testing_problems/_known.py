@@ -1,27 +1,7 @@
-"""Test problems with known answers, for tests and benchmarks of solvers built on fixedopt.
-
-- :data:`LEAST_SQUARES`: the least-squares problems of Moré, Garbow and Hillstrom (1981),
-  with their standard starts and known local minimizers; :func:`relative_error`.
-- :data:`MINIMIZE`: the status-truth cases of ``minimize``: those problems and more,
-  each with two starts, and :func:`judge`, an independent verdict on a returned point.
-- Two small batched fits whose parameters carry the data's units (:func:`decay_batch`,
-  :func:`hyperbola_batch`), with MINPACK's fits of them (:func:`reference_fits`).
-
-fixedopt's tests and the ``status_truth`` benchmark suite (``python -m benchmarks.run
---suite status_truth``) read these definitions, so that the two check the same problems.
-The references call scipy (not a dependency of fixedopt), imported where they are used.
-
-Example:
-  >>> import jax.numpy as jnp
-  >>> import fixedopt
-  >>> from fixedopt.testing_problems import LEAST_SQUARES, relative_error
-  >>> problem = LEAST_SQUARES["rosenbrock"]
-  >>> x0 = jnp.asarray(problem.start)
-  >>> sol = fixedopt.least_squares(problem.residuals, x0, jnp.zeros(2, bool))
-  >>> (x_star, f_star), = problem.minima
-  >>> relative_error(sol.x, x_star) < 1e-3
-  True
-"""
+"""The problems with known answers: Moré, Garbow and Hillstrom's least-squares problems,
+the status-truth cases of ``minimize`` with an independent judge, and two small batched
+fits in the data's units with MINPACK's fits of them (see the package's docstring).
+The references call scipy (not a dependency of fixedopt), imported where they are used."""
 
 from __future__ import annotations
 
