@@ -1,8 +1,6 @@
 """The ase suite: notebook 05 (ASE slabs vs one batched fixedopt solve) run in a fresh
 kernel on this interpreter and checkout, and its results table kept."""
 
-from __future__ import annotations
-
 import json
 import os
 import pathlib

@@ -1,8 +1,6 @@
 """One case: methods on one size of a problem (or a few: the straggler case), timed in one
 interleaved loop (A B C A B C ...), checked at each final ``x`` in NumPy float64."""
 
-from __future__ import annotations
-
 import dataclasses
 
 import numpy as np

@@ -3,8 +3,6 @@ user would write instead (``scipy.optimize.curve_fit``, lmfit's ``Model.fit``; n
 where it installs), on a subsample, timed interleaved; fits per second and agreement
 with scipy. Then the Poisson likelihood on 2D spots against the Cramér–Rao bound."""
 
-from __future__ import annotations
-
 import statistics
 import sys
 import time

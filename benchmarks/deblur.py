@@ -7,8 +7,6 @@ and vectorized; same tolerance (max |projected gradient| <= gtol), interleaved. 
 one evaluation costs in each form, zero-padded FFTs included:
 ``studies/2026-12-04-conv_forms/``."""
 
-from __future__ import annotations
-
 import functools
 
 import jax

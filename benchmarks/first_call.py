@@ -1,26 +1,18 @@
-"""``python -m benchmarks.first_call [--repeats N] [--cases NAME ...] [--label L]``: what a
-notebook user waits for before the first answer.
+"""``python -m benchmarks.first_call [--repeats N] [--cases NAME ...] [--label L] [--out DIR]``:
+what a notebook user waits for before the first answer.
 
 Each case runs in fresh Python processes, a model no process has compiled before (its
 persistent compilation cache a new, empty folder); the wait beyond the compiled call's
 own time of: a ``new model`` (the first call); a ``new batch`` (the same process, another
 batch size); a ``new process`` (a second process, the cache the first left); the first
-``gradient`` (spectra: the first ``jax.grad`` of one ``least_squares`` fit's centre,
-after that fit's first forward call; nothing compiled before it:
-``studies/2026-12-04-gradient_first_call``). The first call's compile is split into
-JAX's stages (trace, lowering, XLA); a third process dumps XLA's optimized programs and
-counts what they hold (instructions, while loops, fusions: each fusion a kernel);
-XLA's passes: ``studies/2026-12-03-compile_time``.
-
-Cases (B, then the new batch): ``spectra`` (``curve_fit``, two pseudo-Voigt peaks + a
-line, 8 parameters, 301 points, per-row fixed sets, bounds; 2000, 1500); ``rk4``
-(``least_squares``, damped driven oscillators by RK4, 200 points, 6 parameters; 500,
-400); ``spot`` (Gpufit's 2D Gaussian, float32; 1e5, 8e4); ``quad64`` (``minimize``,
-quad n = 64; 16384, 12000); float64 but ``spot``. Medians over ``--repeats``. Writes
-``benchmarks/results/<backend>-first_call[-label]-<date>.{json,md}``.
+``gradient`` (spectra: the first ``jax.grad`` of one fit's centre, after that fit's first
+forward call: ``studies/2026-12-04-gradient_first_call``). The first call's compile is
+split into JAX's stages (trace, lowering, XLA); a third process dumps XLA's optimized
+programs and counts what they hold (instructions, while loops, fusions: each a kernel;
+XLA's passes: ``studies/2026-12-03-compile_time``). Cases (:data:`BATCHES`: B, then the
+new batch): ``spectra``, ``rk4``, ``spot``, ``quad64`` (float64 but ``spot``), below.
+Medians over ``--repeats``. Writes ``<out>/<backend>-first_call[-label]-<date>.{json,md}``.
 """
-
-from __future__ import annotations
 
 import argparse
 import json
@@ -44,16 +36,21 @@ import fixedopt  # noqa: E402
 from benchmarks import timing  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).parent / "results"
-CASES = ("spectra", "rk4", "spot", "quad64")
 BATCHES = {"spectra": (2000, 1500), "rk4": (500, 400), "spot": (100_000, 80_000),
            "quad64": (16384, 12000)}  # fmt: skip
 STAGES = {"trace": "jaxpr_trace", "lower": "jaxpr_to_mlir_module", "compile": "backend_compile"}
+# Gpufit's protocol as the tiny suite runs it: its relative-reduction test, 10 steps.
+GPUFIT = {"ftol": 1e-4, "gtol": 0.0, "xtol": 0.0, "max_steps": 10}
 
 
 # ---------------------------------------------------------------- the cases (child side)
+# Each returns its timed calls: ``call`` first (then, spectra: ``forward``, ``gradient``).
+# No import of fixedopt.testing_problems: it compiles small programs as it imports.
 
 
 X_SPECTRA = np.linspace(0.0, 30.0, 301)
+SPECTRA_BOUNDS = (np.array([0.0, 0.0, 0.05, 0.0, 0.0, 0.05, -np.inf, -np.inf]),
+                  np.array([np.inf, 30.0, 10.0, np.inf, 30.0, 10.0, np.inf, np.inf]))  # fmt: skip
 
 
 def pvoigt(x, a, c, s):
@@ -68,12 +65,12 @@ def spectrum(x, a1, c1, s1, a2, c2, s2, slope, offset):
     return pvoigt(x, a1, c1, s1) + pvoigt(x, a2, c2, s2) + slope * x + offset
 
 
-def spectrum_residual(p, y):
-    return spectrum(X_SPECTRA, *p) - y
+spectrum_residual = lambda p, y: spectrum(X_SPECTRA, *p) - y
 
 
-def spectra(batch: int, seed: int = 0):
-    """``(call, grad_call, forward_call)`` of the spectra case at ``batch`` rows."""
+def spectra(batch: int, seed: int = 0) -> dict:
+    """``curve_fit`` of two pseudo-Voigt peaks + a line (8 parameters, 301 points, per-row
+    fixed sets, bounds); ``forward`` and ``gradient``: one row's fit, its centre's gradient."""
     rng = np.random.default_rng(seed)
     truth = np.array([40.0, 11.0, 1.2, 25.0, 18.0, 1.6, 0.05, 2.0])
     truth = truth * rng.uniform(0.9, 1.1, size=(batch, 8))
@@ -81,17 +78,15 @@ def spectra(batch: int, seed: int = 0):
     y = clean + rng.normal(0.0, 0.2, size=clean.shape)
     fixed = rng.random((batch, 8)) < 0.25
     p0 = np.where(fixed, truth, truth * rng.uniform(0.85, 1.15, size=truth.shape))
-    lower = np.array([0.0, 0.0, 0.05, 0.0, 0.0, 0.05, -np.inf, -np.inf])
-    upper = np.array([np.inf, 30.0, 10.0, np.inf, 30.0, 10.0, np.inf, np.inf])
-
-    call = lambda: fixedopt.curve_fit(spectrum, X_SPECTRA, y, p0, bounds=(lower, upper),
-                                      fixed=fixed, batched=True)  # fmt: skip
 
     def centre(y):
         one = fixedopt.least_squares(spectrum_residual, p0[0], fixed[0], args=(y,))
         return one.x[1]
 
-    return call, lambda: jax.grad(centre)(jnp.asarray(y[0])), lambda: centre(y[0])
+    return {"call": lambda: fixedopt.curve_fit(spectrum, X_SPECTRA, y, p0, bounds=SPECTRA_BOUNDS,
+                                               fixed=fixed, batched=True),
+            "forward": lambda: centre(y[0]),
+            "gradient": lambda: jax.grad(centre)(jnp.asarray(y[0]))}  # fmt: skip
 
 
 RK4_STEPS, RK4_DT = 200, 0.05
@@ -118,12 +113,11 @@ def trajectory(p):
     return jax.lax.scan(step, jnp.stack([x0, v0]), jnp.arange(RK4_STEPS) * RK4_DT)[1]
 
 
-def trajectory_residual(p, y):
-    return trajectory(p) - y
+trajectory_residual = lambda p, y: trajectory(p) - y
 
 
-def rk4(batch: int, seed: int = 0):
-    """``least_squares`` of damped driven oscillators integrated by RK4."""
+def rk4(batch: int, seed: int = 0) -> dict:
+    """``least_squares`` of damped driven oscillators integrated by RK4 (6 parameters)."""
     rng = np.random.default_rng(seed)
     truth = np.array([2.0, 0.1, 1.3, 1.7, 1.0, 0.0]) * rng.uniform(0.9, 1.1, (batch, 6))
     truth[:, 5] = rng.normal(0.0, 0.1, batch)
@@ -132,14 +126,11 @@ def rk4(batch: int, seed: int = 0):
     fixed = np.zeros((batch, 6), bool)
     fixed[np.arange(batch), rng.integers(0, 6, batch)] = True
     p0 = np.where(fixed, truth, truth * rng.uniform(0.95, 1.05, truth.shape))
-
-    call = lambda: fixedopt.least_squares(trajectory_residual, p0, fixed, args=(y,), batched=True)
-    return (lambda: call().x), None, None
+    return {"call": lambda: fixedopt.least_squares(trajectory_residual, p0, fixed, args=(y,),
+                                                   batched=True)}  # fmt: skip
 
 
 SPOT_ROWS, SPOT_COLUMNS = (a.ravel() for a in np.mgrid[0:5, 0:5].astype(np.float32))
-# Gpufit's protocol as the tiny suite runs it: its relative-reduction test, 10 steps.
-GPUFIT = {"ftol": 1e-4, "gtol": 0.0, "xtol": 0.0, "max_steps": 10}
 
 
 def spot_residual(p, y):
@@ -149,7 +140,7 @@ def spot_residual(p, y):
     return amplitude * jnp.exp(-radius / (2 * width**2)) + background - y
 
 
-def spot(batch: int, seed: int = 0):
+def spot(batch: int, seed: int = 0) -> dict:
     """Gpufit's protocol (float32, tolerance 1e-4, at most 10 steps) by ``least_squares``."""
     rng = np.random.default_rng(seed)
     truth = np.array([500.0, 2.0, 2.0, 1.0, 10.0]) * rng.uniform(0.9, 1.1, (batch, 5))
@@ -160,10 +151,9 @@ def spot(batch: int, seed: int = 0):
     y = (clean + rng.normal(0.0, noise, clean.shape)).astype(np.float32)
     p0 = (truth * rng.uniform(0.9, 1.1, truth.shape)).astype(np.float32)
     fixed = np.zeros((batch, 5), bool)
-
     call = lambda: fixedopt.least_squares(spot_residual, p0, fixed, args=(y,), batched=True,
                                           **GPUFIT)  # fmt: skip
-    return (lambda: call().x), None, None
+    return {"call": call}
 
 
 def quad(x, diag, off, b):
@@ -172,17 +162,14 @@ def quad(x, diag, off, b):
     return 0.5 * jnp.dot(x, ax) - 1.0001 * jnp.dot(b, x)
 
 
-def quad64(batch: int, seed: int = 0):
+def quad64(batch: int, seed: int = 0) -> dict:
     """``minimize`` of per-row tridiagonal quadratics, n = 64, float64."""
-    n = 64
     rng = np.random.default_rng(seed)
-    diag = rng.uniform(2.0, 4.0, (batch, n))
-    off = rng.uniform(-0.9, 0.9, (batch, n - 1))
-    b = rng.normal(size=(batch, n))
-    x0 = rng.normal(size=(batch, n))
-    fixed = rng.random((batch, n)) < 0.3
+    diag, off = rng.uniform(2.0, 4.0, (batch, 64)), rng.uniform(-0.9, 0.9, (batch, 63))
+    b, x0 = rng.normal(size=(batch, 64)), rng.normal(size=(batch, 64))
+    fixed = rng.random((batch, 64)) < 0.3
     call = lambda: fixedopt.minimize(quad, x0, fixed, args=(diag, off, b), batched=True)
-    return (lambda: call().x), None, None
+    return {"call": call}
 
 
 BUILDERS = {"spectra": spectra, "rk4": rk4, "spot": spot, "quad64": quad64}
@@ -208,16 +195,20 @@ def wait(call) -> dict:
 def child(case: str, role: str) -> dict:
     """One process's measurements (``role``: ``new`` or ``again``, or ``size``)."""
     batch, other = BATCHES[case]
-    call, grad_call, forward_call = BUILDERS[case](batch)
+    calls = BUILDERS[case](batch)
     if role == "size":
-        jax.block_until_ready(call())
+        jax.block_until_ready(calls["call"]())
         return {}
-    record = {"case": case, "role": role, "B": batch, **wait(call)}
-    if role == "new":
-        record["new_batch"] = {"B": other, **wait(BUILDERS[case](other)[0])}
-        if grad_call is not None:
-            record["forward"] = wait(forward_call)
-            record["gradient"] = wait(grad_call)
+    first = wait(calls["call"])
+    if role == "again":
+        return {"new_process_s": first["wait_s"]}
+    record = {"B": batch, "compiled_s": first["compiled_s"], "new_model_s": first["wait_s"],
+              "new_batch_s": wait(BUILDERS[case](other)["call"])["wait_s"],
+              **{f"{stage}_s": first[stage] for stage in STAGES}}  # fmt: skip
+    if "gradient" in calls:  # one fit's first forward call, then its first gradient
+        forward, gradient = wait(calls["forward"]), wait(calls["gradient"])
+        record |= {"gradient_s": gradient["wait_s"], "forward_first_s": forward["first_s"],
+                   "gradient_first_s": gradient["first_s"]}  # fmt: skip
     return record
 
 
@@ -238,43 +229,43 @@ def run_child(case: str, role: str, cache: str, dump: str | None = None) -> dict
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+COUNTED = {"instructions": r"^\s+(?:ROOT )?\S+ = ", "while_loops": r" while\(",
+           "fusions": r" fusion\(", "computations": r"^\S.*\{$"}  # fmt: skip
+
+
 def program_size(case: str) -> dict:
     """What the optimized programs of the case's first call hold (XLA's dump)."""
     with tempfile.TemporaryDirectory() as dump, tempfile.TemporaryDirectory() as cache:
         run_child(case, "size", cache, dump)
-        modules = sorted(pathlib.Path(dump).glob("*after_optimizations.txt"))
-        sizes = []
-        for path in modules:
-            text = path.read_text()
-            sizes.append({
-                "instructions": len(re.findall(r"^\s+(?:ROOT )?\S+ = ", text, re.MULTILINE)),
-                "while_loops": len(re.findall(r" while\(", text)),
-                "fusions": len(re.findall(r" fusion\(", text)),
-                "computations": len(re.findall(r"^\S.*\{$", text, re.MULTILINE)),
-            })  # fmt: skip
+        texts = [p.read_text() for p in sorted(pathlib.Path(dump).glob("*after_optimizations.txt"))]
+    sizes = [{k: len(re.findall(pattern, text, re.MULTILINE)) for k, pattern in COUNTED.items()}
+             for text in texts]  # fmt: skip
     biggest = max(sizes, key=lambda s: s["instructions"])
     return {"programs": len(sizes), **{f"largest_{k}": v for k, v in biggest.items()},
             "all_instructions": sum(s["instructions"] for s in sizes)}  # fmt: skip
 
 
 def measure(case: str) -> dict:
-    """One repeat of ``case``: a new-model process, a new-process one, a size one."""
+    """One repeat of ``case``: a new-model process, then a new-process one."""
     with tempfile.TemporaryDirectory() as cache:
-        new = run_child(case, "new", cache)
-        again = run_child(case, "again", cache)
-    record = {"case": case, "B": new["B"], "compiled_s": new["compiled_s"],
-              "new_model_s": new["wait_s"], "new_batch_s": new["new_batch"]["wait_s"],
-              "new_process_s": again["wait_s"],
-              **{f"{stage}_s": new[stage] for stage in STAGES}}  # fmt: skip
-    if "gradient" in new:
-        record |= {"gradient_s": new["gradient"]["wait_s"],
-                   "forward_first_s": new["forward"]["first_s"],
-                   "gradient_first_s": new["gradient"]["first_s"]}  # fmt: skip
-    return record
+        return {"case": case, **run_child(case, "new", cache), **run_child(case, "again", cache)}
+
+
+def row(r: dict) -> str:
+    """One case's line of the table."""
+    gradient = "—"
+    if "gradient_s" in r:
+        gradient = f"{r['gradient_s']:.2f} ({r['gradient_first_s'] / r['forward_first_s']:.1f}x)"
+    return (
+        f"| {r['case']} | {r['B']} | {r['compiled_s']:.2f} | {r['new_model_s']:.2f} | "
+        f"{r['trace_s']:.2f} / {r['lower_s']:.2f} / {r['compile_s']:.2f} | "
+        f"{r['new_batch_s']:.2f} | {r['new_process_s']:.2f} | {gradient} | {r['programs']}: "
+        f"{r['largest_instructions']}, {r['largest_while_loops']}, {r['largest_fusions']} |"
+    )
 
 
 def markdown(records: list[dict], environment: dict) -> list[str]:
-    lines = [
+    return [
         "# The first call: the wait beyond the compiled call (seconds)", "",
         f"{environment['backend']}, jax {environment['versions']['jax']}, {environment['date']}; "
         "medians over fresh processes (`python -m benchmarks.first_call`). "
@@ -283,28 +274,17 @@ def markdown(records: list[dict], environment: dict) -> list[str]:
         "| case | B | compiled call | new model | (trace / lower / XLA) | new batch | "
         "new process | gradient (first grad / first forward) | programs, largest: "
         "instructions, while loops, fusions |", "|---|---:|---:|---:|---|---:|---:|---|---|",
+        *map(row, records),
     ]  # fmt: skip
-    for r in records:
-        gradient = "—"
-        if "gradient_s" in r:
-            ratio = r["gradient_first_s"] / r["forward_first_s"]
-            gradient = f"{r['gradient_s']:.2f} ({ratio:.1f}x)"
-        size = (f"{r['programs']}: {r['largest_instructions']}, {r['largest_while_loops']}, "
-                f"{r['largest_fusions']}")  # fmt: skip
-        lines.append(
-            f"| {r['case']} | {r['B']} | {r['compiled_s']:.2f} | {r['new_model_s']:.2f} | "
-            f"{r['trace_s']:.2f} / {r['lower_s']:.2f} / {r['compile_s']:.2f} | "
-            f"{r['new_batch_s']:.2f} | {r['new_process_s']:.2f} | {gradient} | {size} |"
-        )
-    return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--child", nargs=2, metavar=("CASE", "ROLE"), help=argparse.SUPPRESS)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--cases", nargs="*", default=list(CASES), choices=CASES)
+    parser.add_argument("--cases", nargs="*", default=list(BATCHES), choices=BATCHES)
     parser.add_argument("--label", default="")
+    parser.add_argument("--out", type=pathlib.Path, default=RESULTS, help="results folder")
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(*args.child)))
@@ -317,10 +297,11 @@ def main() -> None:
                         "runs": runs})  # fmt: skip
         print(json.dumps(records[-1] | {"runs": None}), flush=True)
     env = timing.environment()
-    stem = f"{env['backend']}-first_call{'-' + args.label if args.label else ''}-{env['date']}"
-    timing.write_markdown(RESULTS / stem, markdown(records, env))
-    (RESULTS / f"{stem}.json").write_text(json.dumps({"environment": env, "records": records},
-                                                     indent=1))  # fmt: skip
+    label = f"-{args.label}" if args.label else ""
+    stem = args.out / f"{env['backend']}-first_call{label}-{env['date']}"
+    timing.write_markdown(stem, markdown(records, env))
+    stem.with_suffix(".json").write_text(json.dumps({"environment": env, "records": records},
+                                                    indent=1))  # fmt: skip
 
 
 if __name__ == "__main__":

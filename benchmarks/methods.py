@@ -1,8 +1,6 @@
 """The methods under comparison: ``METHODS[name](problem, settings) -> Runner``, or
 :class:`Skipped` with the reason where a method cannot run here."""
 
-from __future__ import annotations
-
 import collections
 import dataclasses
 import functools

@@ -1,8 +1,6 @@
 """Micro-benchmarks: masked objective, ``keep_fixed`` step, dispatch, split vs mask, and
 compilations when only the mask (must be 0) or, under ``split``, the free count changes."""
 
-from __future__ import annotations
-
 import dataclasses
 import re
 

@@ -1,8 +1,6 @@
 """The one report generator, from JSON records alone: markdown (a table per record kind, a
 column per field; speedups of solver cases) and PNG plots (``python -m benchmarks.report``)."""
 
-from __future__ import annotations
-
 import json
 import pathlib
 import sys

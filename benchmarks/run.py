@@ -2,8 +2,6 @@
 status_truth, ase, curve_fit, tiny, tiny_large, deblur; ``auto``, the default: cpu or gpu
 by backend), write ``<out>/<backend>-<suite>[-quick]-<date>.{json,md}``, plots."""
 
-from __future__ import annotations
-
 import os
 
 # One BLAS thread for the per-row NumPy loops: OpenBLAS's pool made them 50x slower.

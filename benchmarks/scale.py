@@ -1,8 +1,6 @@
 """The scale suite: stragglers (one ill-conditioned row) under plain ``vmap`` vs
 lanes, and XLA's peak memory of batched solves up to 1e6 rows, both ways."""
 
-from __future__ import annotations
-
 import time
 
 import jax

@@ -3,8 +3,6 @@ CONVERGED exactly when within 100 sqrt(eps) on the problems of Moré, Garbow and
 ``minimize`` on its status-truth cases (problem x start x dtype x scale); problems and
 judge from :mod:`fixedopt.testing_problems`."""
 
-from __future__ import annotations
-
 import math
 
 import jax.numpy as jnp

@@ -1,8 +1,6 @@
 """The solver suites (:data:`PLANS`, full and quick): problems, sizes and methods; ``cpu``
 runs ~25 minutes on 2 cores (then the micro-benchmarks), ``gpu`` fills a device."""
 
-from __future__ import annotations
-
 import dataclasses
 
 from benchmarks.cases import Case, run_case

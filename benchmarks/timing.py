@@ -1,8 +1,6 @@
 """The one timing module: interleaved calls (A B A B ...), medians, compile time apart
 (from :mod:`jax.monitoring`); callers block each timed call until ready."""
 
-from __future__ import annotations
-
 import contextlib
 import datetime
 import os

@@ -6,8 +6,6 @@ study ``studies/2026-12-01-gpufit_commits/``; compile time against the batch siz
 study ``studies/2026-12-05-tiny_compile/``.)
 """
 
-from __future__ import annotations
-
 import re
 import resource
 import statistics

@@ -2,8 +2,6 @@
 on the same float32 data, each fixed parameter left out of the fit (curve_fit) or
 ``vary=False`` (lmfit). Agreement with fixedopt and fits/s on a subsample."""
 
-from __future__ import annotations
-
 import time
 
 import numpy as np
