@@ -297,3 +297,24 @@ def test_the_test_folders_mirror_the_package():
     assert all(list((tests / folder).glob("test_*.py")) for folder in folders), "empty folder"
     basenames = [path.name for path in modules_under_tests() if path.name.startswith("test_")]
     assert len(basenames) == len(set(basenames)), "two test modules of one name"
+
+
+def test_importing_the_public_modules_compiles_nothing():
+    """A notebook's first ``import`` must not wait for XLA: no module computes with JAX
+    at import (module-level data is NumPy's). Checked in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    script = textwrap.dedent("""
+        import jax
+        from jax import monitoring
+        compiled = []
+        monitoring.register_event_duration_secs_listener(
+            lambda event, seconds, **kw: compiled.append(kw.get("fun_name"))
+            if "backend_compile" in event else None)
+        import fixedopt, fixedopt.models, fixedopt.testing, fixedopt.testing_problems
+        print(compiled)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120, check=True)  # fmt: skip
+    assert done.stdout.strip() == "[]", done.stdout

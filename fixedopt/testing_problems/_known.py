@@ -265,28 +265,28 @@ def wood(x: jax.Array) -> jax.Array:
                       s10 * (x[1] + x[3] - 2), (x[1] - x[3]) / s10])  # fmt: skip
 
 
-def saturation(b: jax.Array, t: jax.Array) -> jax.Array:
+def saturation(b: jax.Array, t: jax.Array, xp: Any = jnp) -> Any:
     """NIST Misra1a's model ``b1 (1 - exp(-b2 t))``: b1 ~ 240, b2 ~ 5.5e-4."""
-    return b[0] * (1 - jnp.exp(-b[1] * t))
+    return b[0] * (1 - xp.exp(-b[1] * t))
 
 
-def power_law(b: jax.Array, t: jax.Array) -> jax.Array:
+def power_law(b: jax.Array, t: jax.Array, xp: Any = jnp) -> Any:
     """NIST Bennett5's model ``b1 (b2 + t)^(-1/b3)``: b1 ~ -2500, b2 ~ 47, b3 ~ 0.93."""
     return b[0] * (b[1] + t) ** (-1 / b[2])
 
 
-def peak(b: jax.Array, t: jax.Array) -> jax.Array:
+def peak(b: jax.Array, t: jax.Array, xp: Any = jnp) -> Any:
     """A Gaussian peak on a background: amplitude 1e4, centre 500, width 5, level 100."""
-    return b[0] * jnp.exp(-0.5 * ((t - b[1]) / b[2]) ** 2) + b[3]
+    return b[0] * xp.exp(-0.5 * ((t - b[1]) / b[2]) ** 2) + b[3]
 
 
-Model = Callable[[jax.Array, jax.Array], jax.Array]
+Model = Callable[..., jax.Array]  # (b, t, xp=jax.numpy): NumPy's too, for the data
 
 
 def synthetic(seed: int, t: np.ndarray, model: Model, truth: list[float], noise: float) -> Any:
-    """``model(truth, t)`` in float64, plus Gaussian noise of standard deviation ``noise``."""
-    with jax.enable_x64(True):
-        y = np.asarray(model(jnp.asarray(truth, np.float64), jnp.asarray(t, np.float64)))
+    """``model(truth, t)`` in float64 (NumPy's: importing compiles nothing), plus Gaussian
+    noise of standard deviation ``noise``."""
+    y = model(np.asarray(truth, np.float64), np.asarray(t, np.float64), np)
     return y + noise * np.random.default_rng(seed).normal(size=t.shape)
 
 
