@@ -34,18 +34,17 @@ import numpy as np  # noqa: E402
 
 import fixedopt  # noqa: E402
 from benchmarks import timing  # noqa: E402
+from benchmarks.tiny import GPUFIT  # noqa: E402
+from fixedopt.testing_problems import gaussian_fits, gaussian_model, quad_jax  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 BATCHES = {"spectra": (2000, 1500), "rk4": (500, 400), "spot": (100_000, 80_000),
            "quad64": (16384, 12000)}  # fmt: skip
 STAGES = {"trace": "jaxpr_trace", "lower": "jaxpr_to_mlir_module", "compile": "backend_compile"}
-# Gpufit's protocol as the tiny suite runs it: its relative-reduction test, 10 steps.
-GPUFIT = {"ftol": 1e-4, "gtol": 0.0, "xtol": 0.0, "max_steps": 10}
 
 
 # ---------------------------------------------------------------- the cases (child side)
 # Each returns its timed calls: ``call`` first (then, spectra: ``forward``, ``gradient``).
-# No import of fixedopt.testing_problems: it compiles small programs as it imports.
 
 
 X_SPECTRA = np.linspace(0.0, 30.0, 301)
@@ -130,36 +129,14 @@ def rk4(batch: int, seed: int = 0) -> dict:
                                                    batched=True)}  # fmt: skip
 
 
-SPOT_ROWS, SPOT_COLUMNS = (a.ravel() for a in np.mgrid[0:5, 0:5].astype(np.float32))
-
-
-def spot_residual(p, y):
-    """Gpufit's 2D Gaussian on 5x5 pixels, less the data."""
-    amplitude, x0, y0, width, background = p
-    radius = (SPOT_COLUMNS - x0) ** 2 + (SPOT_ROWS - y0) ** 2
-    return amplitude * jnp.exp(-radius / (2 * width**2)) + background - y
+spot_residual = lambda p, y: gaussian_model(p) - y  # one function: a new batch reuses it
 
 
 def spot(batch: int, seed: int = 0) -> dict:
     """Gpufit's protocol (float32, tolerance 1e-4, at most 10 steps) by ``least_squares``."""
-    rng = np.random.default_rng(seed)
-    truth = np.array([500.0, 2.0, 2.0, 1.0, 10.0]) * rng.uniform(0.9, 1.1, (batch, 5))
-    truth = truth.astype(np.float32)
-    radius = (SPOT_COLUMNS - truth[:, 1:2]) ** 2 + (SPOT_ROWS - truth[:, 2:3]) ** 2
-    clean = truth[:, :1] * np.exp(-radius / (2 * truth[:, 3:4] ** 2)) + truth[:, 4:]
-    noise = (2 * np.pi * 500.0 / 4.292**2) / 10.0
-    y = (clean + rng.normal(0.0, noise, clean.shape)).astype(np.float32)
-    p0 = (truth * rng.uniform(0.9, 1.1, truth.shape)).astype(np.float32)
-    fixed = np.zeros((batch, 5), bool)
-    call = lambda: fixedopt.least_squares(spot_residual, p0, fixed, args=(y,), batched=True,
-                                          **GPUFIT)  # fmt: skip
-    return {"call": call}
-
-
-def quad(x, diag, off, b):
-    """``0.5 x^T A x - b^T x``, ``A`` tridiagonal from its diagonals."""
-    ax = diag * x + jnp.pad(off * x[1:], (0, 1)) + jnp.pad(off * x[:-1], (1, 0))
-    return 0.5 * jnp.dot(x, ax) - 1.0001 * jnp.dot(b, x)
+    fits = gaussian_fits(batch, seed)
+    options = dict(args=(fits.data,), batched=True, **GPUFIT)
+    return {"call": lambda: fixedopt.least_squares(spot_residual, fits.x0, fits.fixed, **options)}
 
 
 def quad64(batch: int, seed: int = 0) -> dict:
@@ -168,7 +145,7 @@ def quad64(batch: int, seed: int = 0) -> dict:
     diag, off = rng.uniform(2.0, 4.0, (batch, 64)), rng.uniform(-0.9, 0.9, (batch, 63))
     b, x0 = rng.normal(size=(batch, 64)), rng.normal(size=(batch, 64))
     fixed = rng.random((batch, 64)) < 0.3
-    call = lambda: fixedopt.minimize(quad, x0, fixed, args=(diag, off, b), batched=True)
+    call = lambda: fixedopt.minimize(quad_jax, x0, fixed, args=(diag, off, b), batched=True)
     return {"call": call}
 
 
