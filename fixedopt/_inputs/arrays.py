@@ -67,3 +67,10 @@ def broadcast_to(value: Any, shape: tuple[int, ...], dtype: Any = None) -> jax.A
             copied: jax.Array = jax.device_put(np.array(np.broadcast_to(host, shape), copy=True))
             return copied
     return jnp.broadcast_to(jnp.asarray(value, dtype), shape)
+
+
+def one_row(batch: jax.Array | jax.ShapeDtypeStruct) -> jax.ShapeDtypeStruct:
+    """The shape and dtype of one row of ``batch`` (its leading axis dropped): what a
+    shape check reads, where a row sliced out of a concrete array would compile a
+    program for it."""
+    return jax.ShapeDtypeStruct(batch.shape[1:], batch.dtype)

@@ -19,6 +19,7 @@ from jax.flatten_util import ravel_pytree
 
 from fixedopt._contract.solver import Problem
 from fixedopt._derivatives.differentiation import Differentiation
+from fixedopt._inputs import arrays
 from fixedopt._inputs.validate import Bounds, PyTree
 from fixedopt._objective.call_note import one_problem_note, rows_at_once_note
 from fixedopt._objective.losses import Loss, flat_counts, split_data
@@ -200,7 +201,7 @@ def _check_vectorized(objective: Objective, one_row: RowData, x0_row: PyTree) ->
     if not jnp.issubdtype(out.dtype, jnp.floating):
         raise ValueError(f"`fun` must return floating-point values, got {out.dtype}")
     if objective.least_squares:
-        row_args = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[1:], a.dtype), rows.row_args)
+        row_args = jax.tree.map(arrays.one_row, rows.row_args)
         _check_counts(objective.loss, objective.args_of(row_args), shape[1:])
     return tuple(shape[1:])
 

@@ -195,8 +195,7 @@ def covariance(
         sigma = _check_sigma(sigma, batch)
     rule = _Rule(absolute_sigma, at_bound == "fixed", boolean("pseudo_inverse", pseudo_inverse))
     result = _computed(residual_fun, batched, rule, axes, (x, constraints, sigma, args))
-    row = jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(leaf.shape[1:], leaf.dtype), x)
-    row = row if batched else x
+    row = jax.tree.map(arrays.one_row, x) if batched else x
     return result._replace(index=flat_index(row))
 
 
