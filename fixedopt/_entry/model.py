@@ -64,9 +64,19 @@ class Model:
         try:
             if self.jac is None:
                 return jnp.asarray(self.f(x, *p))
-            return _with_jacobian(self.f, self.jac, x, p)
+            per = ("data point", "parameter")
+            return _with_jacobian(lambda p, x: self.f(x, *p), self._jac_at, p, x, per)
         except TRACING_ERRORS as error:
             raise TypeError(_not_traceable(self.f, x, p, error)) from error
+
+    def _jac_at(self, p: jax.Array, x: PyTree) -> Any:
+        """``jac(x, *p)``; an error of JAX's tracing in it named as ``jac``'s."""
+        assert self.jac is not None
+        try:
+            return self.jac(x, *p)
+        except TRACING_ERRORS as error:
+            message = _not_traceable(self.jac, x, p, error).replace("`f`", "`jac`")
+            raise TypeError(message) from error
 
 
 def called(f: Callable[..., Any], how: str, k: int) -> str:
@@ -89,31 +99,34 @@ def _not_traceable(f: Callable[..., Any], x: PyTree, p: jax.Array, error: Except
 
 
 def _with_jacobian(
-    f: Callable[..., Any], jac: Callable[..., Any], x: PyTree, p: jax.Array
+    fun: Callable[[jax.Array, Any], Any],
+    jac: Callable[[jax.Array, Any], Any],
+    wrt: jax.Array,
+    rest: Any,
+    per: tuple[str, str],
 ) -> jax.Array:
-    def plain(x: PyTree, p: jax.Array) -> jax.Array:
-        return jnp.asarray(f(x, *p))
+    """``fun(wrt, rest)`` as an array whose derivative in ``wrt`` (a 1-D array) is
+    ``jac(wrt, rest) -> (m, n)``; its derivative in ``rest`` stays JAX's. ``per``
+    names a row and a column of ``jac``'s matrix for the message of a wrong shape."""
 
-    curve = jax.custom_jvp(plain)
+    def plain(wrt: jax.Array, rest: Any) -> jax.Array:
+        return jnp.asarray(fun(wrt, rest))
 
-    @curve.defjvp
+    value = jax.custom_jvp(plain)
+
+    @value.defjvp
     def rule(primals: Any, tangents: Any) -> tuple[jax.Array, jax.Array]:
-        (x, p), (dx, dp) = primals, tangents
-        out, from_x = jax.jvp(lambda x: plain(x, p), (x,), (dx,))
-        try:
-            matrix = jnp.asarray(jac(x, *p), out.dtype)
-        except TRACING_ERRORS as error:
-            message = _not_traceable(jac, x, p, error).replace("`f`", "`jac`")
-            raise TypeError(message) from error
-        k = p.shape[0]
-        if matrix.size != out.size * k:
+        (wrt, rest), (d_wrt, d_rest) = primals, tangents
+        out, from_rest = jax.jvp(lambda rest: plain(wrt, rest), (rest,), (d_rest,))
+        matrix = jnp.asarray(jac(wrt, rest), out.dtype)
+        if matrix.size != out.size * wrt.size:
             raise ValueError(
-                f"`jac` must return one row per data point and one column per parameter, "
-                f"shape {(out.size, k)}, got shape {tuple(matrix.shape)}"
+                f"`jac` must return one row per {per[0]} and one column per {per[1]}, "
+                f"shape {(out.size, wrt.size)}, got shape {tuple(matrix.shape)}"
             )
-        return out, from_x + matrix.reshape((*out.shape, k)) @ dp
+        return out, from_rest + matrix.reshape((*out.shape, wrt.size)) @ jnp.ravel(d_wrt)
 
-    out: jax.Array = curve(x, p)
+    out: jax.Array = value(wrt, rest)
     return out
 
 
@@ -199,23 +212,7 @@ class WithJacobian:
 
     def __call__(self, x: jax.Array, *args: Any) -> jax.Array:
         fun, jac = self.fun, self.jac
-
-        def plain(x: jax.Array, args: tuple[Any, ...]) -> jax.Array:
-            return jnp.asarray(fun(x, *args))
-
-        residual = jax.custom_jvp(plain)
-
-        @residual.defjvp
-        def rule(primals: Any, tangents: Any) -> tuple[jax.Array, jax.Array]:
-            (x, args), (dx, dargs) = primals, tangents
-            out, from_args = jax.jvp(lambda a: plain(x, a), (args,), (dargs,))
-            matrix = jnp.asarray(jac(x, *args), out.dtype)
-            if matrix.size != out.size * x.size:
-                raise ValueError(
-                    f"`jac` must return one row per residual and one column per entry of "
-                    f"x, shape {(out.size, x.size)}, got shape {tuple(matrix.shape)}"
-                )
-            return out, from_args + matrix.reshape((*out.shape, x.size)) @ jnp.ravel(dx)
-
-        out: jax.Array = residual(x, args)
-        return out
+        per = ("residual", "entry of x")
+        return _with_jacobian(
+            lambda x, args: fun(x, *args), lambda x, args: jac(x, *args), x, args, per
+        )
