@@ -215,14 +215,10 @@ def _summary(
     weights, codes = residual.unpack(extra)
     codes = jnp.zeros((x.shape[0], 0), jnp.int32) if codes is None else codes
     jac, values = jax.vmap(jax.jacfwd(_computed(residual.plan), has_aux=True))(x, codes)
-    batch = x.shape[0]
-    per_fit = (0, x_axis, 0)
-    both = (jnp.concatenate([x, p0]), xs, jnp.concatenate([codes, codes]))
-    if x_axis is not None:
-        both = (both[0], tuple(jnp.concatenate([a, a]) for a in xs), both[2])
-    curves = jax.vmap(residual.curve, in_axes=per_fit)(*both)
-    best_fit = curves[:batch]
-    return values, jac, best_fit, curves[batch:], residual.of_curve(best_fit, data, weights)
+    both = jax.vmap(residual.curve, in_axes=(0, None, None))  # best and initial, one fit
+    curves = jax.vmap(both, in_axes=(0, x_axis, 0))(jnp.stack([x, p0], axis=1), xs, codes)
+    best_fit, init_fit = curves[:, 0], curves[:, 1]
+    return values, jac, best_fit, init_fit, residual.of_curve(best_fit, data, weights)
 
 
 def _computed(plan: Layout) -> Any:
@@ -247,8 +243,11 @@ def _propagated(plan: Layout, x: np.ndarray, computed: np.ndarray, jac: np.ndarr
     rows = {name: i for i, name in enumerate(plan.names)}
     fitted = [rows[name] for name in plan.vector]
     others = [rows[name] for name in plan.computed]
+    # A name tied in some fits only is both fitted and computed: the computed value
+    # and derivative (its own, where it is not tied) are written last.
     values = np.empty((batch, len(plan.names)), x.dtype)
-    values[:, fitted], values[:, others] = x, computed
+    values[:, fitted] = x
+    values[:, others] = computed
     full_jac = np.zeros((batch, len(plan.names), k), x.dtype)
     full_jac[:, fitted, np.arange(k)] = 1.0
     full_jac[:, others] = jac

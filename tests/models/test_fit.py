@@ -162,3 +162,22 @@ def test_a_model_without_ties_or_derived_parameters_has_polyfits_errors():
         cov = unscaled * (residual @ residual) / (x.size - 2)
         np.testing.assert_allclose(result.values[row], line, rtol=1e-10)
         np.testing.assert_allclose(result.covariance[row], cov, rtol=1e-8)
+
+
+def test_per_fit_independent_variables_give_each_fit_its_own_curves():
+    """``x`` of shape ``(B, m)``: each fit's best and initial curves and residuals are
+    the model evaluated on its own ``x`` (the summary's per-fit axis)."""
+    from fixedopt.models import ConstantModel, GaussianModel
+
+    model = GaussianModel() + ConstantModel()
+    x = np.stack([np.linspace(-3.0, 3.0, 40) + shift for shift in (0.0, 0.5, -0.7)])
+    truth = {"amplitude": 2.0, "center": 0.3, "sigma": 0.8, "c": 0.1}
+    noise = 0.01 * np.random.default_rng(0).normal(size=x.shape)
+    data = np.stack([model.eval(x=row, **truth) for row in x]) + noise
+    start = {"amplitude": 1.0, "center": 0.0, "sigma": 1.0, "c": 0.0}
+    result = model.fit(data, model.make_params(**start), x=x)
+    for i, row in enumerate(x):
+        best = {name: result.best_values[name][i] for name in truth}
+        np.testing.assert_allclose(result.best_fit[i], model.eval(x=row, **best), rtol=1e-12)
+        np.testing.assert_allclose(result.init_fit[i], model.eval(x=row, **start), rtol=1e-12)
+        np.testing.assert_allclose(result.residual[i], result.best_fit[i] - data[i], atol=1e-12)
