@@ -33,7 +33,6 @@ from fixedopt._entry.fit_output import (
 from fixedopt._entry.minimize import least_squares
 from fixedopt._entry.model import Model, output_shape, parameter_count
 from fixedopt._inputs import arrays
-from fixedopt._inputs.arrays import one_row
 from fixedopt._inputs.checks import boolean, one_of
 from fixedopt._inputs.notices import warn_if_float64_dropped
 from fixedopt._inputs.validate import PyTree, concrete_or_none
@@ -290,10 +289,10 @@ def _prepared(
         xdata, dropped, sigma = omit_one_fit(xdata, np.asarray(y), sigma)
         y = jnp.asarray(dropped, p0.dtype)
     per_fit = _xdata_per_fit(fit.model, xdata, y, p0, fit.batched, xdata_per_fit)
-    x_one = jax.tree.map(one_row, xdata) if per_fit else xdata
+    x_one = jax.tree.map(arrays.one_row, xdata) if per_fit else xdata
     how = f"xdata of shape {_shapes(x_one)}" + (" (one fit's)" if per_fit else "")
     y_one = tuple(y.shape[1:] if fit.batched else y.shape)
-    shape = output_shape(fit.model, x_one, one_row(p0) if fit.batched else p0, y_one, how)
+    shape = output_shape(fit.model, x_one, arrays.one_row(p0) if fit.batched else p0, y_one, how)
     y = jnp.broadcast_to(y, (*y.shape[:1], *shape) if fit.batched else shape)
     fixed = False if fixed is None else fixed
     _check_enough_data(p0, fixed, math.prod(shape), fit.batched)
@@ -452,12 +451,13 @@ def _xdata_per_fit(
             )
         return given
     one_y = ydata.shape[1:]
-    readings = {False: xdata, True: jax.tree.map(one_row, xdata) if could else None}
+    readings = {False: xdata, True: jax.tree.map(arrays.one_row, xdata) if could else None}
     matches = [per_fit for per_fit, x in readings.items() if x is not None]
-    shapes = {per_fit: _curve_shape(model, readings[per_fit], one_row(p0)) for per_fit in matches}
+    row = arrays.one_row(p0)
+    shapes = {per_fit: _curve_shape(model, readings[per_fit], row) for per_fit in matches}
     matches = [per_fit for per_fit in matches if shapes[per_fit] == one_y]
     if not matches:  # the mistake, named: f's failure or its shape under the shared reading
-        output_shape(model, xdata, one_row(p0), one_y, f"xdata of shape {_shapes(xdata)} (shared)")
+        output_shape(model, xdata, row, one_y, f"xdata of shape {_shapes(xdata)} (shared)")
     if len(matches) != 1:
         raise ValueError(
             f"`xdata` (shapes {[tuple(a.shape) for a in leaves]}): both readings (shared by "
