@@ -15,6 +15,7 @@ import numpy as np
 
 from fixedopt._entry.minimize import least_squares
 from fixedopt._inputs import arrays as host_arrays
+from fixedopt._inputs.notices import warn_if_float64_dropped
 from fixedopt._models.confidence import Problem
 from fixedopt._models.layout import Arrays, Layout, arrays, initial_values, layout
 from fixedopt._models.nan import apply_nan_policy, too_few_points
@@ -154,8 +155,9 @@ def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: A
     """
     _options(kwargs, data, estimator)
     poisson = estimator == "poisson"
-    data = _data(data)
     given = {v: kwargs.pop(v) for v in model.independent_vars if v in kwargs}
+    warn_if_float64_dropped({"data": data, "weights": weights, **given})
+    data = _data(data)
     xs, x_axis = _independent(model, given, data)
     if params is not None and not isinstance(params, Parameters):
         raise TypeError(f"`params` must be fixedopt.models.Parameters, got {type(params).__name__}")

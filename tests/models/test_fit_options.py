@@ -203,3 +203,24 @@ def test_nan_policy_raise_names_the_point_and_poisson_refuses_weights():
         model.fit(data, x=X, estimator="poisson", nan_policy="omit")
     with pytest.raises(ValueError, match="`estimator` must be 'least_squares' or 'poisson'"):
         model.fit(data, x=X, estimator="gaussian")
+
+
+def test_float64_data_with_x64_off_warns_naming_the_arguments():
+    """64-bit mode off: float64 data, weights and independent variables are cast to
+    float32, and one ``PrecisionWarning`` says which (as ``curve_fit``'s); float32 data
+    fits without a word."""
+    import warnings
+
+    import jax
+
+    model = GaussianModel() + ConstantModel()
+    x = np.linspace(-3.0, 3.0, 30)
+    data = np.asarray(model.eval(x=x, amplitude=2.0, center=0.2, sigma=0.7, c=0.1))[None]
+    params = model.make_params(amplitude=1.5, center=0.0, sigma=1.0, c=0.0)
+    with jax.enable_x64(False), pytest.warns(fixedopt.PrecisionWarning) as caught:
+        result = model.fit(data, params, x=x, weights=np.ones(30))
+    assert str(caught[0].message).startswith("`data`, `weights`, `x`: float64 data cast")
+    assert result.values.dtype == np.float32
+    with jax.enable_x64(False), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.fit(data.astype(np.float32), params, x=x.astype(np.float32))
