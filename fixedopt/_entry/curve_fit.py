@@ -278,7 +278,7 @@ def _prepared(
     check_finite: bool, nan_policy: str | None, xdata_per_fit: bool | None, fixed: Any,
 ) -> _Data:  # fmt: skip
     """The data of a fit, checked as scipy checks them and shaped for the solve."""
-    y = arrays.asarray(ydata)
+    y = arrays.numbers(ydata, "ydata")
     if y.size == 0:
         raise ValueError(f"`ydata` must not be empty! Got shape {tuple(y.shape)}")
     p0 = _start(fit.model.f, p0, limits, y, fit.batched)
@@ -349,7 +349,7 @@ def _start(
     """scipy's ``p0``: a scalar as one parameter; None from ``f``'s signature, at 1
     or inside the bounds (the same start for every fit of a batch)."""
     if p0 is not None:
-        array = arrays.asarray(p0)
+        array = arrays.numbers(p0, "p0")
         return array[None] if array.ndim == 0 else array
     k = parameter_count(f)
     if limits is None:
@@ -475,7 +475,7 @@ def _xdata(xdata: Any) -> PyTree:
             return arrays.asarray(xdata)
         except (TypeError, ValueError):
             pass  # arrays of different shapes: a tree
-    return jax.tree.map(arrays.asarray, xdata)
+    return jax.tree.map(lambda leaf: arrays.numbers(leaf, "xdata"), xdata)
 
 
 def _curve_shape(

@@ -58,6 +58,27 @@ def asarray(value: Any, dtype: Any = None) -> jax.Array:
     return copied
 
 
+def numbers(value: Any, name: str) -> jax.Array:
+    """:func:`asarray` of a caller's argument ``name``: a ``TypeError`` that names it
+    where ``value`` is not numbers (JAX's own message names neither)."""
+    try:
+        return asarray(value)
+    except (TypeError, ValueError) as error:
+        raise TypeError(
+            f"`{name}` must be numbers (an array, a list of numbers or a number), "
+            f"got {_kind(value)}"
+        ) from error
+
+
+def _kind(value: Any) -> str:
+    """What ``value`` is, for a message: its type, and the dtype NumPy reads in it."""
+    try:
+        dtype = np.asarray(value).dtype
+    except (TypeError, ValueError):  # ragged
+        return type(value).__name__
+    return f"{type(value).__name__} of dtype {dtype}"
+
+
 def broadcast_to(value: Any, shape: tuple[int, ...], dtype: Any = None) -> jax.Array:
     """``jnp.broadcast_to(jnp.asarray(value, dtype), shape)``, compiling nothing for
     a value on the host (see :func:`asarray`)."""

@@ -75,7 +75,7 @@ class _Expected:
 
 def _data(data: Any) -> jax.Array:
     """``data`` as a floating ``(B, m)`` array (a single fit is a batch of one)."""
-    array = host_arrays.asarray(data)
+    array = host_arrays.numbers(data, "data")
     if not jnp.issubdtype(array.dtype, jnp.floating):
         array = array.astype(jnp.result_type(float))
     if array.ndim not in (1, 2) or array.shape[-1] == 0:

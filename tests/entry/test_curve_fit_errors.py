@@ -184,3 +184,13 @@ def test_optimize_warning_is_scipys_when_scipy_is_imported():
         fixedopt.curve_fit(lambda t, a, b: a * t, T, Y, method="lm")
     assert isinstance(caught[0].message, fixedopt.OptimizeWarning)
     assert str(caught[0].message).startswith("Covariance of the parameters could not be estimated")
+
+
+@pytest.mark.parametrize("argument", ["xdata", "ydata", "p0"])
+def test_an_argument_that_is_not_numbers_is_named(argument):
+    """Strings where numbers belong: a TypeError naming the argument and what it holds
+    (JAX's own message names neither)."""
+    given = {"xdata": T, "ydata": Y, "p0": [1.0, 1.0]} | {argument: ["one", "two"]}
+    message = rf"^`{argument}` must be numbers .* got (list|str) of dtype <U3"
+    with pytest.raises(TypeError, match=message):
+        fixedopt.curve_fit(decay, given["xdata"], given["ydata"], given["p0"])

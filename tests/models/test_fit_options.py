@@ -224,3 +224,8 @@ def test_float64_data_with_x64_off_warns_naming_the_arguments():
     with jax.enable_x64(False), warnings.catch_warnings():
         warnings.simplefilter("error")
         model.fit(data.astype(np.float32), params, x=x.astype(np.float32))
+
+
+def test_data_that_is_not_numbers_is_named():
+    with pytest.raises(TypeError, match=r"^`data` must be numbers .* got str"):
+        GaussianModel().fit("not data", x=np.arange(3.0))
