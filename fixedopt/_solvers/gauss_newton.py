@@ -284,6 +284,8 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
     def init(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array
     ) -> LevenbergMarquardtState:
+        """The state needs ``J^T J`` at ``x``: one evaluation (the driver calls
+        :meth:`start` instead, which returns the value and gradient from it too)."""
         return self.start(problem, x)[2]
 
     def start(
@@ -500,7 +502,10 @@ class GaussNewton(_LeastSquaresSolver[GaussNewtonState]):
     def init(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array
     ) -> GaussNewtonState:
-        return self.start(problem, x)[2]
+        """The state holds the residual and Jacobian at ``x``: one evaluation (the driver
+        calls :meth:`start`, which returns the value and gradient from it too)."""
+        residual, jacobian = _residuals(problem, x)
+        return GaussNewtonState(jacobian, residual)
 
     def start(
         self, problem: Problem, x: jax.Array
