@@ -18,8 +18,7 @@ SECTIONS = {  # kind: (title, text)
                 "Per case, one interleaved loop (above 1: faster than the case's first method; "
                 "`*`: extrapolated from the first `rows_solved` rows)."),
     "case": ("All measurements", "`*_vs_reference`, `max_rel_obj_diff`, `rows_*`: against the "
-             "case's first method; `time_vs_first_problem`: with / without the straggler row; "
-             "`new_mask_*`: compilations when only the mask changes (must be 0)."),
+             "case's first method; `time_vs_first_problem`: with / without the straggler row."),
     "objective": ("Masked objective + gradient vs unmasked and index splitting",
                   "One batched `value_and_grad`. `masked`: `fixedopt.fix`; `pinned`: `where(fixed, "
                   "stop_gradient(x), x)`; `split`: free entries packed, scattered in `fun`."),
