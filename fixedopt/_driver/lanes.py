@@ -57,6 +57,7 @@ from fixedopt._driver.loop import (
 )  # fmt: skip
 from fixedopt._driver.packing import Packed, Packing
 from fixedopt._driver.progress import Progress
+from fixedopt._inputs import arrays
 from fixedopt._numerics import reduce
 
 Rows = TypeVar("Rows")  # a batch's per-row data (a pytree with a leading batch axis)
@@ -162,7 +163,7 @@ def iterate_lanes(
 
     # Jitted, one row is traced once: for its shapes here and for the refill's start.
     start_row = start_row_jitted()
-    one_row = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[1:], a.dtype), (rows, x))
+    one_row = jax.tree.map(arrays.one_row, (rows, x))
     with reduce.folding(folds):
         started = jax.eval_shape(start_row, *one_row)  # one row's loop state (shapes)
     if width is None:

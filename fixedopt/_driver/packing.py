@@ -28,6 +28,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fixedopt._inputs import arrays
+
 Tree = Any  # a pytree of arrays, every leaf with the leading axis of rows
 Packed = tuple[jax.Array, ...]  # a tree packed by its Packing: packed arrays, then kept leaves
 
@@ -67,7 +69,7 @@ class Packing:
             group = list(columns).index(dtype) if dtype in columns else len(columns)
             place.append((group, columns.get(dtype, 0)))
             columns[dtype] = columns.get(dtype, 0) + math.prod(leaf.shape[1:])
-        shapes = tuple(jax.ShapeDtypeStruct(leaf.shape[1:], leaf.dtype) for leaf in leaves)
+        shapes = tuple(arrays.one_row(leaf) for leaf in leaves)
         return cls(treedef, shapes, tuple(place), tuple(columns.items()), vectors)
 
     def pack(self, tree: Tree) -> Packed:
