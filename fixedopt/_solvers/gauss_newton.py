@@ -285,7 +285,7 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array
     ) -> LevenbergMarquardtState:
         """The state needs ``J^T J`` at ``x``: one evaluation (the driver calls
-        :meth:`start` instead, which returns the value and gradient from it too)."""
+        ``start`` instead, which returns the value and gradient from it too)."""
         return self.start(problem, x)[2]
 
     def start(
@@ -503,7 +503,7 @@ class GaussNewton(_LeastSquaresSolver[GaussNewtonState]):
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array
     ) -> GaussNewtonState:
         """The state holds the residual and Jacobian at ``x``: one evaluation (the driver
-        calls :meth:`start`, which returns the value and gradient from it too)."""
+        calls ``start``, which returns the value and gradient from it too)."""
         residual, jacobian = _residuals(problem, x)
         return GaussNewtonState(jacobian, residual)
 
