@@ -21,6 +21,20 @@ from fixedopt._models.fit import fit as fit
 from fixedopt._models.maps import fit_xarray as fit_xarray
 from fixedopt._models.model import CompositeModel as CompositeModel
 from fixedopt._models.model import Model as Model
+from fixedopt._models.more_peaks import BreitWignerModel as BreitWignerModel
+from fixedopt._models.more_peaks import (
+    DampedHarmonicOscillatorModel as DampedHarmonicOscillatorModel,
+)
+from fixedopt._models.more_peaks import DoniachModel as DoniachModel
+from fixedopt._models.more_peaks import ExponentialGaussianModel as ExponentialGaussianModel
+from fixedopt._models.more_peaks import LognormalModel as LognormalModel
+from fixedopt._models.more_peaks import MoffatModel as MoffatModel
+from fixedopt._models.more_peaks import Pearson4Model as Pearson4Model
+from fixedopt._models.more_peaks import SineModel as SineModel
+from fixedopt._models.more_peaks import SkewedVoigtModel as SkewedVoigtModel
+from fixedopt._models.more_peaks import SplitLorentzianModel as SplitLorentzianModel
+from fixedopt._models.more_peaks import StudentsTModel as StudentsTModel
+from fixedopt._models.more_peaks import ThermalDistributionModel as ThermalDistributionModel
 from fixedopt._models.parameters import Parameter as Parameter
 from fixedopt._models.parameters import Parameters as Parameters
 from fixedopt._models.peaks import DampedOscillatorModel as DampedOscillatorModel
@@ -35,27 +49,39 @@ from fixedopt._models.result import ModelResult as ModelResult
 
 __all__ = [
     "BiExponentialModel",
+    "BreitWignerModel",
     "CompositeModel",
     "ConstantModel",
+    "DampedHarmonicOscillatorModel",
     "DampedOscillatorModel",
+    "DoniachModel",
+    "ExponentialGaussianModel",
     "ExponentialModel",
     "Expression",
     "Gaussian2dModel",
     "GaussianModel",
     "LinearModel",
+    "LognormalModel",
     "LorentzianModel",
     "Model",
     "ModelResult",
+    "MoffatModel",
     "Parameter",
     "Parameters",
+    "Pearson4Model",
     "Pearson7Model",
     "PolynomialModel",
     "PowerLawModel",
     "PseudoVoigtModel",
     "QuadraticModel",
     "RectangleModel",
+    "SineModel",
     "SkewedGaussianModel",
+    "SkewedVoigtModel",
+    "SplitLorentzianModel",
     "StepModel",
+    "StudentsTModel",
+    "ThermalDistributionModel",
     "VoigtModel",
     "fit",
     "fit_xarray",

@@ -14,7 +14,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import erf, gammaln
+from jax.scipy.special import erf, erfc, gammaln
 
 from fixedopt._models.faddeeva import wofz
 
@@ -235,3 +235,205 @@ def rectangle(
     if form in ("atan", "arctan"):
         return amplitude * (jnp.arctan(up) + jnp.arctan(down)) / np.pi
     raise ValueError(f"`form` must be one of {STEP_FORMS}, got {form!r}")
+
+
+def moffat(
+    x: Value, amplitude: Value = 1.0, center: Value = 0.0, sigma: Value = 1.0, beta: Value = 1.0
+) -> Value:
+    """``amplitude / (((x - center) / sigma)**2 + 1)**beta`` (``amplitude`` is the height)."""
+    x = jnp.asarray(x)
+    return amplitude / (((x - center) / jnp.maximum(TINY, sigma)) ** 2 + 1.0) ** beta
+
+
+def students_t(x: Value, amplitude: Value = 1.0, center: Value = 0.0, sigma: Value = 1.0) -> Value:
+    """Student's t-distribution of ``sigma`` degrees of freedom, area ``amplitude``:
+    ``amplitude Gamma((sigma + 1)/2) / (sqrt(sigma pi) Gamma(sigma/2)) (1 + (x -
+    center)**2 / sigma)**(-(sigma + 1)/2)``."""
+    x = jnp.asarray(x)
+    half = (sigma + 1.0) / 2.0
+    ratio = jnp.exp(gammaln(half) - gammaln(jnp.maximum(TINY, sigma / 2.0)))
+    norm = ratio / jnp.maximum(TINY, jnp.sqrt(sigma * np.pi))
+    return amplitude * (1.0 + (x - center) ** 2 / jnp.maximum(TINY, sigma)) ** (-half) * norm
+
+
+def lognormal(x: Value, amplitude: Value = 1.0, center: Value = 0.0, sigma: Value = 1.0) -> Value:
+    """``amplitude / (x sigma sqrt(2 pi)) exp(-(log(x) - center)**2 / (2 sigma**2))``,
+    ``x`` kept at least ``TINY`` (as lmfit)."""
+    x = jnp.maximum(TINY, jnp.asarray(x))
+    spread = jnp.exp(-((jnp.log(x) - center) ** 2) / jnp.maximum(TINY, 2.0 * sigma**2))
+    return amplitude / (x * jnp.maximum(TINY, sigma * _S2PI)) * spread
+
+
+def split_lorentzian(
+    x: Value,
+    amplitude: Value = 1.0,
+    center: Value = 0.0,
+    sigma: Value = 1.0,
+    sigma_r: Value = 1.0,
+) -> Value:
+    """A Lorentzian of half width ``sigma`` left of ``center`` and ``sigma_r`` right of
+    it, of area ``amplitude``."""
+    x = jnp.asarray(x)
+    left, right = jnp.maximum(TINY, sigma), jnp.maximum(TINY, sigma_r)
+    width = jnp.where(x < center, left, right)
+    squared = (x - center) ** 2
+    return 2.0 * amplitude / (np.pi * (left + right)) * (width * width / (width * width + squared))
+
+
+def breit_wigner(
+    x: Value, amplitude: Value = 1.0, center: Value = 0.0, sigma: Value = 1.0, q: Value = 1.0
+) -> Value:
+    """The Breit–Wigner–Fano lineshape ``amplitude (q sigma/2 + x - center)**2 /
+    ((sigma/2)**2 + (x - center)**2)``."""
+    x = jnp.asarray(x)
+    half = sigma / 2.0
+    return amplitude * (q * half + x - center) ** 2 / (half * half + (x - center) ** 2)
+
+
+def dho(
+    x: Value, amplitude: Value = 1.0, center: Value = 1.0, sigma: Value = 1.0, gamma: Value = 1.0
+) -> Value:
+    """A damped harmonic oscillator's response with its Bose factor (lmfit's ``dho``):
+    ``amplitude sigma / pi (1/((x - center)**2 + sigma**2) - 1/((x + center)**2 +
+    sigma**2)) / (1 - exp(-x / gamma))``, its limit at ``|x| <= 1e-8``."""
+    x = jnp.asarray(x)
+    bose = 1.0 - jnp.exp(-x / jnp.maximum(TINY, gamma))
+    bose = jnp.where(jnp.isnan(bose) | (jnp.abs(bose) <= TINY), TINY, bose)
+    near = 1.0 / ((x - center) ** 2 + sigma**2)
+    far = 1.0 / ((x + center) ** 2 + sigma**2)
+    at_zero = 4.0 * gamma * center / (center**2 + sigma**2) ** 2
+    factor = amplitude * sigma / np.pi
+    return factor * jnp.where(jnp.abs(x) <= 1e-8, at_zero, (near - far) / bose)
+
+
+def doniach(
+    x: Value, amplitude: Value = 1.0, center: Value = 0.0, sigma: Value = 1.0, gamma: Value = 0.0
+) -> Value:
+    """The Doniach–Šunjić lineshape of photoemission: ``amplitude / sigma**(1 - gamma)
+    cos(pi gamma / 2 + (1 - gamma) arctan(arg)) / (1 + arg**2)**((1 - gamma)/2)``,
+    ``arg = (x - center) / sigma``."""
+    x = jnp.asarray(x)
+    arg = (x - center) / jnp.maximum(TINY, sigma)
+    rest = 1.0 - gamma
+    scale = amplitude / jnp.maximum(TINY, sigma**rest)
+    return (
+        scale * jnp.cos(np.pi * gamma / 2.0 + rest * jnp.arctan(arg)) / (1.0 + arg**2) ** (rest / 2)
+    )
+
+
+def expgaussian(
+    x: Value, amplitude: Value = 1.0, center: Value = 0.0, sigma: Value = 1.0, gamma: Value = 1.0
+) -> Value:
+    """The exponentially modified Gaussian: ``amplitude gamma/2 exp(gamma (center +
+    gamma sigma**2 / 2 - x)) erfc((center + gamma sigma**2 - x) / (sqrt(2) sigma))``.
+
+    Where the ``erfc`` argument is positive the product is taken as ``exp(a - b**2)
+    erfcx(b)`` (``erfcx(b) = Re w(i b)``): the same value, finite where lmfit's
+    ``exp`` overflows (far left of the peak: ``inf * 0``)."""
+    x = jnp.asarray(x)
+    spread = gamma * sigma * sigma
+    a = gamma * (center + spread / 2.0 - x)
+    b = (center + spread - x) / jnp.maximum(TINY, _S2 * sigma)
+    tail = b > 0
+    t = jnp.where(tail, b, 0.0)  # each branch sees finite inputs (no NaN in derivatives)
+    scaled = jnp.real(wofz(jax.lax.complex(jnp.zeros_like(t), t)))
+    stable = jnp.exp(jnp.where(tail, a - t * t, 0.0)) * scaled
+    direct = jnp.exp(jnp.where(tail, 0.0, a)) * erfc(jnp.where(tail, 0.0, b))
+    return amplitude * (gamma / 2.0) * jnp.where(tail, stable, direct)
+
+
+def skewed_voigt(
+    x: Value,
+    amplitude: Value = 1.0,
+    center: Value = 0.0,
+    sigma: Value = 1.0,
+    gamma: Value = None,
+    skew: Value = 0.0,
+) -> Value:
+    """A Voigt profile times ``1 + erf(skew (x - center) / (sqrt(2) sigma))``."""
+    x = jnp.asarray(x)
+    asymmetry = 1.0 + erf(skew / jnp.maximum(TINY, _S2 * sigma) * (x - center))
+    return asymmetry * voigt(x, amplitude, center, sigma, gamma)
+
+
+def pearson4(
+    x: Value,
+    amplitude: Value = 1.0,
+    center: Value = 0.0,
+    sigma: Value = 1.0,
+    expon: Value = 1.0,
+    skew: Value = 0.0,
+) -> Value:
+    """The Pearson type IV distribution of area ``amplitude``: ``amplitude / sigma
+    |Gamma(expon + i skew/2) / Gamma(expon)|**2 / B(expon - 1/2, 1/2) (1 + arg**2)**(-expon)
+    exp(-skew arctan(arg))``, ``arg = (x - center) / sigma``."""
+    x = jnp.asarray(x)
+    expon, sigma = jnp.maximum(TINY, expon), jnp.maximum(TINY, sigma)
+    arg = (x - center) / sigma
+    beta = gammaln(expon - 0.5) + gammaln(0.5) - gammaln(expon)
+    log_norm = 2.0 * log_gamma_ratio(expon, skew / 2.0) - beta
+    return (
+        amplitude
+        / sigma
+        * jnp.exp(log_norm - expon * jnp.log1p(arg * arg) - skew * jnp.arctan(arg))
+    )
+
+
+def log_gamma_ratio(a: Value, b: Value) -> Value:
+    """``log |Gamma(a + i b) / Gamma(a)|`` for real ``a > 0`` and ``b``: the recurrence
+    ``Gamma(z + 1) = z Gamma(z)`` eight times, then the difference of Stirling's series
+    at ``a + 8 + i b`` and ``a + 8``, where its terms up to ``z**-15`` leave less than
+    1e-15 of the value."""
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    near = -0.5 * sum(jnp.log1p((b / (a + k)) ** 2) for k in range(_GAMMA_SHIFT))
+    u = a + _GAMMA_SHIFT
+    return near + _stirling_real(u, b) - _stirling_real(u, jnp.zeros_like(b))
+
+
+_GAMMA_SHIFT = 8
+# Stirling's series: log Gamma(z) ~ (z - 1/2) log z - z + log(2 pi)/2 + sum c_k z^(1 - 2k)
+_STIRLING = (
+    1 / 12,
+    -1 / 360,
+    1 / 1260,
+    -1 / 1680,
+    1 / 1188,
+    -691 / 360360,
+    1 / 156,
+    -3617 / 122400,
+)
+
+
+def _stirling_real(u: Value, v: Value) -> Value:
+    """The real part of Stirling's series for ``log Gamma(u + i v)`` (``u >= 8``), in
+    polar form: ``z = r exp(i theta)``."""
+    radius, theta = jnp.hypot(u, v), jnp.arctan2(v, u)
+    value = (u - 0.5) * jnp.log(radius) - v * theta - u + 0.5 * float(np.log(2.0 * np.pi))
+    for k, c in enumerate(_STIRLING, start=1):
+        power = 2 * k - 1
+        value = value + c * jnp.cos(power * theta) / radius**power
+    return value
+
+
+def sine(x: Value, amplitude: Value = 1.0, frequency: Value = 1.0, shift: Value = 0.0) -> Value:
+    """``amplitude * sin(frequency x + shift)``."""
+    return amplitude * jnp.sin(jnp.asarray(x) * frequency + shift)
+
+
+THERMAL_FORMS = {"bose": -1.0, "maxwell": 0.0, "fermi": 1.0}
+
+
+def thermal_distribution(
+    x: Value, amplitude: Value = 1.0, center: Value = 0.0, kt: Value = 1.0, form: str = "bose"
+) -> Value:
+    """``1 / (amplitude exp((x - center) / kt) + offset)``: Bose–Einstein (``form``
+    ``"bose"``, offset -1), Maxwell–Boltzmann (``"maxwell"``, 0) or Fermi–Dirac
+    (``"fermi"``, +1); the denominator kept from zero as lmfit keeps it (the real part
+    of ``1 / (d + i TINY)``)."""
+    offset = next((v for k, v in THERMAL_FORMS.items() if str(form).lower().startswith(k)), None)
+    if offset is None:
+        raise ValueError(f"`form` must be one of {tuple(THERMAL_FORMS)}, got {form!r}")
+    d = amplitude * jnp.exp((jnp.asarray(x) - center) / _not_zero(kt)) + offset
+    large = jnp.abs(d) >= TINY
+    safe = jnp.where(large, d, 1.0)
+    return jnp.where(large, 1.0 / (d + TINY * (TINY / safe)), d / (TINY * TINY + d * d))
