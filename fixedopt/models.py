@@ -14,6 +14,7 @@ from fixedopt._models.builtin import PowerLawModel as PowerLawModel
 from fixedopt._models.builtin import QuadraticModel as QuadraticModel
 from fixedopt._models.builtin import RectangleModel as RectangleModel
 from fixedopt._models.builtin import StepModel as StepModel
+from fixedopt._models.expression_model import ExpressionModel as ExpressionModel
 from fixedopt._models.expressions import Expression as Expression
 from fixedopt._models.expressions import parse as parse_expression
 from fixedopt._models.faddeeva import wofz as wofz
@@ -58,6 +59,7 @@ __all__ = [
     "ExponentialGaussianModel",
     "ExponentialModel",
     "Expression",
+    "ExpressionModel",
     "Gaussian2dModel",
     "GaussianModel",
     "LinearModel",

@@ -78,9 +78,12 @@ class Expression:
         return jnp.asarray(self.evaluate(values))
 
 
-def parse(source: str, parameter: str = "expr") -> Expression:
+def parse(
+    source: str, parameter: str = "expr", functions: Mapping[str, Callable[..., Any]] | None = None
+) -> Expression:
     """Parse ``source`` into an :class:`Expression`; a ``ValueError`` names
-    ``parameter`` and what is not allowed.
+    ``parameter`` and what is not allowed. ``functions`` may be called too, beside
+    :data:`FUNCTIONS`.
 
     Example:
       >>> from fixedopt.models import parse_expression
@@ -96,11 +99,18 @@ def parse(source: str, parameter: str = "expr") -> Expression:
         message = f"`expr` of {parameter!r}: cannot parse {source!r} ({error.msg})"
         raise ValueError(message) from None
     names: set[str] = set()
-    evaluate = _compile(tree.body, source, parameter, names)
+    table = {**FUNCTIONS, **(functions or {})}
+    evaluate = _compile(tree.body, source, parameter, names, table)
     return Expression(source, frozenset(names), evaluate)
 
 
-def _compile(node: ast.AST, source: str, parameter: str, names: set[str]) -> Compiled:
+def _compile(
+    node: ast.AST,
+    source: str,
+    parameter: str,
+    names: set[str],
+    table: Mapping[str, Callable[..., Any]],
+) -> Compiled:
     """``node`` as a function of the parameter values (recursive)."""
     if isinstance(node, ast.Constant) and type(node.value) in (int, float, complex):
         constant = node.value
@@ -109,8 +119,8 @@ def _compile(node: ast.AST, source: str, parameter: str, names: set[str]) -> Com
         return _name(node.id, names)
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         binary = _BINARY[type(node.op)]
-        left = _compile(node.left, source, parameter, names)
-        right = _compile(node.right, source, parameter, names)
+        left = _compile(node.left, source, parameter, names, table)
+        right = _compile(node.right, source, parameter, names, table)
 
         def apply(values: Values) -> Any:
             return binary(left(values), right(values))
@@ -118,25 +128,25 @@ def _compile(node: ast.AST, source: str, parameter: str, names: set[str]) -> Com
         return apply
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         unary = _UNARY[type(node.op)]
-        operand = _compile(node.operand, source, parameter, names)
+        operand = _compile(node.operand, source, parameter, names, table)
 
         def negate(values: Values) -> Any:
             return unary(operand(values))
 
         return negate
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
-        if node.func.id not in FUNCTIONS:
+        if node.func.id not in table:
             raise ValueError(
                 f"`expr` of {parameter!r} ({source!r}): unknown function {node.func.id!r}; "
-                f"the functions are {sorted(FUNCTIONS)}"
+                f"the functions are {sorted(table)}"
             )
-        function = FUNCTIONS[node.func.id]
-        arguments = [_compile(arg, source, parameter, names) for arg in node.args]
+        function = table[node.func.id]
+        arguments = [_compile(arg, source, parameter, names, table) for arg in node.args]
         return lambda values: function(*(argument(values) for argument in arguments))
     raise ValueError(
         f"`expr` of {parameter!r} ({source!r}): {ast.unparse(node)!r} is not allowed; "
         "an expression has numbers, parameter names, + - * / ** %, and calls of "
-        f"{sorted(FUNCTIONS)}"
+        f"{sorted(table)}"
     )
 
 
