@@ -23,6 +23,8 @@ Hints = dict[str, dict[str, Any]]  # parameter name -> value, vary, min, max, ex
 def _rows(data: Any, x: Any) -> tuple[np.ndarray, np.ndarray]:
     """``data`` as ``(B, m)`` and ``x`` as ``(m,)``."""
     data, x = np.asarray(data, float), np.asarray(x, float)
+    if data.ndim not in (1, 2):
+        raise ValueError(f"`data` must have shape (m,) or (B, m), got {data.shape}")
     if data.shape[-1:] != x.shape:
         raise ValueError(f"`data` ({data.shape}) must end with the shape of `x` {x.shape}")
     return np.atleast_2d(data), x

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 from typing import TYPE_CHECKING, Any
 
 import jax
@@ -74,12 +75,18 @@ class _Expected:
 
 
 def _data(data: Any) -> jax.Array:
-    """``data`` as a floating ``(B, m)`` array (a single fit is a batch of one)."""
+    """``data`` as a floating ``(B, m)`` array (a single fit is a batch of one); complex
+    data is refused (its imaginary part would be dropped: no complex models here)."""
     array = host_arrays.numbers(data, "data")
+    if jnp.issubdtype(array.dtype, jnp.complexfloating):
+        raise TypeError(
+            f"`data` must be real numbers, got {array.dtype}: fit the real and imaginary "
+            "parts as two rows or two models (complex models are not supported)"
+        )
     if not jnp.issubdtype(array.dtype, jnp.floating):
         array = array.astype(jnp.result_type(float))
-    if array.ndim not in (1, 2) or array.shape[-1] == 0:
-        raise ValueError(f"`data` must have shape (m,) or (B, m) with m >= 1, got {array.shape}")
+    if array.ndim not in (1, 2) or array.shape[-1] == 0 or array.shape[0] == 0:
+        raise ValueError(f"`data` must have shape (m,) or (B, m) with B, m >= 1, got {array.shape}")
     return array[None] if array.ndim == 1 else array
 
 
@@ -95,7 +102,28 @@ def _independent(
     per_fit = [x.ndim == 2 and x.shape == data.shape for x in xs]
     if any(per_fit) and not all(per_fit):
         raise ValueError("the independent variables must all be shared or all be one per fit")
-    return xs, (0 if all(per_fit) and data.shape[0] > 1 and xs[0].ndim == 2 else None)
+    return xs, (0 if all(per_fit) else None)
+
+
+def _check_curve(residual: _Residual, xs: tuple[Any, ...], x_axis: int | None,
+                 data: jax.Array, arr: Arrays) -> None:  # fmt: skip
+    """A ``ValueError`` naming the independent variables where the model's curve for
+    one fit does not have the shape of a row of ``data`` (JAX's broadcasting error
+    deep in the solve names neither)."""
+    row = tuple(x[0] if x_axis == 0 else x for x in xs)
+    codes = None if arr.codes is None else jax.ShapeDtypeStruct(arr.codes.shape[1:], jnp.int32)
+    p = jax.ShapeDtypeStruct(arr.p0.shape[1:], data.dtype)
+    shape = jax.eval_shape(residual.curve, p, row, codes).shape
+    if shape != data.shape[1:]:
+        given = ", ".join(
+            f"`{v}` {tuple(x.shape)}" for v, x in zip(residual.independent, xs, strict=True)
+        )
+        raise ValueError(
+            f"the model's curve at {given} has shape {shape}, a row of `data` "
+            f"{tuple(data.shape[1:])}: the independent variables must be shared, with the "
+            f"points of one row ({data.shape[1]}), or one per fit, with `data`'s shape "
+            f"{tuple(data.shape)}"
+        )
 
 
 def _weights(weights: Any, data: jax.Array) -> jax.Array | None:
@@ -124,6 +152,24 @@ def _options(kwargs: dict[str, Any], data: Any, estimator: str) -> None:
                 f"`{name}` is not a keyword of Model.fit (weights=1/sigma weight the residual; "
                 "with estimator='poisson', `data` are the counts)"
             )
+
+
+# keywords of least_squares that Model.fit sets itself (from params, data, weights)
+_SET_BY_FIT = {"residual_fun", "x0", "fixed", "args", "args_axes", "bounds", "fixed_values"}
+
+
+def _refuse_unknown(model: Model, kwargs: dict[str, Any]) -> None:
+    """A ``TypeError`` naming the keywords that are neither an independent variable of
+    ``model`` nor a keyword of :func:`fixedopt.least_squares` (a misspelt ``x``)."""
+    known = set(inspect.signature(least_squares).parameters) - _SET_BY_FIT
+    unknown = sorted(set(kwargs) - known)
+    if unknown:
+        raise TypeError(
+            f"Model.fit got unexpected keywords {unknown}: the independent variables of "
+            f"{model!r} are {list(model.independent_vars)}; the other keywords are those "
+            "of fixedopt.least_squares but x0, fixed, bounds and args (Model.fit makes them "
+            "from `params` and `data`)"
+        )
 
 
 def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: Any = None,
@@ -156,6 +202,7 @@ def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: A
     _options(kwargs, data, estimator)
     poisson = estimator == "poisson"
     given = {v: kwargs.pop(v) for v in model.independent_vars if v in kwargs}
+    _refuse_unknown(model, kwargs)
     warn_if_float64_dropped({"data": data, "weights": weights, **given})
     data = _data(data)
     xs, x_axis = _independent(model, given, data)
@@ -176,6 +223,7 @@ def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: A
     codes = None if arr.codes is None else host_arrays.asarray(arr.codes)
     tied = codes is not None
     residual = _Residual(model, plan, model.independent_vars, w is not None, tied, poisson)
+    _check_curve(residual, xs, x_axis, data, arr)
     extra = tuple(a for a in (w, codes) if a is not None)  # no None in args (it shifts args_axes)
     args, axes = (xs, data, *extra), (x_axis, 0, *(0 for _ in extra))
     problem = _problem(residual, args, axes, arr, kwargs)
@@ -191,7 +239,8 @@ def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: A
     sigma = None if omitted is None else jnp.where(omitted, jnp.inf, 1.0)  # dof: kept points
     cov = covariance(solution, residual, args=args, args_axes=axes, sigma=sigma,
                      absolute_sigma=poisson)  # fmt: skip
-    return _result(model, params, plan, arr, solution, cov.covariance, problem, omitted)
+    result = _result(model, params, plan, arr, solution, cov.covariance, problem, omitted)
+    return dataclasses.replace(result, rank_deficient=np.asarray(cov.rank_deficient))
 
 
 def _problem(residual: _Residual, args: tuple[Any, ...], axes: tuple[Any, ...], arr: Arrays,

@@ -14,8 +14,20 @@ Expr = str | None | Sequence[str | None]
 
 
 def _per_row(name: str, what: str, value: Any, dtype: Any) -> np.ndarray:
-    """``value`` as a 0-d (one for all fits) or 1-d (one per fit) NumPy array."""
-    array = np.asarray(value, dtype=dtype)
+    """``value`` as a 0-d (one for all fits) or 1-d (one per fit) NumPy array; a
+    ``TypeError`` names the attribute where it is not numbers (or, for ``vary``, not
+    booleans: NumPy reads the string ``"False"`` as true)."""
+    wanted = "booleans" if dtype is bool else "numbers"
+    problem = TypeError(
+        f"`{what}` of parameter {name!r} must be {wanted} (one, or one per fit), got "
+        f"{type(value).__name__} {value!r}"[:200]
+    )
+    try:
+        if np.asarray(value).dtype.kind in "USV":
+            raise problem
+        array = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError) as error:
+        raise problem from error
     if array.ndim > 1:
         raise ValueError(
             f"`{what}` of parameter {name!r} must be a scalar (every fit) or 1-D (one per "

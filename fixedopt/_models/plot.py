@@ -16,9 +16,7 @@ def plot(result: Any, row: int = 0, components: bool = True, initial: bool = Fal
         import matplotlib.pyplot as plt
     except ImportError:
         raise ImportError("plot needs matplotlib: pip install matplotlib") from None
-    rows = result.data.shape[0]
-    if not -rows <= row < rows:
-        raise ValueError(f"`row` must index one of the {rows} fits, got {row}")
+    row = result.check_row(row)
     (name, x), *_ = result.independent.items()
     x = np.asarray(x[row] if np.ndim(x) == 2 else x)
     figure, (top, bottom) = plt.subplots(

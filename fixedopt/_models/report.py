@@ -26,7 +26,28 @@ def _statistics(result: Any, row: int) -> list[str]:
         f"    Akaike info crit   = {_number(result.aic[row])}",
         f"    Bayesian info crit = {_number(result.bic[row])}",
         f"    status             = {Status(int(result.status[row])).name}",
+        *_undetermined(result, row),
     ]
+
+
+def _undetermined(result: Any, row: int) -> list[str]:
+    """lmfit's warning where a fit's uncertainties could not be estimated, naming the
+    fitted parameters with no error (the data do not determine them) and those on a
+    bound, as lmfit's report does."""
+    if result.errorbars[row]:
+        return []
+    width = max(len(name) for name in result.varying[row]) if result.varying[row] else 0
+    lines = ["##  Warning: uncertainties could not be estimated:"]
+    for name in result.varying[row]:
+        error = result.stderr[name][row]
+        if not error > 0:
+            lines.append(f"    {name}:{' ' * (width - len(name))}  not determined by the data")
+        value = result.best_values[name][row]
+        lower, upper = (np.broadcast_to(getattr(result.params[name], a), result.nvarys.shape)[row]
+                        for a in ("min", "max"))  # fmt: skip
+        if value in (lower, upper):
+            lines.append(f"    {name}:{' ' * (width - len(name))}  at boundary")
+    return lines
 
 
 def _variable(result: Any, row: int, name: str, width: int) -> str:
@@ -37,7 +58,8 @@ def _variable(result: Any, row: int, name: str, width: int) -> str:
     line = f"    {name + ':':<{width}} {_number(value)}"
     if expr is None and name not in result.varying[row]:
         return line + " (fixed)"
-    if np.isfinite(error):
+    undetermined = error == 0 and name in result.varying[row]  # the pseudo-inverse's 0
+    if np.isfinite(error) and not undetermined:
         relative = f" ({100 * abs(error / value):.2f}%)" if value != 0 else ""
         line += f" +/- {_number(error)}{relative}"
     if expr is not None:
@@ -64,9 +86,7 @@ def _correlations(result: Any, row: int, min_correl: float) -> list[str]:
 
 def fit_report(result: Any, row: int = 0, min_correl: float = 0.1) -> str:
     """The report of fit ``row`` of ``result`` (a ``ModelResult``)."""
-    rows = result.data.shape[0]
-    if not -rows <= row < rows:
-        raise ValueError(f"`row` must index one of the {rows} fits, got {row}")
+    row = result.check_row(row)
     width = max(len(name) for name in result.names) + 2
     lines = ["[[Model]]", f"    {result.model!r}", *_statistics(result, row), "[[Variables]]"]
     lines += [_variable(result, row, name, width) for name in result.names]

@@ -35,6 +35,9 @@ class ModelResult:
       omitted: ``(B, m)``, the points ``nan_policy="omit"`` left out (None: none).
       estimator: ``"least_squares"`` or ``"poisson"``.
       problem: what the fit solved (for :meth:`conf_interval`'s profile fits).
+      rank_deficient: ``(B,)``, the fits whose Jacobian has rank below their free
+        parameters (a parameter the data cannot determine, or two that act alike):
+        their errors are the pseudo-inverse's (see :attr:`errorbars`).
     """
 
     model: Any
@@ -54,6 +57,19 @@ class ModelResult:
     omitted: np.ndarray | None = None
     estimator: str = "least_squares"
     problem: Any = dataclasses.field(default=None, repr=False, compare=False)
+    rank_deficient: np.ndarray | None = None
+
+    @property
+    def errorbars(self) -> np.ndarray:
+        """``(B,)``: whether each fit's uncertainties were estimated (lmfit's name):
+        false where the Jacobian is rank-deficient, whose pseudo-inverse gives a
+        parameter the data cannot determine an error of 0, or where they are not finite
+        (a failed fit, no more points than free parameters)."""
+        sd = np.diagonal(self.covariance, axis1=1, axis2=2)
+        finite = np.asarray(np.all(np.isfinite(sd), axis=1))
+        if self.rank_deficient is None:
+            return finite
+        return np.asarray(finite & ~self.rank_deficient)
 
     @property
     def best_values(self) -> dict[str, np.ndarray]:
@@ -150,11 +166,22 @@ class ModelResult:
     def eval(self, row: int | None = None, **independent: Any) -> Any:
         """The fitted model of each fit (or of ``row``), at the fit's own independent
         variables or at those given (shared by the fits)."""
-        return self._evaluate(self.model.eval, row, independent)
+        return self._evaluate(self.model.eval, self.check_row(row), independent)
 
     def eval_components(self, row: int | None = None, **independent: Any) -> Any:
         """Each component of the fitted model (keyed as :meth:`Model.eval_components`)."""
-        return self._evaluate(self.model.eval_components, row, independent)
+        return self._evaluate(self.model.eval_components, self.check_row(row), independent)
+
+    def check_row(self, row: Any, name: str = "row") -> Any:
+        """``row`` (``None``: every fit), or a ``ValueError`` where it indexes no fit."""
+        rows = self.data.shape[0]
+        if row is None:
+            return None
+        if not isinstance(row, int | np.integer) or isinstance(row, bool):
+            raise TypeError(f"`{name}` must be an integer (a fit's index), got {row!r}")
+        if not -rows <= row < rows:
+            raise ValueError(f"`{name}` must index one of the {rows} fits, got {row}")
+        return int(row)
 
     def _evaluate(self, what: Any, row: int | None, independent: dict[str, Any]) -> Any:
         per_fit = not independent and all(np.ndim(x) == 2 for x in self.independent.values())
@@ -206,7 +233,7 @@ class ModelResult:
         variables unless others are given."""
         from fixedopt._models.uncertainty import eval_uncertainty
 
-        return eval_uncertainty(self, row, sigma, independent)
+        return eval_uncertainty(self, self.check_row(row), sigma, independent)
 
     def plot(self, row: int = 0, components: bool = True, initial: bool = False) -> Any:
         """A matplotlib figure of fit ``row``: residuals above; data, best fit and
@@ -223,7 +250,8 @@ class ModelResult:
         Args:
           names: the parameters (by default every fitted one).
           sigmas: the levels, in standard deviations (below 1: probabilities).
-          rtol: the tolerance on ``sqrt(chisqr(v) - chisqr)`` at a limit.
+          rtol: the tolerance on ``sqrt(chisqr(v) - chisqr)`` at a limit (relative to its
+            target; or that quantity's rounding where coarser, as in float32).
           maxiter: search steps (each one batched solve of every fit, parameter, side
             and level).
           rows: the fits to profile (by default every fit).
