@@ -58,7 +58,8 @@ def _variable(result: Any, row: int, name: str, width: int) -> str:
     line = f"    {name + ':':<{width}} {_number(value)}"
     if expr is None and name not in result.varying[row]:
         return line + " (fixed)"
-    undetermined = error == 0 and name in result.varying[row]  # the pseudo-inverse's 0
+    # the pseudo-inverse's 0 (a zero chi-square's 0 is an error, printed)
+    undetermined = error == 0 and not result.errorbars[row] and name in result.varying[row]
     if np.isfinite(error) and not undetermined:
         relative = f" ({100 * abs(error / value):.2f}%)" if value != 0 else ""
         line += f" +/- {_number(error)}{relative}"

@@ -142,11 +142,14 @@ class ModelResult:
             return np.asarray(self._fit_term() + np.log(self.ndata) * self.nvarys)
 
     def _fit_term(self) -> np.ndarray:
-        """-2 log-likelihood up to a constant: ``n log(chisqr / n)`` or the deviance."""
+        """-2 log-likelihood up to a constant: ``n log(chisqr / n)`` or the deviance.
+        A chi-square of 0 (data the model reproduces exactly) counts as ``1e-250 n``, as
+        lmfit's: its ``aic`` and ``bic`` are finite, not ``-inf``."""
         if self.estimator == "poisson":
             return self.deviance
+        floor = np.maximum(np.asarray(self.chisqr, float), 1e-250 * self.ndata)
         with np.errstate(divide="ignore", invalid="ignore"):  # a fit with no points left
-            return np.asarray(self.ndata * np.log(self.chisqr / self.ndata))
+            return np.asarray(self.ndata * np.log(floor / self.ndata)).astype(self.chisqr.dtype)
 
     @property
     def status(self) -> np.ndarray:

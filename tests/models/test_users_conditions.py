@@ -160,3 +160,21 @@ def test_a_row_given_as_a_negative_index_is_that_fit():
     np.testing.assert_array_equal(result.eval(-1), result.eval(1))
     assert result.eval_uncertainty(-1).shape == (X.size,)
     assert isinstance(fixedopt.Status(int(result.status[-1])), fixedopt.Status)
+
+
+def test_data_the_model_reproduces_exactly_has_lmfits_finite_statistics():
+    """Zero-residual data in float32 (the model's own float32 curve): the fit ends on
+    it, chi-square 0, errors 0 (printed as such: they are estimated), and AIC and BIC
+    finite as lmfit's (which counts a chi-square of 0 as 1e-250 per point), not -inf."""
+    model = GaussianModel() + ConstantModel()
+    with jax.enable_x64(False):
+        truth = model.make_params(amplitude=200.0, center=10.0, sigma=1.5, c=5.0)
+        x = X.astype(np.float32)
+        clean = np.asarray(model.eval(truth, x=x))
+        start = model.make_params(amplitude=150.0, center=9.5, sigma=2.0, c=3.0)
+        result = model.fit(np.stack([clean, clean]), start, x=x)
+    assert result.success.all() and (result.chisqr == 0).all()
+    expected = X.size * np.log(1e-250) + 2 * 4  # lmfit: n log(max(chisqr, 1e-250 n) / n)
+    np.testing.assert_allclose(result.aic, expected, rtol=1e-6)  # float32's rounding
+    np.testing.assert_allclose(result.bic, expected + (np.log(X.size) - 2) * 4, rtol=1e-6)
+    assert result.errorbars.all() and "    center:     10 +/- 0 (0.00%)" in result.fit_report(0)
