@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy import special
 
+from fixedopt._models import lineshapes
 from fixedopt._models.faddeeva import wofz
 
 
@@ -49,6 +50,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "gamfcn": special.gamma,  # lmfit's name
     "gammaln": special.gammaln,
     "wofz": wofz,
+    "loggammafcn": lineshapes.loggamma,  # lmfit's name; complex arguments too
+    "betalnfnc": lambda a, b: special.gammaln(a) + special.gammaln(b) - special.gammaln(a + b),
+    "square": jnp.square,
 }
 CONSTANTS = {"pi": np.pi, "e": np.e}
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {

@@ -437,3 +437,15 @@ def thermal_distribution(
     large = jnp.abs(d) >= TINY
     safe = jnp.where(large, d, 1.0)
     return jnp.where(large, 1.0 / (d + TINY * (TINY / safe)), d / (TINY * TINY + d * d))
+
+
+def loggamma(z: Value) -> Value:
+    """``log Gamma(z)`` for complex ``z`` with ``Re z > 0`` (lmfit's ``loggammafcn``;
+    its real part ``log |Gamma(z)|`` is branch-free): the recurrence eight times, then
+    Stirling's series at ``z + 8`` (as :func:`log_gamma_ratio`)."""
+    z = jnp.asarray(z)
+    w = z + _GAMMA_SHIFT
+    value = (w - 0.5) * jnp.log(w) - w + 0.5 * float(np.log(2.0 * np.pi))
+    for k, c in enumerate(_STIRLING, start=1):
+        value = value + c / w ** (2 * k - 1)
+    return value - sum(jnp.log(z + k) for k in range(_GAMMA_SHIFT))

@@ -2,9 +2,8 @@
 thermal distributions, with lmfit's hints, derived parameters and ``guess``.
 
 Derived parameters use exact constants where lmfit rounds them (its split Lorentzian's
-``height`` divides by ``3.1415927``). Not here: the Pearson IV ``height`` (lmfit's
-expression needs the log-gamma function of a complex argument, which the expression
-language lacks; the lineshape itself has it, :func:`lineshapes.log_gamma_ratio`).
+``height`` divides by ``3.1415927``); the Pearson IV ``height`` is lmfit's expression,
+with the log-gamma function of a complex argument (``loggammafcn``).
 """
 
 from __future__ import annotations
@@ -148,7 +147,7 @@ class SkewedVoigtModel(_Builtin):
 
 class Pearson4Model(_Builtin):
     """The Pearson type IV peak: ``amplitude`` (area), ``center``, ``sigma``, ``expon``,
-    ``skew``; derived ``fwhm`` and ``position`` (its mode)."""
+    ``skew``; derived ``fwhm``, ``height`` and ``position`` (its mode)."""
 
     func = staticmethod(lineshapes.pearson4)
     hint_table: ClassVar[Hints] = {
@@ -157,6 +156,12 @@ class Pearson4Model(_Builtin):
         "fwhm": {
             "expr": "{prefix}sigma*sqrt(2**(1/{prefix}expon)-1)*pi"
             "/arctan2(exp(1)*{prefix}expon, {prefix}skew)"
+        },
+        "height": {
+            "expr": "({prefix}amplitude / {prefix}sigma) * exp(2 * (real(loggammafcn("
+            "{prefix}expon + {prefix}skew * 0.5j)) - loggammafcn({prefix}expon)) - "
+            "betalnfnc({prefix}expon-0.5, 0.5) - {prefix}expon * log1p(square({prefix}skew/"
+            "(2*{prefix}expon))) - {prefix}skew * arctan(-{prefix}skew/(2*{prefix}expon)))"
         },
         "position": {"expr": "{prefix}center-{prefix}sigma*{prefix}skew/(2*{prefix}expon)"},
     }
