@@ -115,7 +115,7 @@ def main() -> None:
     results = measure()
     text = markdown(results)
     print(text)
-    (HERE / "candidates.json").write_text(json.dumps(results, indent=1))
+    (HERE / "candidates.json").write_text(json.dumps(results))
     (HERE / "candidates.md").write_text(text)
 
 

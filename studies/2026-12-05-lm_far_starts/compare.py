@@ -263,7 +263,7 @@ def main() -> None:
     text = markdown(results)
     print(text)
     if not args.only:
-        (HERE / "results.json").write_text(json.dumps(results, indent=1))
+        (HERE / "results.json").write_text(json.dumps(results))
         (HERE / "results.md").write_text(text)
 
 
