@@ -21,8 +21,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy import special
 
-from fixedopt._models import lineshapes
 from fixedopt._models.faddeeva import wofz
+from fixedopt._models.gamma import loggamma
 
 
 def _fold(binary: Callable[[Any, Any], Any]) -> Callable[..., Any]:
@@ -50,7 +50,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "gamfcn": special.gamma,  # lmfit's name
     "gammaln": special.gammaln,
     "wofz": wofz,
-    "loggammafcn": lineshapes.loggamma,  # lmfit's name; complex arguments too
+    "loggammafcn": loggamma,  # lmfit's name; complex arguments too
     "betalnfnc": lambda a, b: special.gammaln(a) + special.gammaln(b) - special.gammaln(a + b),
     "square": jnp.square,
 }
