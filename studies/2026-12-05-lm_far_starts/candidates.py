@@ -5,11 +5,12 @@ the centres and widths only (``main+centre_bounds``).
 
     PYTHONPATH=. python studies/2026-12-05-lm_far_starts/candidates.py
 
-Writes ``candidates.json`` and ``candidates.md`` next to this file.
+Writes ``candidates.json.gz`` and ``candidates.md`` next to this file.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import numpy as np
@@ -115,7 +116,7 @@ def main() -> None:
     results = measure()
     text = markdown(results)
     print(text)
-    (HERE / "candidates.json").write_text(json.dumps(results))
+    (HERE / "candidates.json.gz").write_bytes(gzip.compress(json.dumps(results).encode()))
     (HERE / "candidates.md").write_text(text)
 
 
