@@ -53,4 +53,5 @@ def eval_uncertainty(result: Any, row: int | None, sigma: float, given: dict[str
     variance = _variance(result.model, result.names, names, 0 if per_fit else None, values, cov, xs)
     scale = _t_scale(sigma, result.nfree[take])
     band = scale[:, None] * np.sqrt(np.clip(np.asarray(variance), 0.0, None))
+    band = band.astype(np.asarray(variance).dtype)  # the fit's dtype, not the quantile's
     return band if row is None else band[0]
