@@ -39,8 +39,7 @@ def _undetermined(result: Any, row: int) -> list[str]:
     width = max(len(name) for name in result.varying[row]) if result.varying[row] else 0
     lines = ["##  Warning: uncertainties could not be estimated:"]
     for name in result.varying[row]:
-        error = result.stderr[name][row]
-        if not error > 0:
+        if result.stderr[name][row] == 0:  # the pseudo-inverse's (NaN: the fit failed)
             lines.append(f"    {name}:{' ' * (width - len(name))}  not determined by the data")
         value = result.best_values[name][row]
         lower, upper = (np.broadcast_to(getattr(result.params[name], a), result.nvarys.shape)[row]

@@ -183,3 +183,22 @@ def test_data_the_model_reproduces_exactly_has_lmfits_finite_statistics():
     np.testing.assert_allclose(result.aic, expected, rtol=1e-6)  # float32's rounding
     np.testing.assert_allclose(result.bic, expected + (np.log(X.size) - 2) * 4, rtol=1e-6)
     assert result.errorbars.all() and "    center:     10 +/- 0 (0.00%)" in result.fit_report(0)
+
+
+def test_a_tie_that_turns_infinite_fails_its_own_fit_alone():
+    """``c = 2/k`` with ``k = 0`` known in fit 1: that fit stops NONFINITE, its report
+    warns without calling its parameters undetermined (their errors are NaN, not the
+    pseudo-inverse's 0), and fits 0 and 2 equal, bit for bit, the same batch with the
+    tie in fit 0 only."""
+    model, data = _peak_data()
+    params = model.make_params(amplitude=150.0, center=9.5, sigma=2.0, c=3.0)
+    params.add("k", value=[1.0, 0.0, 1.0], vary=False)
+    params["c"].set(expr=["2.0/k", "2.0/k", None])
+    result = model.fit(data, params, x=X)
+    np.testing.assert_array_equal(result.status, [0, fixedopt.Status.NONFINITE, 0])
+    report = result.fit_report(1)
+    assert "uncertainties could not be estimated" in report and "not determined" not in report
+    params.add("k", value=1.0, vary=False)
+    params["c"].set(expr=["2.0/k", None, None])
+    alone = model.fit(data, params, x=X)
+    np.testing.assert_array_equal(alone.values[[0, 2]], result.values[[0, 2]])
