@@ -74,17 +74,44 @@ class _Expected:
         return self.residual.curve(p, x, self.residual.unpack(extra)[1])
 
 
-def _data(data: Any) -> jax.Array:
-    """``data`` as a floating ``(B, m)`` array (a single fit is a batch of one); complex
-    data is refused (its imaginary part would be dropped: no complex models here)."""
+def _fit_dtype(*given: Any) -> Any:
+    """The dtype of the fit: JAX's promotion of the floating dtypes of the data, the
+    independent variables and the weights (as ``curve_fit``'s; float32 data with float64
+    ``x`` fits in float64 where 64-bit mode is on), the default float where none is."""
+    kinds = [_dtype_of(a) for a in given]
+    floats = [kind for kind in kinds if kind is not None and jnp.issubdtype(kind, jnp.floating)]
+    if not floats:
+        return jnp.result_type(float)
+    return jax.dtypes.canonicalize_dtype(functools.reduce(jnp.promote_types, floats))
+
+
+def _dtype_of(value: Any) -> Any:
+    """``value``'s dtype (as NumPy reads a list), or None for a Python number (weak, as
+    in JAX: ``weights=0.5`` keeps float32 data float32) or what is not an array (the
+    argument's own check names it later)."""
+    if isinstance(value, int | float):
+        return None
+    if hasattr(value, "dtype"):
+        return value.dtype
+    try:
+        return np.asarray(value).dtype
+    except (TypeError, ValueError):
+        return None
+
+
+def _data(data: Any, independent: dict[str, Any], weights: Any) -> jax.Array:
+    """``data`` as a floating ``(B, m)`` array (a single fit is a batch of one) of the
+    fit's dtype (:func:`_fit_dtype`); complex data is refused (its imaginary part would
+    be dropped: no complex models here)."""
     array = host_arrays.numbers(data, "data")
     if jnp.issubdtype(array.dtype, jnp.complexfloating):
         raise TypeError(
             f"`data` must be real numbers, got {array.dtype}: fit the real and imaginary "
             "parts as two rows or two models (complex models are not supported)"
         )
-    if not jnp.issubdtype(array.dtype, jnp.floating):
-        array = array.astype(jnp.result_type(float))
+    dtype = _fit_dtype(array, *independent.values(), *([] if weights is None else [weights]))
+    if array.dtype != dtype:
+        array = array.astype(dtype)
     if array.ndim not in (1, 2) or array.shape[-1] == 0 or array.shape[0] == 0:
         raise ValueError(f"`data` must have shape (m,) or (B, m) with B, m >= 1, got {array.shape}")
     return array[None] if array.ndim == 1 else array
@@ -204,7 +231,7 @@ def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: A
     given = {v: kwargs.pop(v) for v in model.independent_vars if v in kwargs}
     _refuse_unknown(model, kwargs)
     warn_if_float64_dropped({"data": data, "weights": weights, **given})
-    data = _data(data)
+    data = _data(data, given, weights)
     xs, x_axis = _independent(model, given, data)
     if params is not None and not isinstance(params, Parameters):
         raise TypeError(f"`params` must be fixedopt.models.Parameters, got {type(params).__name__}")

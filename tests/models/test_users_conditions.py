@@ -202,3 +202,20 @@ def test_a_tie_that_turns_infinite_fails_its_own_fit_alone():
     params["c"].set(expr=["2.0/k", None, None])
     alone = model.fit(data, params, x=X)
     np.testing.assert_array_equal(alone.values[[0, 2]], result.values[[0, 2]])
+
+
+def test_the_fit_runs_in_the_promoted_dtype_of_data_x_and_weights():
+    """As ``curve_fit`` (JAX's promotion): float32 data (a camera's) with float64 ``x``
+    fits in float64, the same fit as the data cast to float64 (it was float32, ``x``
+    rounded to float32 without a word); integer counts with float32 ``x`` fit in float32."""
+    model, data = _peak_data()
+    start = model.make_params(amplitude=150.0, center=9.5, sigma=2.0, c=3.0)
+    single = data.astype(np.float32)
+    mixed = model.fit(single, start, x=X)
+    assert mixed.values.dtype == np.float64
+    np.testing.assert_array_equal(mixed.values, model.fit(single.astype(float), start, x=X).values)
+    counts = np.round(np.abs(data) * 10).astype(np.uint16)
+    start = model.make_params(amplitude=1500.0, center=9.5, sigma=2.0, c=30.0)
+    assert model.fit(counts, start, x=X.astype(np.float32)).values.dtype == np.float32
+    weighted = model.fit(single, start, x=X.astype(np.float32), weights=0.5)  # weak: a number
+    assert weighted.values.dtype == np.float32
