@@ -41,12 +41,19 @@ def _undetermined(result: Any, row: int) -> list[str]:
     for name in result.varying[row]:
         if result.stderr[name][row] == 0:  # the pseudo-inverse's (NaN: the fit failed)
             lines.append(f"    {name}:{' ' * (width - len(name))}  not determined by the data")
-        value = result.best_values[name][row]
-        lower, upper = (np.broadcast_to(getattr(result.params[name], a), result.nvarys.shape)[row]
-                        for a in ("min", "max"))  # fmt: skip
-        if value in (lower, upper):
+        if result.best_values[name][row] in _bounds(result, name, row):
             lines.append(f"    {name}:{' ' * (width - len(name))}  at boundary")
     return lines
+
+
+def _bounds(result: Any, name: str, row: int) -> tuple[Any, Any]:
+    """``(min, max)`` of parameter ``name`` in fit ``row``, in the fit's dtype (a float32
+    fit's value on the bound 0.1 is float32's 0.1)."""
+    dtype, rows = result.values.dtype, result.nvarys.shape
+    parameter = result.params[name]
+    lower, upper = (np.broadcast_to(np.asarray(b, dtype), rows)[row]
+                    for b in (parameter.min, parameter.max))  # fmt: skip
+    return lower, upper
 
 
 def _variable(result: Any, row: int, name: str, width: int) -> str:

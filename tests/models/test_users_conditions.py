@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import fixedopt
-from fixedopt.models import ConstantModel, Gaussian2dModel, GaussianModel, LinearModel
+from fixedopt.models import ConstantModel, Gaussian2dModel, GaussianModel, LinearModel, Model
 
 X = np.linspace(0.0, 20.0, 41)
 SPOT = np.mgrid[0:11, 0:11].reshape(2, -1).astype(float)  # (y, x) of an 11 x 11 image
@@ -219,3 +219,23 @@ def test_the_fit_runs_in_the_promoted_dtype_of_data_x_and_weights():
     assert model.fit(counts, start, x=X.astype(np.float32)).values.dtype == np.float32
     weighted = model.fit(single, start, x=X.astype(np.float32), weights=0.5)  # weak: a number
     assert weighted.values.dtype == np.float32
+
+
+def test_a_float32_fit_on_its_bound_is_reported_at_boundary():
+    """lmfit's report names a parameter on its bound where the errors could not be
+    estimated; a float32 fit's value on ``max=0.1`` is float32's 0.1, which the
+    float64 bound never equals."""
+
+    def line(x, slope=1.0, intercept=0.0, unused=0.0):
+        return slope * x + intercept + 0.0 * unused  # unused: a column of zeros
+
+    model = Model(line)
+    params = model.make_params(slope=1.0, intercept=0.0, unused=1.0)
+    params["intercept"].set(max=0.1)  # the data want 0.5
+    with jax.enable_x64(False):
+        x = X.astype(np.float32)
+        result = model.fit((2.0 * x + 0.5)[None], params, x=x)
+    assert result.best_values["intercept"][0] == np.float32(0.1)
+    report = result.fit_report(0)
+    assert "    unused:     not determined by the data" in report
+    assert "    intercept:  at boundary" in report
