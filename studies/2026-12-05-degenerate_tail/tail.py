@@ -77,11 +77,16 @@ def inputs(name: str | None, dtype):
     return y.astype(dtype), p0.astype(dtype), fixed
 
 
+BOUNDS = None  # --bounds: the first_call benchmark's (areas >= 0, centres in the data, widths)
+
+
 def fit(y, p0, fixed, **options):
-    """The batch's ``curve_fit`` at its defaults (no bounds): its ``Solution``."""
+    """The batch's ``curve_fit`` at its defaults (no bounds, but ``--bounds``): its
+    ``Solution``."""
+    bounds = {} if BOUNDS is None else {"bounds": BOUNDS}
     _, _, result = fixedopt.curve_fit(
         cases.spectrum, X.astype(y.dtype), y, p0, fixed=fixed, batched=True, result=True,
-        **options,
+        **bounds, **options,
     )  # fmt: skip
     return result.solution
 
@@ -129,7 +134,8 @@ def markdown(record: dict) -> str:
     """The table of one dtype's record."""
     head = ("| batch | row steps | row status (reason) | steps median / p99 / max of others "
             "| not converged | trips | seconds | ratio |")  # fmt: skip
-    lines = [f"## {record['dtype']}, B = {BATCH}, median of {record['repeats']}", "", head,
+    bounded = ", the spectra benchmark's bounds" if record.get("bounds") else ""
+    lines = [f"## {record['dtype']}, B = {BATCH}{bounded}, median of {record['repeats']}", "", head,
              "|---|---:|---|---|---:|---:|---:|---:|"]  # fmt: skip
     for name, r in record["rows"].items():
         lines.append(
@@ -146,9 +152,12 @@ def main() -> None:
     parser.add_argument("--dtype", default="float64", choices=("float64", "float32"))
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out")
+    parser.add_argument("--bounds", action="store_true", help="the spectra benchmark's bounds")
     args = parser.parse_args()
+    global BOUNDS
+    BOUNDS = cases.SPECTRA_BOUNDS if args.bounds else None
     rows = measure(np.dtype(args.dtype), args.repeats)
-    record = {"dtype": args.dtype, "repeats": args.repeats, "rows": rows,
+    record = {"dtype": args.dtype, "repeats": args.repeats, "bounds": args.bounds, "rows": rows,
               "environment": timing.environment()}  # fmt: skip
     print(markdown(record))
     if args.out:
