@@ -47,6 +47,7 @@ from fixedopt._models.peaks import PseudoVoigtModel as PseudoVoigtModel
 from fixedopt._models.peaks import SkewedGaussianModel as SkewedGaussianModel
 from fixedopt._models.peaks import VoigtModel as VoigtModel
 from fixedopt._models.result import ModelResult as ModelResult
+from fixedopt._models.spline import SplineModel as SplineModel
 
 __all__ = [
     "BiExponentialModel",
@@ -80,6 +81,7 @@ __all__ = [
     "SineModel",
     "SkewedGaussianModel",
     "SkewedVoigtModel",
+    "SplineModel",
     "SplitLorentzianModel",
     "StepModel",
     "StudentsTModel",
