@@ -11,6 +11,7 @@ from fixedopt._models.builtin import ExponentialModel as ExponentialModel
 from fixedopt._models.builtin import LinearModel as LinearModel
 from fixedopt._models.builtin import PolynomialModel as PolynomialModel
 from fixedopt._models.builtin import PowerLawModel as PowerLawModel
+from fixedopt._models.builtin import QuadraticModel as ParabolicModel  # lmfit's alias
 from fixedopt._models.builtin import QuadraticModel as QuadraticModel
 from fixedopt._models.builtin import RectangleModel as RectangleModel
 from fixedopt._models.builtin import StepModel as StepModel
@@ -69,6 +70,7 @@ __all__ = [
     "Model",
     "ModelResult",
     "MoffatModel",
+    "ParabolicModel",
     "Parameter",
     "Parameters",
     "Pearson4Model",
