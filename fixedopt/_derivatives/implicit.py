@@ -292,6 +292,7 @@ def _projected_grad_norm(
 ) -> jax.Array:
     """The max-norm of the projected gradient over free entries (differentiable)."""
     grad = jax.grad(objective)(x, held, held_values, args)
-    if has_bounds:
-        grad = x - jnp.clip(x - grad, lower, upper)
+    if has_bounds:  # as Problem.projected_gradient: grad itself inside the bounds
+        trial = x - grad
+        grad = jnp.where(trial < lower, x - lower, jnp.where(trial > upper, x - upper, grad))
     return jnp.max(jnp.abs(jnp.where(fixed, 0.0, grad)), initial=0.0)

@@ -3,7 +3,7 @@
 Reference: NumPy float64 picks the free columns ``J_F`` and solves
 ``(J_F^T J_F + damping diag(D_F)) p_F = -g_F`` with ``numpy.linalg.solve``, ``D`` as
 ``free_block_step`` defines it (``diag(J^T J)``, or the ``scale`` Levenberg–Marquardt
-passes, floored at ``eps * max(D_F)``), and scatters ``p_F`` into zeros. Entries that
+passes, floored at the dtype's ``tiny``), and scatters ``p_F`` into zeros. Entries that
 are not free (fixed, with zero Jacobian columns, or bound-active, with non-zero ones)
 must get a step of exactly 0. Masks: random, all free, one free, none free; the
 damped and the undamped (``damping = 0``) step, alone and batched the way
@@ -60,8 +60,7 @@ def free_pattern(rng, pattern):
 
 def reference_step(jacobian, grad, free, damping, scale=None):
     diagonal = np.sum(jacobian**2, axis=0) if scale is None else scale
-    floor = np.finfo(np.float64).eps * np.max(diagonal[free], initial=0.0)
-    diagonal = np.maximum(diagonal, max(floor, np.finfo(np.float64).tiny))
+    diagonal = np.maximum(diagonal, np.finfo(np.float64).tiny)
     columns = jacobian[:, free]
     matrix = columns.T @ columns + damping * np.diag(diagonal[free])
     step = np.zeros(N)
@@ -109,8 +108,8 @@ def test_step_solves_the_reduced_normal_equations(seed, pattern, damping, scaled
 
 
 def test_a_zero_free_column_gets_a_zero_step_when_damped():
-    """A free entry whose column vanished: ``D`` is floored (``eps * max D_F``), the
-    system stays non-singular, and the step there is 0, elsewhere the reference."""
+    """A free entry whose column vanished (its gradient 0 too): the step there is 0,
+    elsewhere the reference, and nothing is NaN."""
     rng = np.random.default_rng(7)
     jacobian = well_conditioned_jacobian(rng)
     jacobian[:, 2] = 0.0
@@ -119,6 +118,25 @@ def test_a_zero_free_column_gets_a_zero_step_when_damped():
     step = np.asarray(free_block_step(jacobian, grad, free, 1e-3))
     assert np.all(np.isfinite(step)) and step[2] == 0.0
     assert_matches(step, reference_step(jacobian, grad, free, 1e-3), free)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_columns_of_any_units_keep_their_damping(dtype):
+    """Columns scaled by ``S`` (units from 1e-6 to 1e6: squared norms 1e24 apart) with
+    Moré's ``D^2 = diag(J^T J)``: the step is ``S^-1`` times the unscaled problem's, as
+    in exact arithmetic. A damping weight floored at ``eps`` times the largest (the
+    floor before) held the small columns still: off by a factor up to 1e4 in float32."""
+    rng = np.random.default_rng(11)
+    jacobian = well_conditioned_jacobian(rng)
+    grad = jacobian.T @ rng.normal(size=ROWS)
+    units = 10.0 ** np.array([-6.0, -3.0, 0.0, 2.0, 4.0, 6.0])
+    free = np.ones(N, bool)
+    plain = free_block_step(jnp.asarray(jacobian, dtype), jnp.asarray(grad, dtype), free, 1e-2)
+    scaled = free_block_step(jnp.asarray(jacobian * units, dtype),
+                             jnp.asarray(grad * units, dtype), free, 1e-2)  # fmt: skip
+    # float32: the normal matrix's rounding, cond(J) = 10 -> ~1e-5 relative
+    rtol = 1e-4 if dtype == jnp.float32 else 1e-10
+    np.testing.assert_allclose(np.asarray(scaled) * units, plain, rtol=rtol)
 
 
 FLOAT16 = pytest.param(
