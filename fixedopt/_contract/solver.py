@@ -92,9 +92,10 @@ class Problem(NamedTuple):
         a gradient below ``eps |x|`` rounds to 0: a bounded float32 fit at ``x = 2500``
         passed ``gtol`` at its start)."""
         if self.lower is not None:
+            upper = jnp.inf if self.upper is None else self.upper
             trial = x - grad
-            below, above = trial < self.lower, trial > self.upper
-            grad = jnp.where(below, x - self.lower, jnp.where(above, x - self.upper, grad))
+            below, above = trial < self.lower, trial > upper
+            grad = jnp.where(below, x - self.lower, jnp.where(above, x - upper, grad))
         return jnp.where(self.fixed, jnp.zeros_like(grad), grad)
 
     def grad_norm(self, x: jax.Array, grad: jax.Array) -> jax.Array:
