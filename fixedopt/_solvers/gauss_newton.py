@@ -84,24 +84,24 @@ def normal_equations_step(
     in seconds (``tau`` = 2e-9) beside one in counts (1e4) has squared column norms 1e25
     apart, and a weight floored at ``eps`` times the largest (as it was) held the counts
     still in float32, where the fit stopped CONVERGED at its start. The Cholesky factor
-    keeps its accuracy under any such diagonal scaling. A free entry whose damped
-    diagonal is 0 (a column that never held a number: its gradient is 0 too) takes no
-    step.
+    keeps its accuracy under any such diagonal scaling. The damping term is at least
+    ``tiny``, so that a column that never held a number (its gradient is 0 too) takes
+    no step rather than dividing 0 by 0.
     """
     dtype = grad.dtype
     if jnp.finfo(dtype).bits < 32:  # no low-precision Cholesky: solve in float32
         normal, grad = normal.astype(jnp.float32), grad.astype(jnp.float32)
     diagonal = jnp.diagonal(normal) if scale is None else scale.astype(normal.dtype)
-    damped = normal + jnp.diag(damping * jnp.maximum(diagonal, jnp.finfo(normal.dtype).tiny))
-    live = free & (jnp.diagonal(damped) > 0)
-    both_live = live[:, None] & live[None, :]
-    matrix = jnp.where(both_live, damped, 0.0) + jnp.diag(jnp.where(live, 0.0, 1.0))
-    rhs = jnp.where(live, -grad, 0.0)
+    weight = jnp.maximum(damping * diagonal, jnp.finfo(normal.dtype).tiny)
+    both_free = free[:, None] & free[None, :]
+    matrix = jnp.where(both_free, normal + jnp.diag(weight), 0.0)
+    matrix = matrix + jnp.diag(jnp.where(free, 0.0, 1.0))
+    rhs = jnp.where(free, -grad, 0.0)
     if small_linalg.is_small(grad.shape[-1]):  # unrolled: fuses with what surrounds it
         solution = small_linalg.spd_solve(matrix, rhs)
     else:
         solution = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(matrix), rhs)
-    return jnp.where(live, solution, 0.0).astype(dtype)
+    return jnp.where(free, solution, 0.0).astype(dtype)
 
 
 def column_norms_squared(problem: Problem, jacobian: jax.Array) -> jax.Array:

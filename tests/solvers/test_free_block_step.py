@@ -139,6 +139,17 @@ def test_columns_of_any_units_keep_their_damping(dtype):
     np.testing.assert_allclose(np.asarray(scaled) * units, plain, rtol=rtol)
 
 
+def test_a_nan_column_makes_the_step_nan():
+    """A NaN in the Jacobian reaches the step (the solver's NaN wall handles it), where
+    a zero column is left out."""
+    rng = np.random.default_rng(13)
+    jacobian = well_conditioned_jacobian(rng)
+    jacobian[3, 2] = np.nan
+    grad = np.nan_to_num(jacobian).T @ rng.normal(size=ROWS)
+    step = np.asarray(free_block_step(jacobian, grad, np.ones(N, bool), 1e-3))
+    assert np.isnan(step).any()
+
+
 FLOAT16 = pytest.param(
     jnp.float16,
     marks=pytest.mark.skipif(not float16_compiles(), reason="XLA:CPU cannot compile float16 here"),
