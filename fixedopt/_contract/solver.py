@@ -19,7 +19,7 @@ import jax.numpy as jnp
 
 from fixedopt._derivatives.differentiation import IMPLICIT, Differentiation
 from fixedopt._fixing.mask import active_set
-from fixedopt._numerics import reduce
+from fixedopt._numerics import bounds, reduce
 
 State = TypeVar("State")
 ValueAndGrad = Callable[[jax.Array], tuple[jax.Array, jax.Array]]
@@ -87,15 +87,12 @@ class Problem(NamedTuple):
         return jnp.where(self.fixed, jnp.zeros_like(v), v)
 
     def projected_gradient(self, x: jax.Array, grad: jax.Array) -> jax.Array:
-        """``x - clip(x - grad, lower, upper)`` on free entries, zero on fixed ones;
-        ``grad`` itself where ``x - grad`` is within the bounds (computed as written,
-        a gradient below ``eps |x|`` rounds to 0: a bounded float32 fit at ``x = 2500``
-        passed ``gtol`` at its start)."""
+        """``x - clip(x - grad, lower, upper)`` on free entries (``grad`` itself inside
+        the bounds: :func:`fixedopt._numerics.bounds.projected_gradient`), zero on
+        fixed ones."""
         if self.lower is not None:
             upper = jnp.inf if self.upper is None else self.upper
-            trial = x - grad
-            below, above = trial < self.lower, trial > upper
-            grad = jnp.where(below, x - self.lower, jnp.where(above, x - upper, grad))
+            grad = bounds.projected_gradient(x, grad, self.lower, upper)
         return jnp.where(self.fixed, jnp.zeros_like(grad), grad)
 
     def grad_norm(self, x: jax.Array, grad: jax.Array) -> jax.Array:

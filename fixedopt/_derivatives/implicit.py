@@ -45,6 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fixedopt._inputs.validate import PyTree
+from fixedopt._numerics import bounds
 
 DENSE_UP_TO = 256  # free-block systems up to this size are solved densely
 
@@ -292,7 +293,6 @@ def _projected_grad_norm(
 ) -> jax.Array:
     """The max-norm of the projected gradient over free entries (differentiable)."""
     grad = jax.grad(objective)(x, held, held_values, args)
-    if has_bounds:  # as Problem.projected_gradient: grad itself inside the bounds
-        trial = x - grad
-        grad = jnp.where(trial < lower, x - lower, jnp.where(trial > upper, x - upper, grad))
+    if has_bounds:
+        grad = bounds.projected_gradient(x, grad, lower, upper)
     return jnp.max(jnp.abs(jnp.where(fixed, 0.0, grad)), initial=0.0)
