@@ -7,13 +7,12 @@ full precision."""
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, ClassVar
 
 import numpy as np
 
 from fixedopt._models import lineshapes
-from fixedopt._models.model import Model
+from fixedopt._models.model import Model, with_parameters
 from fixedopt._models.parameters import Parameters
 
 _TINY = lineshapes.TINY
@@ -131,16 +130,12 @@ class PolynomialModel(_Builtin):
 
 def _polynomial(degree: int) -> Any:
     """``lineshapes.polynomial`` with the keywords ``c0 ... c{degree}`` in its signature."""
+    names = [f"c{i}" for i in range(degree + 1)]
 
     def polynomial(x: Any, **coefficients: Any) -> Any:
-        return lineshapes.polynomial(x, *(coefficients[f"c{i}"] for i in range(degree + 1)))
+        return lineshapes.polynomial(x, *(coefficients[name] for name in names))
 
-    keyword = inspect.Parameter.KEYWORD_ONLY
-    params = [inspect.Parameter("x", inspect.Parameter.POSITIONAL_OR_KEYWORD)] + [
-        inspect.Parameter(f"c{i}", keyword, default=0.0) for i in range(degree + 1)
-    ]
-    polynomial.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    return polynomial
+    return with_parameters(polynomial, ("x",), names, default=0.0)
 
 
 class ExponentialModel(_Builtin):

@@ -5,7 +5,6 @@ language of ``expr`` ties (:mod:`fixedopt._models.expressions`, nothing handed t
 from __future__ import annotations
 
 import ast
-import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -14,7 +13,7 @@ import jax.numpy as jnp
 
 from fixedopt._models import lineshapes
 from fixedopt._models.expressions import Expression, parse
-from fixedopt._models.model import Model
+from fixedopt._models.model import Model, with_parameters
 
 # The lineshapes lmfit lets an expression call (lmfit.lineshapes.functions), those built in.
 _LMFIT_CALLABLE = (
@@ -96,7 +95,4 @@ def _curve(expression: Expression, independent: tuple[str, ...], names: list[str
         shape = jnp.broadcast_shapes(jnp.shape(out), *(jnp.shape(values[v]) for v in independent))
         return jnp.broadcast_to(out, shape)
 
-    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    parameters = [inspect.Parameter(name, kind) for name in (*independent, *names)]
-    curve.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    return curve
+    return with_parameters(curve, independent, names)

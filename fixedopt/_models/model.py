@@ -44,6 +44,24 @@ def _signature(
     return tuple(independent), names, options
 
 
+def with_parameters(
+    curve: Callable[..., Any],
+    independent: tuple[str, ...],
+    names: list[str],
+    default: Any = inspect.Parameter.empty,
+) -> Callable[..., Any]:
+    """``curve`` (taking the independent variables by position and the parameters by
+    keyword) with the signature a :class:`Model` reads: ``independent`` first, then the
+    keywords ``names`` (each with ``default``), for a curve whose parameters are known
+    only when it is made (a polynomial's degree, a spline's knots, an expression)."""
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    parameters = [inspect.Parameter(name, positional) for name in independent]
+    parameters += [inspect.Parameter(name, keyword, default=default) for name in names]
+    curve.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    return curve
+
+
 class Model:
     """lmfit's ``Model``: ``func(x, param1, param2, ...)`` with named parameters.
 

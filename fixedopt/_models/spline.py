@@ -11,7 +11,6 @@ lmfit's to rounding (``tests/models/test_spline.py``).
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import jax
@@ -19,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fixedopt._models.builtin import _Builtin, _rows, _squeeze
-from fixedopt._models.model import Model
+from fixedopt._models.model import Model, with_parameters
 
 ORDER = 3  # cubic, as lmfit's (its only order)
 MOST_KNOTS = 100  # lmfit's limit
@@ -88,14 +87,9 @@ class SplineModel(_Builtin):
 def _spline_function(knots: np.ndarray, count: int) -> Any:
     """:func:`spline` on ``knots`` with the keywords ``s0 ... s{count-1}`` (default 1,
     as lmfit's) in its signature."""
+    names = [f"s{i}" for i in range(count)]
 
     def spline_model(x: Any, **coefficients: Any) -> jax.Array:
-        stacked = jnp.stack([jnp.asarray(coefficients[f"s{i}"]) for i in range(count)])
-        return spline(x, knots, stacked)
+        return spline(x, knots, jnp.stack([jnp.asarray(coefficients[n]) for n in names]))
 
-    keyword = inspect.Parameter.KEYWORD_ONLY
-    params = [inspect.Parameter("x", inspect.Parameter.POSITIONAL_OR_KEYWORD)] + [
-        inspect.Parameter(f"s{i}", keyword, default=1.0) for i in range(count)
-    ]
-    spline_model.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    return spline_model
+    return with_parameters(spline_model, ("x",), names, default=1.0)
