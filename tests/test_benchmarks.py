@@ -20,9 +20,10 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SUITES = ("cpu", "gpu", "scale", "status_truth", "ase", "curve_fit", "tiny",
-          "tiny_large", "deblur")  # fmt: skip
-PLOTTED = ("cpu", "gpu", "tiny")  # suites with solver cases against the scipy loop
+# Not ``gpu``: its quick plan is the ``cpu`` one (tested below), run there once.
+SUITES = ("cpu", "scale", "status_truth", "ase", "curve_fit", "tiny", "tiny_large",
+          "deblur")  # fmt: skip
+PLOTTED = ("cpu", "tiny")  # suites with solver cases against the scipy loop
 DRIVER = """
 import sys
 import nbformat
@@ -54,6 +55,12 @@ def test_suite_writes_json_markdown_and_plots(results, suite):
     assert "|---" in markdown or suite == "ase"
     plots = sorted(results.glob(f"{path.stem}-*.png"))
     assert bool(plots) == (suite in PLOTTED), plots
+
+
+def test_the_gpu_smoke_is_the_cpu_smoke():
+    from benchmarks.suites import PLANS
+
+    assert PLANS["gpu"][1] == PLANS["cpu"][1]
 
 
 def test_missing_packages_are_skipped_with_a_reason(results):
