@@ -269,6 +269,33 @@ class ModelResult:
 
         return conf_interval(self, names, sigmas, rtol, maxiter, rows)
 
+    def conf_interval2d(self, x_name: str, y_name: str, nx: int = 10, ny: int = 10,
+                        limits: Any = None, nsigma: float = 5.0, chi2_out: bool = False,
+                        rows: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+        """lmfit's ``conf_interval2d`` for every fit at once: ``(x, y, grid)``, ``x``
+        ``(B, nx)`` and ``y`` ``(B, ny)`` the values at which ``x_name`` and ``y_name``
+        are held (the others refitted), ``grid`` ``(B, ny, nx)`` the distance from the
+        best fit in standard deviations, ``sqrt((chisqr - chisqr_0) / redchi)``, or the
+        chi-square itself (``chi2_out``). ``limits``: ``((x_upper, x_lower), (y_upper,
+        y_lower))``, by default +/- ``nsigma`` standard errors; NaN where a parameter is
+        not fitted, the fit did not converge, or it is not in ``rows``. All fits' grids
+        are one batched solve.
+
+        Example:
+          >>> import numpy as np
+          >>> from fixedopt.models import LinearModel
+          >>> x = np.linspace(0.0, 1.0, 20)
+          >>> data = 2.0 * x + 1.0 + np.random.default_rng(0).normal(0, 0.1, (3, 20))
+          >>> model = LinearModel()
+          >>> result = model.fit(data, model.make_params(slope=1.0, intercept=0.0), x=x)
+          >>> xs, ys, grid = result.conf_interval2d("slope", "intercept", nx=5, ny=4)
+          >>> xs.shape, ys.shape, grid.shape
+          ((3, 5), (3, 4), (3, 4, 5))
+        """
+        from fixedopt._models.confidence2d import conf_interval2d
+
+        return conf_interval2d(self, x_name, y_name, nx, ny, limits, nsigma, chi2_out, rows)
+
     def ci_report(self, row: int = 0, with_offset: bool = True, ndigits: int = 5,
                   **kwargs: Any) -> str:  # fmt: skip
         """lmfit's ``ci_report`` of fit ``row``, from :meth:`conf_interval` (``kwargs``):
