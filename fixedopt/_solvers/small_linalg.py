@@ -47,12 +47,18 @@ UNROLLED_N = 5
 # 375 terms, LM ~2x faster at 1e5 fits), but the program grows with the count: for a
 # 128-bin decay (1920 terms) the dots were faster and compiled sooner (measured).
 PRODUCT_TERMS = 1024
-# J^T J, J^T r and |r|^2 of a Jacobian of at most this many columns are one variadic
-# reduction on the CPU (normal_sums). Levenberg-Marquardt, four runs: Gpufit's Gaussian
-# (n = 5, 1e5 and 1e6 fits) 1.39x-1.68x faster, a 128-bin decay (n = 5) 1.47x-1.97x,
-# spectra (n = 10) 1.26x-1.44x, Rosenbrock n = 8 1.17x-1.30x; n = 12 0.90x-0.93x, n = 16
-# 0.98x-1.23x with up to 1 s more compile (benchmarks/results/cpu-normal-sums-*).
+# J^T J, J^T r and |r|^2 of a Jacobian of at most SUMMED_FEW_N columns, or of at most
+# SUMMED_N whose products would otherwise be unrolled (PRODUCT_TERMS: few rows), are one
+# variadic reduction on the CPU (normal_sums; the rule: sums_together). Measured with
+# Levenberg-Marquardt, warm calls against the dot, then the compile: Gpufit's Gaussian
+# (n = 5, m = 25) 1.42x faster and 0.1 s sooner compiled, a 128-bin decay (n = 5)
+# 1.6x and the same, a cubic-to-septic polynomial on 301 points (n = 6, 7, 8) 1.13-1.4x,
+# 1.2x and 1.0x for 0.13, 0.3 and 0.3 s more compile, the spectra's two pseudo-Voigt
+# peaks (n = 8, 10; m = 301) 1.0x and 1.05x for 0.3 and 0.7-1.0 s more, rotated 2-D
+# Gaussians on 5x5 pixels (n = 6, 7) 1.2x for the same compile (2026-12-05; studies/
+# 2026-12-05-summed_normal_sums); above 10 columns 0.9x (n = 12, 2026-12-03).
 SUMMED_N = 10
+SUMMED_FEW_N = 7
 
 
 def is_small(n: int) -> bool:
@@ -82,21 +88,30 @@ def rmatvec(matrix: jax.Array, vector: jax.Array) -> jax.Array:
     return unrolled_rmatvec(matrix, vector) if unrolls(matrix) else matrix.T @ vector
 
 
+def sums_together(matrix: jax.Array) -> bool:
+    """Whether :func:`normal_sums` of this ``(m, n)`` matrix is one reduction (read at
+    trace time): on the CPU (inside ``reduce.summing(True)``), up to ``SUMMED_FEW_N``
+    columns, or up to ``SUMMED_N`` where the products would otherwise be unrolled."""
+    n = matrix.shape[1]
+    few = n <= SUMMED_FEW_N or unrolls(matrix)
+    return 0 < n <= SUMMED_N and few and reduce.summing_together()
+
+
 def normal_sums(matrix: jax.Array, vector: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``(matrix.T @ matrix, matrix.T @ vector, vector @ vector)`` of an ``(m, n)``
     matrix and an ``(m,)`` vector: the first in float32 at least (no half-precision
     Cholesky; no overflow of half-precision squares), the others in their own dtype.
 
-    Up to :data:`SUMMED_N` columns, where the trace is inside ``reduce.summing(True)``
-    (on the CPU), they are one reduction over the ``m`` rows of ``n (n + 1) / 2 + n + 1``
-    sums (:func:`fixedopt._numerics.reduce.together`): one kernel computes the matrix's
+    Where :func:`sums_together` (a few columns, on the CPU) they are one reduction over
+    the ``m`` rows of ``n (n + 1) / 2 + n + 1`` sums
+    (:func:`fixedopt._numerics.reduce.together`): one kernel computes the matrix's
     entries where it reads their inputs, so that in a least-squares step neither the
     Jacobian nor the residual is written out. Else :func:`gram`, :func:`rmatvec` and
     a dot.
     """
     n = matrix.shape[1]
     wide = jnp.promote_types(matrix.dtype, jnp.float32)
-    if not 0 < n <= SUMMED_N or not reduce.summing_together():
+    if not sums_together(matrix):
         return gram(matrix.astype(wide)), rmatvec(matrix, vector), jnp.dot(vector, vector)
     # Every sum accumulates in ``wide`` (a half-precision row's too), then is rounded
     # to its own dtype.

@@ -175,10 +175,15 @@ def test_the_unrolled_path_is_taken_up_to_the_thresholds(monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", [*DTYPES, jnp.bfloat16], ids=lambda d: jnp.dtype(d).name)
-@pytest.mark.parametrize("shape", [(1, 1), (25, 5), (128, 5), (3, 10), (30, 11)])
-def test_normal_sums_in_one_reduction_match_numpy(shape, dtype):
+@pytest.mark.parametrize(
+    ("shape", "together"),
+    [((1, 1), True), ((25, 5), True), ((128, 5), True), ((301, 7), True), ((3, 10), True),
+     ((20, 8), True), ((301, 8), False), ((30, 11), False)],
+)  # fmt: skip
+def test_normal_sums_in_one_reduction_match_numpy(shape, together, dtype):
     """``J^T J`` (in float32 at least), ``J^T r`` and ``r.r`` (in their dtype), summed
-    together on the CPU path up to ``SUMMED_N`` columns, one by one above it."""
+    together on the CPU path up to ``SUMMED_FEW_N`` columns, and up to ``SUMMED_N``
+    where the products would be unrolled (few rows); one by one else."""
     rng = np.random.default_rng(shape[0] + shape[1])
     jacobian = jnp.asarray(rng.normal(size=shape), dtype)
     residual = jnp.asarray(rng.normal(size=shape[0]), dtype)
@@ -187,9 +192,8 @@ def test_normal_sums_in_one_reduction_match_numpy(shape, dtype):
     with reduce.summing(True):
         gram, gradient, squared = jax.jit(small_linalg.normal_sums)(jacobian, residual)
         jaxpr = jax.make_jaxpr(small_linalg.normal_sums)(jacobian, residual)
-    n = shape[1]
     summed = [e for e in jaxpr.eqns if e.primitive.name == "custom_jvp_call"]
-    assert len(summed) == (1 if n <= small_linalg.SUMMED_N else 0)
+    assert len(summed) == together
     assert gram.dtype == wide and gradient.dtype == squared.dtype == dtype
     for actual, expected, magnitude, eps in (
         (gram, a.T @ a, np.abs(a).T @ np.abs(a), jnp.finfo(wide).eps),
@@ -198,7 +202,7 @@ def test_normal_sums_in_one_reduction_match_numpy(shape, dtype):
     ):
         bound = 4 * shape[0] * float(eps) * magnitude
         assert np.all(np.abs(np.asarray(actual, np.float64) - expected) <= bound)
-    if n <= small_linalg.SUMMED_N:  # each entry once, mirrored: exactly symmetric
+    if together:  # each entry once, mirrored: exactly symmetric
         np.testing.assert_array_equal(np.asarray(gram), np.asarray(gram).T)
 
 
