@@ -388,6 +388,15 @@ def sine(x: Value, amplitude: Value = 1.0, frequency: Value = 1.0, shift: Value 
 THERMAL_FORMS = {"bose": -1.0, "maxwell": 0.0, "fermi": 1.0}
 
 
+def thermal_offset(form: str) -> float:
+    """The denominator's offset of a thermal distribution's ``form`` (lmfit's: the
+    name's start, any case); a ValueError naming the forms for another."""
+    offset = next((v for k, v in THERMAL_FORMS.items() if str(form).lower().startswith(k)), None)
+    if offset is None:
+        raise ValueError(f"`form` must be one of {tuple(THERMAL_FORMS)}, got {form!r}")
+    return offset
+
+
 def thermal_distribution(
     x: Value, amplitude: Value = 1.0, center: Value = 0.0, kt: Value = 1.0, form: str = "bose"
 ) -> Value:
@@ -395,10 +404,7 @@ def thermal_distribution(
     ``"bose"``, offset -1), Maxwell–Boltzmann (``"maxwell"``, 0) or Fermi–Dirac
     (``"fermi"``, +1); the denominator kept from zero as lmfit keeps it (the real part
     of ``1 / (d + i TINY)``)."""
-    offset = next((v for k, v in THERMAL_FORMS.items() if str(form).lower().startswith(k)), None)
-    if offset is None:
-        raise ValueError(f"`form` must be one of {tuple(THERMAL_FORMS)}, got {form!r}")
-    d = amplitude * jnp.exp((jnp.asarray(x) - center) / _not_zero(kt)) + offset
+    d = amplitude * jnp.exp((jnp.asarray(x) - center) / _not_zero(kt)) + thermal_offset(form)
     large = jnp.abs(d) >= TINY
     safe = jnp.where(large, d, 1.0)
     return jnp.where(large, 1.0 / (d + TINY * (TINY / safe)), d / (TINY * TINY + d * d))

@@ -204,6 +204,10 @@ class ThermalDistributionModel(_Builtin):
 
     func = staticmethod(lineshapes.thermal_distribution)
 
+    def __init__(self, prefix: str = "", **options: Any) -> None:
+        lineshapes.thermal_offset(options.get("form", "bose"))  # a bad form named now
+        super().__init__(prefix, **options)
+
     def _guess(self, data: Any, x: Any) -> dict[str, Any]:
         rows, x = _rows(data, x)
         center = float(np.mean(x))

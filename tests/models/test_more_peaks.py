@@ -108,9 +108,12 @@ def test_log_gamma_ratio_equals_scipy():
     np.testing.assert_allclose(got, np.real(scipy.special.loggamma(z)), rtol=1e-13, atol=1e-13)
 
 
-def test_an_unknown_thermal_form_is_named():
+def test_an_unknown_thermal_form_is_named_when_the_model_is_made():
     with pytest.raises(ValueError, match="form"):
         lineshapes.thermal_distribution(X, form="planck")
+    with pytest.raises(ValueError, match="form"):
+        models.ThermalDistributionModel(form="planck")
+    assert models.ThermalDistributionModel(form="Fermi").options["form"] == "Fermi"  # lmfit's
 
 
 MODELS = [
