@@ -1,7 +1,7 @@
 """The normal sums' rule, before and after: the first call's wait and the warm call.
 
-    git worktree add /tmp/before <commit before the rule>
-    PYTHONPATH=. python studies/2026-12-05-summed_normal_sums/measure.py --before /tmp/before
+    git worktree add ../before <commit before the rule>
+    PYTHONPATH=. python studies/2026-12-05-summed_normal_sums/measure.py --before ../before
 
 Each case runs in fresh processes (no persistent cache: every first call compiles),
 alternating the two checkouts, ``--rounds`` times; medians.
