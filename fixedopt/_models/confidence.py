@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -128,26 +128,60 @@ def _jobs(result: Any, columns: list[int], probs: list[float], chosen: np.ndarra
     return _Jobs(row, column, side, level, best, baseline, target, start)
 
 
+Refit = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def held_refit(result: Any, rows: np.ndarray, held: np.ndarray) -> Refit:
+    """``refit(x) -> (chisqr, x)``: the fits ``rows`` (one per entry, of ``result``)
+    refitted from ``x`` clipped into their bounds, the entries ``held`` (``(len(rows),
+    k)`` booleans) held where ``x`` has them, in one batched solve; ``chisqr`` is a
+    Poisson fit's deviance. Shared by the profile searches and the 2-D grids."""
+    problem = result.problem
+    lower, upper = problem.lower[rows], problem.upper[rows]
+    fixed = np.asarray(result.solution.fixed)[rows] | held
+    args, options = problem.solve_inputs(rows)
+
+    def refit(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        start = jnp.asarray(np.clip(x, lower, upper))
+        solution = least_squares(problem.fun, start, jnp.asarray(fixed), args=args, **options)
+        return 2.0 * np.asarray(solution.value), np.asarray(solution.x)
+
+    return refit
+
+
+def picked_fits(result: Any, rows: Any) -> np.ndarray:
+    """``(B,)`` booleans: the fits named by ``rows`` (every fit for None), each checked."""
+    picked = np.zeros(result.data.shape[0], bool)
+    if rows is None:
+        picked[:] = True
+    else:
+        picked[[result.check_row(r, "rows") for r in np.ravel(rows).tolist()]] = True
+    return picked
+
+
+def fit_problem(result: Any, caller: str) -> Any:
+    """``result.problem``, or a ValueError saying ``caller`` needs a ``Model.fit`` result."""
+    if result.problem is None:
+        raise ValueError(f"{caller} needs the result of Model.fit")
+    return result.problem
+
+
 def _profile(result: Any, jobs: _Jobs) -> Any:
     """``chisqr(v, x)`` (a Poisson fit's deviance) of every job: one batched solve, each
     row with its column held at ``v`` and started from ``x`` (the last solve's, so each
     step starts near its end); and the bounds of the held columns."""
     problem = result.problem
-    lower, upper = problem.lower[jobs.row], problem.upper[jobs.row]
-    held = (np.arange(len(jobs.row)), jobs.column)
-    fixed = np.asarray(result.solution.fixed)[jobs.row]
-    fixed[held] = True
-    args, options = problem.solve_inputs(jobs.row)
+    index = (np.arange(len(jobs.row)), jobs.column)
+    held = np.zeros((len(jobs.row), problem.lower.shape[1]), bool)
+    held[index] = True
+    refit = held_refit(result, jobs.row, held)
 
     def chisqr(v: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        x = np.clip(x, lower, upper)
-        x[held] = v
-        solution = least_squares(
-            problem.fun, jnp.asarray(x), jnp.asarray(fixed), args=args, **options
-        )
-        return 2.0 * np.asarray(solution.value), np.asarray(solution.x)
+        x = np.array(x)
+        x[index] = v
+        return refit(x)
 
-    return chisqr, lower[held], upper[held]
+    return chisqr, problem.lower[jobs.row][index], problem.upper[jobs.row][index]
 
 
 def _next(v: np.ndarray, u: np.ndarray, previous: tuple[np.ndarray, np.ndarray],
@@ -178,20 +212,14 @@ def conf_interval(result: Any, names: Sequence[str] | None = None,
     limits); NaN where the parameter is not fitted in that fit, the fit did not converge
     or is not in ``rows``; ``-inf``/``inf`` where a bound (or a chi-square that stops
     rising) comes first."""
-    problem = result.problem
-    if problem is None:
-        raise ValueError("conf_interval needs the result of Model.fit")
-    vector = problem.residual.plan.vector
+    vector = fit_problem(result, "conf_interval").residual.plan.vector
     names = list(names) if names is not None else [n for n in vector if any(
         n in varied for varied in result.varying)]  # fmt: skip
     unknown = [n for n in names if n not in vector]
     if unknown:
         raise ValueError(f"conf_interval profiles fitted parameters; not fitted: {unknown}")
     probs = _probabilities(sigmas)
-    chosen = np.zeros(result.data.shape[0], bool)
-    picked = [] if rows is None else [result.check_row(r, "rows") for r in np.ravel(rows).tolist()]
-    chosen[slice(None) if rows is None else picked] = True
-    jobs = _jobs(result, [vector.index(n) for n in names], probs, chosen)
+    jobs = _jobs(result, [vector.index(n) for n in names], probs, picked_fits(result, rows))
     limits = _search(result, jobs, rtol, maxiter)
     table = _table(result, names, jobs, limits, len(probs), vector)
     return ConfidenceIntervals(table, (*probs[::-1], 0.0, *probs))

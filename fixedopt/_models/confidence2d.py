@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax.numpy as jnp
 import numpy as np
 
-from fixedopt._entry.minimize import least_squares
+from fixedopt._models.confidence import fit_problem, held_refit, picked_fits
 
 
 def conf_interval2d(
@@ -31,10 +30,7 @@ def conf_interval2d(
     value +/- ``nsigma`` standard errors. NaN rows: fits not in ``rows``, that did not
     converge, or in which either parameter is not fitted. A held value beyond a bound
     is held at the bound (as lmfit's parameters clip their values)."""
-    problem = result.problem
-    if problem is None:
-        raise ValueError("conf_interval2d needs the result of Model.fit")
-    vector = problem.residual.plan.vector
+    vector = fit_problem(result, "conf_interval2d").residual.plan.vector
     unknown = [n for n in (x_name, y_name) if n not in vector]
     if unknown or x_name == y_name:
         raise ValueError("conf_interval2d holds two different fitted parameters; "
@@ -55,13 +51,8 @@ def conf_interval2d(
 
 def _chosen_fits(result: Any, columns: tuple[int, int], rows: Any) -> np.ndarray:
     """``(B,)``: the fits in ``rows`` that converged with both ``columns`` fitted."""
-    fixed = np.asarray(result.solution.fixed)
-    chosen = np.asarray(result.success) & ~fixed[:, columns[0]] & ~fixed[:, columns[1]]
-    if rows is not None:
-        picked = np.zeros_like(chosen)
-        picked[[result.check_row(r, "rows") for r in np.ravel(rows).tolist()]] = True
-        chosen &= picked
-    return np.asarray(chosen)
+    fitted = ~np.asarray(result.solution.fixed)[:, list(columns)].any(axis=1)
+    return np.asarray(np.asarray(result.success) & fitted & picked_fits(result, rows))
 
 
 def _axes(result: Any, names: tuple[str, str], nx: int, ny: int, limits: Any,
@@ -72,33 +63,40 @@ def _axes(result: Any, names: tuple[str, str], nx: int, ny: int, limits: Any,
     for axis, (name, count) in enumerate(zip(names, (nx, ny), strict=True)):
         if limits is None:
             best, error = result.best_values[name], result.stderr[name]
-            upper, lower = best + nsigma * error, best - nsigma * error
+            pair = (best + nsigma * error, best - nsigma * error)
         else:
-            upper, lower = limits[axis]
-        upper, lower = (np.broadcast_to(np.asarray(v, float), (rows,)) for v in (upper, lower))
-        points.append(np.linspace(lower, upper, count, axis=1))
+            pair = _limits(limits, axis, rows)
+        points.append(np.linspace(pair[1], pair[0], count, axis=1))
     return points[0], points[1]
+
+
+def _limits(limits: Any, axis: int, rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """lmfit's ``limits[axis]``, ``(upper, lower)``, each broadcast to one per fit."""
+    try:
+        upper, lower = limits[axis]
+        one_per_fit = (rows,)
+        upper = np.broadcast_to(np.asarray(upper, float), one_per_fit)
+        return upper, np.broadcast_to(np.asarray(lower, float), one_per_fit)
+    except (TypeError, ValueError, IndexError) as error:
+        raise ValueError(
+            "conf_interval2d: `limits` must be ((x_upper, x_lower), (y_upper, y_lower)), "
+            f"each a number or one per fit ({rows}); got {limits!r}"
+        ) from error
 
 
 def _held_fits(result: Any, fits: np.ndarray, columns: tuple[int, int], x_points: np.ndarray,
                y_points: np.ndarray) -> np.ndarray:  # fmt: skip
     """``(len(fits), ny, nx)``: chi-square (a Poisson fit's deviance) of every grid
     point of every fit in ``fits``, one batched solve."""
-    problem = result.problem
     ny, nx = y_points.shape[1], x_points.shape[1]
     job = np.repeat(fits, ny * nx)  # fit-major, then y, then x (the grid's layout)
-    held_x = np.tile(x_points, (1, ny)).ravel()
-    held_y = np.repeat(y_points, nx, axis=1).ravel()
-    lower, upper = problem.lower[job], problem.upper[job]
-    start = np.clip(np.asarray(result.solution.x)[job], lower, upper)
-    fixed = np.asarray(result.solution.fixed)[job]
-    for column, held in zip(columns, (held_x, held_y), strict=True):
-        start[:, column] = np.clip(held, lower[:, column], upper[:, column])
-        fixed[:, column] = True
-    args, options = problem.solve_inputs(job)
-    solution = least_squares(problem.fun, jnp.asarray(start), jnp.asarray(fixed), args=args,
-                             **options)  # fmt: skip
-    return 2.0 * np.asarray(solution.value, float).reshape(len(fits), ny, nx)
+    start = np.array(result.solution.x)[job]
+    start[:, columns[0]] = np.tile(x_points, (1, ny)).ravel()
+    start[:, columns[1]] = np.repeat(y_points, nx, axis=1).ravel()
+    held = np.zeros(start.shape, bool)
+    held[:, list(columns)] = True
+    chisqr, _ = held_refit(result, job, held)(start)  # held values clipped into bounds
+    return np.asarray(chisqr, float).reshape(len(fits), ny, nx)
 
 
 def _sigmas(result: Any, fits: np.ndarray, chisqr: np.ndarray) -> np.ndarray:

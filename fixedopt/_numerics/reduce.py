@@ -84,7 +84,7 @@ def folding(on: bool) -> Iterator[None]:
 
 def summing_helps(backend: str) -> bool:
     """Whether many sums over the same axis pay as one reduction (:func:`together`) on
-    ``backend``: on the CPU, measured (``fixedopt._solvers.small_linalg.SUMMED_N``);
+    ``backend``: on the CPU, measured (``fixedopt._solvers.small_linalg.sums_together``);
     other backends keep the sums one by one (not measured there)."""
     return backend == "cpu"
 

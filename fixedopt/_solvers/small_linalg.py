@@ -8,7 +8,8 @@ arithmetic around it: no LAPACK custom call per tiny system, which cannot fuse, 
 a call per batch and reads the matrices from memory again. The products with the
 Jacobian (the normal matrix, the gradient, the model's ``|J s|^2``) are unrolled the
 same way while they are small (:data:`PRODUCT_TERMS`); a Levenberg–Marquardt step's
-``J^T J``, ``J^T r`` and ``|r|^2`` are one reduction on the CPU (:func:`normal_sums`).
+``J^T J``, ``J^T r`` and ``|r|^2`` of a few columns are one reduction on the CPU
+(:func:`normal_sums`, where :func:`sums_together`).
 
 The operation count grows as ``n^3 / 6`` (the program's size too), and XLA:CPU splits
 the factorization into one loop fusion per few entries (every entry feeds several

@@ -1,5 +1,6 @@
 """``ModelResult.conf_interval2d`` against lmfit's ``conf_interval2d``, fit by fit."""
 
+import jax.numpy as jnp
 import lmfit
 import numpy as np
 import pytest
@@ -71,8 +72,40 @@ def test_default_limits_are_nsigma_errors_and_rows_pick_fits(fitted):
         (("amplitude", "fwhm"), {}, "fitted"),
         (("amplitude", "sigma"), {"nx": 0}, "nx"),
         (("amplitude", "sigma"), {"ny": 2.5}, "ny"),
+        (("amplitude", "sigma"), {"limits": (6.5, 4.5)}, "limits"),
+        (("amplitude", "sigma"), {"limits": ((6.5, 4.5), ([1.4, 1.5], 0.7))}, "limits"),
     ],
 )
 def test_bad_requests_are_named(fitted, names, options, match):
     with pytest.raises(ValueError, match=match):
         fitted[1].conf_interval2d(*names, **options)
+
+
+def test_the_distances_do_not_depend_on_the_data_units(fitted):
+    """The same spectra in units 1e6 times larger: the grid over the centre and the width
+    (parameters in the units of x) holds the same distances (a ratio of chi-squares)."""
+    data, result = fitted
+    model = GaussianModel() + ConstantModel()
+    start = {k: 1e6 * v if k in ("amplitude", "c") else v for k, v in START.items()}
+    scaled = model.fit(1e6 * data, model.make_params(**start), x=X, **TIGHT)
+    _, _, grid = result.conf_interval2d("center", "sigma", nx=3, ny=3, rows=[0, 2])
+    _, _, grid_scaled = scaled.conf_interval2d("center", "sigma", nx=3, ny=3, rows=[0, 2])
+    np.testing.assert_allclose(grid_scaled[[0, 2]], grid[[0, 2]], rtol=1e-6, atol=1e-6)
+
+
+def test_a_poisson_fits_grid_is_the_rise_of_its_deviance():
+    """Counts fitted by Poisson maximum likelihood: the grid's middle is the best fit (the
+    deviance's own value with ``chi2_out``, distance 0), every other point lies above."""
+    rng = np.random.default_rng(3)
+    expected = np.asarray(GaussianModel().func(X, 400.0, 0.8, 1.1)) + 20.0
+    counts = rng.poisson(expected, (2, X.size)).astype(float)
+    model = GaussianModel() + ConstantModel()
+    params = model.make_params(amplitude=300.0, center=0.5, sigma=1.0, c=15.0)
+    result = model.fit(jnp.asarray(counts), params, x=X, estimator="poisson", **TIGHT)
+    _, _, deviance = result.conf_interval2d("center", "sigma", nx=3, ny=3, chi2_out=True)
+    _, _, grid = result.conf_interval2d("center", "sigma", nx=3, ny=3)
+    np.testing.assert_allclose(deviance[:, 1, 1], result.deviance, rtol=1e-9)
+    assert np.all(np.abs(grid[:, 1, 1]) < 1e-4)
+    outer = np.ones((3, 3), bool)
+    outer[1, 1] = False
+    assert np.all(grid[:, outer] > 1.0)  # 5 standard errors out in one or both
