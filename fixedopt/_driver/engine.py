@@ -5,6 +5,7 @@ and the way back to the user's pytree, with the derivative rule of the solve's
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -16,12 +17,11 @@ from fixedopt._contract.solver import Solver
 from fixedopt._contract.status import Status
 from fixedopt._derivatives.differentiation import IMPLICIT, Differentiation, captured_values
 from fixedopt._derivatives.implicit import DerivativeProblem
-from fixedopt._driver import cache, compiler
+from fixedopt._driver import batching, cache, compiler
 from fixedopt._driver.lanes import LastState, iterate_lanes
 from fixedopt._driver.loop import LoopState, Stopping, iterate
 from fixedopt._driver.progress import Progress
 from fixedopt._fixing.mask import active_set, unravel_mask
-from fixedopt._inputs import arrays
 from fixedopt._inputs.validate import Bounds, PyTree
 from fixedopt._numerics import buckets, reduce
 from fixedopt._numerics.trace_state import at_top_level
@@ -73,18 +73,14 @@ class Inputs(NamedTuple):
     counts: jax.Array | None  # estimator="poisson": the observed counts
     split_index: jax.Array | None  # strategy="split": each row's packed free positions
     stopping: Stopping  # the tolerances and max_steps, in the dtype of x0
-    batch: jax.Array | None = None  # rows padded to a bucket: the true batch size
-
-
-# The fields of Inputs whose every leaf has the batch axis (a batch pads them to its bucket).
-ROW_FIELDS = ("x0", "fixed", "fixed_values", "bounds", "sigma", "counts", "split_index")
+    batch: jax.Array | None = None  # rows padded (_driver.batching): the true batch size
 
 
 def run(plan: Plan, inputs: Inputs) -> Solution:
     """The solve, compiled once per plan and per shapes: with the XLA options of
     :mod:`fixedopt._driver.compiler` where they apply (a least-squares solver called
     at the top level on the CPU), else without; masks and values are data, and so is
-    the batch size within its bucket (:mod:`fixedopt._numerics.buckets`). The
+    the batch size (:mod:`fixedopt._driver.batching`). The
     :class:`~fixedopt._results.solution.Solution` carries the solve's own mask and
     bounds. The first solve of a process turns on the persistent compilation cache
     (:mod:`fixedopt._driver.cache`)."""
@@ -100,7 +96,7 @@ def _solve_then_differentiate(plan: Plan, inputs: Inputs) -> Solution:
     """Under a transformation: the solve on stopped inputs, then the derivative rule
     (:func:`_with_derivatives`, a program of its own). Under ``jax.grad`` or
     ``jax.jvp`` alone the stopped inputs are concrete: the solve is then the plain
-    call's own program (options, buckets, caches), run at the top level."""
+    call's own program (options, padded rows, caches), run at the top level."""
     plan.differentiate.check_captures(plan.fun, name_of(plan.fun))
     stopped = plan.differentiate.stop(inputs)
     leaves = jax.tree.leaves(stopped) + [v for _, v in captured_values(plan.fun)]
@@ -114,39 +110,11 @@ def _solve_then_differentiate(plan: Plan, inputs: Inputs) -> Solution:
 
 
 def _run_compiled(plan: Plan, inputs: Inputs) -> Solution:
-    """The compiled solve of :func:`run` (its derivative rule inside, if any)."""
+    """The compiled solve of :func:`run` (its derivative rule inside, if any), a batch
+    in the compiled sizes of :mod:`fixedopt._driver.batching`."""
     tuned = compiler.takes_options(plan.solver, plan.backend)
     compiled = _compiled_for_cpu if tuned else _compiled
-    bucketed, grown_from = _in_bucket(plan, inputs)
-    solution: Solution = compiled(plan, bucketed)
-    if grown_from is None:
-        return solution
-    cut: Solution = buckets.first_rows(solution, grown_from, plan.backend)
-    return cut
-
-
-def _in_bucket(plan: Plan, inputs: Inputs) -> tuple[Inputs, int | None]:
-    """The inputs of a batch through lanes called at the top level, in their bucket
-    (:mod:`fixedopt._numerics.buckets`), and the batch size where they were padded to it
-    (None where not); other inputs as they are."""
-    if plan.batched_args is None or not plan.differentiate.through_lanes:
-        return inputs, None
-    batch = jax.tree.leaves(inputs.x0)[0].shape[0]
-    size = buckets.bucket(batch)
-    whole = size <= buckets.SMALLEST if plan.lanes is None else plan.lanes >= batch
-    # Every leaf of the rows' own data has the batch axis; args may have shared leaves.
-    own, own_tree = jax.tree.flatten({name: getattr(inputs, name) for name in ROW_FIELDS})
-    args, args_tree = jax.tree.flatten(inputs.args)
-    if whole or not at_top_level() or not buckets.on_one_device(own + args):
-        return inputs, None
-    count = arrays.asarray(batch, jnp.int32)
-    if size == batch:
-        return inputs._replace(batch=count), None
-    flags = (True,) * len(own) + tuple(plan.batched_args)
-    padded = buckets.pad_rows((*own, *args), size, flags, plan.backend)
-    grown = jax.tree.unflatten(own_tree, padded[: len(own)])
-    args_grown = jax.tree.unflatten(args_tree, padded[len(own) :])
-    return inputs._replace(**grown, args=args_grown, batch=count), batch
+    return batching.solve_rows(functools.partial(compiled, plan), plan, inputs)
 
 
 def compiled_programs() -> int:
@@ -199,6 +167,7 @@ def _solve_traced(plan: Plan, inputs: Inputs) -> Solution:
             plan.backend,
             plan.progress,
             inputs.batch,
+            _step_bytes(objective, start),
         )
         if inputs.batch is not None:
             rows_final = buckets.real_rows(rows_final, inputs.batch)
@@ -209,6 +178,15 @@ def _solve_traced(plan: Plan, inputs: Inputs) -> Solution:
 
         rows_final = jax.vmap(one)(rows, start)
     return _solution(rows_final, jax.vmap(finish)(rows, rows_final))
+
+
+def _step_bytes(objective: Objective, x: jax.Array) -> int:
+    """What a step of one row computes beyond its data and loop state, in bytes: a
+    least-squares row's residuals and Jacobian (``m (n + 1)`` values); none counted for
+    ``minimize``, whose gradient is in the loop state."""
+    if not objective.least_squares:
+        return 0
+    return math.prod(objective.output_shape) * (x.shape[-1] + 1) * x.dtype.itemsize
 
 
 _compiled = jax.jit(_solve, static_argnums=0)

@@ -99,12 +99,14 @@ class Layout(NamedTuple):
 
 # The default number of lanes. On a CPU: as many rows as fit half of a core's L2 cache
 # (1 MiB on the EPYC cores these defaults were measured on: benchmarks/results, suite
-# ``scale``), so a step's working set stays in cache, but at least 64: a trip also has
+# ``scale``), so a step's working set stays in cache (a row's data, its loop state and,
+# for least squares, its residuals and Jacobian), but at least 64: a trip also has
 # a part that does not grow with its lanes (the loop's test, the refill, the solver's
 # per-trip scalars), and rows of a few kB (L-BFGS at n = 64, n = 512) fit 5-34 to the
 # cache but ran 6-24% slower than at 64-256 lanes (studies/2026-12-04-lane_widths). On
-# an accelerator, enough rows to fill it. Never more than an eighth of the batch, so
-# that slow rows overlap with others, and never fewer than 8.
+# an accelerator, enough rows to fill it. Never more than an eighth of the rows compiled
+# for (on the CPU a block of them: _driver.batching), so that slow rows overlap with
+# others, and never fewer than 8.
 CPU_CACHE_BYTES = 1 << 19
 CPU_FEWEST_LANES = 64
 CPU_MOST_LANES = 4096
@@ -122,6 +124,17 @@ def default_width(batch: int, row_bytes: int, backend: str) -> int:
     return min(batch, max(min(width, -(-batch // 8)), 8))
 
 
+def block_rows(data_bytes: int) -> int:
+    """On a CPU, the rows of the one size in which a batch whose rows' data take
+    ``data_bytes`` bytes each is compiled (:mod:`fixedopt._driver.batching`): at least 8
+    rows for each of the :func:`default_width` lanes (a row's loop state holds its data,
+    so the width from a row's bytes is at most ``CPU_CACHE_BYTES // data_bytes``), a
+    power of two."""
+    in_cache = CPU_CACHE_BYTES // max(data_bytes, 1)
+    rows = min(CPU_MOST_LANES, max(CPU_FEWEST_LANES, in_cache))
+    return 8 * (1 << (rows - 1).bit_length())
+
+
 def iterate_lanes(
     solver: Solver[Any],
     problem_of: Callable[[Rows], Problem],
@@ -132,6 +145,7 @@ def iterate_lanes(
     backend: str,
     progress: Progress | None = None,
     count: jax.Array | None = None,
+    step_bytes: int = 0,
 ) -> LastState:
     """Run every row of a batch through ``width`` lanes until each row stops.
 
@@ -146,8 +160,11 @@ def iterate_lanes(
       backend: the platform the program is for, which sets the default width.
       progress: report progress on the host; None adds nothing to the program.
       count: the rows to solve, traced, when ``rows`` are padded beyond them
-        (:mod:`fixedopt._numerics.buckets`): the queue ends there, and the padded rows'
-        reports are left empty. None: every row.
+        (:mod:`fixedopt._driver.batching`): the queue ends there, and the padded rows'
+        reports are left empty (with every row in a lane, ``W >= B``, they run as the
+        copies of row 0 that they are). None: every row.
+      step_bytes: the bytes a row's step computes beyond its data and loop state (a
+        least-squares row's Jacobian): its working set sets the default width.
 
     Returns:
       The :class:`LastState` of every row, ``(B, ...)`` leaves.
@@ -167,7 +184,8 @@ def iterate_lanes(
     with reduce.folding(folds):
         started = jax.eval_shape(start_row, *one_row)  # one row's loop state (shapes)
     if width is None:
-        row_bytes = sum(a.size * a.dtype.itemsize for a in jax.tree.leaves((one_row, started)))
+        state_bytes = sum(a.size * a.dtype.itemsize for a in jax.tree.leaves((one_row, started)))
+        row_bytes = state_bytes + step_bytes
         width = default_width(total, row_bytes, backend)
     width = min(width, total)
     layout = _layout(*jax.tree.map(_rows_of_one, (one_row[0], started)))
@@ -183,7 +201,7 @@ def iterate_lanes(
             _report(layout.state.unpack(state), iteration, queued, limit, progress)
 
     if width == total:
-        assert count is None, "a padded batch runs through lanes"  # buckets pads no other
+        # Rows padded beyond count (at most 8 rows in all) take their steps, dropped.
         with reduce.folding(folds):
             return _whole_batch(start_rows, advance_lanes, report, layout, rows, x)
 

@@ -22,6 +22,8 @@ from fixedopt._models.layout import Arrays, Layout, arrays, initial_values, layo
 from fixedopt._models.nan import apply_nan_policy, too_few_points
 from fixedopt._models.parameters import Parameters
 from fixedopt._models.result import ModelResult
+from fixedopt._numerics import buckets
+from fixedopt._numerics.trace_state import at_top_level
 from fixedopt._results.covariance import covariance
 
 if TYPE_CHECKING:  # fit is Model.fit's body: the model module imports this one
@@ -299,6 +301,22 @@ def _summary(
     return values, jac, best_fit, init_fit, residual.of_curve(best_fit, data, weights)
 
 
+def _summary_rows(residual: _Residual, x_axis: int | None, inputs: tuple[Any, ...]) -> Any:
+    """:func:`_summary` of ``inputs`` (``x, p0, xs, data, extra``); at the top level on
+    the CPU in chunks of a fixed number of rows (:func:`fixedopt._numerics.buckets.in_chunks`),
+    so that a new batch size compiles nothing new."""
+    compute = functools.partial(_summary, residual, x_axis)
+    leaves, treedef = jax.tree.flatten(inputs)
+    weak = any(getattr(leaf, "weak_type", False) for leaf in leaves)
+    if weak or jax.default_backend() != "cpu" or not at_top_level():
+        return compute(*inputs)
+    x, _, xs, _, extra = inputs
+    flags = jax.tree.leaves((True, True, jax.tree.map(lambda _: x_axis == 0, xs), True,
+                             jax.tree.map(lambda _: True, extra)))  # fmt: skip
+    return buckets.in_chunks(lambda chunk: compute(*jax.tree.unflatten(treedef, chunk)),
+                             tuple(leaves), tuple(flags), x.shape[0])  # fmt: skip
+
+
 def _computed(plan: Layout) -> Any:
     """``p -> (values, values)`` of the tied and derived parameters of ONE fit (twice:
     ``jax.jacfwd(..., has_aux=True)`` gives their derivatives and values at once)."""
@@ -337,7 +355,7 @@ def _result(model: Model, params: Parameters, plan: Layout, arr: Arrays, solutio
     residual, args, axes = problem.residual, problem.args, problem.axes
     xs, data, *extra = args
     p0 = host_arrays.asarray(arr.p0, data.dtype)
-    summary = _summary(residual, axes[0], solution.x, p0, xs, data, tuple(extra))
+    summary = _summary_rows(residual, axes[0], (solution.x, p0, xs, data, tuple(extra)))
     computed, jac, best_fit, init_fit, resid = (np.asarray(a) for a in summary)
     x = np.asarray(solution.x)
     values, full = _propagated(plan, x, computed, jac, np.asarray(pcov, x.dtype))

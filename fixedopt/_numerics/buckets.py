@@ -1,20 +1,16 @@
-"""Batch sizes in buckets: one compiled solve serves every batch of a bucket.
+"""Rows padded to a size that the batch does not set: one compiled program serves many
+batch sizes.
 
-A compiled program is specialised to its arrays' shapes, so each new batch size ``B``
-compiled the whole solve again (seconds), although the lanes' loop body does not depend
-on ``B``. A batched solve through lanes is therefore compiled for the next power of two
-``P >= B`` (at least 8): its rows are padded with copies of row 0 and the true count
-``B`` travels as data. The lanes never take a padded row (the queue ends at ``B``); the
-padded rows report row 0's result, so that everything computed from them (the
-derivative rule, the covariance) is row 0's own, finite where row 0's is, and is
-dropped; the solution is cut back to ``B`` rows. The padding costs memory for the
-inputs and results only (at most ``P - B`` rows more), no steps.
-
-Not padded: a solve traced inside a transformation of the caller (its program is
-recompiled for a new ``B`` anyway, and a pad there is work in the caller's program),
-the whole batch run as one ``vmap`` (``lanes >= B``: a padded row there would take its
-steps), a batch sharded across devices (its sharding is the caller's), and a batch
-already of a bucket's size.
+A compiled program is specialised to its arrays' shapes, so a new batch size ``B`` would
+compile it again. Here a batch's rows are padded with copies of row 0 to a size ``P``
+(:func:`bucket`, the next power of two; the solve's own sizes are chosen in
+:mod:`fixedopt._driver.batching`), and the true count travels as data. The lanes never
+take a padded row (their queue ends at ``B``); the padded rows report row 0's result
+(:func:`real_rows`), so that everything computed from them (the derivative rule, the
+covariance) is row 0's own, finite where row 0's is, and is dropped; the results are cut
+back to ``B`` rows (:func:`first_rows`). The padding costs memory for the inputs and
+results only, no steps. A program that maps each row on its own (the covariance) runs in
+chunks of a fixed number of rows instead (:func:`in_chunks`).
 """
 
 from __future__ import annotations
@@ -105,16 +101,18 @@ CHUNK_ROWS = 256
 
 def in_chunks(compute: Any, leaves: tuple[Any, ...], batched: tuple[bool, ...], batch: int) -> Any:
     """``compute(leaves)`` for a batch of ``batch`` rows, called on chunks of
-    :data:`CHUNK_ROWS` rows (fewer rows: their bucket), the last one padded with
+    :data:`CHUNK_ROWS` rows (at most :data:`SMALLEST` rows: a chunk of those, as the
+    solve's own whole-batch program for them), the last one padded with
     copies of its first row, and the outputs' rows put together on the host: one
-    compiled program for every batch size, at most a chunk's rows computed for
-    nothing. ``batched`` flags the leaves with the batch axis; ``compute`` maps each
-    row on its own (its rows do not interact). For the CPU, where the host's memory is
-    the device's; the caller keeps other backends off this path."""
-    size = min(CHUNK_ROWS, bucket(batch))
+    compiled program for every batch size of more than :data:`SMALLEST` rows, at most
+    a chunk's rows computed for nothing. ``batched`` flags the leaves with the batch
+    axis; ``compute`` maps each row on its own (its rows do not interact). For the CPU,
+    where the host's memory is the device's; the caller keeps other backends off this
+    path."""
+    size = SMALLEST if batch <= SMALLEST else CHUNK_ROWS
     outputs = []
     for start in range(0, batch, size):
-        chunk = tuple(_rows_on_host(leaf, start, size) if flag else leaf
+        chunk = tuple(rows_on_host(leaf, start, size) if flag else leaf
                       for leaf, flag in zip(leaves, batched))  # fmt: skip
         outputs.append(compute(chunk))
 
@@ -124,7 +122,7 @@ def in_chunks(compute: Any, leaves: tuple[Any, ...], batched: tuple[bool, ...], 
     return jax.tree.map(joined, *outputs)
 
 
-def _rows_on_host(leaf: Any, start: int, size: int) -> Any:
+def rows_on_host(leaf: Any, start: int, size: int) -> Any:
     """Rows ``start`` to ``start + size`` of ``leaf`` in host memory, padded with
     copies of the first of them where the batch ends sooner."""
     rows = np.asarray(leaf)[start : start + size]

@@ -23,9 +23,9 @@ class UserFunction:
 
     ``name`` is ``"fun"`` or ``"residual_fun"``; ``rows`` the batch size of a
     ``batched=True`` solve, None for one problem. Hashed by the first two, as
-    ``jit``'s static argument: a new batch size in the same bucket of sizes
-    (``fixedopt._numerics.buckets``) reuses the compiled solve; ``rows`` only words a
-    note, which a new trace writes anew.
+    ``jit``'s static argument: a new batch size reuses the compiled solve where its
+    rows are padded to a size it does not set (``fixedopt._driver.batching``); ``rows``
+    only words a note, which a new trace writes anew.
     """
 
     fun: Callable[..., Any]

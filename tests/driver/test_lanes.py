@@ -46,6 +46,23 @@ def test_default_width():
     assert default_width(0, 100, "cpu") == 0
 
 
+def test_a_least_squares_rows_width_counts_its_jacobian(monkeypatch):
+    """A least-squares step computes each row's residuals and Jacobian (here 300 x 8):
+    they count in the bytes that set the width, beside the row's data and loop state."""
+    from fixedopt._driver import lanes
+
+    seen = []
+    monkeypatch.setattr(lanes, "default_width",
+                        lambda batch, row_bytes, backend: seen.append(row_bytes) or 8)  # fmt: skip
+    t = jnp.linspace(0.0, 1.0, 300)
+    residual = lambda p, y: jnp.polyval(p, t) - y
+    data = jnp.zeros((40, 300))
+    fixedopt.least_squares(residual, jnp.ones((40, 8)), jnp.zeros((40, 8), bool), args=(data,),
+                           batched=True)  # fmt: skip
+    jacobian_bytes = 300 * (8 + 1) * jnp.zeros(()).dtype.itemsize
+    assert seen and seen[-1] > jacobian_bytes + 300 * jnp.zeros(()).dtype.itemsize
+
+
 @pytest.mark.parametrize(
     ("pending", "running", "due"),
     [(0, 5, False), (3, 5, False), (4, 5, True), (6, 0, True), (1, 0, True), (0, 0, False)],

@@ -11,24 +11,53 @@ from fixedopt.testing import compiled_solves
 from tests.helpers import assert_rows_identical, bits, quadratic, quadratic_rows
 
 
-def test_a_new_batch_size_in_the_bucket_compiles_nothing_and_gives_the_same_bits():
-    x0, fixed, args = quadratic_rows(size=100, seed=4)
+def test_a_new_batch_size_compiles_nothing_and_gives_the_same_bits():
+    # On the CPU every batch of more than 8 rows runs through one program (blocks of
+    # one size per model, padded): a new size compiles no solve, and a row gets the
+    # same bits in every batch.
+    x0, fixed, args = quadratic_rows(size=700, seed=4)
     solve = lambda rows, **options: fixedopt.minimize(
         quadratic, x0[:rows], fixed[:rows], args=tuple(a[:rows] for a in args), batched=True,
         **options,
     )  # fmt: skip
-    largest = solve(100)
+    largest = solve(700)
     before = compiled_solves()
-    for rows in (70, 65, 99):  # 65..128 rows: one bucket
+    for rows in (100, 9, 20, 99):
         smaller = solve(rows)
         assert smaller.x.shape == (rows, 8) and smaller.status.shape == (rows,)
         assert_rows_identical(largest, smaller, rows=slice(0, rows), err_msg=f"{rows} rows")
-    assert compiled_solves() == before, "a new batch size in the bucket compiled a solve"
-    # The next bucket is another program; so is an explicit width (same bits per row:
-    # a row's arithmetic does not depend on its neighbours or on the padding).
-    solve(20)
+    assert compiled_solves() == before, "a new batch size compiled a solve"
+    # At most 8 rows run as one vmap, padded to 8: one other program for all of them;
+    # an explicit width is another (same bits per row: a row's arithmetic does not
+    # depend on its neighbours or the padding).
+    five = solve(5)
+    assert compiled_solves() == before + 1
+    assert_rows_identical(five, solve(2), rows=slice(0, 2))
     assert compiled_solves() == before + 1
     assert_rows_identical(solve(100, lanes=16), solve(90, lanes=16), rows=slice(0, 90))
+
+
+def test_a_batch_larger_than_a_block_runs_as_blocks_of_one_program(monkeypatch):
+    # Blocks of 32 rows (the default for these rows is 16384): 75 rows are three calls
+    # of the block's program, the last padded; each row's bits are those of its block
+    # solved alone, and NaN in one block's row 0 reaches no other row.
+    from fixedopt._driver import batching
+
+    monkeypatch.setattr(batching, "block_rows", lambda data_bytes: 32)
+    x0, fixed, (curvature, center) = quadratic_rows(size=75, seed=8)
+    center = center.at[32, 0].set(jnp.nan)
+    solve = lambda rows: fixedopt.minimize(
+        quadratic, x0[rows], fixed[rows], args=(curvature[rows], center[rows]), batched=True
+    )  # fmt: skip
+    blocks = solve(slice(0, 75))
+    before = compiled_solves()
+    for start in (0, 32, 64):
+        alone = solve(slice(start, start + 32))
+        assert_rows_identical(blocks, alone, rows=slice(start, start + 32), err_msg=f"{start}")
+    assert compiled_solves() == before
+    statuses = np.asarray(blocks.status)
+    assert statuses[32] == fixedopt.Status.NONFINITE
+    assert np.all(np.delete(statuses, 32) == fixedopt.Status.CONVERGED)
 
 
 def test_padded_rows_are_never_solved_and_reach_no_real_row():
@@ -63,6 +92,17 @@ def test_bucket_sizes(size, bucket):
     from fixedopt._numerics.buckets import bucket as bucket_of
 
     assert bucket_of(size) == bucket
+
+
+@pytest.mark.parametrize("data_bytes", [1, 100, 2672, 8000, 10**6])
+def test_a_block_holds_8_rows_for_each_default_lane(data_bytes):
+    # A row's loop state holds its data: its lanes are at most those of data_bytes.
+    from fixedopt._driver.lanes import block_rows, default_width
+
+    rows = block_rows(data_bytes)
+    assert rows & (rows - 1) == 0
+    assert rows >= 8 * default_width(10**9, data_bytes, "cpu")
+    assert 8 * 64 <= rows <= 8 * 4096
 
 
 def test_a_covariance_in_chunks_equals_the_whole_batchs_and_compiles_once(monkeypatch):
