@@ -38,6 +38,7 @@ from fixedopt._objective.problem import (
 from fixedopt._objective.problem import objective as make_objective
 from fixedopt._objective.reparam import expand
 from fixedopt._results.solution import Solution
+from fixedopt._solvers import small_linalg
 
 Result = tuple[PyTree, jax.Array, jax.Array, PyTree]  # (x, value, grad_norm, at_bound) of a row
 
@@ -181,12 +182,17 @@ def _solve_traced(plan: Plan, inputs: Inputs) -> Solution:
 
 
 def _step_bytes(objective: Objective, x: jax.Array) -> int:
-    """What a step of one row computes beyond its data and loop state, in bytes: a
-    least-squares row's residuals and Jacobian (``m (n + 1)`` values); none counted for
-    ``minimize``, whose gradient is in the loop state."""
+    """What a step of one row holds in memory beyond its data and loop state, in bytes:
+    a least-squares row's residuals and Jacobian (``m (n + 1)`` values), unless the step
+    sums them as they are made (a few columns: ``small_linalg.sums_together``) from a
+    model of straight-line code (one with a loop, an ODE integrator's ``scan``, makes
+    its Jacobian in memory). None counted for ``minimize``: its gradient is in the
+    loop state. Measured: ``studies/2026-12-05-batch_sizes``."""
     if not objective.least_squares:
         return 0
-    return math.prod(objective.output_shape) * (x.shape[-1] + 1) * x.dtype.itemsize
+    m, n = math.prod(objective.output_shape), x.shape[-1]
+    fused = small_linalg.sums_together(jax.ShapeDtypeStruct((m, n), x.dtype))
+    return 0 if fused and not objective.loops else m * (n + 1) * x.dtype.itemsize
 
 
 _compiled = jax.jit(_solve, static_argnums=0)

@@ -79,6 +79,7 @@ class Objective(NamedTuple):
     shared_args: tuple[Any, ...] = ()  # vectorized: the leaves of args shared by all rows
     merge_args: Callable[..., tuple[Any, ...]] | None = None  # (row_args, shared) -> args
     output_shape: tuple[int, ...] = ()  # one row's output (least squares: its residuals)
+    loops: bool = False  # fun runs a loop (scan, while): its derivatives come out in memory
 
     def full_problem(self, data: RowData) -> Problem:
         """The row's problem in the full flat vector (its inputs as
@@ -136,7 +137,7 @@ def objective(
         return fun(unravel(jnp.where(data.fixed, data.fixed_values, data.x0)), *args)
 
     try:
-        out = jax.eval_shape(output, one_row)
+        traced, out = jax.make_jaxpr(output, return_shape=True)(one_row)
     except Exception as error:  # the user's function failed while tracing: say how it was called
         error.add_note(one_problem_note(fun, x0_row))
         raise
@@ -148,7 +149,27 @@ def objective(
     _check_counts(loss, args_of(one_row.row_args), out.shape)
     # Forward mode when there are at least as many residuals as unknowns.
     jacobian = jax.jacfwd if out.size >= n else jax.jacrev
-    return partial._replace(jacobian=jacobian, output_shape=tuple(out.shape))
+    return partial._replace(jacobian=jacobian, output_shape=tuple(out.shape),
+                            loops=_has_loops(traced.jaxpr))  # fmt: skip
+
+
+def _has_loops(jaxpr: Any) -> bool:
+    """Whether ``jaxpr`` or one nested in it (a ``jit``, a ``cond``'s branches) runs a
+    loop: a ``while``, or a ``scan`` that is not unrolled whole (``jnp.polyval``'s is)."""
+    for equation in jaxpr.eqns:
+        name, params = equation.primitive.name, equation.params
+        if name == "while" or (name == "scan" and _rolled(params["length"], params["unroll"])):
+            return True
+        for value in equation.params.values():
+            for inner in value if isinstance(value, (tuple, list)) else (value,):
+                inner = getattr(inner, "jaxpr", inner)
+                if hasattr(inner, "eqns") and _has_loops(inner):
+                    return True
+    return False
+
+
+def _rolled(length: int, unroll: int | bool) -> bool:
+    return unroll is not True and int(unroll) < length
 
 
 def vectorized_objective(

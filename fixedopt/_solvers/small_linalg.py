@@ -67,7 +67,7 @@ def is_small(n: int) -> bool:
     return n <= SMALL_N
 
 
-def unrolls(matrix: jax.Array) -> bool:
+def unrolls(matrix: jax.Array | jax.ShapeDtypeStruct) -> bool:
     """Whether products with this ``(m, n)`` matrix are unrolled: ``n`` small and
     its Gram matrix at most ``PRODUCT_TERMS`` multiply-adds."""
     m, n = matrix.shape
@@ -89,7 +89,7 @@ def rmatvec(matrix: jax.Array, vector: jax.Array) -> jax.Array:
     return unrolled_rmatvec(matrix, vector) if unrolls(matrix) else matrix.T @ vector
 
 
-def sums_together(matrix: jax.Array) -> bool:
+def sums_together(matrix: jax.Array | jax.ShapeDtypeStruct) -> bool:
     """Whether :func:`normal_sums` of this ``(m, n)`` matrix is one reduction (read at
     trace time): on the CPU (inside ``reduce.summing(True)``), up to ``SUMMED_FEW_N``
     columns, or up to ``SUMMED_N`` where the products would otherwise be unrolled."""
