@@ -99,8 +99,8 @@ class Layout(NamedTuple):
 
 # The default number of lanes. On a CPU: as many rows as fit half of a core's L2 cache
 # (1 MiB on the EPYC cores these defaults were measured on: benchmarks/results, suite
-# ``scale``), so a step's working set stays in cache (a row's data, its loop state and,
-# for least squares, its residuals and Jacobian), but at least 64: a trip also has
+# ``scale``), so a step's working set stays in cache (a row's data, its loop state and
+# a least-squares Jacobian the step holds in memory), but at least 64: a trip also has
 # a part that does not grow with its lanes (the loop's test, the refill, the solver's
 # per-trip scalars), and rows of a few kB (L-BFGS at n = 64, n = 512) fit 5-34 to the
 # cache but ran 6-24% slower than at 64-256 lanes (studies/2026-12-04-lane_widths). On
@@ -163,8 +163,8 @@ def iterate_lanes(
         (:mod:`fixedopt._driver.batching`): the queue ends there, and the padded rows'
         reports are left empty (with every row in a lane, ``W >= B``, they run as the
         copies of row 0 that they are). None: every row.
-      step_bytes: the bytes a row's step computes beyond its data and loop state (a
-        least-squares row's Jacobian): its working set sets the default width.
+      step_bytes: the bytes a row's step holds in memory beyond its data and loop
+        state (a least-squares row's Jacobian): its working set sets the default width.
 
     Returns:
       The :class:`LastState` of every row, ``(B, ...)`` leaves.
