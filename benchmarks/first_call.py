@@ -241,7 +241,7 @@ def row(r: dict) -> str:
     return (
         f"| {r['case']} | {r['B']} | {r['compiled_s']:.2f} | {r['new_model_s']:.2f} | "
         f"{r['trace_s']:.2f} / {r['lower_s']:.2f} / {r['compile_s']:.2f} | "
-        f"{r['new_batch_s']:.2f} | {r.get('few_rows_s', float('nan')):.2f} | "
+        f"{r['new_batch_s']:.2f} | {r['few_rows_s']:.2f} | "
         f"{r['new_process_s']:.2f} | {gradient} | {r['programs']}: "
         f"{r['largest_instructions']}, {r['largest_while_loops']}, {r['largest_fusions']} |"
     )

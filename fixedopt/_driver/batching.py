@@ -75,31 +75,16 @@ def solve_rows(solve: Callable[[Inputs], Solution], plan: Plan, inputs: Inputs) 
         padded = buckets.pad_rows(leaves, size, flags, plan.backend) if size > batch else leaves
         solution = solve_block(padded, batch)
         return solution if size == batch else buckets.first_rows(solution, batch, plan.backend)
-    parts = []
-    for start in range(0, batch, size):
-        block = tuple(buckets.rows_on_host(leaf, start, size) if flag else leaf
-                      for leaf, flag in zip(leaves, flags))  # fmt: skip
-        parts.append((solve_block(block, min(size, batch - start)), batch - start))
-    return _joined(parts, size)
+    blocks: Solution = buckets.in_chunks(solve_block, leaves, flags, batch, size)
+    return blocks
 
 
 def _block_size(plan: Plan, leaves: tuple[Any, ...], flags: tuple[bool, ...]) -> int | None:
     """The CPU's block for this model (None: a bucket of the batch's size)."""
-    weak = any(getattr(leaf, "weak_type", False) for leaf in leaves)
-    if plan.backend != "cpu" or plan.lanes is not None or plan.progress is not None or weak:
+    if plan.backend != "cpu" or plan.lanes is not None or plan.progress is not None:
+        return None
+    if not buckets.chunks_here(leaves):
         return None
     row_bytes = sum(np.dtype(leaf.dtype).itemsize * int(np.prod(leaf.shape[1:]))
                     for leaf, flag in zip(leaves, flags) if flag)  # fmt: skip
     return block_rows(row_bytes)
-
-
-def _joined(parts: list[tuple[Solution, int]], size: int) -> Solution:
-    """The blocks' solutions (each with the rows left from its start) as one, on the
-    host: a block's padded rows dropped."""
-
-    def joined(*leaves: Any) -> Any:
-        kept = [np.asarray(leaf)[: min(size, left)] for leaf, (_, left) in zip(leaves, parts)]
-        return jax.device_put(kept[0] if len(kept) == 1 else np.concatenate(kept))
-
-    together: Solution = jax.tree.map(joined, *(solution for solution, _ in parts))
-    return together

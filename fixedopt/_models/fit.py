@@ -23,7 +23,6 @@ from fixedopt._models.nan import apply_nan_policy, too_few_points
 from fixedopt._models.parameters import Parameters
 from fixedopt._models.result import ModelResult
 from fixedopt._numerics import buckets
-from fixedopt._numerics.trace_state import at_top_level
 from fixedopt._results.covariance import covariance
 
 if TYPE_CHECKING:  # fit is Model.fit's body: the model module imports this one
@@ -307,13 +306,12 @@ def _summary_rows(residual: _Residual, x_axis: int | None, inputs: tuple[Any, ..
     so that a new batch size compiles nothing new."""
     compute = functools.partial(_summary, residual, x_axis)
     leaves, treedef = jax.tree.flatten(inputs)
-    weak = any(getattr(leaf, "weak_type", False) for leaf in leaves)
-    if weak or jax.default_backend() != "cpu" or not at_top_level():
+    if not buckets.chunks_here(leaves):
         return compute(*inputs)
     x, _, xs, _, extra = inputs
     flags = jax.tree.leaves((True, True, jax.tree.map(lambda _: x_axis == 0, xs), True,
                              jax.tree.map(lambda _: True, extra)))  # fmt: skip
-    return buckets.in_chunks(lambda chunk: compute(*jax.tree.unflatten(treedef, chunk)),
+    return buckets.in_chunks(lambda chunk, _: compute(*jax.tree.unflatten(treedef, chunk)),
                              tuple(leaves), tuple(flags), x.shape[0])  # fmt: skip
 
 

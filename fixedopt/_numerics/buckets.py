@@ -22,6 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fixedopt._numerics.trace_state import at_top_level
+
 SMALLEST = 8
 
 
@@ -99,24 +101,35 @@ def real_rows(report: Any, count: jax.Array) -> Any:
 CHUNK_ROWS = 256
 
 
-def in_chunks(compute: Any, leaves: tuple[Any, ...], batched: tuple[bool, ...], batch: int) -> Any:
-    """``compute(leaves)`` for a batch of ``batch`` rows, called on chunks of
-    :data:`CHUNK_ROWS` rows (at most :data:`SMALLEST` rows: a chunk of those, as the
-    solve's own whole-batch program for them), the last one padded with
-    copies of its first row, and the outputs' rows put together on the host: one
-    compiled program for every batch size of more than :data:`SMALLEST` rows, at most
-    a chunk's rows computed for nothing. ``batched`` flags the leaves with the batch
-    axis; ``compute`` maps each row on its own (its rows do not interact). For the CPU,
-    where the host's memory is the device's; the caller keeps other backends off this
-    path."""
-    size = SMALLEST if batch <= SMALLEST else CHUNK_ROWS
+def chunks_here(leaves: Any) -> bool:
+    """Whether a batch with these leaves can run in chunks (:func:`in_chunks`): on the
+    CPU, called at the top level, no weakly typed leaf (NumPy would make it strong)."""
+    weak = any(getattr(leaf, "weak_type", False) for leaf in jax.tree.leaves(leaves))
+    return not weak and jax.default_backend() == "cpu" and at_top_level()
+
+
+def in_chunks(
+    compute: Any, leaves: tuple[Any, ...], batched: tuple[bool, ...], batch: int,
+    size: int | None = None,
+) -> Any:  # fmt: skip
+    """``compute(chunk, rows)`` for a batch of ``batch`` rows, called on chunks of
+    ``size`` rows (default: :data:`CHUNK_ROWS`, or :data:`SMALLEST` for at most that
+    many rows, as the solve's own whole-batch program for them), the last one padded
+    with copies of its first row (``rows``: the chunk's real rows), and the outputs'
+    rows put together on the host: one compiled program for every batch size of more
+    than :data:`SMALLEST` rows, at most a chunk's rows computed for nothing. ``batched``
+    flags the leaves with the batch axis; ``compute`` maps each row on its own (its
+    rows do not interact). For the CPU, where the host's memory is the device's
+    (:func:`chunks_here`)."""
+    if size is None:
+        size = SMALLEST if batch <= SMALLEST else CHUNK_ROWS
     outputs = []
     for start in range(0, batch, size):
         chunk = tuple(rows_on_host(leaf, start, size) if flag else leaf
                       for leaf, flag in zip(leaves, batched))  # fmt: skip
-        outputs.append(compute(chunk))
+        outputs.append(compute(chunk, min(size, batch - start)))
 
-    def joined(*parts: Any) -> Any:
+    def joined(*parts: Any) -> Any:  # only the last chunk is padded
         return jax.device_put(np.concatenate([np.asarray(part) for part in parts])[:batch])
 
     return jax.tree.map(joined, *outputs)

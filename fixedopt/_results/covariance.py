@@ -44,7 +44,6 @@ from fixedopt._inputs import validate as _validate
 from fixedopt._inputs.checks import boolean, one_of, optional_boolean
 from fixedopt._inputs.validate import Bounds, Mask, PyTree, batch_size, fixed_arrays
 from fixedopt._numerics import buckets
-from fixedopt._numerics.trace_state import at_top_level
 from fixedopt._objective.arguments import args_tuple, batched_args
 from fixedopt._results.solution import Solution
 
@@ -309,15 +308,14 @@ def _computed(
     nothing new."""
     compute = functools.partial(_compiled, residual_fun, batched, rule, axes)
     leaves, treedef = jax.tree.flatten(data)
-    weak = any(getattr(leaf, "weak_type", False) for leaf in leaves)
-    if not batched or weak or jax.default_backend() != "cpu" or not at_top_level():
+    if not batched or not buckets.chunks_here(leaves):
         result: Covariance = compute(*data)
         return result
     # Every leaf has the batch axis but the shared leaves of args (axis None).
     shared = jax.tree.leaves(axes, is_leaf=lambda axis: axis is None)
     flags = (True,) * (len(leaves) - len(shared)) + tuple(axis == 0 for axis in shared)
     chunked: Covariance = buckets.in_chunks(
-        lambda chunk: compute(*jax.tree.unflatten(treedef, chunk)),
+        lambda chunk, _: compute(*jax.tree.unflatten(treedef, chunk)),
         tuple(leaves), flags, batch_size(data[0], "sol.x"),
     )  # fmt: skip
     return chunked

@@ -125,7 +125,9 @@ def test_a_covariance_in_chunks_equals_the_whole_batchs_and_compiles_once(monkey
     smaller = fixedopt.covariance(jax.tree.map(lambda a: a[:290], solution), residual,
                                   args=(y[:290],))  # fmt: skip
     assert module._compiled._cache_size() == before, "a new batch size compiled a covariance"
-    monkeypatch.setattr(module, "at_top_level", lambda: False)  # the whole batch at once
+    from fixedopt._numerics import buckets
+
+    monkeypatch.setattr(buckets, "at_top_level", lambda: False)  # the whole batch at once
     whole = fixedopt.covariance(solution, residual, args=(y,))
     for mine, theirs in zip(jax.tree.leaves(chunked), jax.tree.leaves(whole)):
         np.testing.assert_array_equal(np.asarray(mine), np.asarray(theirs))
