@@ -48,7 +48,8 @@ STAGES = {"trace": "jaxpr_trace", "lower": "jaxpr_to_mlir_module", "compile": "b
 
 
 # ---------------------------------------------------------------- the cases (child side)
-# Each returns its timed calls: ``call`` first (then, spectra: ``forward``, ``gradient``).
+# Each returns its timed calls: ``call`` first (then, spectra: ``forward``, ``gradient``);
+# spectra and rk4 also their ``inputs`` (p0, fixed, y) for studies that jit the call.
 
 
 X_SPECTRA = np.linspace(0.0, 30.0, 301)
@@ -89,7 +90,8 @@ def spectra(batch: int, seed: int = 0) -> dict:
     return {"call": lambda: fixedopt.curve_fit(spectrum, X_SPECTRA, y, p0, bounds=SPECTRA_BOUNDS,
                                                fixed=fixed, batched=True),
             "forward": lambda: centre(y[0]),
-            "gradient": lambda: jax.grad(centre)(jnp.asarray(y[0]))}  # fmt: skip
+            "gradient": lambda: jax.grad(centre)(jnp.asarray(y[0])),
+            "inputs": (p0, fixed, y)}  # fmt: skip
 
 
 RK4_STEPS, RK4_DT = 200, 0.05
@@ -130,7 +132,8 @@ def rk4(batch: int, seed: int = 0) -> dict:
     fixed[np.arange(batch), rng.integers(0, 6, batch)] = True
     p0 = np.where(fixed, truth, truth * rng.uniform(0.95, 1.05, truth.shape))
     return {"call": lambda: fixedopt.least_squares(trajectory_residual, p0, fixed, args=(y,),
-                                                   batched=True)}  # fmt: skip
+                                                   batched=True),
+            "inputs": (p0, fixed, y)}  # fmt: skip
 
 
 spot_residual = lambda p, y: gaussian_model(p) - y  # one function: a new batch reuses it

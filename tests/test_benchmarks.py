@@ -175,3 +175,11 @@ def test_committed_files_name_no_machine_paths():
         for found in machine.findall(path.read_text())
     ]
     assert not offenders, offenders
+
+
+def test_every_study_is_in_the_index():
+    index = (ROOT / "studies" / "README.md").read_text()
+    dated = (p for p in (ROOT / "studies").iterdir() if p.is_dir() and p.name[0].isdigit())
+    folders = sorted(p.name for p in dated)
+    missing = [name for name in folders if f"[{name}]({name}/README.md)" not in index]
+    assert folders and not missing, missing
