@@ -17,12 +17,12 @@ import numpy as np
 from fixedopt._entry.minimize import least_squares
 from fixedopt._inputs import arrays as host_arrays
 from fixedopt._inputs.notices import warn_if_float64_dropped
+from fixedopt._models import curves
 from fixedopt._models.confidence import Problem
 from fixedopt._models.layout import Arrays, Layout, arrays, initial_values, layout
 from fixedopt._models.nan import apply_nan_policy, too_few_points
 from fixedopt._models.parameters import Parameters
 from fixedopt._models.result import ModelResult
-from fixedopt._numerics import buckets
 from fixedopt._results.covariance import covariance
 
 if TYPE_CHECKING:  # fit is Model.fit's body: the model module imports this one
@@ -283,52 +283,6 @@ def _problem(residual: _Residual, args: tuple[Any, ...], axes: tuple[Any, ...], 
     return Problem(residual, args, axes, expected, solve_args, solve_axes, counts, *bounds, kwargs)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
-def _summary(
-    residual: _Residual, x_axis: int | None, x: jax.Array, p0: jax.Array,
-    xs: tuple[jax.Array, ...], data: jax.Array, extra: tuple[jax.Array, ...],
-) -> tuple[jax.Array, ...]:  # fmt: skip
-    """The values of the tied and derived parameters and their derivatives in the
-    fitted ones, the best and initial curves (one evaluation of the model for both) and
-    the residuals: one compiled program per model and layout."""
-    weights, codes = residual.unpack(extra)
-    codes = jnp.zeros((x.shape[0], 0), jnp.int32) if codes is None else codes
-    jac, values = jax.vmap(jax.jacfwd(_computed(residual.plan), has_aux=True))(x, codes)
-    both = jax.vmap(residual.curve, in_axes=(0, None, None))  # best and initial, one fit
-    curves = jax.vmap(both, in_axes=(0, x_axis, 0))(jnp.stack([x, p0], axis=1), xs, codes)
-    best_fit, init_fit = curves[:, 0], curves[:, 1]
-    return values, jac, best_fit, init_fit, residual.of_curve(best_fit, data, weights)
-
-
-def _summary_rows(residual: _Residual, x_axis: int | None, inputs: tuple[Any, ...]) -> Any:
-    """:func:`_summary` of ``inputs`` (``x, p0, xs, data, extra``); at the top level on
-    the CPU in chunks of a fixed number of rows (:func:`fixedopt._numerics.buckets.in_chunks`),
-    so that a new batch size compiles nothing new."""
-    compute = functools.partial(_summary, residual, x_axis)
-    leaves, treedef = jax.tree.flatten(inputs)
-    if not buckets.chunks_here(leaves):
-        return compute(*inputs)
-    x, _, xs, _, extra = inputs
-    flags = jax.tree.leaves((True, True, jax.tree.map(lambda _: x_axis == 0, xs), True,
-                             jax.tree.map(lambda _: True, extra)))  # fmt: skip
-    return buckets.in_chunks(lambda chunk, _: compute(*jax.tree.unflatten(treedef, chunk)),
-                             tuple(leaves), tuple(flags), x.shape[0])  # fmt: skip
-
-
-def _computed(plan: Layout) -> Any:
-    """``p -> (values, values)`` of the tied and derived parameters of ONE fit (twice:
-    ``jax.jacfwd(..., has_aux=True)`` gives their derivatives and values at once)."""
-
-    def computed(p: jax.Array, codes: jax.Array) -> tuple[jax.Array, jax.Array]:
-        values = plan.values(p, codes)
-        if not plan.computed:
-            return jnp.zeros((0,), p.dtype), jnp.zeros((0,), p.dtype)
-        out = jnp.stack([values[name] for name in plan.computed])
-        return out, out
-
-    return computed
-
-
 def _propagated(plan: Layout, x: np.ndarray, computed: np.ndarray, jac: np.ndarray,
                 pcov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Every parameter's value ``(B, n)`` and their covariance ``J C J^T`` ``(B, n, n)``,
@@ -350,13 +304,11 @@ def _propagated(plan: Layout, x: np.ndarray, computed: np.ndarray, jac: np.ndarr
 
 def _result(model: Model, params: Parameters, plan: Layout, arr: Arrays, solution: Any,
             pcov: jax.Array, problem: Problem, omitted: Any) -> ModelResult:  # fmt: skip
-    residual, args, axes = problem.residual, problem.args, problem.axes
-    xs, data, *extra = args
-    p0 = host_arrays.asarray(arr.p0, data.dtype)
-    summary = _summary_rows(residual, axes[0], (solution.x, p0, xs, data, tuple(extra)))
-    computed, jac, best_fit, init_fit, resid = (np.asarray(a) for a in summary)
+    data = problem.args[1]
     x = np.asarray(solution.x)
-    values, full = _propagated(plan, x, computed, jac, np.asarray(pcov, x.dtype))
+    codes = None if arr.codes is None else host_arrays.asarray(arr.codes)
+    values, full = _propagated(plan, x, *curves.computed(plan, solution.x, codes),
+                               np.asarray(pcov, x.dtype))  # fmt: skip
     index = {name: i for i, name in enumerate(plan.names)}
     varying = ~np.asarray(solution.fixed)
     free_names = [[plan.vector[j] for j in np.flatnonzero(row)] for row in varying]
@@ -364,11 +316,10 @@ def _result(model: Model, params: Parameters, plan: Layout, arr: Arrays, solutio
         model=model, params=params, names=plan.names, index=index,
         values=values, covariance=full,
         data=np.asarray(data) if omitted is None else np.where(omitted, np.nan, data),
-        best_fit=np.asarray(best_fit), init_fit=np.asarray(init_fit),
-        residual=np.asarray(resid), solution=solution, varying=free_names,
+        start=np.asarray(arr.p0, data.dtype), solution=solution, varying=free_names,
         init_values=dict(initial_values(params, data.shape[0])),
-        independent=dict(zip(model.independent_vars, (np.asarray(x) for x in xs))),
+        independent=dict(zip(model.independent_vars, (np.asarray(x) for x in problem.args[0]))),
         omitted=None if omitted is None else np.asarray(omitted),
-        estimator="poisson" if residual.poisson else "least_squares",
+        estimator="poisson" if problem.residual.poisson else "least_squares",
         problem=problem,
     )  # fmt: skip

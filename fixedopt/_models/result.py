@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import jax
@@ -11,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fixedopt._contract.status import Status
+from fixedopt._models.curves import curves
 from fixedopt._models.parameters import Parameters
 
 
@@ -26,9 +28,12 @@ class ModelResult:
         ones; NaN for a fit that failed; where the Jacobian is rank-deficient, the
         pseudo-inverse's (:func:`fixedopt.covariance`: 0 for a parameter the model
         does not depend on).
-      data, best_fit, init_fit, residual: ``(B, m)``; ``residual`` is
+      data: ``(B, m)``, NaN at an omitted point.
+      best_fit, init_fit, residual: ``(B, m)``, computed when first read (a fit whose
+        curves nobody reads compiles no program for them); ``residual`` is
         ``(best_fit - data) * weights`` (Poisson: ``(best_fit - data) / sqrt(best_fit)``;
-        0 at an omitted point, whose ``data`` is NaN).
+        0 at an omitted point).
+      start: ``(B, k)``, the fitted parameters' starts (``init_fit``'s).
       solution: the :class:`fixedopt.Solution` (``status``, ``steps``, ...).
       varying: the varied parameters of each fit.
       init_values: ``{name: (B,)}`` as given.
@@ -47,9 +52,7 @@ class ModelResult:
     values: np.ndarray
     covariance: np.ndarray
     data: np.ndarray
-    best_fit: np.ndarray
-    init_fit: np.ndarray
-    residual: np.ndarray
+    start: np.ndarray
     solution: Any
     varying: list[list[str]]
     init_values: dict[str, np.ndarray]
@@ -58,6 +61,31 @@ class ModelResult:
     estimator: str = "least_squares"
     problem: Any = dataclasses.field(default=None, repr=False, compare=False)
     rank_deficient: np.ndarray | None = None
+
+    @functools.cached_property
+    def _curves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(best_fit, init_fit, residual)``, from the fit's own residual function."""
+        (xs, data, *extra), axes = self.problem.args, self.problem.axes
+        start = jnp.asarray(self.start)
+        found = curves(
+            self.problem.residual, axes[0], self.solution.x, start, xs, data, tuple(extra)
+        )
+        return found[0], found[1], found[2]
+
+    @property
+    def best_fit(self) -> np.ndarray:
+        """``(B, m)``: the model at the best values."""
+        return self._curves[0]
+
+    @property
+    def init_fit(self) -> np.ndarray:
+        """``(B, m)``: the model at the initial values."""
+        return self._curves[1]
+
+    @property
+    def residual(self) -> np.ndarray:
+        """``(B, m)``: the residual at the best values (see the class's doc)."""
+        return self._curves[2]
 
     @property
     def errorbars(self) -> np.ndarray:
@@ -111,7 +139,14 @@ class ModelResult:
     @property
     def chisqr(self) -> np.ndarray:
         """``(B,)``: the sum of squared (weighted) residuals (Poisson: Pearson's
-        chi-square)."""
+        chi-square). For a least-squares fit without a robust ``loss``, twice the
+        solve's own ``value`` (``0.5 * sum(residual**2)``, the same sum): no curve is
+        computed for it."""
+        if (
+            self.estimator == "least_squares"
+            and self.problem.options.get("loss", "linear") == "linear"
+        ):
+            return np.asarray(2.0 * np.asarray(self.solution.value))
         return np.asarray(np.sum(self.residual**2, axis=1))
 
     @property

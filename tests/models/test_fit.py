@@ -166,7 +166,7 @@ def test_a_model_without_ties_or_derived_parameters_has_polyfits_errors():
 
 def test_per_fit_independent_variables_give_each_fit_its_own_curves():
     """``x`` of shape ``(B, m)``: each fit's best and initial curves and residuals are
-    the model evaluated on its own ``x`` (the summary's per-fit axis)."""
+    the model evaluated on its own ``x`` (the curves' per-fit axis)."""
     from fixedopt.models import ConstantModel, GaussianModel
 
     model = GaussianModel() + ConstantModel()
@@ -181,3 +181,50 @@ def test_per_fit_independent_variables_give_each_fit_its_own_curves():
         np.testing.assert_allclose(result.best_fit[i], model.eval(x=row, **best), rtol=1e-12)
         np.testing.assert_allclose(result.init_fit[i], model.eval(x=row, **start), rtol=1e-12)
         np.testing.assert_allclose(result.residual[i], result.best_fit[i] - data[i], atol=1e-12)
+
+
+@pytest.mark.parametrize("loss", ["linear", "soft_l1"])
+def test_chisqr_is_the_sum_of_squared_residuals_and_the_curves_wait_until_read(loss):
+    """A least-squares ``chisqr`` is twice the solve's ``value`` (no curve computed for
+    it, nor for the report or the records); with a robust ``loss`` (whose ``value`` is
+    not that sum) it is the residuals' own sum. Both against NumPy, with weights and a
+    point omitted; the curves, read later, against NumPy too."""
+    x = np.linspace(0.0, 1.0, 12)
+    weights = 1.0 / (0.1 + 0.05 * x)
+    data = 2.0 * x + 1.0 + np.random.default_rng(3).normal(0.0, 0.1, (3, 12))
+    data[1, 4] = np.nan
+    model = LinearModel()
+    result = model.fit(data, model.make_params(slope=1.0, intercept=0.0), x=x, weights=weights,
+                       nan_policy="omit", loss=loss)  # fmt: skip
+    result.to_records(), result.fit_report(1)
+    assert ("_curves" in vars(result)) == (loss != "linear")
+    line = result.best_values["slope"][:, None] * x + result.best_values["intercept"][:, None]
+    residual = np.where(np.isnan(data), 0.0, (line - data) * weights)
+    np.testing.assert_allclose(result.chisqr, np.sum(residual**2, axis=1), rtol=1e-12)
+    np.testing.assert_allclose(result.best_fit, line, rtol=1e-12)
+    np.testing.assert_allclose(result.residual, residual, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(result.init_fit, np.broadcast_to(x, (3, 12)), rtol=1e-12)
+
+
+def test_a_new_batch_size_compiles_no_solve_and_no_curves():
+    """Batches of more than 8 fits run in blocks and chunks of one size per model: a
+    fit of 30 or 50 spectra after one of 20 compiles no solve, no derived parameters
+    and no curves."""
+    from fixedopt._models import curves
+    from fixedopt.models import GaussianModel
+    from fixedopt.testing import compiled_solves
+
+    x = np.linspace(-3.0, 3.0, 25)
+    data = np.exp(-(x**2)) + 0.01 * np.random.default_rng(1).normal(size=(50, 25))
+    model = GaussianModel()
+    params = model.make_params(amplitude=1.5, center=0.2, sigma=0.8)
+    programs = lambda: (compiled_solves(), curves._computed._cache_size(),  # type: ignore[attr-defined]
+                        curves._curves._cache_size())  # type: ignore[attr-defined]  # fmt: skip
+    first = model.fit(data[:20], params, x=x)
+    assert first.best_fit.shape == (20, 25) and first.success.all()
+    before = programs()
+    for rows in (30, 50):
+        result = model.fit(data[:rows], params, x=x)
+        assert result.best_fit.shape == (rows, 25)
+        np.testing.assert_array_equal(result.values[:20], first.values)
+    assert programs() == before
