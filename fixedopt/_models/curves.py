@@ -1,0 +1,82 @@
+"""The per-fit arrays a :class:`~fixedopt.models.ModelResult` computes after the solve:
+the tied and derived parameters (with their derivatives in the fitted ones, for the
+errors) when the fit returns, the curves (best and initial fit, residual) when first
+read. A fit whose curves nobody reads compiles no program for them (a compile is most
+of a first call's wait: issue 40).
+
+Each runs in chunks of a fixed number of rows at the top level on the CPU
+(:func:`fixedopt._numerics.buckets.in_chunks`): a new batch size compiles nothing new.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fixedopt._models.layout import Layout
+from fixedopt._numerics import buckets
+
+
+def computed(plan: Layout, x: jax.Array, codes: jax.Array | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, jac)``: the tied and derived parameters of each fit ``(B, c)`` and
+    their derivatives in the fitted ones ``(B, c, k)`` (none: no program)."""
+    batch, k = x.shape
+    if not plan.computed:
+        return np.zeros((batch, 0), x.dtype), np.zeros((batch, 0, k), x.dtype)
+    codes = jnp.zeros((batch, 0), jnp.int32) if codes is None else codes
+    values, jac = _in_rows(functools.partial(_computed, plan), (x, codes), (True, True))
+    return np.asarray(values), np.asarray(jac)
+
+
+def curves(residual: Any, x_axis: int | None, x: Any, p0: Any, xs: tuple[Any, ...],
+           data: Any, extra: tuple[Any, ...]) -> tuple[np.ndarray, ...]:  # fmt: skip
+    """``(best_fit, init_fit, residual)`` ``(B, m)`` of the fits at ``x`` and ``p0``
+    (one evaluation of the model for both), ``residual`` the fit's own
+    (:class:`fixedopt._models.fit._Residual`)."""
+    inputs = (x, p0, xs, data, extra)
+    flags = (True, True, jax.tree.map(lambda _: x_axis == 0, xs), True,
+             jax.tree.map(lambda _: True, extra))  # fmt: skip
+    compute = functools.partial(_curves, residual, x_axis)
+    return tuple(np.asarray(a) for a in _in_rows(compute, inputs, flags))
+
+
+def _in_rows(compute: Callable[..., Any], inputs: tuple[Any, ...], flags: tuple[Any, ...]) -> Any:
+    """``compute(*inputs)``, in chunks of rows where :func:`buckets.chunks_here`."""
+    leaves, treedef = jax.tree.flatten(inputs)
+    if not buckets.chunks_here(leaves):
+        return compute(*inputs)
+    batch = jax.tree.leaves(inputs[0])[0].shape[0]
+    return buckets.in_chunks(lambda chunk, _: compute(*jax.tree.unflatten(treedef, chunk)),
+                             tuple(leaves), tuple(jax.tree.leaves(flags)), batch)  # fmt: skip
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _computed(plan: Layout, x: jax.Array, codes: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The tied and derived parameters' values and derivatives: one program per layout."""
+
+    def of_row(p: jax.Array, row_codes: jax.Array) -> tuple[jax.Array, jax.Array]:
+        values = plan.values(p, row_codes)
+        out = jnp.stack([values[name] for name in plan.computed])
+        return out, out  # jacfwd(has_aux=True): derivatives and values at once
+
+    jac, values = jax.vmap(jax.jacfwd(of_row, has_aux=True))(x, codes)
+    return values, jac
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _curves(
+    residual: Any, x_axis: int | None, x: jax.Array, p0: jax.Array,
+    xs: tuple[jax.Array, ...], data: jax.Array, extra: tuple[jax.Array, ...],
+) -> tuple[jax.Array, jax.Array, jax.Array]:  # fmt: skip
+    """The best and initial curves and the residuals: one program per model and layout."""
+    weights, codes = residual.unpack(extra)
+    codes = jnp.zeros((x.shape[0], 0), jnp.int32) if codes is None else codes
+    both = jax.vmap(residual.curve, in_axes=(0, None, None))  # best and initial, one fit
+    fits = jax.vmap(both, in_axes=(0, x_axis, 0))(jnp.stack([x, p0], axis=1), xs, codes)
+    best_fit, init_fit = fits[:, 0], fits[:, 1]
+    return best_fit, init_fit, residual.of_curve(best_fit, data, weights)
