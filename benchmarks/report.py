@@ -19,18 +19,8 @@ SECTIONS = {  # kind: (title, text)
                 "`*`: extrapolated from the first `rows_solved` rows)."),
     "case": ("All measurements", "`*_vs_reference`, `max_rel_obj_diff`, `rows_*`: against the "
              "case's first method; `time_vs_first_problem`: with / without the straggler row."),
-    "objective": ("Masked objective + gradient vs unmasked and index splitting",
-                  "One batched `value_and_grad`. `masked`: `fixedopt.fix`; `pinned`: `where(fixed, "
-                  "stop_gradient(x), x)`; `split`: free entries packed, scattered in `fun`."),
-    "keep_fixed": ("keep_fixed(optax.adam(1e-3)) vs optax.adam(1e-3), one step",
-                   "Buffers donated; `reference`: a pass over the same buffers (bandwidth floor)."),
     "strategy": ('strategy="split" vs strategy="mask": whole solves (public calls)',
                  "quad, LBFGS; split's time includes packing the indices from the concrete mask."),
-    "new_mask": ("Compilations when only the mask changes (must be 0)", "`cache_growth`: "
-                 "`fixedopt.testing.compiled_solves`; `backend_compiles`: XLA compilations."),
-    "split_compiles": ('Compilations under strategy="split" per free count',
-                       "A new free count compiles only for a new packed width."),
-    "dispatch": ("Python overhead of the public call", ""),
     "memory": ("Peak memory: XLA memory of the compiled batched solve (bytes)", ""),
     "units": ("The same fit in other units (4 rows: statuses; correct digits vs MINPACK)", ""),
     "truth_summary": ("MGH least-squares problems from their standard starts", "Accurate: "

@@ -1,8 +1,13 @@
-"""Micro-benchmarks: masked objective, ``keep_fixed`` step, dispatch, split vs mask, and
-compilations when only the mask (must be 0) or, under ``split``, the free count changes."""
+"""The micro-benchmarks the ``cpu`` and ``gpu`` suites ran until 2026-12-05 (split against
+mask stayed there): masked objective, ``keep_fixed`` step, dispatch, and compilations when
+only the mask (must be 0) or, under ``split``, the free count changes. From the
+repository's root: ``JAX_ENABLE_X64=1 PYTHONPATH=. python
+studies/2026-12-05-micro_and_scale/micro.py [--quick] > records.json``."""
 
 import dataclasses
+import json
 import re
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -10,21 +15,14 @@ import numpy as np
 import optax
 
 import fixedopt
-from benchmarks.cases import SEED, quality
-from benchmarks.methods import Settings, as_rows, device_inputs, fixedopt_call, jitted
+from benchmarks.cases import SEED
+from benchmarks.methods import Settings, device_inputs, fixedopt_call, jitted
+from benchmarks.suites import blocked_call, packed_width
 from benchmarks.timing import compared, compile_monitor, interleaved, summary
 from fixedopt.testing import compiled_solves
 from fixedopt.testing_problems import BATCHED
 
 MASK_TARGET = 1.05
-PATTERNS = {"per-row 30% fixed": (0.3, False), "shared 30% fixed": (0.3, True),
-            "per-row 90% fixed": (0.9, False), "shared 90% fixed": (0.9, True)}  # fmt: skip
-
-
-def packed_width(fixed: np.ndarray) -> int:
-    """``split``'s packed width: the least power of two >= every row's free count, <= n."""
-    largest = max(int(np.max(np.sum(~fixed, axis=-1), initial=0)), 1)
-    return min(1 << (largest - 1).bit_length(), fixed.shape[-1])
 
 
 def objective_calls(problem) -> dict:
@@ -163,27 +161,6 @@ def dispatch(batch: int, n: int, rounds: int) -> dict:
     return record | {"public_minus_jitted_s": record["public_s"] - record["jitted_s"]}
 
 
-def blocked_call(problem, **options):
-    """The public call on ``problem``, blocked (``least_squares`` for a residual form)."""
-    call, inputs = fixedopt_call(problem, Settings(), problem.jax_residual is not None, **options)
-    return lambda: jax.block_until_ready(call(*inputs))
-
-
-def split_vs_mask(batch: int, n: int, rounds: int) -> list[dict]:
-    """Whole solves of ``quad`` with both strategies, per mask pattern (public calls)."""
-    records = []
-    for pattern, (fraction, shared) in PATTERNS.items():
-        problem = BATCHED["quad"](batch, n, SEED).with_mask(SEED + 7, fraction, shared)
-        calls = {s: blocked_call(problem, strategy=s) for s in ("mask", "split")}
-        record = compared(calls, "mask", rounds, kind="strategy", problem="quad", B=batch, n=n,
-                          pattern=pattern, split_width=packed_width(problem.fixed))  # fmt: skip
-        mask_rows, split_rows = (as_rows(calls[s]()) for s in ("mask", "split"))
-        agree = quality(problem, split_rows, mask_rows, Settings.gtol)
-        records.append(record | {"split_max_rel_obj_diff_vs_mask": agree["max_rel_obj_diff"],
-                                 "steps_mean": float(np.mean(mask_rows.steps))})  # fmt: skip
-    return records
-
-
 def compiles_during(call) -> dict:
     """Programs compiled for fixedopt's solves, and XLA compilations, during ``call()``."""
     before = compiled_solves()
@@ -224,7 +201,7 @@ def split_compiles(batch: int, n: int, free_counts) -> list[dict]:
     return records
 
 
-def run(objective, adam_size, adam_steps, strategy, compiles, split_free_counts, rounds=7,
+def run(objective, adam_size, adam_steps, compiles, split_free_counts, rounds=7,
         dispatch_size=(256, 8)) -> list[dict]:  # fmt: skip
     """Every micro-benchmark, in order of increasing risk of running out of memory."""
     return [
@@ -232,6 +209,20 @@ def run(objective, adam_size, adam_steps, strategy, compiles, split_free_counts,
         *split_compiles(*compiles, split_free_counts),
         *objective_overhead(objective, rounds),
         dispatch(*dispatch_size, rounds),
-        *split_vs_mask(*strategy, rounds=max(3, rounds // 2)),
         keep_fixed(adam_size, rounds, adam_steps),
     ]
+
+
+SIZES = {  # the cpu suite's (the gpu suite's: objective at B = 2**17, n = 64)
+    "objective": (("quad", 16384, 64), ("quad", 2048, 512), ("dquad", 16384, 64),
+                  ("dquad", 2048, 512), ("rosen", 16384, 64), ("rosen", 2048, 512)),
+    "adam_size": 2**24, "adam_steps": 5, "compiles": (256, 64),
+    "split_free_counts": (20, 28, 32, 33, 48, 64, 17, 16),
+}  # fmt: skip
+QUICK = {"objective": (("quad", 64, 16),), "adam_size": 2**14, "adam_steps": 2,
+         "compiles": (16, 8), "split_free_counts": (3, 4, 2), "rounds": 3,
+         "dispatch_size": (16, 8)}  # fmt: skip
+
+if __name__ == "__main__":
+    records = run(**(QUICK if "--quick" in sys.argv else SIZES))
+    print(json.dumps(records, indent=1, default=str))
