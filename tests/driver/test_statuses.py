@@ -5,6 +5,7 @@ for the solutions, the known minimizers of the Moré–Garbow–Hillstrom proble
 the same fit in other units.
 """
 
+import functools
 import math
 import pathlib
 
@@ -125,9 +126,12 @@ def test_the_same_fit_in_other_units_gets_the_same_verdict_and_digits(name):
 # --------------------------------------------------------------------- status truth
 
 
-def refined_minimizers(problem):
-    """The listed minimizers refined by MINPACK (tolerances 1e-15); checked against
-    the published sums of squares."""
+@functools.cache
+def refined_minimizers(name):
+    """The listed minimizers of ``PROBLEMS[name]`` refined by MINPACK (tolerances 1e-15);
+    checked against the published sums of squares. Cached: each solver's test reads
+    the same references (scipy evaluates the residuals op by op, seconds in all)."""
+    problem = PROBLEMS[name]
     refined = []
     for x_star, published in problem.minima:
         fun = lambda z: np.asarray(problem.residuals(jnp.asarray(z)))
@@ -135,7 +139,7 @@ def refined_minimizers(problem):
         fit = scipy.optimize.least_squares(fun, np.asarray(x_star, float), method="lm", **tight)
         assert abs(2 * fit.cost - published) <= 1e-4 * published + 1e-10
         refined.append(fit.x)
-    return refined
+    return tuple(refined)
 
 
 def documented_accuracy(dtype) -> float:
@@ -152,7 +156,7 @@ def test_converged_means_accurate_and_accurate_means_converged(solver_name):
     solver = RESIDUAL_SOLVERS[solver_name]
     lies = []
     for name, problem in PROBLEMS.items():
-        minimizers = refined_minimizers(problem)
+        minimizers = refined_minimizers(name)
         for dtype in DTYPES:
             x0 = jnp.asarray(problem.start, dtype)
             sol = fixedopt.least_squares(
