@@ -15,6 +15,7 @@ caller's own ``jit``, ``vmap``, ``grad`` or ``scan`` is compiled by the caller's
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -62,6 +63,24 @@ def takes_options(solver: Solver[Any], backend: str) -> bool:
     :data:`CPU_OPTIONS`: where :func:`compiler_options` gives them and nothing traces
     around the call (jit refuses options on a nested program)."""
     return bool(compiler_options(solver, backend)) and at_top_level()
+
+
+def jit_for_cpu(function: Callable[..., Any], static_argnums: tuple[int, ...]) -> Any:
+    """``jax.jit(function, static_argnums=...)``, compiled with :data:`CPU_OPTIONS` where
+    it is called at the top level on the CPU (a nested program takes its caller's
+    options). Its ``plain`` and ``tuned`` are the two jits; ``_cache_size()`` counts
+    both one's and the other's compilations."""
+    plain = jax.jit(function, static_argnums=static_argnums)
+    tuned = jax.jit(function, static_argnums=static_argnums, compiler_options=CPU_OPTIONS)
+
+    @functools.wraps(function)
+    def call(*args: Any) -> Any:
+        here = jax.default_backend() == "cpu" and at_top_level() and _accepted()
+        return (tuned if here else plain)(*args)
+
+    call.plain, call.tuned = plain, tuned  # type: ignore[attr-defined]
+    call._cache_size = lambda: plain._cache_size() + tuned._cache_size()  # type: ignore[attr-defined]
+    return call
 
 
 @functools.cache

@@ -38,6 +38,7 @@ from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
 
 from fixedopt._contract.status import Status
+from fixedopt._driver import compiler
 from fixedopt._fixing.mask import active_set, unravel_mask
 from fixedopt._inputs import arrays
 from fixedopt._inputs import validate as _validate
@@ -321,8 +322,7 @@ def _computed(
     return chunked
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
-def _compiled(
+def _row_covariances(
     residual_fun: ResidualFun,
     batched: bool,
     rule: _Rule,
@@ -344,6 +344,10 @@ def _compiled(
         return one(x, constraints, sigma, args)
     sigma_axis = None if sigma is None else 0
     return jax.vmap(one, in_axes=(0, 0, sigma_axis, axes))(x, constraints, sigma, args)
+
+
+# Compiled with XLA:CPU's elemental emitter at the top level (fixedopt._driver.compiler).
+_compiled = compiler.jit_for_cpu(_row_covariances, static_argnums=(0, 1, 2, 3))
 
 
 def held_entries(

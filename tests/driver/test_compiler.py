@@ -155,3 +155,22 @@ def test_new_masks_and_fixed_values_reuse_the_program_with_options(fresh):
 def test_compiler_options_names_a_wrong_solver():
     with pytest.raises(TypeError, match="`solver` must be a fixedopt solver"):
         fixedopt.compiler_options("LevenbergMarquardt")
+
+
+@pytest.mark.skipif(not TAKES_OPTIONS, reason=NO_OPTIONS)
+def test_a_covariance_called_on_its_own_compiles_with_the_cpu_options():
+    """A fit's covariance too (0.6x the compile, as fast); inside a ``jit`` of one's
+    own it compiles with the caller's options, and agrees to rounding."""
+    from fixedopt._results import covariance as module
+
+    target = jnp.full((4, 3), 0.5)
+    residual = lambda x, target: residuals(x, target) * 1.5  # a new function: new programs
+    solution = fixedopt.least_squares(residual, X0, FIXED, args=(target,), batched=True)
+    counts = lambda: (module._compiled.tuned._cache_size(), module._compiled.plain._cache_size())
+    before = counts()
+    alone = fixedopt.covariance(solution, residual, args=(target,)).covariance
+    assert counts() == (before[0] + 1, before[1])
+    nested = jax.jit(lambda s: fixedopt.covariance(s, residual, args=(target,)).covariance)
+    inside = nested(solution)  # traced into the caller's program (options there: an error)
+    assert counts() == (before[0] + 1, before[1])
+    np.testing.assert_allclose(alone, inside, rtol=1e-12, atol=1e-15)
