@@ -5,7 +5,10 @@ emitters (jaxlib 0.10's default) or the older elemental emitter. A least-squares
 solve (Levenberg–Marquardt, Gauss–Newton) compiles through the older one in 0.6 to 0.8
 times the time, and runs as fast; an L-BFGS solve compiles faster too but runs 8% to 13%
 slower, so ``minimize``'s solvers keep XLA's defaults
-(``benchmarks/results/cpu-compiler-options-2026-12-02.md``). Other backends keep them.
+(``studies/2026-12-02-compiler_options``). A fit's covariance, and a model fit's
+derived parameters and curves, compile with them too (:func:`jit_for_cpu`: 0.6x the
+time, as fast: ``studies/2026-12-05-covariance_options``). Other backends keep XLA's
+defaults.
 
 ``jax.jit`` takes such options only at the top level: a solve traced inside the
 caller's own ``jit``, ``vmap``, ``grad`` or ``scan`` is compiled by the caller's
