@@ -6,9 +6,9 @@ solve (Levenberg–Marquardt, Gauss–Newton) compiles through the older one in 
 times the time, and runs as fast; an L-BFGS solve compiles faster too but runs 8% to 13%
 slower, so ``minimize``'s solvers keep XLA's defaults
 (``studies/2026-12-02-compiler_options``). A fit's covariance, and a model fit's
-derived parameters and curves, compile with them too (:func:`jit_for_cpu`: 0.6x the
-time, as fast: ``studies/2026-12-05-covariance_options``). Other backends keep XLA's
-defaults.
+derived parameters and curves, compile with them too
+(:func:`fixedopt._numerics.cpu_compiler.jit_for_cpu`: 0.6x the time, as fast:
+``studies/2026-12-05-covariance_options``). Other backends keep XLA's defaults.
 
 ``jax.jit`` takes such options only at the top level: a solve traced inside the
 caller's own ``jit``, ``vmap``, ``grad`` or ``scan`` is compiled by the caller's
@@ -17,19 +17,15 @@ caller's own ``jit``, ``vmap``, ``grad`` or ``scan`` is compiled by the caller's
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.extend.core
-import numpy as np
 
 from fixedopt._contract.solver import Solver
+from fixedopt._numerics import cpu_compiler
 from fixedopt._numerics.trace_state import at_top_level
 from fixedopt._objective.arguments import check_is_solver
-
-CPU_OPTIONS: dict[str, Any] = {"xla_cpu_use_fusion_emitters": False}
 
 
 def compiler_options(solver: Solver[Any], backend: str | None = None) -> dict[str, Any]:
@@ -58,7 +54,7 @@ def compiler_options(solver: Solver[Any], backend: str | None = None) -> dict[st
     """
     if not check_is_solver(solver).needs_residuals or (backend or jax.default_backend()) != "cpu":
         return {}
-    return dict(CPU_OPTIONS) if _accepted() else {}
+    return dict(cpu_compiler.CPU_OPTIONS) if cpu_compiler.accepted() else {}
 
 
 def takes_options(solver: Solver[Any], backend: str) -> bool:
@@ -66,33 +62,3 @@ def takes_options(solver: Solver[Any], backend: str) -> bool:
     :data:`CPU_OPTIONS`: where :func:`compiler_options` gives them and nothing traces
     around the call (jit refuses options on a nested program)."""
     return bool(compiler_options(solver, backend)) and at_top_level()
-
-
-def jit_for_cpu(function: Callable[..., Any], static_argnums: tuple[int, ...]) -> Any:
-    """``jax.jit(function, static_argnums=...)``, compiled with :data:`CPU_OPTIONS` where
-    it is called at the top level on the CPU (a nested program takes its caller's
-    options). Its ``plain`` and ``tuned`` are the two jits; ``_cache_size()`` counts
-    both one's and the other's compilations."""
-    plain = jax.jit(function, static_argnums=static_argnums)
-    tuned = jax.jit(function, static_argnums=static_argnums, compiler_options=CPU_OPTIONS)
-
-    @functools.wraps(function)
-    def call(*args: Any) -> Any:
-        here = jax.default_backend() == "cpu" and at_top_level() and _accepted()
-        return (tuned if here else plain)(*args)
-
-    call.plain, call.tuned = plain, tuned  # type: ignore[attr-defined]
-    call._cache_size = lambda: plain._cache_size() + tuned._cache_size()  # type: ignore[attr-defined]
-    return call
-
-
-@functools.cache
-def _accepted() -> bool:
-    """Whether this jaxlib takes :data:`CPU_OPTIONS` (XLA refuses an option it does
-    not know at compile time): one tiny program compiled once per process."""
-    probe = jax.jit(lambda x: x + 1, compiler_options=CPU_OPTIONS)
-    try:
-        probe.lower(np.float32(0)).compile()
-    except jax.errors.JaxRuntimeError:
-        return False
-    return True

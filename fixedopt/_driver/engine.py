@@ -23,7 +23,7 @@ from fixedopt._driver.loop import LoopState, Stopping, iterate
 from fixedopt._driver.progress import Progress
 from fixedopt._fixing.mask import active_set, unravel_mask
 from fixedopt._inputs.validate import Bounds, PyTree
-from fixedopt._numerics import buckets, reduce
+from fixedopt._numerics import buckets, cpu_compiler, reduce
 from fixedopt._numerics.trace_state import at_top_level
 from fixedopt._objective.call_note import name_of
 from fixedopt._objective.fit_data import Weighted
@@ -196,7 +196,7 @@ def _step_bytes(objective: Objective, x: jax.Array) -> int:
 
 
 _compiled = jax.jit(_solve, static_argnums=0)
-_compiled_for_cpu = jax.jit(_solve, static_argnums=0, compiler_options=compiler.CPU_OPTIONS)
+_compiled_for_cpu = jax.jit(_solve, static_argnums=0, compiler_options=cpu_compiler.CPU_OPTIONS)
 
 
 def _set_up(plan: Plan, inputs: Inputs) -> tuple[Objective, RowData]:

@@ -38,13 +38,12 @@ from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
 
 from fixedopt._contract.status import Status
-from fixedopt._driver import compiler
 from fixedopt._fixing.mask import active_set, unravel_mask
 from fixedopt._inputs import arrays
 from fixedopt._inputs import validate as _validate
 from fixedopt._inputs.checks import boolean, one_of, optional_boolean
 from fixedopt._inputs.validate import Bounds, Mask, PyTree, batch_size, fixed_arrays
-from fixedopt._numerics import buckets
+from fixedopt._numerics import buckets, cpu_compiler
 from fixedopt._objective.arguments import args_tuple, batched_args
 from fixedopt._results.solution import Solution
 
@@ -346,8 +345,8 @@ def _row_covariances(
     return jax.vmap(one, in_axes=(0, 0, sigma_axis, axes))(x, constraints, sigma, args)
 
 
-# Compiled with XLA:CPU's elemental emitter at the top level (fixedopt._driver.compiler).
-_compiled = compiler.jit_for_cpu(_row_covariances, static_argnums=(0, 1, 2, 3))
+# Compiled with XLA:CPU's elemental emitter at the top level (fixedopt._numerics.cpu_compiler).
+_compiled = cpu_compiler.jit_for_cpu(_row_covariances, static_argnums=(0, 1, 2, 3))
 
 
 def held_entries(

@@ -17,12 +17,12 @@ import pytest
 
 import fixedopt
 from fixedopt._driver import compiler, engine
-from fixedopt._numerics import trace_state
+from fixedopt._numerics import cpu_compiler, trace_state
 
 ON_CPU = jax.default_backend() == "cpu"
 # The options exist in jaxlib 0.10; jaxlib 0.11 refuses them (no elemental emitter to
 # choose), and a solve there compiles with XLA's defaults (the last tests below).
-TAKES_OPTIONS = ON_CPU and compiler._accepted()
+TAKES_OPTIONS = ON_CPU and cpu_compiler.accepted()
 NO_OPTIONS = "the options are the CPU's, and this jaxlib must take them"
 X0 = jnp.zeros((4, 3))
 FIXED = jnp.eye(4, 3, dtype=bool)
@@ -54,8 +54,8 @@ def test_a_solve_called_on_its_own_compiles_with_the_cpu_options(fresh):
     target = jnp.ones((4, 3))
     alone = solve(target)
     assert programs() == (1, 0)
-    assert fixedopt.compiler_options(LM) == compiler.CPU_OPTIONS
-    assert fixedopt.compiler_options(fixedopt.GaussNewton()) == compiler.CPU_OPTIONS
+    assert fixedopt.compiler_options(LM) == cpu_compiler.CPU_OPTIONS
+    assert fixedopt.compiler_options(fixedopt.GaussNewton()) == cpu_compiler.CPU_OPTIONS
     np.testing.assert_array_equal(alone[FIXED], 0.0)
 
 
@@ -68,7 +68,7 @@ SERIES = tuple(int(part) for part in jaxlib.__version__.split(".")[:2])
 @pytest.mark.skipif(not ON_CPU or SERIES not in TAKES_BY_SERIES, reason="a CPU, a known jaxlib")
 def test_the_jaxlib_that_has_the_options_takes_them():
     """So that the tests of the options skip only where the jaxlib has none to take."""
-    assert compiler._accepted() == TAKES_BY_SERIES[SERIES], jaxlib.__version__
+    assert cpu_compiler.accepted() == TAKES_BY_SERIES[SERIES], jaxlib.__version__
 
 
 def test_minimize_keeps_xlas_defaults(fresh):
@@ -118,8 +118,8 @@ def test_other_backends_keep_xlas_defaults():
 
 
 def test_a_jaxlib_that_refuses_the_options_gets_the_defaults(monkeypatch, fresh):
-    monkeypatch.setattr(compiler, "CPU_OPTIONS", {"xla_cpu_no_such_option": True})
-    monkeypatch.setattr(compiler, "_accepted", compiler._accepted.__wrapped__)
+    monkeypatch.setattr(cpu_compiler, "CPU_OPTIONS", {"xla_cpu_no_such_option": True})
+    monkeypatch.setattr(cpu_compiler, "accepted", cpu_compiler.accepted.__wrapped__)
     assert fixedopt.compiler_options(LM, "cpu") == {}
     assert not compiler.takes_options(LM, "cpu")
     solve(jnp.ones((4, 3)))
