@@ -11,9 +11,12 @@ import pytest
 # a folder of this checkout, one per test process: not the user's, so a run starts from
 # what its own earlier runs compiled; and not shared between pytest-xdist's processes
 # (JAX writes an entry in place: a process could read another's half-written file).
+# The workers inherit the main process's environment: the flag tells them that its
+# folder was chosen here (each then takes its own), not by whoever ran the tests.
 _worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
 _cache = pathlib.Path(__file__).resolve().parent / ".pytest_cache" / f"jax-{_worker}"
-os.environ.setdefault("FIXEDOPT_CACHE", str(_cache))
+if "FIXEDOPT_CACHE" not in os.environ or os.environ.get("FIXEDOPT_TEST_CACHE") == "1":
+    os.environ["FIXEDOPT_CACHE"], os.environ["FIXEDOPT_TEST_CACHE"] = str(_cache), "1"
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_rank_promotion", "raise")
 
