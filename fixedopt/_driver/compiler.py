@@ -59,6 +59,6 @@ def compiler_options(solver: Solver[Any], backend: str | None = None) -> dict[st
 
 def takes_options(solver: Solver[Any], backend: str) -> bool:
     """Whether a solve by ``solver`` compiled for ``backend`` from here gets
-    :data:`CPU_OPTIONS`: where :func:`compiler_options` gives them and nothing traces
+    ``cpu_compiler.CPU_OPTIONS``: where :func:`compiler_options` gives them and nothing traces
     around the call (jit refuses options on a nested program)."""
     return bool(compiler_options(solver, backend)) and at_top_level()

@@ -116,12 +116,15 @@ ACCELERATOR_LANES = 1 << 16
 def default_width(batch: int, row_bytes: int, backend: str) -> int:
     """The default number of lanes for ``batch`` rows whose loop state takes
     ``row_bytes`` bytes each, on ``backend`` ("cpu", "gpu", "tpu", ...)."""
-    if backend == "cpu":
-        in_cache = CPU_CACHE_BYTES // max(row_bytes, 1)
-        width = min(CPU_MOST_LANES, max(CPU_FEWEST_LANES, in_cache))
-    else:
-        width = ACCELERATOR_LANES
+    width = _cpu_lanes(row_bytes) if backend == "cpu" else ACCELERATOR_LANES
     return min(batch, max(min(width, -(-batch // 8)), 8))
+
+
+def _cpu_lanes(row_bytes: int) -> int:
+    """The CPU's lanes for rows of ``row_bytes`` bytes, before the batch bounds them:
+    those that fit the cache, within ``CPU_FEWEST_LANES`` and ``CPU_MOST_LANES``."""
+    in_cache = CPU_CACHE_BYTES // max(row_bytes, 1)
+    return min(CPU_MOST_LANES, max(CPU_FEWEST_LANES, in_cache))
 
 
 def block_rows(data_bytes: int) -> int:
@@ -130,9 +133,8 @@ def block_rows(data_bytes: int) -> int:
     rows for each of the :func:`default_width` lanes (a row's loop state holds its data,
     so the width from a row's bytes is at most ``CPU_CACHE_BYTES // data_bytes``), a
     power of two."""
-    in_cache = CPU_CACHE_BYTES // max(data_bytes, 1)
-    rows = min(CPU_MOST_LANES, max(CPU_FEWEST_LANES, in_cache))
-    return 8 * (1 << (rows - 1).bit_length())
+    lanes = _cpu_lanes(data_bytes)
+    return 8 * (1 << (lanes - 1).bit_length())
 
 
 def iterate_lanes(

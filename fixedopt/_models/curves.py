@@ -11,7 +11,6 @@ Each runs in chunks of a fixed number of rows at the top level on the CPU
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -29,7 +28,8 @@ def computed(plan: Layout, x: jax.Array, codes: jax.Array | None) -> tuple[np.nd
     if not plan.computed:
         return np.zeros((batch, 0), x.dtype), np.zeros((batch, 0, k), x.dtype)
     codes = jnp.zeros((batch, 0), jnp.int32) if codes is None else codes
-    values, jac = _in_rows(functools.partial(_computed, plan), (x, codes), (True, True))
+    compute = functools.partial(_computed, plan)
+    values, jac = buckets.map_in_chunks(compute, (x, codes), (True, True), batch)
     return np.asarray(values), np.asarray(jac)
 
 
@@ -42,17 +42,8 @@ def curves(residual: Any, x_axis: int | None, x: Any, p0: Any, xs: tuple[Any, ..
     flags = (True, True, jax.tree.map(lambda _: x_axis == 0, xs), True,
              jax.tree.map(lambda _: True, extra))  # fmt: skip
     compute = functools.partial(_curves, residual, x_axis)
-    return tuple(np.asarray(a) for a in _in_rows(compute, inputs, flags))
-
-
-def _in_rows(compute: Callable[..., Any], inputs: tuple[Any, ...], flags: tuple[Any, ...]) -> Any:
-    """``compute(*inputs)``, in chunks of rows where :func:`buckets.chunks_here`."""
-    leaves, treedef = jax.tree.flatten(inputs)
-    if not buckets.chunks_here(leaves):
-        return compute(*inputs)
-    batch = jax.tree.leaves(inputs[0])[0].shape[0]
-    return buckets.in_chunks(lambda chunk, _: compute(*jax.tree.unflatten(treedef, chunk)),
-                             tuple(leaves), tuple(jax.tree.leaves(flags)), batch)  # fmt: skip
+    found = buckets.map_in_chunks(compute, inputs, tuple(jax.tree.leaves(flags)), x.shape[0])
+    return tuple(np.asarray(a) for a in found)
 
 
 def _computed_rows(plan: Layout, x: jax.Array, codes: jax.Array) -> tuple[jax.Array, jax.Array]:

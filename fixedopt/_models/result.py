@@ -65,6 +65,11 @@ class ModelResult:
     @functools.cached_property
     def _curves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(best_fit, init_fit, residual)``, from the fit's own residual function."""
+        if self.problem is None:
+            raise ValueError(
+                "best_fit, init_fit and residual are computed from the fit's problem: this "
+                "ModelResult has none (problem=None); use the one Model.fit returns"
+            )
         (xs, data, *extra), axes = self.problem.args, self.problem.axes
         start = jnp.asarray(self.start)
         found = curves(
@@ -144,6 +149,7 @@ class ModelResult:
         computed for it."""
         if (
             self.estimator == "least_squares"
+            and self.problem is not None
             and self.problem.options.get("loss", "linear") == "linear"
         ):
             return np.asarray(2.0 * np.asarray(self.solution.value))

@@ -307,17 +307,13 @@ def _computed(
     (:func:`fixedopt._numerics.buckets.in_chunks`), so that a new batch size compiles
     nothing new."""
     compute = functools.partial(_compiled, residual_fun, batched, rule, axes)
-    leaves, treedef = jax.tree.flatten(data)
-    if not batched or not buckets.chunks_here(leaves):
+    if not batched:
         result: Covariance = compute(*data)
         return result
     # Every leaf has the batch axis but the shared leaves of args (axis None).
     shared = jax.tree.leaves(axes, is_leaf=lambda axis: axis is None)
-    flags = (True,) * (len(leaves) - len(shared)) + tuple(axis == 0 for axis in shared)
-    chunked: Covariance = buckets.in_chunks(
-        lambda chunk, _: compute(*jax.tree.unflatten(treedef, chunk)),
-        tuple(leaves), flags, batch_size(data[0], "sol.x"),
-    )  # fmt: skip
+    flags = (True,) * (len(jax.tree.leaves(data)) - len(shared)) + tuple(a == 0 for a in shared)
+    chunked: Covariance = buckets.map_in_chunks(compute, data, flags, batch_size(data[0], "sol.x"))
     return chunked
 
 

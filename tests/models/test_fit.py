@@ -1,6 +1,8 @@
 """Model.fit against lmfit, fit by fit: two pseudo-Voigt peaks and a linear baseline,
 with per-fit fixed parameters, bounds and a tie in half of the fits."""
 
+import dataclasses
+
 import lmfit
 import numpy as np
 import pytest
@@ -204,6 +206,9 @@ def test_chisqr_is_the_sum_of_squared_residuals_and_the_curves_wait_until_read(l
     np.testing.assert_allclose(result.best_fit, line, rtol=1e-12)
     np.testing.assert_allclose(result.residual, residual, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(result.init_fit, np.broadcast_to(x, (3, 12)), rtol=1e-12)
+    bare = dataclasses.replace(result, problem=None)  # a result not made by Model.fit
+    with pytest.raises(ValueError, match="problem"):
+        _ = bare.best_fit
 
 
 def test_a_new_batch_size_compiles_no_solve_and_no_curves():
