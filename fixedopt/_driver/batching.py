@@ -15,17 +15,24 @@ count travelling as data (the lanes never take a padded row; :mod:`fixedopt._num
   of the default lanes, so the lanes are as wide as for a batch of any size, and a
   block's last, slow rows overlap with others as in one long queue (measured: 4 blocks
   of the Gaussian spot, 8 of quad n = 64, the same time as one batch of their rows);
+  and a block's **tail** is cut short: when its queue has ended and its last rows (at
+  most ``lanes.TAIL_LANES``) have run alone for ``lanes.TAIL_PATIENCE`` trips, the
+  block stops and those rows are solved again from their starts, ``TAIL_LANES`` rows
+  wide (every trip of the block's lanes costs all of them: 0.40 ms for 64 lanes of the
+  spectra fit, where the lone row's step costs 24-37 us), a program compiled the
+  first time a model has such a tail;
 - **elsewhere, the next power of two** (:func:`fixedopt._numerics.buckets.bucket`): an
   accelerator's lanes grow with the batch (its trips cost about the same whatever
   their width), so a batch is one call, compiled once for each bucket.
 
 So a model compiles two solves on the CPU, whatever the batch sizes: one for at most 8
-rows, one for more. Not padded: a solve traced inside a transformation of the caller
-(its program is recompiled for a new ``B`` anyway, and a pad there is work in the
-caller's program), an explicit ``lanes >= B`` (every row in a lane: a padded row would
-take its steps), and a batch sharded across devices (its sharding is the caller's). An
-explicit ``lanes=``, a progress report (counted over the batch) or a weakly typed leaf
-(NumPy would make it strong) keep the bucket.
+rows, one for more (and a third, its tail's, if a batch has one). Not padded: a solve
+traced inside a transformation of the caller (its program is recompiled for a new
+``B`` anyway, and a pad there is work in the caller's program), an explicit
+``lanes >= B`` (every row in a lane: a padded row would take its steps), and a batch
+sharded across devices (its sharding is the caller's). An explicit ``lanes=``, a
+progress report (counted over the batch) or a weakly typed leaf (NumPy would make it
+strong) keep the bucket.
 """
 
 from __future__ import annotations
@@ -37,7 +44,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fixedopt._driver.lanes import block_rows
+from fixedopt._contract.status import PENDING, RUNNING
+from fixedopt._driver.lanes import TAIL_LANES, block_rows
 from fixedopt._inputs import arrays
 from fixedopt._numerics import buckets
 from fixedopt._numerics.trace_state import at_top_level
@@ -50,9 +58,18 @@ if TYPE_CHECKING:
 ROW_FIELDS = ("x0", "fixed", "fixed_values", "bounds", "sigma", "counts", "split_index")
 
 
-def solve_rows(solve: Callable[[Inputs], Solution], plan: Plan, inputs: Inputs) -> Solution:
-    """``solve(inputs)``, its rows given to it in the compiled size of the module's
-    rules, the solution cut back to the batch's rows."""
+def solve_rows(
+    compiled: Callable[[Plan, Inputs], Solution], plan: Plan, inputs: Inputs
+) -> Solution:
+    """``compiled(plan, inputs)``, its rows given to it in the compiled size of the
+    module's rules, the solution cut back to the batch's rows."""
+
+    def solve(inputs: Inputs) -> Solution:
+        return compiled(plan, inputs)
+
+    def asarray(count: int) -> jax.Array:
+        return arrays.asarray(count, jnp.int32)
+
     if plan.batched_args is None or not plan.differentiate.through_lanes:
         return solve(inputs)
     batch = jax.tree.leaves(inputs.x0)[0].shape[0]
@@ -63,20 +80,44 @@ def solve_rows(solve: Callable[[Inputs], Solution], plan: Plan, inputs: Inputs) 
     if whole or not at_top_level() or not buckets.on_one_device(list(leaves)):
         return solve(inputs)
 
-    def solve_block(block: tuple[Any, ...], count: int) -> Solution:
+    def block_inputs(block: tuple[Any, ...], count: jax.Array | None) -> Inputs:
         grown = jax.tree.unflatten(own_tree, block[: len(own)])
         args_grown = jax.tree.unflatten(args_tree, block[len(own) :])
-        count_leaf = arrays.asarray(count, jnp.int32)
-        return solve(inputs._replace(**grown, args=args_grown, batch=count_leaf))
+        return inputs._replace(**grown, args=args_grown, batch=count)
 
     size = None if batch <= buckets.SMALLEST else _block_size(plan, leaves, flags)
     if size is None:
-        size = buckets.bucket(batch)
-        padded = buckets.pad_rows(leaves, size, flags, plan.backend) if size > batch else leaves
-        solution = solve_block(padded, batch)
-        return solution if size == batch else buckets.first_rows(solution, batch, plan.backend)
+        bucket = buckets.bucket(batch)
+        padded = buckets.pad_rows(leaves, bucket, flags, plan.backend) if bucket > batch else leaves
+        solution = solve(block_inputs(padded, asarray(batch)))
+        return solution if bucket == batch else buckets.first_rows(solution, batch, plan.backend)
+    block_plan, tail_plan = plan._replace(block=True), plan._replace(lanes=TAIL_LANES)
+
+    def solve_block(block: tuple[Any, ...], count: int) -> Solution:
+        solution = compiled(block_plan, block_inputs(block, asarray(count)))
+        status = np.asarray(solution.status)[:count]
+        rows = np.flatnonzero((status == RUNNING) | (status == PENDING))
+        if rows.size == 0:
+            return solution
+        # The block's slow last rows (lanes.TAIL_LANES): solved again on their own, as
+        # TAIL_LANES rows (a copy of the first where fewer), and put in their places.
+        taken = np.resize(rows, TAIL_LANES)
+        tail = tuple(np.asarray(leaf)[taken] if flag else leaf
+                     for leaf, flag in zip(block, flags))  # fmt: skip
+        alone = compiled(tail_plan, block_inputs(tail, None))
+        put: Solution = jax.tree.map(lambda a, b: _put_rows(a, b, rows), solution, alone)
+        return put
+
     blocks: Solution = buckets.in_chunks(solve_block, leaves, flags, batch, size)
     return blocks
+
+
+def _put_rows(whole: Any, part: Any, rows: np.ndarray) -> np.ndarray:
+    """``whole`` (a leaf of a block's solution) with ``part``'s first rows at ``rows``,
+    on the host."""
+    out = np.array(whole)
+    out[rows] = np.asarray(part)[: rows.size]
+    return out
 
 
 def _block_size(plan: Plan, leaves: tuple[Any, ...], flags: tuple[bool, ...]) -> int | None:

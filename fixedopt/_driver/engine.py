@@ -59,6 +59,7 @@ class Plan(NamedTuple):
     differentiate: Differentiation = IMPLICIT  # the loops and the derivative rule
     max_trips: int | None = None  # unrolled: the scans' static length (max_steps); else None
     progress: Progress | None = None  # None: no progress callback
+    block: bool = False  # a CPU block (_driver.batching): its slow last rows left running
 
 
 class Inputs(NamedTuple):
@@ -115,7 +116,7 @@ def _run_compiled(plan: Plan, inputs: Inputs) -> Solution:
     in the compiled sizes of :mod:`fixedopt._driver.batching`."""
     tuned = compiler.takes_options(plan.solver, plan.backend)
     compiled = _compiled_for_cpu if tuned else _compiled
-    return batching.solve_rows(functools.partial(compiled, plan), plan, inputs)
+    return batching.solve_rows(compiled, plan, inputs)
 
 
 def compiled_programs() -> int:
@@ -169,6 +170,7 @@ def _solve_traced(plan: Plan, inputs: Inputs) -> Solution:
             plan.progress,
             inputs.batch,
             _step_bytes(objective, start),
+            tail=plan.block,
         )
         if inputs.batch is not None:
             rows_final = buckets.real_rows(rows_final, inputs.batch)

@@ -25,7 +25,9 @@ What a row's result depends on: only its own data, to rounding. fixedopt's arith
 treats every lane alike (the same elementwise program whatever lane a row runs in and
 whoever its neighbours are), so a row gets the same bits as when solved alone in any
 other batch through lanes of the same width, wherever XLA's code for the objective
-treats every row alike too (tested bit for bit on the CPU, ``tests/driver/test_lanes.py``).
+treats every row alike too (tested bit for bit on the CPU, ``tests/driver/test_lanes.py``),
+but for the rows of a CPU block's tail (:mod:`fixedopt._driver.batching`): solved again
+``TAIL_LANES`` wide, they agree to rounding.
 XLA does not promise that: on the CPU it compiles a tridiagonal quadratic form
 ``x @ (A @ x)`` over rows of 8, 16 rows at a time, into code whose last two rows round
 differently (plain ``vmap``), and the rows of such an objective then agree to rounding
@@ -82,6 +84,7 @@ class Lanes(NamedTuple):
     queued: jax.Array  # () int32: the first row no lane has taken yet
     idle: jax.Array  # () int32: the lanes not running
     idle_steps: jax.Array  # () int32: the sum of their rows' steps
+    lone: jax.Array  # () int32: trips in a row with the queue empty, <= TAIL_LANES busy
     row: jax.Array  # (W,) int32: the row each lane holds; B for none
     data: Packed  # the lanes' rows' data, packed
     state: Packed  # the lanes' loop states, packed
@@ -108,6 +111,16 @@ class Layout(NamedTuple):
 # for (on the CPU a block of them: _driver.batching), so that slow rows overlap with
 # others, and never fewer than 8.
 CPU_CACHE_BYTES = 1 << 19
+# The tail (CPU blocks, _driver.batching): a lanes loop whose queue has ended and whose
+# last TAIL_LANES or fewer running rows have run TAIL_PATIENCE trips alone stops, and
+# those rows are solved again from their starts, TAIL_LANES wide (a program of its own,
+# compiled when a model first has such a tail; their steps in the block are lost). A
+# lone trip of 64 lanes cost 0.40 ms where the row's own step costs 24-37 us
+# (studies/2026-12-05-degenerate_tail); TAIL_PATIENCE lone trips (a few ms) are what a
+# batch without a straggler can pay, whose last rows stop within a few trips of the
+# queue's end.
+TAIL_LANES = 2
+TAIL_PATIENCE = 16
 CPU_FEWEST_LANES = 64
 CPU_MOST_LANES = 4096
 ACCELERATOR_LANES = 1 << 16
@@ -148,8 +161,10 @@ def iterate_lanes(
     progress: Progress | None = None,
     count: jax.Array | None = None,
     step_bytes: int = 0,
+    tail: bool = False,
 ) -> LastState:
-    """Run every row of a batch through ``width`` lanes until each row stops.
+    """Run every row of a batch through ``width`` lanes until each row stops (or, with
+    ``tail``, until a tail is left).
 
     Args:
       solver: the solver.
@@ -167,6 +182,10 @@ def iterate_lanes(
         copies of row 0 that they are). None: every row.
       step_bytes: the bytes a row's step holds in memory beyond its data and loop
         state (a least-squares row's Jacobian): its working set sets the default width.
+      tail: stop early when the queue has ended and at most ``TAIL_LANES`` rows have
+        run alone for ``TAIL_PATIENCE`` trips: those rows are reported as the loop left
+        them, ``RUNNING`` or ``PENDING``, for the caller to solve again, narrow
+        (:mod:`fixedopt._driver.batching`).
 
     Returns:
       The :class:`LastState` of every row, ``(B, ...)`` leaves.
@@ -185,11 +204,7 @@ def iterate_lanes(
     one_row = jax.tree.map(arrays.one_row, (rows, x))
     with reduce.folding(folds):
         started = jax.eval_shape(start_row, *one_row)  # one row's loop state (shapes)
-    if width is None:
-        state_bytes = sum(a.size * a.dtype.itemsize for a in jax.tree.leaves((one_row, started)))
-        row_bytes = state_bytes + step_bytes
-        width = default_width(total, row_bytes, backend)
-    width = min(width, total)
+    width = _width(width, total, (one_row, started), step_bytes, backend)
     layout = _layout(*jax.tree.map(_rows_of_one, (one_row[0], started)))
     if folds and not reduce.folding_helps(backend, width, x.shape[1]):
         folds, start_row = False, start_row_jitted()  # wide lanes: traced again, plain
@@ -206,6 +221,7 @@ def iterate_lanes(
         # Rows padded beyond count (at most 8 rows in all) take their steps, dropped.
         with reduce.folding(folds):
             return _whole_batch(start_rows, advance_lanes, report, layout, rows, x)
+    tail = tail and width > TAIL_LANES
 
     def refill(lanes: Lanes) -> Lanes:
         return _refill(lanes, rows, x, start_rows, layout, limit)
@@ -220,17 +236,37 @@ def iterate_lanes(
         idle, idle_steps = _idle(layout.state.unpack(state))
         lanes = lanes._replace(iteration=lanes.iteration + 1, state=state, idle=idle,
                                idle_steps=idle_steps)  # fmt: skip
+        if tail:
+            lanes = _count_lone(lanes, limit, width)
         report(state, lanes.iteration, lanes.queued)
         return lanes
 
     def going(lanes: Lanes) -> jax.Array:
-        return (lanes.idle < width) | (lanes.queued < limit)
+        more = (lanes.idle < width) | (lanes.queued < limit)
+        return more & (lanes.lone < TAIL_PATIENCE) if tail else more
 
     with reduce.folding(folds):
         final = jax.lax.while_loop(going, body, _empty_lanes(layout, x, width))
         results = _write(final.results, final.row, final.state, final.row < total, layout)
     unpacked: LastState = layout.results.unpack(results)
     return unpacked
+
+
+def _width(width: int | None, total: int, one_row: Any, step_bytes: int, backend: str) -> int:
+    """The lanes for ``total`` rows: ``width`` (None: :func:`default_width` for rows
+    whose data and loop state are ``one_row``'s and whose step holds ``step_bytes``
+    more), at most ``total``."""
+    if width is None:
+        state_bytes = sum(a.size * a.dtype.itemsize for a in jax.tree.leaves(one_row))
+        width = default_width(total, state_bytes + step_bytes, backend)
+    return min(width, total)
+
+
+def _count_lone(lanes: Lanes, limit: jax.Array | int, width: int) -> Lanes:
+    """``lanes`` with ``lone`` counting the trips since the queue ended and at most
+    ``TAIL_LANES`` lanes ran (0 while more run or rows are queued)."""
+    alone = (lanes.queued >= limit) & (width - lanes.idle <= TAIL_LANES)
+    return lanes._replace(lone=jnp.where(alone, lanes.lone + 1, 0))
 
 
 def _rows_of_one(a: jax.ShapeDtypeStruct) -> jax.ShapeDtypeStruct:
@@ -404,7 +440,7 @@ def _empty_lanes(layout: Layout, x: jax.Array, width: int) -> Lanes:
     results = tuple(empty(a) for a in layout.results.zeros(0))
     zero = jnp.zeros((), jnp.int32)
     idle = jnp.full((), width, jnp.int32)
-    return Lanes(zero, zero, idle, zero, jnp.full((width,), total, jnp.int32),
+    return Lanes(zero, zero, idle, zero, zero, jnp.full((width,), total, jnp.int32),
                  layout.data.zeros(width), state, results)  # fmt: skip
 
 

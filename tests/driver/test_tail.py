@@ -1,0 +1,74 @@
+"""The tail: when a CPU block's queue has ended and its last rows (at most
+``TAIL_LANES``) have run alone for ``TAIL_PATIENCE`` trips, the block stops and they are
+solved again through ``TAIL_LANES`` lanes (``fixedopt._driver.batching``), a program
+compiled the first time a model has such a tail. What holds: the other rows keep their
+bits; a row solved again agrees to rounding with the same row solved alone, takes its
+own steps (``max_steps`` holds); fixed entries keep their bits; nothing else compiles."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import fixedopt
+from fixedopt import Status
+from fixedopt._driver.lanes import TAIL_LANES
+from fixedopt.testing import compiled_solves
+from tests.helpers import assert_rows_identical, bits, quadratic, quadratic_rows
+
+SLOW = 199  # the last row of the queue: it runs alone once the others have stopped
+
+
+def valley(x):
+    """Rosenbrock's valley 100 times steeper: L-BFGS needs about 30 steps from -3."""
+    return jnp.sum(1e4 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def rows(slow: bool, seed: int = 1):
+    """200 rows of :func:`tests.helpers.quadratic` (5-12 steps each), the last one
+    :func:`valley` from -3 (``slow``) with one entry fixed at 1."""
+    x0, fixed, (curvature, center) = quadratic_rows(200, 8, seed)
+    weight, x0, fixed = np.zeros(200), np.asarray(x0).copy(), np.asarray(fixed).copy()
+    if slow:
+        weight[SLOW], x0[SLOW], fixed[SLOW] = 1.0, -3.0, False
+        x0[SLOW, 3], fixed[SLOW, 3] = 1.0, True
+    return x0, fixed, (curvature, center, jnp.asarray(weight))
+
+
+def test_a_slow_last_row_finishes_in_the_tail():
+    def objective(x, curvature, center, weight):  # new here: its programs compile here
+        return (1 - weight) * quadratic(x, curvature, center) + weight * valley(x)
+
+    def solve(x0, fixed, args, **options):
+        return fixedopt.minimize(objective, x0, fixed, args=args, batched=True, **options)
+
+    before = compiled_solves()
+    clean = solve(*rows(slow=False))
+    assert compiled_solves() == before + 1
+    x0, fixed, args = rows(slow=True)
+    tailed = solve(x0, fixed, args)
+    assert compiled_solves() == before + 2, "the tail's program: compiled now"
+    assert int(tailed.steps[SLOW]) > 2 * int(np.max(clean.steps)), "not a straggler"
+    # Solved again: the slow row, and perhaps one more (still running when the block
+    # stopped); the rest keep their bits.
+    changed = np.any(bits(tailed.x)[:SLOW] != bits(clean.x)[:SLOW], axis=1)
+    again = np.flatnonzero(changed)
+    assert len(again) <= TAIL_LANES - 1
+    others = np.setdiff1d(np.arange(SLOW), again)
+    reference = jax.tree.map(lambda leaf: np.asarray(leaf)[others], clean)
+    assert_rows_identical(tailed, reference, others, err_msg="a row beside the tail")
+    np.testing.assert_allclose(np.asarray(tailed.x)[again], np.asarray(clean.x)[again],
+                               rtol=1e-10, atol=1e-12)  # fmt: skip
+    np.testing.assert_array_equal(np.asarray(tailed.status)[again], np.asarray(clean.status)[again])
+
+    alone = fixedopt.minimize(valley, x0[SLOW], fixed[SLOW])
+    assert int(tailed.status[SLOW]) == int(alone.status) == Status.CONVERGED
+    np.testing.assert_allclose(tailed.x[SLOW], alone.x, rtol=1e-6, atol=1e-8)
+    np.testing.assert_array_equal(bits(tailed.x)[fixed], bits(x0)[fixed])
+
+    _, fixed_again, args_again = rows(slow=True, seed=2)  # new data and masks
+    before = compiled_solves()
+    limited = solve(x0, fixed_again, args_again, max_steps=25)
+    assert compiled_solves() == before, "new data or max_steps compiled a program"
+    assert int(limited.status[SLOW]) == Status.MAX_STEPS
+    assert int(limited.steps[SLOW]) == 25
+    np.testing.assert_array_equal(bits(limited.x)[fixed_again], bits(x0)[fixed_again])
