@@ -37,9 +37,9 @@ from fixedopt._results.report import Report as Report
 from fixedopt._results.report import report as report
 from fixedopt._results.solution import Solution as Solution
 from fixedopt._solvers.gauss_newton import GaussNewton as GaussNewton
-from fixedopt._solvers.gauss_newton import LevenbergMarquardt as LevenbergMarquardt
 from fixedopt._solvers.gradient_descent import GradientDescent as GradientDescent
 from fixedopt._solvers.lbfgs import LBFGS as LBFGS
+from fixedopt._solvers.levenberg_marquardt import LevenbergMarquardt as LevenbergMarquardt
 from fixedopt._solvers.optax_solver import Optax as Optax
 
 __version__ = "0.1.0"

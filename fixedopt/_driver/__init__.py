@@ -1,5 +1,8 @@
 """Floor 5: the compiled solve. ``engine``: each row set up once, the loop, the way
 back to the user's tree with the derivative rule; ``loop``: the one driver (failure
 policy, convergence tests, statuses); ``lanes``: a batch through lanes that refill as
-rows stop; ``packing``: per-row scalars held as one array per dtype; ``progress``: the
-host-side reporters. Imports every floor below, never a solver."""
+rows stop (``widths``: how many; ``lane_checks``: their certification); ``batching``:
+a batch in compiled sizes (CPU blocks, their tails); ``packing``: per-row scalars held
+as one array per dtype; ``compiler`` and ``cache``: XLA's options and the persistent
+compilation cache; ``progress``: the host-side reporters. Imports every floor below,
+never a solver."""

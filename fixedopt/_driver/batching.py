@@ -8,7 +8,7 @@ count travelling as data (the lanes never take a padded row; :mod:`fixedopt._num
 
 - **a batch of at most 8 rows, padded to 8**: its rows all in lanes from the start (one
   ``vmap``), the padded ones take their steps (copies of row 0, as many as it takes);
-- **on the CPU, blocks of one size per model** (:func:`fixedopt._driver.lanes.block_rows`,
+- **on the CPU, blocks of one size per model** (:func:`fixedopt._driver.widths.block_rows`,
   from the bytes of a row's data): every batch of more than 8 rows runs through the
   same program, a batch larger than a block as several calls of it, their rows joined
   on the host (whose memory is the device's). The block holds at least 8 rows for each
@@ -16,7 +16,7 @@ count travelling as data (the lanes never take a padded row; :mod:`fixedopt._num
   block's last, slow rows overlap with others as in one long queue (measured: 4 blocks
   of the Gaussian spot, 8 of quad n = 64, the same time as one batch of their rows);
   and a block's **tail** is cut short: when its queue has ended and its last rows (at
-  most ``lanes.TAIL_LANES``) have run alone for ``lanes.TAIL_PATIENCE`` trips, the
+  most ``widths.TAIL_LANES``) have run alone for ``widths.TAIL_PATIENCE`` trips, the
   block stops and those rows are solved again from their starts, ``TAIL_LANES`` rows
   wide (every trip of the block's lanes costs all of them: 0.40 ms for 64 lanes of the
   spectra fit, where the lone row's step costs 24-37 us), a program compiled the
@@ -45,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fixedopt._contract.status import PENDING, RUNNING
-from fixedopt._driver.lanes import TAIL_LANES, block_rows
+from fixedopt._driver.widths import TAIL_LANES, block_rows
 from fixedopt._inputs import arrays
 from fixedopt._numerics import buckets
 from fixedopt._numerics.trace_state import at_top_level
@@ -99,7 +99,7 @@ def solve_rows(
         rows = np.flatnonzero((status == RUNNING) | (status == PENDING))
         if rows.size == 0:
             return solution
-        # The block's slow last rows (lanes.TAIL_LANES): solved again on their own, as
+        # The block's slow last rows (widths.TAIL_LANES): solved again on their own, as
         # TAIL_LANES rows (a copy of the first where fewer), and put in their places.
         taken = np.resize(rows, TAIL_LANES)
         tail = tuple(np.asarray(leaf)[taken] if flag else leaf

@@ -47,18 +47,19 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._contract.solver import Problem, Solver, StepContext
-from fixedopt._contract.status import PENDING, RUNNING, Status
+from fixedopt._contract.status import PENDING, RUNNING
+from fixedopt._driver.lane_checks import certify_some
 from fixedopt._driver.loop import (
     LoopState,
     Stopping,
     advance,
     certifies,
-    certify,
     start,
     to_certify,
 )  # fmt: skip
 from fixedopt._driver.packing import Packed, Packing
 from fixedopt._driver.progress import Progress
+from fixedopt._driver.widths import TAIL_LANES, TAIL_PATIENCE, default_width
 from fixedopt._inputs import arrays
 from fixedopt._numerics import reduce
 
@@ -100,56 +101,6 @@ class Layout(NamedTuple):
     always_new: tuple[Any, ...]  # state's columns a stopped lane takes anyway (solver state)
 
 
-# The default number of lanes. On a CPU: as many rows as fit half of a core's L2 cache
-# (1 MiB on the EPYC cores these defaults were measured on: benchmarks/results, suite
-# ``scale``), so a step's working set stays in cache (a row's data, its loop state and
-# a least-squares Jacobian the step holds in memory), but at least 64: a trip also has
-# a part that does not grow with its lanes (the loop's test, the refill, the solver's
-# per-trip scalars), and rows of a few kB (L-BFGS at n = 64, n = 512) fit 5-34 to the
-# cache but ran 6-24% slower than at 64-256 lanes (studies/2026-12-04-lane_widths). On
-# an accelerator, enough rows to fill it. Never more than an eighth of the rows compiled
-# for (on the CPU a block of them: _driver.batching), so that slow rows overlap with
-# others, and never fewer than 8.
-CPU_CACHE_BYTES = 1 << 19
-# The tail (CPU blocks, _driver.batching): a lanes loop whose queue has ended and whose
-# last TAIL_LANES or fewer running rows have run TAIL_PATIENCE trips alone stops, and
-# those rows are solved again from their starts, TAIL_LANES wide (a program of its own,
-# compiled when a model first has such a tail; their steps in the block are lost). A
-# lone trip of 64 lanes cost 0.40 ms where the row's own step costs 24-37 us
-# (studies/2026-12-05-degenerate_tail); TAIL_PATIENCE lone trips (a few ms) are what a
-# batch without a straggler can pay, whose last rows stop within a few trips of the
-# queue's end.
-TAIL_LANES = 2
-TAIL_PATIENCE = 16
-CPU_FEWEST_LANES = 64
-CPU_MOST_LANES = 4096
-ACCELERATOR_LANES = 1 << 16
-
-
-def default_width(batch: int, row_bytes: int, backend: str) -> int:
-    """The default number of lanes for ``batch`` rows whose loop state takes
-    ``row_bytes`` bytes each, on ``backend`` ("cpu", "gpu", "tpu", ...)."""
-    width = _cpu_lanes(row_bytes) if backend == "cpu" else ACCELERATOR_LANES
-    return min(batch, max(min(width, -(-batch // 8)), 8))
-
-
-def _cpu_lanes(row_bytes: int) -> int:
-    """The CPU's lanes for rows of ``row_bytes`` bytes, before the batch bounds them:
-    those that fit the cache, within ``CPU_FEWEST_LANES`` and ``CPU_MOST_LANES``."""
-    in_cache = CPU_CACHE_BYTES // max(row_bytes, 1)
-    return min(CPU_MOST_LANES, max(CPU_FEWEST_LANES, in_cache))
-
-
-def block_rows(data_bytes: int) -> int:
-    """On a CPU, the rows of the one size in which a batch whose rows' data take
-    ``data_bytes`` bytes each is compiled (:mod:`fixedopt._driver.batching`): at least 8
-    rows for each of the :func:`default_width` lanes (a row's loop state holds its data,
-    so the width from a row's bytes is at most ``CPU_CACHE_BYTES // data_bytes``), a
-    power of two."""
-    lanes = _cpu_lanes(data_bytes)
-    return 8 * (1 << (lanes - 1).bit_length())
-
-
 def iterate_lanes(
     solver: Solver[Any],
     problem_of: Callable[[Rows], Problem],
@@ -173,7 +124,7 @@ def iterate_lanes(
       x: the starting points, ``(B, n)``.
       stopping: the stopping rules, shared by all rows.
       width: the number of lanes ``W`` (static; more than ``B`` means ``B``); None:
-        :func:`default_width`.
+        :func:`~fixedopt._driver.widths.default_width`.
       backend: the platform the program is for, which sets the default width.
       progress: report progress on the host; None adds nothing to the program.
       count: the rows to solve, traced, when ``rows`` are padded beyond them
@@ -253,9 +204,9 @@ def iterate_lanes(
 
 
 def _width(width: int | None, total: int, one_row: Any, step_bytes: int, backend: str) -> int:
-    """The lanes for ``total`` rows: ``width`` (None: :func:`default_width` for rows
-    whose data and loop state are ``one_row``'s and whose step holds ``step_bytes``
-    more), at most ``total``."""
+    """The lanes for ``total`` rows: ``width`` (None: the default,
+    :func:`~fixedopt._driver.widths.default_width`, for rows whose data and loop state
+    are ``one_row``'s and whose step holds ``step_bytes`` more), at most ``total``."""
     if width is None:
         state_bytes = sum(a.size * a.dtype.itemsize for a in jax.tree.leaves(one_row))
         width = default_width(total, state_bytes + step_bytes, backend)
@@ -306,7 +257,8 @@ def _advance(
     """One step of every running lane. A stopped lane keeps what it reports; its
     solver state is never read again, so it takes the new one (keeping the old would
     stream the whole L-BFGS history through a select). A row that the step leaves
-    CONVERGED waits, PENDING, for its certification (:func:`_certify_some`)."""
+    CONVERGED waits, PENDING, for its certification
+    (:func:`~fixedopt._driver.lane_checks.certify_some`)."""
     state: LoopState = layout.state.unpack(packed)
     running = state.status == RUNNING
     checks = certifies(solver)
@@ -322,77 +274,7 @@ def _advance(
     # A waiting lane keeps what it reports; its solver state is the inactive step's,
     # which leaves what the check reads unchanged (Solver.certify).
     new = layout.state.select(running, new, packed, layout.always_new)
-    return _certify_some(solver, problem_of, stopping, layout, data, new) if checks else new
-
-
-def certify_slots(width: int) -> int:
-    """How many PENDING lanes a trip certifies at most (static): an eighth of the
-    lanes, so that a trip's certification costs a fraction of its step (L-BFGS's
-    takes up to ``n`` Hessian-vector products per row); the others wait."""
-    return max(1, min(width, -(-width // 8)))
-
-
-def _certify_some(
-    solver: Solver[Any],
-    problem_of: Callable[[Rows], Problem],
-    stopping: Stopping,
-    layout: Layout,
-    data: Any,
-    packed: Packed,
-) -> Packed:
-    """Certify the verdicts of the first :func:`certify_slots` PENDING lanes (in lane
-    order), in a ``lax.cond`` that runs when as many lanes wait as it has slots, or when
-    a lane waits and none runs: the lanes are gathered, certified by
-    ``fixedopt._driver.loop.certify`` and written back. A row's arithmetic does not depend on
-    when its turn comes: a waiting lane takes no step.
-
-    The cond costs all its slots whatever number of lanes waits. Run whenever one
-    waited, it ran on nearly every trip where rows stop a few at a time (quad n = 16,
-    B = 1024: about 5 a trip of 128 lanes, 16 slots), and the certified solve took 2.1x
-    the uncertified one's time; waiting for full slots, 1.3x (``certify_cost``,
-    ``benchmarks/results/cpu-certify-cost-2026-12-03.md``)."""
-    status = layout.state.unpack(packed).status
-    waiting = status == PENDING
-    width = waiting.shape[0]
-    if width == 0:  # an empty batch
-        return packed
-    slots = certify_slots(width)
-
-    def check(packed: Packed) -> Packed:
-        index = _first(waiting, slots)
-        inside = jnp.minimum(index, width - 1)
-        rows = jax.tree.map(lambda a: a[inside], data)
-        chosen: LoopState = layout.state.unpack(layout.state.take(packed, inside))
-        chosen = chosen._replace(status=jnp.full_like(chosen.status, Status.CONVERGED))
-
-        def one(row: Any, state: LoopState) -> LoopState:
-            return certify(solver, problem_of(row), state, stopping)
-
-        checked = layout.state.pack(jax.vmap(one)(rows, chosen))
-        return layout.state.put(packed, index, checked)
-
-    certified: Packed = jax.lax.cond(_certify_due(status, slots), check, lambda p: p, packed)
-    return certified
-
-
-def _certify_due(status: jax.Array, slots: int) -> jax.Array:
-    """Whether the lanes of ``status`` (``(W,)``) certify this trip: as many wait
-    (PENDING) as the check has ``slots``, or one waits and none runs (so no row waits
-    forever: running rows stop by ``max_steps`` at the latest)."""
-    waits = reduce.total(status == PENDING, dtype=jnp.int32)
-    return (waits >= slots) | ((waits > 0) & ~reduce.any_true(status == RUNNING))
-
-
-def _first(mask: jax.Array, count: int) -> jax.Array:
-    """The indices of the first ``count`` True entries of the ``(W,)`` ``mask``, in
-    order, padded with ``W``: ``jnp.nonzero(mask, size=count, fill_value=W)[0]`` as
-    one scatter of the ranks (nonzero's general n-d lowering: 245 more lines of
-    compiled program, of 10k, for L-BFGS on quad n = 8)."""
-    width = mask.shape[0]
-    rank = jnp.cumsum(mask, dtype=jnp.int32) - 1
-    target = jnp.where(mask & (rank < count), rank, count)  # out of range: dropped
-    lanes = jnp.arange(width, dtype=jnp.int32)
-    return jnp.full((count,), width, jnp.int32).at[target].set(lanes, mode="drop")
+    return certify_some(solver, problem_of, stopping, layout.state, data, new) if checks else new
 
 
 def _whole_batch(

@@ -38,8 +38,8 @@ from fixedopt._objective.fit_data import fit_loss, row_data
 from fixedopt._objective.losses import Loss
 from fixedopt._objective.reparam import split_indices
 from fixedopt._objective.vectorized import check_rows_independent
-from fixedopt._solvers.gauss_newton import LevenbergMarquardt
 from fixedopt._solvers.lbfgs import LBFGS
+from fixedopt._solvers.levenberg_marquardt import LevenbergMarquardt
 
 STRATEGIES = ("mask", "split")
 TOLERANCES = ("gtol", "ftol", "xtol", "abs_gtol")

@@ -33,11 +33,9 @@ from fixedopt._fixing.mask import unravel_mask
 from fixedopt._inputs.checks import one_of
 from fixedopt._inputs.validate import Bounds, Mask, PyTree, batch_size
 from fixedopt._objective.arguments import args_tuple
-from fixedopt._results.covariance import (
-    AT_BOUND,
-    AT_BOUND_DEFAULT,
+from fixedopt._results.covariance import AT_BOUND, AT_BOUND_DEFAULT, Covariance
+from fixedopt._results.free_block import (
     Constraints,
-    Covariance,
     args_in_axes,
     flat_index,
     held_entries,

@@ -13,7 +13,8 @@ import pytest
 import fixedopt
 from fixedopt import Status
 from fixedopt._contract.status import PENDING, RUNNING
-from fixedopt._driver.lanes import CPU_CACHE_BYTES, _certify_due, default_width
+from fixedopt._driver.lane_checks import certify_due
+from fixedopt._driver.widths import CPU_CACHE_BYTES, default_width
 from tests.helpers import assert_rows_identical, bits, quadratic, quadratic_rows
 
 
@@ -86,7 +87,7 @@ def test_lanes_certify_when_the_slots_fill_or_nothing_else_runs(pending, running
     check costs all its slots), and a waiting lane is never left once none runs."""
     stopped = 16 - pending - running
     status = jnp.array([PENDING] * pending + [RUNNING] * running + [Status.CONVERGED] * stopped)
-    assert bool(_certify_due(status.astype(jnp.int32), 4)) == due
+    assert bool(certify_due(status.astype(jnp.int32), 4)) == due
 
 
 @pytest.mark.parametrize("solver", [fixedopt.LBFGS(), fixedopt.GradientDescent()], ids=repr)
@@ -297,7 +298,7 @@ def test_a_batch_that_fits_its_lanes_is_started_once_and_never_refilled(lanes):
     """With ``lanes >= B`` every row has a lane from the start: no refill (a cond), no
     gather of the rows, no scatter of the results; one loop as for one problem. The
     one cond is L-BFGS's certification of the rows that converge (conjugate gradients on
-    their Hessians, a ``scan``: ``fixedopt._driver.lanes._certify_some``)."""
+    their Hessians, a ``scan``: ``fixedopt._driver.lane_checks.certify_some``)."""
     x0, fixed = jnp.zeros((16, 4)), jnp.zeros((16, 4), bool)
     args = (1.0, jnp.ones((16, 4)))
     jaxpr = jax.make_jaxpr(lambda x0: solve(x0, fixed, args, lanes=lanes).x)(x0)

@@ -11,7 +11,7 @@ import numpy as np
 
 import fixedopt
 from fixedopt import Status
-from fixedopt._driver.lanes import TAIL_LANES
+from fixedopt._driver.widths import TAIL_LANES
 from fixedopt.testing import compiled_solves
 from tests.helpers import assert_rows_identical, bits, quadratic, quadratic_rows
 

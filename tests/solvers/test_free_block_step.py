@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fixedopt._solvers import small_linalg as _small_linalg
-from fixedopt._solvers.gauss_newton import cauchy_reduction, free_block_step
+from fixedopt._solvers.normal_equations import cauchy_reduction, free_block_step
 from tests.helpers import float16_compiles
 
 ROWS, N = 15, 6

@@ -1,0 +1,275 @@
+"""Levenberg–Marquardt on the free block of the Jacobian: Moré's scaling, Nielsen's
+damping update, and the bounds (an entry whose Jacobian column vanishes on a bound it
+reached stops short of that bound from then on).
+
+Each step solves the damped normal equations
+(:mod:`fixedopt._solvers.normal_equations`) from ``J^T J`` at the point, which the state
+holds (all a step reads of ``J``), and evaluates the residual and its Jacobian once, at
+the trial point.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from fixedopt._contract.solver import Problem, Solver, Step, StepContext
+from fixedopt._contract.status import Outcome, failure
+from fixedopt._inputs.checks import positive_float, set_option
+from fixedopt._numerics import reduce
+from fixedopt._solvers import small_linalg
+from fixedopt._solvers.normal_equations import (
+    EPS_FACTOR,
+    cauchy_reduction,
+    cosine,
+    eps_of,
+    gauss_newton_model,
+    normal_equations_step,
+    relative_step_size,
+    residuals_and_jacobian,
+)
+
+
+class LevenbergMarquardtState(NamedTuple):
+    normal: jax.Array  # J^T J at the point, (n, n): all a step reads of J
+    residual_norm: jax.Array  # |r| at the point (MINPACK's gtol measure)
+    damping: jax.Array
+    growth: jax.Array  # Nielsen's factor for the next rejection
+    scale: jax.Array  # D^2: running max of diag(J^T J) (Moré's scaling)
+    walls: jax.Array  # () int32: non-finite trials since the last accepted step
+    short: jax.Array  # (n,) bool: entries that stop short of a bound (short_of_bounds)
+
+
+@dataclasses.dataclass(frozen=True)
+class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
+    """Levenberg–Marquardt with Moré's scaling and Nielsen's damping update.
+
+    Each iteration evaluates the residual and its Jacobian once, at the trial point,
+    and solves ``(J^T J + damping D^2) s = -g`` on the free block, where ``D^2`` is
+    the running maximum of ``diag(J^T J)`` (Moré 1978): the damping is unit-free
+    and the step stays bounded where a column of ``J`` vanishes (a minimum with a
+    non-zero residual). The gain ratio decides: accepted steps shrink the damping by
+    ``max(1/3, 1 - (2 rho - 1)^3)``, rejected ones grow it by a doubling factor
+    (Nielsen 1999; Madsen, Nielsen, Tingleff 2004). Bounds: entries at a bound whose
+    gradient points out are held for the iteration, trial points are projected (an
+    entry whose column of ``J`` vanishes on the bound it reached steps back from it
+    instead, as scipy's trf does: :func:`short_of_bounds`).
+    Convergence follows MINPACK's tests (see :class:`fixedopt.Reason`), with the
+    predicted reduction that ``ftol`` reads taken as the larger of the damped step's
+    and the model's at its Cauchy point with the initial damping
+    (:func:`cauchy_reduction`): the same while the damping is small, and not small
+    where the damping grew far from a minimum. A row whose
+    damping exceeds ``max_damping`` stops with ``Status.LINESEARCH_FAILED`` (no
+    acceptable step), or as converged if it is stationary to working precision. A row
+    whose trials ran into non-finite values (a NaN wall) since its last accepted step
+    stops with ``Status.NONFINITE`` when it gives up: the damping grew because of the
+    wall, and the damped step's small predicted reduction says nothing of the distance
+    to a minimum beyond it.
+
+    Args:
+      initial_damping: the damping relative to ``D^2`` at the start.
+      max_damping: give up beyond this damping.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> import fixedopt
+      >>> t = jnp.linspace(0.0, 1.0, 20)
+      >>> residuals = lambda p: p[0] * jnp.exp(-p[1] * t) + p[2] - 2.0 * jnp.exp(-3.0 * t)
+      >>> sol = fixedopt.least_squares(residuals, jnp.array([1.0, 1.0, 0.0]),
+      ...                              jnp.array([False, False, True]))
+      >>> print(sol.x.round(6))
+      [2. 3. 0.]
+    """
+
+    initial_damping: float = 1e-3
+    max_damping: float = 1e16
+
+    def __post_init__(self) -> None:
+        set_option(self, "initial_damping", positive_float("initial_damping", self.initial_damping))
+        set_option(self, "max_damping", positive_float("max_damping", self.max_damping))
+        if not self.initial_damping < self.max_damping:
+            raise ValueError(
+                "`initial_damping` must be positive and below `max_damping`, got "
+                f"{self.initial_damping!r} and {self.max_damping!r}"
+            )
+
+    needs_residuals = True
+
+    def gradient_measure(
+        self,
+        problem: Problem,
+        x: jax.Array,
+        value: jax.Array,
+        grad: jax.Array,
+        state: LevenbergMarquardtState,
+        curvature: jax.Array | None,
+    ) -> jax.Array:
+        """MINPACK's residual–Jacobian cosine (see
+        :func:`fixedopt._solvers.normal_equations.residual_cosine`)."""
+        columns = problem.free_part(jnp.diagonal(state.normal).astype(x.dtype))
+        return cosine(problem, x, grad, columns, state.residual_norm)
+
+    def init(
+        self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array
+    ) -> LevenbergMarquardtState:
+        """The state needs ``J^T J`` at ``x``: one evaluation (the driver calls
+        ``start`` instead, which returns the value and gradient from it too)."""
+        return self.start(problem, x)[2]
+
+    def start(
+        self, problem: Problem, x: jax.Array
+    ) -> tuple[jax.Array, jax.Array, LevenbergMarquardtState]:
+        """One evaluation of the residual and its Jacobian, as a step makes at its trial."""
+        residual, jacobian = residuals_and_jacobian(problem, x)
+        normal, grad, squared = small_linalg.normal_sums(jacobian, residual)
+        value = problem.residual_value(x, residual) if problem.robust else 0.5 * squared
+        damping = jnp.asarray(self.initial_damping, x.dtype)
+        scale = problem.free_part(jnp.diagonal(normal).astype(x.dtype))
+        walls, short = jnp.zeros((), jnp.int32), jnp.zeros(x.shape, bool)
+        state = LevenbergMarquardtState(
+            normal, jnp.sqrt(squared), damping, jnp.asarray(2.0, x.dtype), scale, walls, short
+        )
+        return value, grad, state
+
+    def step(
+        self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array,
+        state: LevenbergMarquardtState, context: StepContext,
+    ) -> Step[LevenbergMarquardtState]:  # fmt: skip
+        free = ~problem.fixed & ~problem.at_bound(x, grad, 0.0)
+        # The damped step, and the undamped (Gauss–Newton) step the xtol test measures
+        # (a step that is short only because the damping grew, at a NaN wall say, says
+        # nothing of the distance to the solution). Both systems are factored in ONE
+        # batched call: two independent LAPACK calls can deadlock jaxlib's CPU thread
+        # pool (each waits for pool threads the other holds; seen on 2 cores).
+        dampings = jnp.stack([state.damping, jnp.asarray(_UNDAMPED, state.damping.dtype)])
+
+        def solve(damping: jax.Array) -> jax.Array:
+            return normal_equations_step(state.normal, grad, free, damping, state.scale)
+
+        step, gauss_newton = jax.vmap(solve)(dampings)
+        x_trial = short_of_bounds(problem, x, x + step, state.short)
+        step = problem.free_part(x_trial - x)
+        residual, jacobian = residuals_and_jacobian(problem, x_trial)
+        # The next step's system, the gradient and |r|^2, formed once (on the CPU in
+        # one pass over J and r: small_linalg.normal_sums).
+        normal, trial_grad, squared = small_linalg.normal_sums(jacobian, residual)
+        robust = problem.robust  # a robust loss's value is not 0.5 |r|^2
+        trial_value = problem.residual_value(x_trial, residual) if robust else 0.5 * squared
+        wide_step = step.astype(state.normal.dtype)
+        curvature = reduce.dot(wide_step, small_linalg.matvec(state.normal, wide_step))  # |J s|^2
+        curvature = curvature.astype(x.dtype)
+        predicted, _ = gauss_newton_model(problem, x, grad, curvature, step, state.scale)
+        relative_step = relative_step_size(problem, x, gauss_newton, state.scale)
+        gain = (value - trial_value) / jnp.where(predicted > 0, predicted, 1.0)
+        # J is finite where J^T J is (bar overflow, which would break the next step).
+        finite = jnp.isfinite(trial_value) & jnp.all(jnp.isfinite(normal))
+        trapped = _trapped(problem, x, x_trial, state.normal, normal)
+        accepted = finite & (predicted > 0) & (gain > 1e-4) & ~reduce.any_true(trapped)
+        damping, growth = _next_damping(state, accepted, gain, reduce.any_true(trapped))
+
+        def keep(new: jax.Array, old: jax.Array) -> jax.Array:
+            return jnp.where(accepted, new, old)
+
+        scale = jnp.maximum(state.scale, problem.free_part(jnp.diagonal(normal).astype(x.dtype)))
+        new_state = LevenbergMarquardtState(
+            keep(normal, state.normal),
+            keep(jnp.sqrt(squared), state.residual_norm),
+            damping,
+            growth,
+            keep(scale, state.scale),
+            jnp.where(accepted, 0, state.walls + (~finite).astype(jnp.int32)),
+            state.short | trapped,
+        )
+        rounding = EPS_FACTOR * eps_of(value) * value
+        no_progress = ~reduce.any_true(step != 0) | ((predicted >= 0) & (predicted <= rounding))
+        spent, walled = damping > self.max_damping, new_state.walls > 0
+        outcome = _outcome(accepted, finite, no_progress, spent, walled)
+        # ftol and precision read the larger prediction (see cauchy_reduction):
+        cauchy = cauchy_reduction(state.normal, grad, free, state.scale, self.initial_damping)
+        return Step(
+            x=x_trial,
+            value=trial_value,
+            grad=trial_grad,
+            state=new_state,
+            outcome=outcome,
+            predicted=jnp.maximum(jnp.maximum(predicted, cauchy), 0.0),
+            relative_step=relative_step,
+        )
+
+
+def _next_damping(
+    state: LevenbergMarquardtState, accepted: jax.Array, gain: jax.Array, trapped: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """The damping and its growth factor after a trial (Nielsen's rule: shrink by up to
+    3 on a good gain, grow by a doubling factor on a rejection); a ``trapped`` trial
+    is taken again, short of the bound, at the same damping."""
+    shrink = jnp.maximum(1.0 / 3.0, 1.0 - (2.0 * gain - 1.0) ** 3)
+    damping = jnp.where(accepted, state.damping * shrink, state.damping * state.growth)
+    growth = jnp.where(accepted, 2.0, 2.0 * state.growth)
+    return jnp.where(trapped, state.damping, damping), jnp.where(trapped, state.growth, growth)
+
+
+def short_of_bounds(
+    problem: Problem, x: jax.Array, trial: jax.Array, short: jax.Array
+) -> jax.Array:
+    """The trial point ``trial`` (``(n,)``, from ``x``) projected onto the bounds, except
+    that the ``short`` entries (boolean, ``(n,)``) whose step crosses a bound stop at
+    ``STEP_BACK`` of their distance to it, as scipy's trf keeps every iterate strictly
+    inside the bounds."""
+    if problem.lower is None or problem.upper is None:
+        return problem.project(trial)
+    below, above = trial < problem.lower, trial > problem.upper
+    bound = jnp.where(below, problem.lower, problem.upper)
+    crossing = short & (below | above)
+    return problem.project(jnp.where(crossing, x + STEP_BACK * (bound - x), trial))
+
+
+def _trapped(
+    problem: Problem, x: jax.Array, trial: jax.Array, normal: jax.Array, trial_normal: jax.Array
+) -> jax.Array:
+    """The free entries (``(n,)``, boolean) that the trial put on a bound where their
+    column of ``J`` is exactly zero, though it was not at ``x`` (``normal`` and
+    ``trial_normal`` are ``J^T J`` at ``x`` and at the trial).
+
+    There the entry's gradient is zero whatever the other parameters become, and no
+    first-order step can take it off the bound: ``c**2`` clipped to ``c = 0`` by a long
+    first step held scipy's ``test_dtypes2`` (batched) CONVERGED at a saddle of the
+    bounded problem, at 5x to 1600x scipy's cost, though the cost fell as ``c`` moved
+    inward once the others had settled. Such an entry is marked to stop short of its
+    bounds from then on (:func:`short_of_bounds`), and the trial is taken again: one
+    more evaluation, where such a bound is met. Elsewhere entries land on their
+    bounds exactly (the active set)."""
+    if problem.lower is None or problem.upper is None:
+        return jnp.zeros(x.shape, bool)
+    on_bound = (trial == problem.lower) | (trial == problem.upper)
+    landed = on_bound & (trial != x) & ~problem.fixed
+    column, trial_column = jnp.diagonal(normal), jnp.diagonal(trial_normal)
+    vanished: jax.Array = landed & (column != 0) & (trial_column == 0)
+    return vanished
+
+
+STEP_BACK = 0.995  # scipy's trf: theta = max(0.995, 1 - |g|) of the way to a bound
+
+
+def _outcome(
+    accepted: jax.Array,
+    finite: jax.Array,
+    no_progress: jax.Array,
+    damping_spent: jax.Array,
+    walled: jax.Array,
+) -> jax.Array:
+    """ACCEPT, or REJECT (the damping grows, the row goes on), unless the damping is
+    spent or no step can make progress any more: then the failure, ``FAIL_NONFINITE``
+    where a trial since the last accepted step was not finite (``walled``). At a NaN
+    wall the last, tiny trial can be finite: it passed as stationary (PRECISION) short
+    of a minimum beyond the wall."""
+    gives_up = damping_spent | (finite & no_progress)
+    failed = failure(~finite | walled, no_progress)
+    rejected = jnp.where(gives_up, failed, Outcome.REJECT)
+    return jnp.where(accepted, Outcome.ACCEPT, rejected).astype(jnp.int32)
+
+
+_UNDAMPED = 1e-10  # relative ridge of the Gauss–Newton step the xtol test measures
