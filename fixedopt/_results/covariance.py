@@ -12,7 +12,7 @@ gradient pushes against: :func:`fixedopt._fixing.mask.active_set`, the solve's
 ``Solution.at_bound``) is flagged; with ``at_bound="free"`` (the default,
 ``curve_fit``'s and lmfit's convention) it stays in ``F``, with ``at_bound="fixed"`` it
 is held like a fixed one (the covariance conditional on the bound). The inverse comes
-from a QR factorization of ``J`` (differentiable; see ``_inverse_normal_matrix``).
+from a QR factorization of ``J`` (differentiable; see ``inverse_normal_matrix``).
 The rank is counted as ``curve_fit`` does, singular values above
 ``eps * max(m, n) * s_max``, but of ``J_F`` with unit columns, so that it does not
 depend on the units of the parameters; when fewer than the free parameters pass, the row is
@@ -44,14 +44,14 @@ from fixedopt._objective.arguments import args_tuple
 from fixedopt._results.free_block import (
     Constraints,
     ResidualFun,
-    _inverse_normal_matrix,
-    _points,
-    _rank,
-    _variance,
     args_in_axes,
     flat_index,
     held_entries,
+    inverse_normal_matrix,
     no_fit,
+    npoints,
+    numerical_rank,
+    residual_variance,
     solved_problem,
 )
 from fixedopt._results.solution import Solution
@@ -298,7 +298,7 @@ def _row(
     jacobian = jax.jacfwd(weighted)(flat_x)
     at_bound, frozen = held_entries(flat_x, constraints, rule.hold, lambda: residual @ jacobian)
     jacobian = jnp.where(frozen[None, :], 0.0, jacobian)  # held: zero columns too
-    points = residual.size if sigma is None else _points(sigma, residual_fun, flat_x, unravel, args)
+    points = residual.size if sigma is None else npoints(sigma, residual_fun, flat_x, unravel, args)
     n_free = jnp.sum(~frozen)
     dof = points - n_free
     # Unit columns: the rank test and the inverse then do not depend on the units of
@@ -307,14 +307,14 @@ def _row(
     column_scale = jnp.sqrt(jnp.where(squared > 0, squared, 1.0))  # whose slope is inf
     jacobian = jacobian / column_scale[None, :]
     zero = (squared == 0) & ~frozen  # a free parameter the residuals do not depend on
-    rank, largest, pseudo = _rank(jax.lax.stop_gradient(jacobian))
+    rank, largest, pseudo = numerical_rank(jax.lax.stop_gradient(jacobian))
     rank_deficient = rank < n_free
     # The QR reads the SVD's largest singular value, so it runs after the SVD: jaxlib
     # 0.10's CPU LAPACK kernels deadlock when two run side by side on a 2-core pool (seen:
     # gesdd and geqrf, both in ParallelBatchMap; an optimization_barrier did not order
     # them). tests/test_hlo.py checks the dependency. Zero columns are held out of the
     # QR (the pseudo-inverse of a zero column is 0; leastsq's R is singular there).
-    unscaled = _inverse_normal_matrix(jacobian, frozen | zero, largest)
+    unscaled = inverse_normal_matrix(jacobian, frozen | zero, largest)
     unscaled = jnp.where(zero[:, None] | zero[None, :], 0.0, unscaled)
     if rule.pseudo_inverse:  # collinear columns beyond the zero ones: the SVD's
         collinear = rank < n_free - jnp.sum(zero)
@@ -323,7 +323,7 @@ def _row(
     else:
         singular = rank_deficient
     unscaled = unscaled / (column_scale[:, None] * column_scale[None, :])
-    variance = _variance(rule.absolute_sigma, residual, dof)
+    variance = residual_variance(rule.absolute_sigma, residual, dof)
     both_free = ~frozen[:, None] & ~frozen[None, :]
     block = jnp.where(jnp.isinf(variance) | singular, jnp.inf, variance * unscaled)
     # A row whose residuals are not finite at x (NaN data, a model that turned

@@ -121,7 +121,7 @@ def held_entries(
     return at_bound, fixed | at_bound if hold else fixed
 
 
-def _points(
+def npoints(
     sigma: jax.Array, residual_fun: ResidualFun, flat_x: jax.Array, unravel: Any, args: PyTree
 ) -> jax.Array:
     """The residuals that count as data: those of finite ``sigma``."""
@@ -129,7 +129,7 @@ def _points(
     return jnp.sum(jnp.broadcast_to(jnp.isfinite(sigma), shape))
 
 
-def _variance(absolute_sigma: bool, residual: jax.Array, dof: jax.Array) -> jax.Array:
+def residual_variance(absolute_sigma: bool, residual: jax.Array, dof: jax.Array) -> jax.Array:
     """``s^2 = sum(r^2) / dof`` (``inf`` for ``dof <= 0``), or 1 for ``absolute_sigma``."""
     if absolute_sigma:
         return jnp.ones((), residual.dtype)
@@ -137,7 +137,7 @@ def _variance(absolute_sigma: bool, residual: jax.Array, dof: jax.Array) -> jax.
     return jnp.where(dof > 0, rss / jnp.maximum(dof, 1), jnp.inf)
 
 
-def _rank(jacobian: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+def numerical_rank(jacobian: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Numerical rank with scipy's (``curve_fit``'s) cut-off ``eps * max(m, n) * s_max``,
     ``s_max``, and the pseudo-inverse of ``J^T J`` with that cut-off (scipy's
     ``VT.T / s**2 @ VT``)."""
@@ -149,7 +149,7 @@ def _rank(jacobian: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     return jnp.sum(kept), singular[0], pseudo
 
 
-def _inverse_normal_matrix(jacobian: jax.Array, frozen: jax.Array, scale: jax.Array) -> jax.Array:
+def inverse_normal_matrix(jacobian: jax.Array, frozen: jax.Array, scale: jax.Array) -> jax.Array:
     """``(J_F^T J_F)^{-1}`` on the free block, from the QR factorization of ``J`` with
     rows ``scale * e_j`` appended for the frozen columns ``j`` (zero in ``J``; ``scale``
     is ``J``'s largest singular value, 1 if it is 0, so ``R`` stays scaled like ``J``;
