@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 import fixedopt
 from fixedopt import Problem
 from fixedopt._derivatives.ring import read_slot
-from fixedopt._solvers.lbfgs import LBFGSState, two_loop, two_loop_by_slots
+from fixedopt._solvers.lbfgs_memory import LBFGSState, two_loop, two_loop_by_slots
 from tests.helpers import heterogeneous_masks
 
 TOLERANCE = 1e-12
@@ -34,8 +34,8 @@ TOLERANCE = 1e-12
 
 def random_pairs(rng, free, count):
     """``count`` curvature pairs in the free subspace with ``s.y > 0``; about one in
-    five is skipped (stored empty, ``rho = 0``), as ``LBFGS._remember`` stores a pair
-    without positive curvature."""
+    five is skipped (stored empty, ``rho = 0``), as ``lbfgs_memory.remember`` stores
+    a pair without positive curvature."""
     n = free.size
     q, _ = np.linalg.qr(rng.normal(size=(n, n)))
     hessian = (q * rng.uniform(0.5, 4.0, n)) @ q.T
