@@ -11,7 +11,7 @@ import numpy as np
 
 import fixedopt
 from fixedopt import Status
-from fixedopt._driver.widths import TAIL_LANES
+from fixedopt._driver.widths import TAIL_LANES, TAIL_PATIENCE
 from fixedopt.testing import compiled_solves
 from tests.helpers import assert_rows_identical, bits, quadratic, quadratic_rows
 
@@ -72,3 +72,57 @@ def test_a_slow_last_row_finishes_in_the_tail():
     assert int(limited.status[SLOW]) == Status.MAX_STEPS
     assert int(limited.steps[SLOW]) == 25
     np.testing.assert_array_equal(bits(limited.x)[fixed_again], bits(x0)[fixed_again])
+
+
+X = np.linspace(0.0, 30.0, 301)
+PEAKS = np.array([40.0, 11.0, 1.2, 25.0, 18.0, 1.6, 0.05, 2.0])
+
+
+def two_gaussians(x, a1, c1, w1, a2, c2, w2, slope, offset):
+    """Two Gaussian peaks (areas ``a``, centres ``c``, widths ``w``) on a line."""
+    peak = lambda a, c, w: a * jnp.exp(-0.5 * ((x - c) / w) ** 2) / (w * np.sqrt(2 * np.pi))
+    return peak(a1, c1, w1) + peak(a2, c2, w2) + slope * x + offset
+
+
+def spectra(far: bool):
+    """200 noisy spectra of :func:`two_gaussians` (7-36 steps each), the last one
+    started with both peaks narrow at the right edge (``far``: about 70 steps)."""
+    rng = np.random.default_rng(0)
+    truth = PEAKS * rng.uniform(0.9, 1.1, (200, 8))
+    y = np.asarray(jax.vmap(lambda p: two_gaussians(X, *p))(jnp.asarray(truth)))
+    y = y + rng.normal(0.0, 0.2, y.shape)
+    p0, fixed = truth * rng.uniform(0.9, 1.1, truth.shape), rng.random((200, 8)) < 0.25
+    if far:
+        p0[SLOW], fixed[SLOW] = PEAKS, False
+        p0[SLOW, [1, 2, 4, 5]] = (29.0, 0.1, 29.5, 0.1)
+    return y, p0, fixed
+
+
+def test_a_slow_last_fit_finishes_in_the_tail_with_its_covariance():
+    """The same through ``curve_fit`` (Levenberg-Marquardt): the slow fit's parameters
+    and covariance agree with the same fit alone; the others keep their bits."""
+
+    def model(x, *p):  # new here: its programs compile here
+        return two_gaussians(x, *p)
+
+    def fit(y, p0, fixed, batched=True):
+        return fixedopt.curve_fit(model, X, y, p0, fixed=fixed, batched=batched, result=True)
+
+    clean = fit(*spectra(far=False))
+    before = compiled_solves()
+    y, p0, fixed = spectra(far=True)
+    tailed = fit(y, p0, fixed)
+    assert compiled_solves() == before + 1, "the tail's program: compiled now"
+    steps = np.asarray(tailed[2].solution.steps)
+    assert steps[SLOW] > np.max(steps[:SLOW]) + TAIL_PATIENCE, "not a straggler"
+
+    changed = np.any(bits(tailed[0])[:SLOW] != bits(clean[0])[:SLOW], axis=1)
+    assert np.sum(changed) <= TAIL_LANES - 1
+    others = np.flatnonzero(~changed)
+    np.testing.assert_array_equal(bits(tailed[0])[others], bits(clean[0])[others])
+    np.testing.assert_array_equal(bits(tailed[1])[others], bits(clean[1])[others])
+
+    alone = fit(y[SLOW], p0[SLOW], fixed[SLOW], batched=False)
+    assert int(tailed[2].solution.status[SLOW]) == int(alone[2].solution.status)
+    np.testing.assert_allclose(tailed[0][SLOW], alone[0], rtol=1e-6)
+    np.testing.assert_allclose(tailed[1][SLOW], alone[1], rtol=1e-4, atol=1e-12)
