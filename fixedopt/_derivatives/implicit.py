@@ -51,6 +51,8 @@ DENSE_UP_TO = 256  # free-block systems up to this size are solved densely
 
 # ``(x, fixed, values, args) -> f``: flat ``(n,)`` x, mask and values, a ``()`` result.
 RowObjective = Callable[[jax.Array, jax.Array, jax.Array, PyTree], jax.Array]
+# ``(x, fixed, values, args) -> grad``: a row objective's gradient in ``x``, ``(n,)``.
+RowGradient = Callable[[jax.Array, jax.Array, jax.Array, PyTree], jax.Array]
 Matvec = Callable[[jax.Array], jax.Array]
 Inverse = Callable[[jax.Array], jax.Array]  # u -> the free block's pseudo-inverse times u
 
@@ -121,7 +123,7 @@ def _gated(defined: jax.Array, tangents: PyTree) -> PyTree:
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
 def implicit_solution(
-    objective: RowObjective,
+    gradient: RowGradient,
     x_star: jax.Array,
     held: jax.Array,
     values: jax.Array,
@@ -130,32 +132,32 @@ def implicit_solution(
     """``x_star``, with the implicit derivative with respect to ``values`` and ``args``.
 
     Args:
-      objective: ``(x, held, values, args) -> scalar``, the row objective with its
-        held entries read from ``values`` (not stopped: this is where their gradient
-        flows). It must close over no traced value.
+      gradient: ``(x, held, values, args) -> (n,)``, the row objective's gradient in
+        ``x`` with its held entries read from ``values`` (not stopped: this is where
+        their derivative flows). It must close over no traced value.
       x_star: the solution, ``(n,)``, not differentiated.
       held: fixed or bound-active entries at ``x_star``, ``(n,)`` bool.
       values: the values of the held entries, ``(n,)``.
       args: the objective's extra arguments.
     """
-    del objective, held, values, args
+    del gradient, held, values, args
     return x_star
 
 
 @implicit_solution.defjvp
 def _implicit_solution_jvp(
-    objective: RowObjective, primals: Sequence[Any], tangents: Sequence[Any]
+    gradient: RowGradient, primals: Sequence[Any], tangents: Sequence[Any]
 ) -> tuple[jax.Array, jax.Array]:
     x_star, held, values, args = primals
     _, _, d_values, d_args = tangents
     # Rematerialized: reverse mode keeps only the inputs, not the linearization's
     # intermediates (a program of their own to compile before the backward pass).
-    tangent = jax.checkpoint(functools.partial(implicit_tangent, objective))
+    tangent = jax.checkpoint(functools.partial(implicit_tangent, gradient))
     return x_star, tangent(x_star, held, values, args, d_values, d_args)
 
 
 def implicit_tangent(
-    objective: RowObjective,
+    row_gradient: RowGradient,
     x_star: jax.Array,
     held: jax.Array,
     values: jax.Array,
@@ -168,8 +170,7 @@ def implicit_tangent(
     Hessian at ``x_star`` is not finite."""
 
     def gradient(x: jax.Array, values: jax.Array, args: PyTree) -> jax.Array:
-        grad: jax.Array = jax.grad(objective)(x, held, values, args)
-        return grad
+        return row_gradient(x, held, values, args)
 
     def free_gradient(values: jax.Array, args: PyTree) -> jax.Array:
         return jnp.where(held, 0.0, gradient(x_star, values, args))
@@ -246,6 +247,9 @@ class DerivativeProblem(NamedTuple):
     upper: jax.Array | None
     active: jax.Array  # bool: the active set at the solution (fixedopt._fixing.mask.active_set)
     start: jax.Array | None = None  # the solve's starting point, where a rule reads it
+    # The objective's gradient in x, where the objective has one cheaper to differentiate
+    # than jax.grad's (least squares: fixedopt._objective.problem.differentiable_gradient).
+    gradient: RowGradient | None = None
 
 
 def implicit_result(
@@ -260,7 +264,8 @@ def implicit_result(
     and ``grad_norm`` are differentiated as the objective and the projected
     gradient's max-norm at that ``x`` (the envelope theorem, for ``value``).
     """
-    objective, args, fixed, values, lower, upper, active, _ = problem
+    objective, args, fixed, values, lower, upper, active = problem[:7]
+    gradient = problem.gradient or jax.grad(objective)
     has_bounds = lower is not None and upper is not None
     active_lower = active_upper = jnp.zeros_like(fixed)
     if lower is None or upper is None:
@@ -271,9 +276,9 @@ def implicit_result(
     held = fixed | active_lower | active_upper
     at_bound = jnp.where(active_lower, lower, jnp.where(active_upper, upper, 0.0))
     held_values = jnp.where(fixed, values, at_bound)
-    x = implicit_solution(objective, x, held, held_values, args)
+    x = implicit_solution(gradient, x, held, held_values, args)
     value = with_derivative(objective, value, x, held, held_values, args)
-    grad_norm_of = functools.partial(_projected_grad_norm, objective, has_bounds)
+    grad_norm_of = functools.partial(_projected_grad_norm, gradient, has_bounds)
     grad_norm = with_derivative(
         grad_norm_of, grad_norm, x, held, held_values, args, fixed, lower, upper
     )
@@ -281,7 +286,7 @@ def implicit_result(
 
 
 def _projected_grad_norm(
-    objective: RowObjective,
+    gradient: RowGradient,
     has_bounds: bool,
     x: jax.Array,
     held: jax.Array,
@@ -292,7 +297,7 @@ def _projected_grad_norm(
     upper: jax.Array,
 ) -> jax.Array:
     """The max-norm of the projected gradient over free entries (differentiable)."""
-    grad = jax.grad(objective)(x, held, held_values, args)
+    grad = gradient(x, held, held_values, args)
     if has_bounds:
         grad = bounds.projected_gradient(x, grad, lower, upper)
     return jnp.max(jnp.abs(jnp.where(fixed, 0.0, grad)), initial=0.0)

@@ -31,6 +31,7 @@ from fixedopt._objective.losses import Loss
 from fixedopt._objective.problem import (
     Objective,
     RowData,
+    differentiable_gradient,
     differentiable_objective,
     flatten_row,
     vectorized_objective,
@@ -300,16 +301,24 @@ def _derivative_problem(
 ) -> DerivativeProblem:
     """The row as a derivative rule sees it: the objective with its fixed entries read
     from the (not stopped) fixed values, its args, mask, bounds and active set."""
-    kind = (objective.least_squares, objective.loss)
-    function = differentiable_objective(
-        objective.fun, *kind, objective.unravel, objective.vectorized
-    )
+    shape = (objective.loss, objective.unravel, objective.vectorized)
+    function = differentiable_objective(objective.fun, objective.least_squares, *shape)
+    gradient = None
+    if objective.least_squares:
+        gradient = differentiable_gradient(objective.fun, *shape)
     row_args = data.row_args
     if objective.vectorized:  # fun sees this row as a batch of one
         row_args = jax.tree.map(lambda a: a[None], row_args)
     args = objective.args_of(row_args)
     return DerivativeProblem(
-        function, args, data.fixed, data.fixed_values, data.lower, data.upper, active
+        function,
+        args,
+        data.fixed,
+        data.fixed_values,
+        data.lower,
+        data.upper,
+        active,
+        gradient=gradient,
     )
 
 
