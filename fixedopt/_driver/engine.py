@@ -305,7 +305,8 @@ def _derivative_problem(
     function = differentiable_objective(objective.fun, objective.least_squares, *shape)
     gradient = None
     if objective.least_squares:
-        gradient = differentiable_gradient(objective.fun, *shape)
+        up_to = objective.differentiate.forward_gradient_up_to()
+        gradient = differentiable_gradient(objective.fun, *shape, up_to)
     row_args = data.row_args
     if objective.vectorized:  # fun sees this row as a batch of one
         row_args = jax.tree.map(lambda a: a[None], row_args)

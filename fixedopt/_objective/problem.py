@@ -268,10 +268,6 @@ def _cast_floating(out: Any, dtype: Any) -> Any:
 
 DifferentiableObjective = Callable[[jax.Array, jax.Array, jax.Array, tuple[Any, ...]], jax.Array]
 
-# A least-squares row of at most this many entries has its gradient differentiated by
-# forward mode (:func:`differentiable_gradient`).
-FORWARD_GRADIENT_UP_TO = 8
-
 
 def differentiable_objective(
     fun: Callable[..., Any],
@@ -303,31 +299,24 @@ def differentiable_gradient(
     fun: Callable[..., Any],
     loss: Loss | None,
     unravel: Callable[[jax.Array], PyTree],
-    vectorized: bool = False,
+    vectorized: bool,
+    forward_up_to: int,
 ) -> DifferentiableObjective:
     """``(x, fixed, values, args) -> grad``: the gradient in ``x`` of a least-squares
     row's :func:`differentiable_objective`, for a derivative rule to differentiate again.
 
-    Up to :data:`FORWARD_GRADIENT_UP_TO` entries it is ``J^T c``: the residuals'
-    Jacobian ``J`` by forward mode, ``c`` the cost's slope in the residuals. Its own
-    derivatives (the rule's Hessian, its mixed derivative in ``args``) are then forward
-    over forward mode, ``n^2`` directional derivatives of the residuals against
-    ``jax.grad``'s ``n`` of its reverse pass; but where a model broadcasts each scalar
-    parameter over its points (``curve_fit``'s and ``fixedopt.models``' functions, a
-    ``least_squares`` residual that unpacks its vector), reverse mode turns every
-    broadcast into a reduction. On the spectra's 8 parameters forward mode cuts the
-    rule's compile from 1.05 s to 0.64 s (the first ``jax.grad`` through one fit: 1.11 s
-    against 1.52 s) and runs a batch's gradient in 0.62x the time and 0.43x the memory;
-    a residual written with parameter vectors (Gaussians, n = 7) pays 1.06x the time,
-    and more as ``n`` grows, so the line sits at 8
-    (``studies/2026-12-05-gradient_rule_modes``).
-    Above, ``jax.grad``'s.
+    Up to ``forward_up_to`` entries (``fixedopt.Implicit(hessian=...)``, whose docstring
+    says what it costs and saves) it is ``J^T c``: the residuals' Jacobian ``J`` by
+    forward mode, ``c`` the cost's slope in the residuals, so that its own derivatives
+    (the rule's Hessian, its mixed derivative in ``args``) are forward over forward
+    mode: no reduction per scalar parameter broadcast over a model's points, where
+    reverse mode would transpose each broadcast into one. Above, ``jax.grad``'s.
     """
     objective = differentiable_objective(fun, True, loss, unravel, vectorized)
     output = _row_output(fun, loss, unravel, vectorized)
 
     def gradient(x: jax.Array, fixed: jax.Array, values: jax.Array, args: Any) -> jax.Array:
-        if x.shape[0] > FORWARD_GRADIENT_UP_TO:
+        if x.shape[0] > forward_up_to:
             grad: jax.Array = jax.grad(objective)(x, fixed, values, args)
             return grad
         out, counts = output(x, fixed, values, args)

@@ -9,7 +9,8 @@ commit); every process imports fixedopt from its tree and ``benchmarks`` from th
 Roles: ``first``: the spectra case of ``benchmarks.first_call`` (one fit's first call,
 then its centre's first ``jax.grad``); ``batched``: ``jax.grad`` of a sum of fitted
 parameters over a batch (its first call, then the median of 5 calls), for the spectra
-(n = 8, B = 2000) and ``gaussians-k``, a sum of ``k`` Gaussians on a line (n = 3 k + 1,
+(n = 8, B = 2000), ``rk4`` (the RK4 oscillators, a ``lax.scan`` written with vectors,
+n = 6, B = 200) and ``gaussians-k``, a sum of ``k`` Gaussians on a line (n = 3 k + 1,
 B = 500).
 """
 
@@ -68,6 +69,9 @@ def child(role: str) -> dict:
     if role == "spectra":
         p0, fixed, y = first_call.BUILDERS["spectra"](2000)["inputs"]
         residual = first_call.spectrum_residual
+    elif role == "rk4":
+        p0, fixed, y = first_call.BUILDERS["rk4"](200)["inputs"]
+        residual = first_call.trajectory_residual
     else:  # gaussians-k
         residual, p0, fixed, y = gaussians(500, int(role.split("-")[1]))
 

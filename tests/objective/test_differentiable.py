@@ -1,5 +1,6 @@
 """The least-squares gradient a derivative rule differentiates (forward mode up to
-``FORWARD_GRADIENT_UP_TO`` entries) against ``jax.grad`` of the same row objective:
+``FORWARD_GRADIENT_UP_TO`` entries, ``Implicit(hessian="auto")``) against ``jax.grad``
+of the same row objective:
 the gradient, its Hessian and its mixed derivative in the data, for plain residuals, a
 robust loss, the Poisson likelihood and a ``vectorized`` function, with fixed entries;
 and the implicit derivative of a Poisson fit against its closed form.
@@ -11,12 +12,9 @@ import numpy as np
 import pytest
 
 import fixedopt
+from fixedopt._derivatives.differentiation import FORWARD_GRADIENT_UP_TO
 from fixedopt._objective.losses import Poisson, robust_loss
-from fixedopt._objective.problem import (
-    FORWARD_GRADIENT_UP_TO,
-    differentiable_gradient,
-    differentiable_objective,
-)
+from fixedopt._objective.problem import differentiable_gradient, differentiable_objective
 
 T = jnp.linspace(0.0, 3.0, 25)
 
@@ -65,7 +63,7 @@ def test_gradient_hessian_and_mixed_derivative_match_jax_grad(name):
         args = (data[None],)
     unravel = lambda flat: flat
     reference = jax.grad(differentiable_objective(fun, True, loss, unravel, vectorized))
-    gradient = differentiable_gradient(fun, loss, unravel, vectorized)
+    gradient = differentiable_gradient(fun, loss, unravel, vectorized, FORWARD_GRADIENT_UP_TO)
 
     def both(function):
         g = function(x, fixed, values, args)
@@ -109,3 +107,31 @@ def test_implicit_derivative_of_a_poisson_fit_matches_its_closed_form():
         expected[free] = -np.linalg.solve(hessian, mixed)
         np.testing.assert_allclose(jacobian[row, :, row], expected, rtol=1e-8, atol=1e-12)
         np.testing.assert_array_equal(jacobian[row, :, 1 - row], 0.0)  # rows never mix
+
+
+@pytest.mark.parametrize("hessian", ["auto", "forward", "reverse"])
+def test_each_hessian_option_gives_the_closed_form_derivative_of_a_linear_fit(hessian):
+    """``x* = (A^T A)^-1 A^T y`` on the free entries (the fixed one at its value):
+    ``dx*/dy`` in closed form, whichever mode forms the rule's Hessian; 12 parameters
+    (above ``"auto"``'s 8, so ``"forward"`` and ``"auto"`` take different paths)."""
+    rng = np.random.default_rng(5)
+    a = jnp.asarray(rng.normal(size=(40, 12)))
+    y = jnp.asarray(rng.normal(size=40))
+    fixed = np.zeros(12, bool)
+    fixed[3] = True
+    differentiate = fixedopt.Implicit(hessian=hessian)
+
+    def solve(y):
+        solution = fixedopt.least_squares(lambda p, y: a @ p - y, jnp.zeros(12), fixed,
+                                          args=(y,), differentiate=differentiate)  # fmt: skip
+        return solution.x
+
+    free = np.flatnonzero(~fixed)
+    expected = np.zeros((12, 40))
+    expected[free] = np.linalg.pinv(np.asarray(a)[:, free])
+    np.testing.assert_allclose(jax.jacobian(solve)(y), expected, rtol=1e-9, atol=1e-12)
+
+
+def test_an_unknown_hessian_option_is_a_value_error_naming_it():
+    with pytest.raises(ValueError, match="`hessian` must be one of"):
+        fixedopt.Implicit(hessian="newton")
