@@ -65,11 +65,15 @@ def test_gradient_hessian_and_mixed_derivative_match_jax_grad(name):
     reference = jax.grad(differentiable_objective(fun, True, loss, unravel, vectorized))
     gradient = differentiable_gradient(fun, loss, unravel, vectorized, FORWARD_GRADIENT_UP_TO)
 
-    def both(function):
-        g = function(x, fixed, values, args)
-        hessian = jax.jacfwd(lambda x: function(x, fixed, values, args))(x)
-        mixed = jax.jacfwd(lambda a: function(x, fixed, values, a))(args)
-        return g, hessian, jax.tree.leaves(mixed)[0]
+    def both(function):  # one program each (op by op, the derivatives took seconds)
+        @jax.jit
+        def derivatives(x, values, args):
+            g = function(x, fixed, values, args)
+            hessian = jax.jacfwd(lambda x: function(x, fixed, values, args))(x)
+            mixed = jax.jacfwd(lambda a: function(x, fixed, values, a))(args)
+            return g, hessian, jax.tree.leaves(mixed)[0]
+
+        return derivatives(x, values, args)
 
     # Two orders of the same sums: rounding apart (float32's, 2e-5 of the largest entry).
     tolerance = 2e-5 if dtype == np.float32 else 1e-11
