@@ -117,8 +117,13 @@ class Reason(_Code):
 
 RUNNING = -1  # internal: the loop goes on while a row's status is RUNNING
 # internal: a lane's row is CONVERGED but waits for its verdict to be certified
-# (fixedopt._lanes); it takes no step meanwhile.
+# (fixedopt._driver.lanes); it takes no step meanwhile.
 PENDING = -2
+
+
+def busy(status: jax.Array) -> jax.Array:
+    """Rows that have not stopped: ``RUNNING``, or ``PENDING`` their certification."""
+    return (status == RUNNING) | (status == PENDING)
 
 
 class Outcome(_Code):

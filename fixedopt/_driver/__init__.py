@@ -4,5 +4,5 @@ policy, convergence tests, statuses); ``lanes``: a batch through lanes that refi
 rows stop (``widths``: how many; ``lane_checks``: their certification); ``batching``:
 a batch in compiled sizes (CPU blocks, their tails); ``packing``: per-row scalars held
 as one array per dtype; ``compiler`` and ``cache``: XLA's options and the persistent
-compilation cache; ``progress``: the host-side reporters. Imports every floor below,
-never a solver."""
+compilation cache; ``progress``: the host-side reporters and their call in the loop.
+Imports every floor below, never a solver."""

@@ -47,7 +47,7 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._contract.solver import Problem, Solver, StepContext
-from fixedopt._contract.status import PENDING, RUNNING
+from fixedopt._contract.status import PENDING, RUNNING, busy
 from fixedopt._driver.lane_checks import certify_some
 from fixedopt._driver.loop import (
     LoopState,
@@ -58,8 +58,8 @@ from fixedopt._driver.loop import (
     to_certify,
 )  # fmt: skip
 from fixedopt._driver.packing import Packed, Packing
-from fixedopt._driver.progress import Progress
-from fixedopt._driver.widths import TAIL_LANES, TAIL_PATIENCE, default_width
+from fixedopt._driver.progress import Progress, report_lanes
+from fixedopt._driver.widths import TAIL_LANES, TAIL_PATIENCE, lanes_for
 from fixedopt._inputs import arrays
 from fixedopt._numerics import reduce
 
@@ -155,7 +155,7 @@ def iterate_lanes(
     one_row = jax.tree.map(arrays.one_row, (rows, x))
     with reduce.folding(folds):
         started = jax.eval_shape(start_row, *one_row)  # one row's loop state (shapes)
-    width = _width(width, total, (one_row, started), step_bytes, backend)
+    width = lanes_for(width, total, (one_row, started), step_bytes, backend)
     layout = _layout(*jax.tree.map(_rows_of_one, (one_row[0], started)))
     if folds and not reduce.folding_helps(backend, width, x.shape[1]):
         folds, start_row = False, start_row_jitted()  # wide lanes: traced again, plain
@@ -166,7 +166,7 @@ def iterate_lanes(
 
     def report(state: Packed, iteration: jax.Array, queued: jax.Array | int) -> None:
         if progress is not None:
-            _report(layout.state.unpack(state), iteration, queued, limit, progress)
+            report_lanes(layout.state.unpack(state), iteration, queued, limit, progress)
 
     if width == total:
         # Rows padded beyond count (at most 8 rows in all) take their steps, dropped.
@@ -201,16 +201,6 @@ def iterate_lanes(
         results = _write(final.results, final.row, final.state, final.row < total, layout)
     unpacked: LastState = layout.results.unpack(results)
     return unpacked
-
-
-def _width(width: int | None, total: int, one_row: Any, step_bytes: int, backend: str) -> int:
-    """The lanes for ``total`` rows: ``width`` (None: the default,
-    :func:`~fixedopt._driver.widths.default_width`, for rows whose data and loop state
-    are ``one_row``'s and whose step holds ``step_bytes`` more), at most ``total``."""
-    if width is None:
-        state_bytes = sum(a.size * a.dtype.itemsize for a in jax.tree.leaves(one_row))
-        width = default_width(total, state_bytes + step_bytes, backend)
-    return min(width, total)
 
 
 def _count_lone(lanes: Lanes, limit: jax.Array | int, width: int) -> Lanes:
@@ -300,7 +290,7 @@ def _whole_batch(
         return iteration + 1, state, data
 
     def going(carry: tuple[jax.Array, Packed, Any]) -> jax.Array:
-        return reduce.any_true(_busy(layout.state.unpack(carry[1]).status))
+        return reduce.any_true(busy(layout.state.unpack(carry[1]).status))
 
     initial = (jnp.zeros((), jnp.int32), layout.state.pack(start_rows(rows, x)), rows)
     final: LoopState = layout.state.unpack(jax.lax.while_loop(going, body, initial)[1])
@@ -328,15 +318,10 @@ def _empty_lanes(layout: Layout, x: jax.Array, width: int) -> Lanes:
 
 def _idle(state: LoopState) -> tuple[jax.Array, jax.Array]:
     """The lanes not running and the sum of their rows' steps (one reduction)."""
-    idle = ~_busy(state.status)
+    idle = ~busy(state.status)
     counts = jnp.stack([idle.astype(jnp.int32), jnp.where(idle, state.steps, 0)])
     count, steps = reduce.total(counts, dtype=jnp.int32)
     return count, steps
-
-
-def _busy(status: jax.Array) -> jax.Array:
-    """Lanes whose row has not stopped: RUNNING, or PENDING its certification."""
-    return (status == RUNNING) | (status == PENDING)
 
 
 def _refill_due(count: jax.Array, steps_sum: jax.Array, width: int, cost: float) -> jax.Array:
@@ -377,7 +362,7 @@ def _refill(
     ``queued + k`` while that is below ``limit`` (the queue's end); an idle lane left
     without a row holds row ``B`` (none)."""
     total = x.shape[0]
-    idle = ~_busy(layout.state.unpack(lanes.state).status)
+    idle = ~busy(layout.state.unpack(lanes.state).status)
     results = _write(lanes.results, lanes.row, lanes.state, idle & (lanes.row < total), layout)
     new_row = lanes.queued + jnp.cumsum(idle) - 1
     takes = idle & (new_row < limit)
@@ -390,26 +375,3 @@ def _refill(
     queued = jnp.minimum(lanes.queued + jnp.sum(idle), limit).astype(jnp.int32)
     return lanes._replace(queued=queued, row=row.astype(jnp.int32), data=data, state=state,
                           results=results)  # fmt: skip
-
-
-def _report(
-    state: LoopState,
-    step: jax.Array,
-    queued: jax.Array | int,
-    total: jax.Array | int,
-    progress: Progress,
-) -> None:
-    """Every ``progress.every`` steps, a host callback reports rows stopped and the worst
-    gradient among the running lanes (:mod:`fixedopt._driver.progress`); not on a trip
-    that left no lane running while rows are left (they wait for the next refill, or
-    for their certification): it would show no running row's gradient."""
-    busy = _busy(state.status)
-    running = state.status == RUNNING
-    left = total - queued + jnp.sum(busy)
-    worst = jnp.max(jnp.where(running, state.grad_norm, 0.0), initial=0.0)
-
-    def report() -> None:
-        jax.debug.callback(progress.report, step, left, total, worst)
-
-    due = (step % progress.every == 0) & jnp.any(running)
-    jax.lax.cond(due | (left == 0), report, lambda: None)

@@ -1,7 +1,8 @@
 """Progress of a batched solve, reported on the host: text lines or a tqdm bar.
 
-The solver loop calls one of these reporters through ``jax.debug.callback`` every
-``every`` steps (see ``fixedopt._driver.loop``); with progress off the loop adds no callback.
+The lanes' loop calls one of these reporters through ``jax.debug.callback`` every
+``every`` steps (:func:`report_lanes`, in the compiled program); with progress off the
+loop adds no callback.
 A reporter receives the step, the number of rows still running, the batch size and
 the largest projected gradient among the running rows, and runs on the host, so it
 works under ``jax.jit``. The compiled program holds the reporter function, not a bar:
@@ -15,8 +16,11 @@ import importlib
 from collections.abc import Callable
 from typing import Any, NamedTuple, SupportsFloat, SupportsInt
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
+from fixedopt._contract.status import RUNNING, busy
 from fixedopt._inputs.checks import integer
 
 DEFAULT_EVERY = 10
@@ -31,6 +35,30 @@ class Progress(NamedTuple):
 
     every: int
     report: Reporter  # (step, running, total, worst) -> None, on the host
+
+
+def report_lanes(
+    state: Any,
+    step: jax.Array,
+    queued: jax.Array | int,
+    total: jax.Array | int,
+    progress: Progress,
+) -> None:
+    """In the lanes' loop: every ``progress.every`` steps, a host callback reports the
+    rows stopped and the worst gradient among the lanes running (``state``, a
+    ``LoopState`` of the lanes, ``fixedopt._driver.loop``); not on a trip that left no
+    lane running while rows are left (they wait for the next refill, or for their
+    certification): it would show no running row's gradient."""
+    unstopped = busy(state.status)
+    running = state.status == RUNNING
+    left = total - queued + jnp.sum(unstopped)
+    worst = jnp.max(jnp.where(running, state.grad_norm, 0.0), initial=0.0)
+
+    def report() -> None:
+        jax.debug.callback(progress.report, step, left, total, worst)
+
+    due = (step % progress.every == 0) & jnp.any(running)
+    jax.lax.cond(due | (left == 0), report, lambda: None)
 
 
 def report_text(

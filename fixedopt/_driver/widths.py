@@ -7,6 +7,10 @@ and a part per lane (its arithmetic and bytes), which on a CPU must stay in cach
 
 from __future__ import annotations
 
+from typing import Any
+
+import jax
+
 # The default number of lanes. On a CPU: as many rows as fit half of a core's L2 cache
 # (1 MiB on the EPYC cores these defaults were measured on: benchmarks/results, suite
 # ``scale``), so a step's working set stays in cache (a row's data, its loop state and
@@ -31,6 +35,16 @@ ACCELERATOR_LANES = 1 << 16
 # queue's end.
 TAIL_LANES = 2
 TAIL_PATIENCE = 16
+
+
+def lanes_for(width: int | None, total: int, one_row: Any, step_bytes: int, backend: str) -> int:
+    """The lanes for ``total`` rows: ``width`` (None: :func:`default_width`, for rows
+    whose data and loop state are ``one_row``'s and whose step holds ``step_bytes``
+    more), at most ``total``."""
+    if width is None:
+        state_bytes = sum(a.size * a.dtype.itemsize for a in jax.tree.leaves(one_row))
+        width = default_width(total, state_bytes + step_bytes, backend)
+    return min(width, total)
 
 
 def default_width(batch: int, row_bytes: int, backend: str) -> int:

@@ -64,10 +64,10 @@ def test_a_least_squares_rows_width_counts_its_jacobian_where_it_sits_in_memory(
     """A least-squares step holds each row's residuals and Jacobian (here 300 x n) in
     memory, and they count in the bytes that set the width, unless it sums them as they
     are made (at most 7 columns) from a model without a loop."""
-    from fixedopt._driver import lanes
+    from fixedopt._driver import widths
 
     seen = []
-    monkeypatch.setattr(lanes, "default_width",
+    monkeypatch.setattr(widths, "default_width",
                         lambda batch, row_bytes, backend: seen.append(row_bytes) or 8)  # fmt: skip
     t = jnp.linspace(0.0, 1.0, 300)
     residual = lambda p, y: model(p, t) - y
