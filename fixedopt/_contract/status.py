@@ -5,7 +5,7 @@ nothing from fixedopt, so that every layer can name the codes."""
 from __future__ import annotations
 
 import enum
-from typing import Self
+from typing import Any, Self
 
 import jax
 import jax.numpy as jnp
@@ -121,8 +121,9 @@ RUNNING = -1  # internal: the loop goes on while a row's status is RUNNING
 PENDING = -2
 
 
-def busy(status: jax.Array) -> jax.Array:
-    """Rows that have not stopped: ``RUNNING``, or ``PENDING`` their certification."""
+def busy(status: Any) -> Any:
+    """Rows that have not stopped: ``RUNNING``, or ``PENDING`` their certification
+    (``status`` a JAX array in a program, or a NumPy one on the host)."""
     return (status == RUNNING) | (status == PENDING)
 
 

@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fixedopt._contract.status import PENDING, RUNNING
+from fixedopt._contract.status import busy
 from fixedopt._driver.widths import TAIL_LANES, block_rows
 from fixedopt._inputs import arrays
 from fixedopt._numerics import buckets
@@ -96,7 +96,7 @@ def solve_rows(
     def solve_block(block: tuple[Any, ...], count: int) -> Solution:
         solution = compiled(block_plan, block_inputs(block, asarray(count)))
         status = np.asarray(solution.status)[:count]
-        rows = np.flatnonzero((status == RUNNING) | (status == PENDING))
+        rows = np.flatnonzero(busy(status))  # the tail, left RUNNING or PENDING
         if rows.size == 0:
             return solution
         # The block's slow last rows (widths.TAIL_LANES): solved again on their own, as

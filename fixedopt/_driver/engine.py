@@ -303,10 +303,12 @@ def _derivative_problem(
     from the (not stopped) fixed values, its args, mask, bounds and active set."""
     shape = (objective.loss, objective.unravel, objective.vectorized)
     function = differentiable_objective(objective.fun, objective.least_squares, *shape)
-    gradient = None
-    if objective.least_squares:
-        up_to = objective.differentiate.forward_gradient_up_to()
-        gradient = differentiable_gradient(objective.fun, *shape, up_to)
+    gradient = None  # the rule takes jax.grad of the objective
+    if (
+        objective.least_squares
+        and data.fixed.shape[0] <= objective.differentiate.forward_gradient_up_to()
+    ):
+        gradient = differentiable_gradient(objective.fun, *shape)
     row_args = data.row_args
     if objective.vectorized:  # fun sees this row as a batch of one
         row_args = jax.tree.map(lambda a: a[None], row_args)

@@ -299,28 +299,25 @@ def differentiable_gradient(
     fun: Callable[..., Any],
     loss: Loss | None,
     unravel: Callable[[jax.Array], PyTree],
-    vectorized: bool,
-    forward_up_to: int,
+    vectorized: bool = False,
 ) -> DifferentiableObjective:
     """``(x, fixed, values, args) -> grad``: the gradient in ``x`` of a least-squares
-    row's :func:`differentiable_objective`, for a derivative rule to differentiate again.
-
-    Up to ``forward_up_to`` entries (``fixedopt.Implicit(hessian=...)``, whose docstring
-    says what it costs and saves) it is ``J^T c``: the residuals' Jacobian ``J`` by
-    forward mode, ``c`` the cost's slope in the residuals, so that its own derivatives
-    (the rule's Hessian, its mixed derivative in ``args``) are forward over forward
-    mode: no reduction per scalar parameter broadcast over a model's points, where
-    reverse mode would transpose each broadcast into one. Above, ``jax.grad``'s.
+    row's :func:`differentiable_objective` as ``J^T c``, the residuals' Jacobian ``J``
+    by forward mode and ``c`` the cost's slope in the residuals, for a derivative rule
+    to differentiate again by forward mode: no reduction per scalar parameter broadcast
+    over a model's points, where reverse mode (``jax.grad``) would transpose each
+    broadcast into one. ``fixedopt.Implicit(hessian=...)`` says when the rule takes it
+    (at most 8 entries by default) and what it costs.
     """
-    objective = differentiable_objective(fun, True, loss, unravel, vectorized)
     output = _row_output(fun, loss, unravel, vectorized)
 
     def gradient(x: jax.Array, fixed: jax.Array, values: jax.Array, args: Any) -> jax.Array:
-        if x.shape[0] > forward_up_to:
-            grad: jax.Array = jax.grad(objective)(x, fixed, values, args)
-            return grad
-        out, counts = output(x, fixed, values, args)
-        jacobian = jax.jacfwd(lambda x: jnp.ravel(output(x, fixed, values, args)[0]))(x)
+        def flat(x: jax.Array) -> tuple[jax.Array, tuple[Any, Any]]:
+            out, counts = output(x, fixed, values, args)
+            return jnp.ravel(out), (out, counts)
+
+        # One evaluation of the model: its value comes with the Jacobian.
+        jacobian, (out, counts) = jax.jacfwd(flat, has_aux=True)(x)
         slope = jax.grad(lambda out: _cost(loss, out, counts))(out)
         grad_of_cost: jax.Array = jacobian.T @ jnp.ravel(slope)
         return grad_of_cost.astype(x.dtype)  # as jax.grad's, whatever fun promotes to

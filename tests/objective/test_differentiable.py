@@ -1,9 +1,10 @@
-"""The least-squares gradient a derivative rule differentiates (forward mode up to
-``FORWARD_GRADIENT_UP_TO`` entries, ``Implicit(hessian="auto")``) against ``jax.grad``
-of the same row objective:
-the gradient, its Hessian and its mixed derivative in the data, for plain residuals, a
-robust loss, the Poisson likelihood and a ``vectorized`` function, with fixed entries;
-and the implicit derivative of a Poisson fit against its closed form.
+"""The least-squares gradient by forward mode that the implicit rule differentiates (up
+to ``FORWARD_GRADIENT_UP_TO`` entries under ``Implicit(hessian="auto")``) against
+``jax.grad`` of the same row objective: the gradient, its Hessian and its mixed
+derivative in the data, for plain residuals, a robust loss, the Poisson likelihood and
+a ``vectorized`` function, with fixed entries, in float32 and with the residuals scaled
+by 1e6 and 1e-6; the implicit derivative of a Poisson fit against its closed form; and
+each ``hessian`` option against a linear fit's closed form, fixed entries exact.
 """
 
 import jax
@@ -46,7 +47,9 @@ CASES = {  # name: (fun, loss, vectorized, n)
     "float32": (decays, None, False, 5),
     "soft_l1": (decays, robust_loss("soft_l1", 0.3), False, 5),
     "vectorized": (jax.vmap(decays), None, True, 4),
-    "above the forward limit": (decays, None, False, FORWARD_GRADIENT_UP_TO + 3),
+    "above auto's limit": (decays, None, False, FORWARD_GRADIENT_UP_TO + 3),
+    "residuals times 1e6": (lambda p, d: 1e6 * decays(p, d), None, False, 5),
+    "residuals times 1e-6": (lambda p, d: 1e-6 * decays(p, d), None, False, 5),
 }
 
 
@@ -63,7 +66,7 @@ def test_gradient_hessian_and_mixed_derivative_match_jax_grad(name):
         args = (data[None],)
     unravel = lambda flat: flat
     reference = jax.grad(differentiable_objective(fun, True, loss, unravel, vectorized))
-    gradient = differentiable_gradient(fun, loss, unravel, vectorized, FORWARD_GRADIENT_UP_TO)
+    gradient = differentiable_gradient(fun, loss, unravel, vectorized)
 
     def both(function):  # one program each (op by op, the derivatives took seconds)
         @jax.jit
@@ -125,15 +128,20 @@ def test_each_hessian_option_gives_the_closed_form_derivative_of_a_linear_fit(he
     fixed[3] = True
     differentiate = fixedopt.Implicit(hessian=hessian)
 
-    def solve(y):
+    def solve(y, values):
         solution = fixedopt.least_squares(lambda p, y: a @ p - y, jnp.zeros(12), fixed,
-                                          args=(y,), differentiate=differentiate)  # fmt: skip
+                                          args=(y,), fixed_values=values,
+                                          differentiate=differentiate)  # fmt: skip
         return solution.x
 
     free = np.flatnonzero(~fixed)
     expected = np.zeros((12, 40))
     expected[free] = np.linalg.pinv(np.asarray(a)[:, free])
-    np.testing.assert_allclose(jax.jacobian(solve)(y), expected, rtol=1e-9, atol=1e-12)
+    by_y, by_values = jax.jacobian(solve, argnums=(0, 1))(y, jnp.full(12, 0.5))
+    np.testing.assert_allclose(by_y, expected, rtol=1e-9, atol=1e-12)
+    # The fixed entry follows its own fixed value exactly, and nothing else.
+    np.testing.assert_array_equal(by_y[3], 0.0)
+    np.testing.assert_array_equal(by_values[3], np.eye(12)[3])
 
 
 def test_an_unknown_hessian_option_is_a_value_error_naming_it():
