@@ -23,7 +23,7 @@ from fixedopt._driver.loop import LoopState, Stopping, iterate
 from fixedopt._driver.progress import Progress
 from fixedopt._fixing.mask import active_set, unravel_mask
 from fixedopt._inputs.validate import Bounds, PyTree
-from fixedopt._numerics import buckets, cpu_compiler, reduce
+from fixedopt._numerics import cpu_compiler, reduce
 from fixedopt._numerics.trace_state import at_top_level
 from fixedopt._objective.call_note import name_of
 from fixedopt._objective.fit_data import Weighted
@@ -173,8 +173,6 @@ def _solve_traced(plan: Plan, inputs: Inputs) -> Solution:
             _step_bytes(objective, start),
             tail=plan.block,
         )
-        if inputs.batch is not None:
-            rows_final = buckets.real_rows(rows_final, inputs.batch)
     else:
 
         def one(row: RowData, x: jax.Array) -> LoopState:

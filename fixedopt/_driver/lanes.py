@@ -40,6 +40,7 @@ recursion does not, so the arithmetic is the same.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
@@ -61,7 +62,7 @@ from fixedopt._driver.packing import Packed, Packing
 from fixedopt._driver.progress import Progress, report_lanes
 from fixedopt._driver.widths import TAIL_LANES, TAIL_PATIENCE, lanes_for
 from fixedopt._inputs import arrays
-from fixedopt._numerics import reduce
+from fixedopt._numerics import buckets, reduce
 
 Rows = TypeVar("Rows")  # a batch's per-row data (a pytree with a leading batch axis)
 
@@ -164,43 +165,61 @@ def iterate_lanes(
     def advance_lanes(data: Any, state: Packed, iteration: jax.Array) -> Packed:
         return _advance(solver, problem_of, stopping, layout, data, state, iteration)
 
-    def report(state: Packed, iteration: jax.Array, queued: jax.Array | int) -> None:
-        if progress is not None:
-            report_lanes(layout.state.unpack(state), iteration, queued, limit, progress)
+    report = functools.partial(_report, layout, limit, progress)
 
     if width == total:
         # Rows padded beyond count (at most 8 rows in all) take their steps, dropped.
         with reduce.folding(folds):
-            return _whole_batch(start_rows, advance_lanes, report, layout, rows, x)
+            whole = _whole_batch(start_rows, advance_lanes, report, layout, rows, x)
+        return whole if count is None else buckets.real_rows(whole, count)
     tail = tail and width > TAIL_LANES
 
-    def refill(lanes: Lanes) -> Lanes:
-        return _refill(lanes, rows, x, start_rows, layout, limit)
+    def refill(lanes: Lanes, last: jax.Array) -> Lanes:
+        return _refill(lanes, rows, x, start_rows, layout, limit, last)
 
     def body(lanes: Lanes) -> Lanes:
         # Refill first: the first trip fills the empty lanes, so the rows are started
-        # by one piece of code (traced and compiled once).
+        # by one piece of code (traced and compiled once); the last only writes the
+        # rows out (its step runs for nothing), so they are written by one piece too.
         due = _refill_due(lanes.idle, lanes.idle_steps, width, solver.refill_cost)
-        wanted = due & (lanes.queued < limit)
-        lanes = jax.lax.cond(wanted, refill, lambda lanes: lanes, lanes)
+        last = _last_trip(lanes, limit, width, tail)
+        wanted = (due & (lanes.queued < limit)) | last
+        lanes = jax.lax.cond(wanted, refill, lambda lanes, _: lanes, lanes, last)
         state = advance_lanes(layout.data.unpack(lanes.data), lanes.state, lanes.iteration)
         idle, idle_steps = _idle(layout.state.unpack(state))
         lanes = lanes._replace(iteration=lanes.iteration + 1, state=state, idle=idle,
                                idle_steps=idle_steps)  # fmt: skip
         if tail:
             lanes = _count_lone(lanes, limit, width)
-        report(state, lanes.iteration, lanes.queued)
+        report(state, lanes.iteration, lanes.queued, last)
         return lanes
 
     def going(lanes: Lanes) -> jax.Array:
-        more = (lanes.idle < width) | (lanes.queued < limit)
-        return more & (lanes.lone < TAIL_PATIENCE) if tail else more
+        return reduce.any_true(lanes.row < total) | (lanes.queued < limit)
 
     with reduce.folding(folds):
         final = jax.lax.while_loop(going, body, _empty_lanes(layout, x, width))
-        results = _write(final.results, final.row, final.state, final.row < total, layout)
-    unpacked: LastState = layout.results.unpack(results)
-    return unpacked
+    unpacked: LastState = layout.results.unpack(final.results)
+    # Rows padded beyond count are never taken: they report row 0's result.
+    return unpacked if count is None else buckets.real_rows(unpacked, count)
+
+
+def _report(layout: Layout, limit: jax.Array | int, progress: Progress | None, state: Packed,
+            iteration: jax.Array, queued: jax.Array | int,
+            written: jax.Array | bool = False) -> None:  # fmt: skip
+    """The lanes' progress report (:func:`~fixedopt._driver.progress.report_lanes`),
+    where ``progress`` is given."""
+    if progress is not None:
+        report_lanes(layout.state.unpack(state), iteration, queued, limit, progress, written)
+
+
+def _last_trip(lanes: Lanes, limit: jax.Array | int, width: int, tail: bool) -> jax.Array:
+    """Whether this trip writes every lane's row out, the loop's last: the queue has
+    ended and no lane runs, or (``tail``) at most ``TAIL_LANES`` lanes have run alone
+    for ``TAIL_PATIENCE`` trips (their rows are reported as they stand)."""
+    ended = lanes.queued >= limit
+    last = ended & (lanes.idle == width)
+    return last | (lanes.lone >= TAIL_PATIENCE) if tail else last
 
 
 def _count_lone(lanes: Lanes, limit: jax.Array | int, width: int) -> Lanes:
@@ -355,14 +374,16 @@ def _refill(
     start_rows: Callable[[Any, jax.Array], LoopState],
     layout: Layout,
     limit: jax.Array | int,
+    last: jax.Array,
 ) -> Lanes:
-    """Write the stopped lanes' rows out and give the idle lanes the next queued rows.
+    """Write the stopped lanes' rows out (every lane's, on the ``last`` trip) and give
+    the idle lanes the next queued rows.
 
     The ``k``-th idle lane (in lane order: stopped, or holding no row) takes row
     ``queued + k`` while that is below ``limit`` (the queue's end); an idle lane left
-    without a row holds row ``B`` (none)."""
+    without a row holds row ``B`` (none), as does every lane after the last trip."""
     total = x.shape[0]
-    idle = ~busy(layout.state.unpack(lanes.state).status)
+    idle = ~busy(layout.state.unpack(lanes.state).status) | last
     results = _write(lanes.results, lanes.row, lanes.state, idle & (lanes.row < total), layout)
     new_row = lanes.queued + jnp.cumsum(idle) - 1
     takes = idle & (new_row < limit)

@@ -43,12 +43,14 @@ def report_lanes(
     queued: jax.Array | int,
     total: jax.Array | int,
     progress: Progress,
+    written: jax.Array | bool = False,
 ) -> None:
     """In the lanes' loop: every ``progress.every`` steps, a host callback reports the
     rows stopped and the worst gradient among the lanes running (``state``, a
     ``LoopState`` of the lanes, ``fixedopt._driver.loop``); not on a trip that left no
     lane running while rows are left (they wait for the next refill, or for their
-    certification): it would show no running row's gradient."""
+    certification): it would show no running row's gradient; nor on the trip that
+    only wrote the rows out (``written``: the last, after the report of all stopped)."""
     unstopped = busy(state.status)
     running = state.status == RUNNING
     left = total - queued + jnp.sum(unstopped)
@@ -58,7 +60,7 @@ def report_lanes(
         jax.debug.callback(progress.report, step, left, total, worst)
 
     due = (step % progress.every == 0) & jnp.any(running)
-    jax.lax.cond(due | (left == 0), report, lambda: None)
+    jax.lax.cond((due | (left == 0)) & ~written, report, lambda: None)
 
 
 def report_text(

@@ -1,8 +1,8 @@
 """The per-fit arrays a :class:`~fixedopt.models.ModelResult` computes after the solve:
 the tied and derived parameters (with their derivatives in the fitted ones, for the
-errors) when the fit returns, the curves (best and initial fit, residual) when first
-read. A fit whose curves nobody reads compiles no program for them (a compile is most
-of a first call's wait: issue 40).
+errors) when the fit returns, in the covariance's program (:class:`Computed`); the
+curves (best and initial fit, residual) when first read. A fit whose curves nobody
+reads compiles no program for them (a compile is most of a first call's wait: issue 40).
 
 Each runs in chunks of a fixed number of rows at the top level on the CPU
 (:func:`fixedopt._numerics.buckets.in_chunks`): a new batch size compiles nothing new.
@@ -10,6 +10,7 @@ Each runs in chunks of a fixed number of rows at the top level on the CPU
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -21,16 +22,27 @@ from fixedopt._models.layout import Layout
 from fixedopt._numerics import buckets, cpu_compiler
 
 
-def computed(plan: Layout, x: jax.Array, codes: jax.Array | None) -> tuple[np.ndarray, np.ndarray]:
-    """``(values, jac)``: the tied and derived parameters of each fit ``(B, c)`` and
-    their derivatives in the fitted ones ``(B, c, k)`` (none: no program)."""
-    batch, k = x.shape
-    if not plan.computed:
-        return np.zeros((batch, 0), x.dtype), np.zeros((batch, 0, k), x.dtype)
-    codes = jnp.zeros((batch, 0), jnp.int32) if codes is None else codes
-    compute = functools.partial(_computed, plan)
-    values, jac = buckets.map_in_chunks(compute, (x, codes), (True, True), batch)
-    return np.asarray(values), np.asarray(jac)
+@dataclasses.dataclass(frozen=True)
+class Computed:
+    """The tied and derived parameters of ONE fit, ``(values, jac)``: ``(c,)`` and their
+    derivatives in the fitted ones ``(c, k)``, from its vector ``p`` and the fit's
+    ``args`` (its tie codes among them: ``residual.unpack``). Computed in the
+    covariance's program (:func:`fixedopt._results.covariance.covariance_and`), not in
+    one of its own; hashed by the layout and the residual, as the covariance is."""
+
+    plan: Layout
+    residual: Any  # fixedopt._models.fit._Residual
+
+    def __call__(self, p: jax.Array, args: tuple[Any, ...]) -> tuple[jax.Array, jax.Array]:
+        codes = self.residual.unpack(tuple(args[2:]))[1]  # args: (x, data, *extra)
+
+        def of_p(p: jax.Array) -> tuple[jax.Array, jax.Array]:
+            values = self.plan.values(p, codes)
+            out = jnp.stack([values[name] for name in self.plan.computed])
+            return out, out  # jacfwd(has_aux=True): derivatives and values at once
+
+        jac, values = jax.jacfwd(of_p, has_aux=True)(p)
+        return values, jac
 
 
 def curves(residual: Any, x_axis: int | None, x: Any, p0: Any, xs: tuple[Any, ...],
@@ -46,18 +58,6 @@ def curves(residual: Any, x_axis: int | None, x: Any, p0: Any, xs: tuple[Any, ..
     return tuple(np.asarray(a) for a in found)
 
 
-def _computed_rows(plan: Layout, x: jax.Array, codes: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """The tied and derived parameters' values and derivatives: one program per layout."""
-
-    def of_row(p: jax.Array, row_codes: jax.Array) -> tuple[jax.Array, jax.Array]:
-        values = plan.values(p, row_codes)
-        out = jnp.stack([values[name] for name in plan.computed])
-        return out, out  # jacfwd(has_aux=True): derivatives and values at once
-
-    jac, values = jax.vmap(jax.jacfwd(of_row, has_aux=True))(x, codes)
-    return values, jac
-
-
 def _curve_rows(
     residual: Any, x_axis: int | None, x: jax.Array, p0: jax.Array,
     xs: tuple[jax.Array, ...], data: jax.Array, extra: tuple[jax.Array, ...],
@@ -71,7 +71,5 @@ def _curve_rows(
     return best_fit, init_fit, residual.of_curve(best_fit, data, weights)
 
 
-# Compiled with XLA:CPU's elemental emitter at the top level (fixedopt._numerics.cpu_compiler):
-# the derived parameters' program in 0.56x the time, as fast.
-_computed = cpu_compiler.jit_for_cpu(_computed_rows, static_argnums=(0,))
+# Compiled with XLA:CPU's elemental emitter at the top level (fixedopt._numerics.cpu_compiler).
 _curves = cpu_compiler.jit_for_cpu(_curve_rows, static_argnums=(0, 1))

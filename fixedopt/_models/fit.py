@@ -23,7 +23,7 @@ from fixedopt._models.layout import Arrays, Layout, arrays, initial_values, layo
 from fixedopt._models.nan import apply_nan_policy, too_few_points
 from fixedopt._models.parameters import Parameters
 from fixedopt._models.result import ModelResult
-from fixedopt._results.covariance import covariance
+from fixedopt._results.covariance import covariance_and
 
 if TYPE_CHECKING:  # fit is Model.fit's body: the model module imports this one
     from fixedopt._models.model import Model
@@ -265,9 +265,11 @@ def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: A
     )
     solution = too_few_points(solution, omitted)
     sigma = None if omitted is None else jnp.where(omitted, jnp.inf, 1.0)  # dof: kept points
-    cov = covariance(solution, residual, args=args, args_axes=axes, sigma=sigma,
-                     absolute_sigma=poisson)  # fmt: skip
-    result = _result(model, params, plan, arr, solution, cov.covariance, problem, omitted)
+    derived = curves.Computed(plan, residual) if plan.computed else None
+    cov, computed = covariance_and(derived, solution, residual, args=args, args_axes=axes,
+                                   sigma=sigma, absolute_sigma=poisson)  # fmt: skip
+    result = _result(model, params, plan, arr, solution, cov.covariance, computed, problem,
+                     omitted)  # fmt: skip
     return dataclasses.replace(result, rank_deficient=np.asarray(cov.rank_deficient))
 
 
@@ -283,11 +285,16 @@ def _problem(residual: _Residual, args: tuple[Any, ...], axes: tuple[Any, ...], 
     return Problem(residual, args, axes, expected, solve_args, solve_axes, counts, *bounds, kwargs)
 
 
-def _propagated(plan: Layout, x: np.ndarray, computed: np.ndarray, jac: np.ndarray,
+def _propagated(plan: Layout, x: np.ndarray, computed: Any,
                 pcov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Every parameter's value ``(B, n)`` and their covariance ``J C J^T`` ``(B, n, n)``,
-    with ``J`` the unit rows of the fitted parameters and ``jac`` of the others."""
+    with ``J`` the unit rows of the fitted parameters and, of the others, the
+    derivatives of ``computed`` (``(values, jac)``, ``(B, c)`` and ``(B, c, k)``; None
+    where no parameter is computed)."""
     batch, k = x.shape
+    if computed is None:
+        computed = np.zeros((batch, 0), x.dtype), np.zeros((batch, 0, k), x.dtype)
+    computed, jac = (np.asarray(a, x.dtype) for a in computed)
     rows = {name: i for i, name in enumerate(plan.names)}
     fitted = [rows[name] for name in plan.vector]
     others = [rows[name] for name in plan.computed]
@@ -299,16 +306,15 @@ def _propagated(plan: Layout, x: np.ndarray, computed: np.ndarray, jac: np.ndarr
     full_jac = np.zeros((batch, len(plan.names), k), x.dtype)
     full_jac[:, fitted, np.arange(k)] = 1.0
     full_jac[:, others] = jac
-    return values, np.einsum("bik,bkl,bjl->bij", full_jac, pcov, full_jac)
+    return values, full_jac @ pcov @ full_jac.transpose(0, 2, 1)
 
 
 def _result(model: Model, params: Parameters, plan: Layout, arr: Arrays, solution: Any,
-            pcov: jax.Array, problem: Problem, omitted: Any) -> ModelResult:  # fmt: skip
+            pcov: jax.Array, computed: Any, problem: Problem,
+            omitted: Any) -> ModelResult:  # fmt: skip
     data = problem.args[1]
     x = np.asarray(solution.x)
-    codes = None if arr.codes is None else host_arrays.asarray(arr.codes)
-    values, full = _propagated(plan, x, *curves.computed(plan, solution.x, codes),
-                               np.asarray(pcov, x.dtype))  # fmt: skip
+    values, full = _propagated(plan, x, computed, np.asarray(pcov, x.dtype))
     index = {name: i for i, name in enumerate(plan.names)}
     varying = ~np.asarray(solution.fixed)
     free_names = [[plan.vector[j] for j in np.flatnonzero(row)] for row in varying]

@@ -28,6 +28,7 @@ the start returned).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -58,6 +59,8 @@ from fixedopt._results.solution import Solution
 
 AT_BOUND = ("free", "fixed")
 AT_BOUND_DEFAULT = "free"  # measured: studies/2026-12-01-at_bound/cpu-at_bound-2026-12-01.md
+# ``(x, args) -> anything``: of one row, computed beside its covariance (covariance_and).
+Derived = Callable[[PyTree, tuple[Any, ...]], PyTree]
 
 
 class Covariance(NamedTuple):
@@ -192,6 +195,34 @@ def covariance(
       >>> print(fixedopt.covariance(sol, line).stderr.round(4))
       [0.1222 0.0748 0.    ]
     """
+    found, _ = covariance_and(
+        None, sol, residual_fun, fixed, args=args, batched=batched, bounds=bounds, sigma=sigma,
+        absolute_sigma=absolute_sigma, at_bound=at_bound, args_axes=args_axes,
+        pseudo_inverse=pseudo_inverse,
+    )  # fmt: skip
+    return found
+
+
+def covariance_and(
+    derived: Derived | None,
+    sol: Solution | PyTree,
+    residual_fun: ResidualFun,
+    fixed: Mask | None = None,
+    *,
+    args: tuple[Any, ...] = (),
+    batched: bool | None = None,
+    bounds: Bounds | None = None,
+    sigma: ArrayLike | None = None,
+    absolute_sigma: bool = False,
+    at_bound: str = AT_BOUND_DEFAULT,
+    args_axes: Any = None,
+    pseudo_inverse: bool = True,
+) -> tuple[Covariance, PyTree]:
+    """:func:`covariance`, and ``derived(x, args)`` of each row (one row's ``x`` and
+    ``args``), computed in the same compiled program: a model fit's tied and derived
+    parameters with their derivatives (:mod:`fixedopt._models.fit`), which a program of
+    their own would compile apart (0.1-0.2 s of a spectra fit's first call, issue 44).
+    ``derived`` is static (hashable); None computes nothing (None in its place)."""
     x, constraints, batched = solved_problem(sol, fixed, bounds, batched)
     absolute_sigma = boolean("absolute_sigma", absolute_sigma)
     batch = batch_size(x, "sol.x") if batched else None
@@ -201,9 +232,10 @@ def covariance(
     if sigma is not None:
         sigma = _check_sigma(sigma, batch)
     rule = _Rule(absolute_sigma, at_bound == "fixed", boolean("pseudo_inverse", pseudo_inverse))
-    result = _computed(residual_fun, batched, rule, axes, (x, constraints, sigma, args))
+    data = (x, constraints, sigma, args)
+    result, extra = _computed(residual_fun, batched, rule, axes, derived, data)
     row = jax.tree.map(arrays.one_row, x) if batched else x
-    return result._replace(index=flat_index(row))
+    return result._replace(index=flat_index(row)), extra
 
 
 def _check_sigma(value: ArrayLike, batch: int | None) -> jax.Array:
@@ -232,20 +264,23 @@ def _computed(
     batched: bool,
     rule: _Rule,
     axes: PyTree,
+    derived: Derived | None,
     data: tuple[PyTree, Constraints, jax.Array | None, tuple[Any, ...]],
-) -> Covariance:
+) -> tuple[Covariance, PyTree]:
     """:func:`_compiled` of ``data`` (``x, constraints, sigma, args``). A batch called
     at the top level on the CPU is computed in chunks of a fixed number of rows
     (:func:`fixedopt._numerics.buckets.in_chunks`), so that a new batch size compiles
     nothing new."""
-    compute = functools.partial(_compiled, residual_fun, batched, rule, axes)
+    compute = functools.partial(_compiled, residual_fun, batched, rule, axes, derived)
     if not batched:
-        result: Covariance = compute(*data)
+        result: tuple[Covariance, PyTree] = compute(*data)
         return result
     # Every leaf has the batch axis but the shared leaves of args (axis None).
     shared = jax.tree.leaves(axes, is_leaf=lambda axis: axis is None)
     flags = (True,) * (len(jax.tree.leaves(data)) - len(shared)) + tuple(a == 0 for a in shared)
-    chunked: Covariance = buckets.map_in_chunks(compute, data, flags, batch_size(data[0], "sol.x"))
+    chunked: tuple[Covariance, PyTree] = buckets.map_in_chunks(
+        compute, data, flags, batch_size(data[0], "sol.x")
+    )
     return chunked
 
 
@@ -254,18 +289,20 @@ def _row_covariances(
     batched: bool,
     rule: _Rule,
     axes: PyTree,
+    derived: Derived | None,
     x: PyTree,
     constraints: Constraints,
     sigma: jax.Array | None,
     args: tuple[Any, ...],
-) -> Covariance:
-    """The covariance of one row (of each row, ``batched``), ``index`` left None;
-    ``axes`` are the ``vmap`` axes of ``args``."""
+) -> tuple[Covariance, PyTree]:
+    """The covariance of one row (of each row, ``batched``), ``index`` left None, and
+    ``derived`` of it; ``axes`` are the ``vmap`` axes of ``args``."""
 
     def one(
         x: PyTree, constraints: Constraints, sigma: jax.Array | None, args: PyTree
-    ) -> Covariance:
-        return _row(residual_fun, rule, x, constraints, sigma, args)
+    ) -> tuple[Covariance, PyTree]:
+        found = _row(residual_fun, rule, x, constraints, sigma, args)
+        return found, (None if derived is None else derived(x, args))
 
     if not batched:
         return one(x, constraints, sigma, args)
@@ -274,7 +311,7 @@ def _row_covariances(
 
 
 # Compiled with XLA:CPU's elemental emitter at the top level (fixedopt._numerics.cpu_compiler).
-_compiled = cpu_compiler.jit_for_cpu(_row_covariances, static_argnums=(0, 1, 2, 3))
+_compiled = cpu_compiler.jit_for_cpu(_row_covariances, static_argnums=(0, 1, 2, 3, 4))
 
 
 def _row(

@@ -213,9 +213,10 @@ def test_chisqr_is_the_sum_of_squared_residuals_and_the_curves_wait_until_read(l
 
 def test_a_new_batch_size_compiles_no_solve_and_no_curves():
     """Batches of more than 8 fits run in blocks and chunks of one size per model: a
-    fit of 30 or 50 spectra after one of 20 compiles no solve, no derived parameters
-    and no curves."""
+    fit of 30 or 50 spectra after one of 20 compiles no solve, no covariance (with the
+    derived parameters) and no curves."""
     from fixedopt._models import curves
+    from fixedopt._results import covariance
     from fixedopt.models import GaussianModel
     from fixedopt.testing import compiled_solves
 
@@ -223,7 +224,7 @@ def test_a_new_batch_size_compiles_no_solve_and_no_curves():
     data = np.exp(-(x**2)) + 0.01 * np.random.default_rng(1).normal(size=(50, 25))
     model = GaussianModel()
     params = model.make_params(amplitude=1.5, center=0.2, sigma=0.8)
-    programs = lambda: (compiled_solves(), curves._computed._cache_size(),  # type: ignore[attr-defined]
+    programs = lambda: (compiled_solves(), covariance._compiled._cache_size(),  # type: ignore[attr-defined]
                         curves._curves._cache_size())  # type: ignore[attr-defined]  # fmt: skip
     first = model.fit(data[:20], params, x=x)
     assert first.best_fit.shape == (20, 25) and first.success.all()
