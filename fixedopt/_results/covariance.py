@@ -331,8 +331,11 @@ def _row(
         r = residual_fun(unravel(jnp.where(fixed, flat_x, flat)), *args)
         return jnp.ravel(r if sigma is None else jnp.where(jnp.isinf(sigma), 0.0, r / sigma))
 
-    residual = weighted(flat_x)
-    jacobian = jax.jacfwd(weighted)(flat_x)
+    def with_value(flat: jax.Array) -> tuple[jax.Array, jax.Array]:
+        r = weighted(flat)
+        return r, r  # jacfwd(has_aux=True): the residuals with their Jacobian, one trace
+
+    jacobian, residual = jax.jacfwd(with_value, has_aux=True)(flat_x)
     at_bound, frozen = held_entries(flat_x, constraints, rule.hold, lambda: residual @ jacobian)
     jacobian = jnp.where(frozen[None, :], 0.0, jacobian)  # held: zero columns too
     points = residual.size if sigma is None else npoints(sigma, residual_fun, flat_x, unravel, args)
