@@ -326,16 +326,14 @@ def _row(
     fixed = ravel_pytree(constraints.fixed)[0]
 
     # Fixed entries read a constant: exact zero Jacobian columns. An infinite sigma
-    # (curve_fit's nan_policy="omit" in a batch) weighs its residual 0.
-    def weighted(flat: jax.Array) -> jax.Array:
+    # (curve_fit's nan_policy="omit" in a batch) weighs its residual 0. Twice: jacfwd
+    # (has_aux=True) gives the residuals with their Jacobian, from one trace.
+    def weighted(flat: jax.Array) -> tuple[jax.Array, jax.Array]:
         r = residual_fun(unravel(jnp.where(fixed, flat_x, flat)), *args)
-        return jnp.ravel(r if sigma is None else jnp.where(jnp.isinf(sigma), 0.0, r / sigma))
+        r = jnp.ravel(r if sigma is None else jnp.where(jnp.isinf(sigma), 0.0, r / sigma))
+        return r, r
 
-    def with_value(flat: jax.Array) -> tuple[jax.Array, jax.Array]:
-        r = weighted(flat)
-        return r, r  # jacfwd(has_aux=True): the residuals with their Jacobian, one trace
-
-    jacobian, residual = jax.jacfwd(with_value, has_aux=True)(flat_x)
+    jacobian, residual = jax.jacfwd(weighted, has_aux=True)(flat_x)
     at_bound, frozen = held_entries(flat_x, constraints, rule.hold, lambda: residual @ jacobian)
     jacobian = jnp.where(frozen[None, :], 0.0, jacobian)  # held: zero columns too
     points = residual.size if sigma is None else npoints(sigma, residual_fun, flat_x, unravel, args)
