@@ -74,6 +74,44 @@ def test_a_slow_last_row_finishes_in_the_tail():
     np.testing.assert_array_equal(bits(limited.x)[fixed_again], bits(x0)[fixed_again])
 
 
+def test_a_row_failing_beside_a_slow_one_in_the_tail_fails_alone():
+    """Two slow rows reach the tail together, one of them (``SLOW - 1``) into a NaN wall
+    on its way to the valley's floor: each ends with the status and point it gets alone,
+    the other rows keep their bits, and fixed entries theirs."""
+    wall = SLOW - 1
+
+    def objective(x, curvature, center, weight, walled):  # new here: compiles here
+        nan = jnp.where(walled * x[-1] > 0.9, jnp.nan, 0.0)  # its floor: x[-1] = 1
+        return (1 - weight) * quadratic(x, curvature, center) + weight * (valley(x) + nan)
+
+    def solve(x0, fixed, args, batched=True):
+        return fixedopt.minimize(objective, x0, fixed, args=args, batched=batched)
+
+    before = compiled_solves()
+    clean_x0, clean_fixed, clean_args = rows(slow=False)  # no straggler: no tail
+    clean = solve(clean_x0, clean_fixed, (*clean_args, jnp.zeros(200)))
+    x0, fixed, (curvature, center, weight) = rows(slow=True)
+    weight = weight.at[wall].set(1.0)
+    x0[wall], fixed[wall] = x0[SLOW], fixed[SLOW]
+    args = (curvature, center, weight, jnp.zeros(200).at[wall].set(1.0))
+    tailed = solve(x0, fixed, args)
+    assert compiled_solves() == before + 2, "the block's program, then the tail's"
+    steps = np.asarray(tailed.steps)
+    assert min(steps[wall], steps[SLOW]) > 2 * np.max(np.delete(steps, [wall, SLOW]))
+    for row in (wall, SLOW):
+        own = tuple(a[row] for a in args)
+        alone = solve(x0[row], fixed[row], own, batched=False)
+        assert int(tailed.status[row]) == int(alone.status), row
+        np.testing.assert_allclose(tailed.x[row], alone.x, rtol=1e-6, atol=1e-8)
+    assert int(tailed.status[wall]) != Status.CONVERGED, "no wall was met"
+    assert int(tailed.status[SLOW]) == Status.CONVERGED
+    assert bool(jnp.all(jnp.isfinite(tailed.x))), "the wall's NaN reached a point"
+    # The other rows keep their bits, but those solved again beside the two in the tail.
+    changed = np.any(bits(tailed.x) != bits(clean.x), axis=1)
+    assert np.sum(np.delete(changed, [wall, SLOW])) <= TAIL_LANES - 2
+    np.testing.assert_array_equal(bits(tailed.x)[fixed], bits(x0)[fixed])
+
+
 X = np.linspace(0.0, 30.0, 301)
 PEAKS = np.array([40.0, 11.0, 1.2, 25.0, 18.0, 1.6, 0.05, 2.0])
 
