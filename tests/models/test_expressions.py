@@ -93,11 +93,17 @@ def test_a_per_row_tie_is_computed_where_given_and_free_elsewhere():
     assert a == pytest.approx(basis @ data[2] / (basis @ basis), rel=1e-10)
     assert result.stderr["b"][2] == pytest.approx(result.stderr["a"][2] / 3, rel=1e-12)
     assert list(result.nvarys) == [2, 2, 1]
-    # a new pattern of ties and known values, same names and shapes: no new solve compiled
+    # a new pattern of ties and known values, same names and shapes: no new solve
+    # compiled, nor a covariance (which computes the tied parameters and their errors)
+    from fixedopt._results import covariance
+
     before = fixedopt.testing.compiled_solves()
+    covariances = covariance._compiled._cache_size()  # type: ignore[attr-defined]
     params["b"].set(expr=["a / 3", None, None], vary=[True, False, True])
     again = model.fit(data[::-1], params, x=x)
     assert fixedopt.testing.compiled_solves() == before
+    assert covariance._compiled._cache_size() == covariances  # type: ignore[attr-defined]
+    assert again.stderr["b"][0] == pytest.approx(again.stderr["a"][0] / 3, rel=1e-12)
     assert again.best_values["b"][1] == 1.0  # known (fixed at its value)
     assert again.best_values["b"][0] == pytest.approx(again.best_values["a"][0] / 3, rel=1e-15)
 
