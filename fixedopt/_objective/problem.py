@@ -305,8 +305,7 @@ def differentiable_gradient(
 ) -> DifferentiableGradient:
     """``(x, fixed, values, args) -> grad``: the gradient in ``x`` of a least-squares
     row's :func:`differentiable_objective` as ``J^T c``, the residuals' Jacobian ``J``
-    by forward mode and ``c`` the cost's slope in the residuals (the residuals, or the
-    loss's ``value_and_cotangent``, as a solver's step takes it), for a derivative rule
+    by forward mode and ``c`` the cost's slope in the residuals, for a derivative rule
     to differentiate again by forward mode: no reduction per scalar parameter broadcast
     over a model's points, where reverse mode (``jax.grad``) would transpose each
     broadcast into one. ``fixedopt.Implicit(hessian=...)`` says when the rule takes it
@@ -321,9 +320,10 @@ def differentiable_gradient(
 
         # One evaluation of the model: its value comes with the Jacobian.
         jacobian, (out, counts) = jax.jacfwd(flat, has_aux=True)(x)
-        residuals = jnp.ravel(out)
-        slope = residuals if loss is None else loss.value_and_cotangent(residuals, counts)[1]
-        grad_of_cost: jax.Array = jacobian.T @ slope
+        # The cost's slope by jax.grad of the loss's cost, which broadcasts counts of any
+        # shape to the output (value_and_cotangent takes both raveled, as a step has them).
+        slope = jax.grad(lambda out: _cost(loss, out, counts))(out)
+        grad_of_cost: jax.Array = jacobian.T @ jnp.ravel(slope)
         return grad_of_cost.astype(x.dtype)  # as jax.grad's, whatever fun promotes to
 
     return gradient
