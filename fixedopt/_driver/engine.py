@@ -172,6 +172,7 @@ def _solve_traced(plan: Plan, inputs: Inputs) -> Solution:
             inputs.batch,
             _step_bytes(objective, start),
             tail=plan.block,
+            start_in_step=_starts_in_step(solver, objective),
         )
     else:
 
@@ -194,6 +195,26 @@ def _step_bytes(objective: Objective, x: jax.Array) -> int:
     m, n = math.prod(objective.output_shape), x.shape[-1]
     fused = small_linalg.sums_together(jax.ShapeDtypeStruct((m, n), x.dtype))
     return 0 if fused and not objective.loops else m * (n + 1) * x.dtype.itemsize
+
+
+# A least-squares model of at least this many residuals (or with a loop) is started in
+# its lanes' steps, by a solver that can (_starts_in_step).
+START_IN_STEP_RESIDUALS = 256
+
+
+def _starts_in_step(solver: Solver[Any], objective: Objective) -> bool:
+    """Whether the lanes leave their new rows to the solver's step to start
+    (``Solver.starts_in_step``): one evaluation of the model in the program, not two
+    (the step's and the refill's start). Each row then takes one more trip, a whole step
+    of its lane, where the refill evaluated the model alone. Where the model's
+    evaluation dominates its step (a loop, or at least :data:`START_IN_STEP_RESIDUALS`
+    residuals) that costs what the refill's start did: the spectra (301 residuals) and
+    RK4 (a scan of 200) cases ran as fast, their first calls 0.3 and 0.5 s shorter; the
+    decay curves (128 residuals) ran 5% slower, the Gaussian spots (25) 20%
+    (``studies/2026-12-06-start_in_step``)."""
+    if not (solver.starts_in_step and objective.least_squares):
+        return False
+    return objective.loops or math.prod(objective.output_shape) >= START_IN_STEP_RESIDUALS
 
 
 _compiled = jax.jit(_solve, static_argnums=0)

@@ -6,7 +6,8 @@ step. Here the loop advances ``W`` lanes at a time (``W`` much smaller than the 
 ``W`` = ``width``): each lane holds one row. When enough lanes hold a row that has
 stopped (or none is running), one real ``lax.cond`` on the whole lane batch writes
 those rows' results out and loads the next unsolved rows into their lanes, starting
-them. So
+them (or leaving them to the lane's next step, ``start_in_step``: the program then
+holds one evaluation of the objective, the step's). So
 
 - one loop body is compiled whatever the batch size;
 - the loop's working memory is that of ``W`` rows (the results, ``B`` rows, are
@@ -14,8 +15,8 @@ them. So
 - a slow row costs its own steps: the other lanes go on with other rows meanwhile.
 
 With ``W >= B`` (``lanes=`` the batch or more, and batches of at most 8 rows) every
-row has a lane from the start: the rows are started before the loop and nothing is
-refilled or written, the whole batch as one ``vmap``.
+row has a lane from the start: the rows are started before the loop (or by its first
+step) and nothing is refilled or written, the whole batch as one ``vmap``.
 
 The lanes' data and states are carried packed (:mod:`fixedopt._driver.packing`): one array
 per dtype for their scalars and vectors, so that a trip, a refill or a write handles
@@ -62,7 +63,7 @@ from fixedopt._driver.packing import Packed, Packing
 from fixedopt._driver.progress import Progress, report_lanes
 from fixedopt._driver.widths import TAIL_LANES, TAIL_PATIENCE, lanes_for
 from fixedopt._inputs import arrays
-from fixedopt._numerics import buckets, reduce
+from fixedopt._numerics import reduce
 
 Rows = TypeVar("Rows")  # a batch's per-row data (a pytree with a leading batch axis)
 
@@ -100,6 +101,7 @@ class Layout(NamedTuple):
     state: Packing  # of their loop states
     results: Packing  # of the rows' LastStates
     always_new: tuple[Any, ...]  # state's columns a stopped lane takes anyway (solver state)
+    start_in_step: bool  # rows are started by their first step (StepContext.starting)
 
 
 def iterate_lanes(
@@ -114,6 +116,7 @@ def iterate_lanes(
     count: jax.Array | None = None,
     step_bytes: int = 0,
     tail: bool = False,
+    start_in_step: bool = False,
 ) -> LastState:
     """Run every row of a batch through ``width`` lanes until each row stops (or, with
     ``tail``, until a tail is left).
@@ -131,9 +134,12 @@ def iterate_lanes(
       count: the rows to solve, traced, when ``rows`` are padded beyond them
         (:mod:`fixedopt._driver.batching`): the queue ends there, and the padded rows'
         reports are left empty (with every row in a lane, ``W >= B``, they run as the
-        copies of row 0 that they are). None: every row.
+        copies of row 0 that they are), for the caller to drop. None: every row.
       step_bytes: the bytes a row's step holds in memory beyond its data and loop
         state (a least-squares row's Jacobian): its working set sets the default width.
+      start_in_step: the solver starts each row in its lane's first step
+        (``StepContext.starting``; only for a solver with ``Solver.starts_in_step``),
+        not by ``start`` before it (static).
       tail: stop early when the queue has ended and at most ``TAIL_LANES`` rows have
         run alone for ``TAIL_PATIENCE`` trips: those rows are reported as the loop left
         them, ``RUNNING`` or ``PENDING``, for the caller to solve again, narrow
@@ -157,10 +163,10 @@ def iterate_lanes(
     with reduce.folding(folds):
         started = jax.eval_shape(start_row, *one_row)  # one row's loop state (shapes)
     width = lanes_for(width, total, (one_row, started), step_bytes, backend)
-    layout = _layout(*jax.tree.map(_rows_of_one, (one_row[0], started)))
+    layout = _layout(one_row[0], started, start_in_step)
     if folds and not reduce.folding_helps(backend, width, x.shape[1]):
         folds, start_row = False, start_row_jitted()  # wide lanes: traced again, plain
-    start_rows = jax.vmap(start_row)
+    start_rows = _unstarted_rows(layout) if start_in_step else jax.vmap(start_row)
 
     def advance_lanes(data: Any, state: Packed, iteration: jax.Array) -> Packed:
         return _advance(solver, problem_of, stopping, layout, data, state, iteration)
@@ -170,8 +176,7 @@ def iterate_lanes(
     if width == total:
         # Rows padded beyond count (at most 8 rows in all) take their steps, dropped.
         with reduce.folding(folds):
-            whole = _whole_batch(start_rows, advance_lanes, report, layout, rows, x)
-        return whole if count is None else buckets.real_rows(whole, count)
+            return _whole_batch(start_rows, advance_lanes, report, layout, rows, x)
     tail = tail and width > TAIL_LANES
 
     def refill(lanes: Lanes, last: jax.Array) -> Lanes:
@@ -199,9 +204,10 @@ def iterate_lanes(
 
     with reduce.folding(folds):
         final = jax.lax.while_loop(going, body, _empty_lanes(layout, x, width))
+    # Rows padded beyond count are never taken: their reports stay empty, and the
+    # caller drops them (fixedopt._driver.batching).
     unpacked: LastState = layout.results.unpack(final.results)
-    # Rows padded beyond count are never taken: they report row 0's result.
-    return unpacked if count is None else buckets.real_rows(unpacked, count)
+    return unpacked
 
 
 def _report(layout: Layout, limit: jax.Array | int, progress: Progress | None, state: Packed,
@@ -233,8 +239,9 @@ def _rows_of_one(a: jax.ShapeDtypeStruct) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct((1, *a.shape), a.dtype)
 
 
-def _layout(one_row: Any, started: LoopState) -> Layout:
+def _layout(one_row: Any, one_state: LoopState, start_in_step: bool) -> Layout:
     """The packings of a solve, from one row's data and loop state (shapes)."""
+    one_row, started = jax.tree.map(_rows_of_one, (one_row, one_state))
     state = Packing.of(started)
     # advance keeps a stopped lane's x, value and grad itself (StepContext.active): so
     # the carried grad is the one its tests read, computed once (XLA fuses a value
@@ -247,6 +254,7 @@ def _layout(one_row: Any, started: LoopState) -> Layout:
         state,
         Packing.of(_reported(started), vectors=True),
         state.columns(flags),
+        start_in_step,
     )
 
 
@@ -273,7 +281,8 @@ def _advance(
     checks = certifies(solver)
 
     def one(row: Any, state: LoopState, running: jax.Array) -> LoopState:
-        context = StepContext(running, iteration)
+        starting = (state.steps < 0) if layout.start_in_step else False
+        context = StepContext(running, iteration, starting)
         new = advance(solver, problem_of(row), state, stopping, context, check=False)
         if checks:
             new = new._replace(status=jnp.where(to_certify(new), PENDING, new.status))
@@ -333,6 +342,20 @@ def _empty_lanes(layout: Layout, x: jax.Array, width: int) -> Lanes:
     idle = jnp.full((), width, jnp.int32)
     return Lanes(zero, zero, idle, zero, zero, jnp.full((width,), total, jnp.int32),
                  layout.data.zeros(width), state, results)  # fmt: skip
+
+
+def _unstarted_rows(layout: Layout) -> Callable[[Any, jax.Array], LoopState]:
+    """``(rows, x) -> states`` of rows that their lanes' next step starts
+    (``StepContext.starting``): at their given starts ``x``, RUNNING, at step -1, the
+    rest zeros."""
+
+    def unstarted(rows: Any, x: jax.Array) -> LoopState:
+        count = x.shape[0]
+        blank: LoopState = layout.state.unpack(layout.state.zeros(count))
+        return blank._replace(x=x.astype(blank.x.dtype), steps=jnp.full((count,), -1, jnp.int32),
+                              status=jnp.full((count,), RUNNING, jnp.int32))  # fmt: skip
+
+    return unstarted
 
 
 def _idle(state: LoopState) -> tuple[jax.Array, jax.Array]:

@@ -154,12 +154,28 @@ def _start_outside(problem: Problem, x: jax.Array) -> jax.Array:
 
 def start(solver: AnySolver, problem: Problem, x: jax.Array, stopping: Stopping) -> LoopState:
     """Project the starting point, evaluate it, and give the row its first status
+    (:func:`begin`)."""
+    value, grad, solver_state = solver.start(problem, problem.project(x))
+    return begin(solver, problem, x, value, grad, solver_state, stopping)
+
+
+def begin(
+    solver: AnySolver,
+    problem: Problem,
+    given: jax.Array,
+    value: jax.Array,
+    grad: jax.Array,
+    solver_state: Any,
+    stopping: Stopping,
+) -> LoopState:
+    """The row's first loop state from its start ``given`` and the objective's ``value``,
+    ``grad`` and the solver's state at its projection (``solver.start`` there, or a
+    step that started the row: ``StepContext.starting``), with its first status
     (``INFEASIBLE`` where its bounds are empty or a least-squares start lies outside
     them: such a start is kept, and its value and gradient, not evaluated there, are
     NaN)."""
-    outside = _start_outside(problem, x)
-    given, x = x, problem.project(x)
-    value, grad, solver_state = solver.start(problem, x)
+    outside = _start_outside(problem, given)
+    x = problem.project(given)
     grad_norm = problem.grad_norm(x, grad)
     finite = jnp.isfinite(value) & reduce.all_true(jnp.isfinite(grad))
     outcome = jnp.where(finite, RUNNING, Status.NONFINITE)
@@ -232,6 +248,9 @@ def advance(
     status, reason = _verdict(stop_status(step.outcome), tests, steps, stopping)
     new = LoopState(x, value, grad, grad_norm, steps, status, reason, gamma, state.initial_value,
                     state.doubted, step.state)  # fmt: skip
+    if context.starting is not False:  # a row this step started: its first state
+        begun = begin(solver, problem, state.x, step.value, step.grad, step.state, stopping)
+        new = jax.tree.map(lambda a, b: jnp.where(context.starting, a, b), begun, new)
     if not (check and certifies(solver)):
         return new
     checked: LoopState = jax.lax.cond(

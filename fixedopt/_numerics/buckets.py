@@ -5,12 +5,11 @@ A compiled program is specialised to its arrays' shapes, so a new batch size ``B
 compile it again. Here a batch's rows are padded with copies of row 0 to a size ``P``
 (:func:`bucket`, the next power of two; the solve's own sizes are chosen in
 :mod:`fixedopt._driver.batching`), and the true count travels as data. The lanes never
-take a padded row (their queue ends at ``B``); the padded rows report row 0's result
-(:func:`real_rows`), so that everything computed from them (the derivative rule, the
-covariance) is row 0's own, finite where row 0's is, and is dropped; the results are cut
-back to ``B`` rows (:func:`first_rows`). The padding costs memory for the inputs and
-results only, no steps. A program that maps each row on its own (the covariance) runs in
-chunks of a fixed number of rows instead (:func:`in_chunks`).
+take a padded row (their queue ends at ``B``) and leave its report empty; the results
+are cut back to ``B`` rows (:func:`first_rows`) before anything else reads them (the
+derivative rule, the covariance: programs of their own). The padding costs memory for
+the inputs and results only, no steps. A program that maps each row on its own (the
+covariance) runs in chunks of a fixed number of rows instead (:func:`in_chunks`).
 """
 
 from __future__ import annotations
@@ -83,18 +82,6 @@ def first_rows(tree: Any, count: int, backend: str) -> Any:
 @functools.partial(jax.jit, static_argnums=1)
 def _first_rows_compiled(tree: Any, count: int) -> Any:
     return jax.tree.map(lambda leaf: leaf[:count], tree)
-
-
-def real_rows(report: Any, count: jax.Array) -> Any:
-    """``report`` (a tree of ``(P, ...)`` leaves) with each padded row (``>= count``)
-    replaced by row 0's."""
-    leaves = jax.tree.leaves(report)
-    if not leaves:
-        return report
-    size = leaves[0].shape[0]
-    rows = jnp.arange(size, dtype=jnp.int32)
-    source = jnp.where(rows < count, rows, 0)
-    return jax.tree.map(lambda leaf: leaf[source], report)
 
 
 # Rows per call of a program mapped over a batch in chunks (:func:`in_chunks`).

@@ -97,6 +97,7 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
             )
 
     needs_residuals = True
+    starts_in_step = True
 
     def gradient_measure(
         self,
@@ -126,13 +127,18 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         residual, jacobian = residuals_and_jacobian(problem, x)
         normal, grad, squared = small_linalg.normal_sums(jacobian, residual)
         value = problem.residual_value(x, residual) if problem.robust else 0.5 * squared
+        return value, grad, self._fresh(problem, x, normal, squared)
+
+    def _fresh(
+        self, problem: Problem, x: jax.Array, normal: jax.Array, squared: jax.Array
+    ) -> LevenbergMarquardtState:
+        """The state at a start whose ``J^T J`` is ``normal`` and ``|r|^2`` ``squared``."""
         damping = jnp.asarray(self.initial_damping, x.dtype)
         scale = problem.free_part(jnp.diagonal(normal).astype(x.dtype))
         walls, short = jnp.zeros((), jnp.int32), jnp.zeros(x.shape, bool)
-        state = LevenbergMarquardtState(
+        return LevenbergMarquardtState(
             normal, jnp.sqrt(squared), damping, jnp.asarray(2.0, x.dtype), scale, walls, short
         )
-        return value, grad, state
 
     def step(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array,
@@ -151,6 +157,8 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
 
         step, gauss_newton = jax.vmap(solve)(dampings)
         x_trial = short_of_bounds(problem, x, x + step, state.short)
+        if context.starting is not False:  # a row started here is evaluated at its start
+            x_trial = jnp.where(context.starting, problem.project(x), x_trial)
         step = problem.free_part(x_trial - x)
         residual, jacobian = residuals_and_jacobian(problem, x_trial)
         # The next step's system, the gradient and |r|^2, formed once (on the CPU in
@@ -168,28 +176,14 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         finite = jnp.isfinite(trial_value) & jnp.all(jnp.isfinite(normal))
         trapped = _trapped(problem, x, x_trial, state.normal, normal)
         accepted = finite & (predicted > 0) & (gain > 1e-4) & ~reduce.any_true(trapped)
-        damping, growth = _next_damping(state, accepted, gain, reduce.any_true(trapped))
-
-        def keep(new: jax.Array, old: jax.Array) -> jax.Array:
-            return jnp.where(accepted, new, old)
-
-        scale = jnp.maximum(state.scale, problem.free_part(jnp.diagonal(normal).astype(x.dtype)))
-        new_state = LevenbergMarquardtState(
-            keep(normal, state.normal),
-            keep(jnp.sqrt(squared), state.residual_norm),
-            damping,
-            growth,
-            keep(scale, state.scale),
-            jnp.where(accepted, 0, state.walls + (~finite).astype(jnp.int32)),
-            state.short | trapped,
-        )
+        new_state = _next_state(problem, state, accepted, finite, trapped, gain, normal, squared)
         rounding = EPS_FACTOR * eps_of(value) * value
         no_progress = ~reduce.any_true(step != 0) | ((predicted >= 0) & (predicted <= rounding))
-        spent, walled = damping > self.max_damping, new_state.walls > 0
+        spent, walled = new_state.damping > self.max_damping, new_state.walls > 0
         outcome = _outcome(accepted, finite, no_progress, spent, walled)
         # ftol and precision read the larger prediction (see cauchy_reduction):
         cauchy = cauchy_reduction(state.normal, grad, free, state.scale, self.initial_damping)
-        return Step(
+        result = Step(
             x=x_trial,
             value=trial_value,
             grad=trial_grad,
@@ -198,6 +192,44 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
             predicted=jnp.maximum(jnp.maximum(predicted, cauchy), 0.0),
             relative_step=relative_step,
         )
+        if context.starting is False:
+            return result
+        return self._started(problem, result, context.starting, normal, squared)
+
+    def _started(
+        self, problem: Problem, step: Step[LevenbergMarquardtState], starting: jax.Array | bool,
+        normal: jax.Array, squared: jax.Array,
+    ) -> Step[LevenbergMarquardtState]:  # fmt: skip
+        """``step`` where ``starting`` (``StepContext.starting``): the row's start at the
+        step's point, ``J^T J`` there ``normal`` and ``|r|^2`` ``squared``, accepted."""
+        fresh = self._fresh(problem, step.x, normal, squared)
+        state = jax.tree.map(lambda a, b: jnp.where(starting, a, b), fresh, step.state)
+        outcome = jnp.where(starting, Outcome.ACCEPT, step.outcome).astype(jnp.int32)
+        return step._replace(state=state, outcome=outcome)
+
+
+def _next_state(
+    problem: Problem, state: LevenbergMarquardtState, accepted: jax.Array, finite: jax.Array,
+    trapped: jax.Array, gain: jax.Array, normal: jax.Array, squared: jax.Array,
+) -> LevenbergMarquardtState:  # fmt: skip
+    """The state after a trial whose ``J^T J`` is ``normal`` and ``|r|^2`` ``squared``:
+    theirs where it is ``accepted``, the damping of :func:`_next_damping`."""
+    damping, growth = _next_damping(state, accepted, gain, reduce.any_true(trapped))
+
+    def keep(new: jax.Array, old: jax.Array) -> jax.Array:
+        return jnp.where(accepted, new, old)
+
+    dtype = state.scale.dtype
+    scale = jnp.maximum(state.scale, problem.free_part(jnp.diagonal(normal).astype(dtype)))
+    return LevenbergMarquardtState(
+        keep(normal, state.normal),
+        keep(jnp.sqrt(squared), state.residual_norm),
+        damping,
+        growth,
+        keep(scale, state.scale),
+        jnp.where(accepted, 0, state.walls + (~finite).astype(jnp.int32)),
+        state.short | trapped,
+    )
 
 
 def _next_damping(
