@@ -124,26 +124,42 @@ def test_batched_and_vmapped_gradients_agree_with_rows():
     np.testing.assert_allclose(vmapped, one_by_one, rtol=1e-10, atol=1e-12)
 
 
-def test_least_squares_gradients_match_finite_differences():
+def test_least_squares_gradients_match_the_implicit_function_theorem():
     t = jnp.linspace(0.0, 2.0, 25)
 
     def residuals(p, y):
         return p[0] * jnp.exp(-p[1] * t) + p[2] - y
 
-    y = 2.0 * jnp.exp(-1.5 * t) + 0.3 + 0.01 * jnp.asarray(_rng.normal(size=25))
+    noise = np.random.default_rng(11).normal(size=25)
+    y = 2.0 * jnp.exp(-1.5 * t) + 0.3 + 0.01 * jnp.asarray(noise)
     fixed = jnp.array([False, False, True])
 
-    def loss(y, offset):
+    def solve(y, offset):
         x0 = jnp.array([1.0, 1.0, 0.0]).at[2].set(offset)
-        sol = fixedopt.least_squares(residuals, x0, fixed, args=(y,), gtol=1e-12)
-        return sol.x[0] + sol.x[1] ** 2
+        return fixedopt.least_squares(residuals, x0, fixed, args=(y,), gtol=1e-12).x
+
+    def loss(y, offset):
+        x = solve(y, offset)
+        return x[0] + x[1] ** 2
 
     grad_y, grad_offset = jax.grad(loss, argnums=(0, 1))(y, 0.3)
-    # Wider differences than above: each perturbed solve stops within ~1e-10 of its
-    # optimum (Levenberg-Marquardt's damping gives out before gtol=1e-12 there), which
-    # a 1e-6 difference would amplify to ~1e-4. The truncation error at 1e-3 is ~1e-7.
-    fd_y = central_differences(lambda v: float(loss(jnp.asarray(v), 0.3)), y, eps=1e-3)
-    np.testing.assert_allclose(grad_y, fd_y, atol=1e-6)
+    # The reference, written out: at the solution the free gradient of the cost
+    # 0.5 |r(p, y)|^2 vanishes, so dp/dy = -H^-1 d(grad)/dy on the free block, with H
+    # the cost's full Hessian there (second-order terms included). Finite differences
+    # of whole solves were no reference: each solve stops within ~1e-8 of its optimum
+    # (working precision of f), which a difference of 1e-3 amplifies to ~1e-5.
+    p = solve(y, 0.3)
+
+    def free_gradient(q, y):
+        cost = lambda q: 0.5 * jnp.sum(residuals(jnp.array([q[0], q[1], 0.3]), y) ** 2)
+        return jax.grad(cost)(q)
+
+    q = p[:2]
+    hessian = jax.jacfwd(free_gradient, argnums=0)(q, y)
+    mixed = jax.jacfwd(free_gradient, argnums=1)(q, y)
+    dq_dy = -np.linalg.solve(np.asarray(hessian), np.asarray(mixed))
+    expected = np.array([1.0, 2.0 * float(q[1])]) @ dq_dy
+    np.testing.assert_allclose(grad_y, expected, rtol=1e-7, atol=1e-12)
     fd = (float(loss(y, 0.3 + 1e-3)) - float(loss(y, 0.3 - 1e-3))) / 2e-3
     np.testing.assert_allclose(grad_offset, fd, rtol=1e-5)  # the offset's curvature is larger
 
