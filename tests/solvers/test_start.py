@@ -111,3 +111,24 @@ def test_a_long_model_is_evaluated_in_one_place_through_lanes(points):
 
     apart, default = tanh_count(StartedApart()), tanh_count(fixedopt.LevenbergMarquardt())
     assert default > 0 and (2 * default if points >= 256 else default) == apart, (default, apart)
+
+
+def test_a_row_started_in_its_step_keeps_its_bits_whoever_its_neighbours():
+    # Rows started in their lanes' steps: a row gets the same bits, and takes the same
+    # steps, in any order of the batch and in a batch of its first rows alone, through
+    # lanes of the same width (fixedopt._driver.lanes).
+    rng = np.random.default_rng(5)
+    y = 2.0 * np.exp(-1.3 * LONG_T) + 0.5 + rng.normal(0.0, 0.01, (60, LONG_T.size))
+    x0 = np.array([2.0, 1.3, 0.5]) * rng.uniform(0.5, 1.5, (60, 3))
+    fixed = rng.random((60, 3)) < 0.3
+    order = rng.permutation(60)
+
+    def solve(rows):
+        return fixedopt.least_squares(long_residuals, x0[rows], fixed[rows], args=(y[rows],),
+                                      batched=True, lanes=8)  # fmt: skip
+
+    whole, shuffled, first = solve(slice(None)), solve(order), solve(slice(0, 13))
+    np.testing.assert_array_equal(np.asarray(whole.x)[order], shuffled.x)
+    np.testing.assert_array_equal(np.asarray(whole.steps)[order], shuffled.steps)
+    np.testing.assert_array_equal(np.asarray(whole.x)[:13], first.x)
+    assert bool(np.all(whole.converged))
