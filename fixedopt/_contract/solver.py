@@ -208,9 +208,11 @@ class Solver(abc.ABC, Generic[State]):
     # evaluation each, about one step of a solver whose step is one evaluation. Below 1
     # for a solver whose step costs several (the lanes then refill sooner).
     refill_cost: ClassVar[float] = 1.0
-    # True for a solver whose ``step`` can start a row (``StepContext.starting``): the
-    # lanes then start their new rows in the next trip's step, so that the program
-    # holds one evaluation of the objective (the step's), not a second one (start's).
+    # True for a least-squares solver whose ``step`` can start a row
+    # (``StepContext.starting``): where the model dominates the step (a loop, or 256
+    # residuals or more: fixedopt._driver.engine._starts_in_step) the lanes then start
+    # their new rows in the next trip's step, so that the program holds one evaluation
+    # of the objective (the step's), not a second one (start's).
     starts_in_step: ClassVar[bool] = False
 
     @abc.abstractmethod

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import fixedopt
+from fixedopt.testing import compiled_solves
 
 T = np.linspace(0.0, 2.0, 7)
 Y = 2.0 * np.exp(-1.3 * T) + 0.5
@@ -116,7 +117,7 @@ def test_a_long_model_is_evaluated_in_one_place_through_lanes(points):
 def test_a_row_started_in_its_step_keeps_its_bits_whoever_its_neighbours():
     # Rows started in their lanes' steps: a row gets the same bits, and takes the same
     # steps, in any order of the batch and in a batch of its first rows alone, through
-    # lanes of the same width (fixedopt._driver.lanes).
+    # lanes of the same width (fixedopt._driver.lanes); a new mask compiles nothing.
     rng = np.random.default_rng(5)
     y = 2.0 * np.exp(-1.3 * LONG_T) + 0.5 + rng.normal(0.0, 0.01, (60, LONG_T.size))
     x0 = np.array([2.0, 1.3, 0.5]) * rng.uniform(0.5, 1.5, (60, 3))
@@ -127,8 +128,15 @@ def test_a_row_started_in_its_step_keeps_its_bits_whoever_its_neighbours():
         return fixedopt.least_squares(long_residuals, x0[rows], fixed[rows], args=(y[rows],),
                                       batched=True, lanes=8)  # fmt: skip
 
-    whole, shuffled, first = solve(slice(None)), solve(order), solve(slice(0, 13))
+    whole = solve(slice(None))
+    before = compiled_solves()
+    shuffled, first = solve(order), solve(slice(0, 13))
     np.testing.assert_array_equal(np.asarray(whole.x)[order], shuffled.x)
     np.testing.assert_array_equal(np.asarray(whole.steps)[order], shuffled.steps)
     np.testing.assert_array_equal(np.asarray(whole.x)[:13], first.x)
     assert bool(np.all(whole.converged))
+    fixed[:] = ~fixed  # a new mask in every row
+    fixed[:, 1] = False
+    other = solve(slice(None))
+    assert compiled_solves() == before + 1, "a batch of 13 rows (bucket 16), not the mask"
+    np.testing.assert_array_equal(np.asarray(other.x)[fixed], x0[fixed])
