@@ -4,8 +4,8 @@ loop, by fixedopt with a per-row objective (``jax.scipy.signal.convolve2d`` unde
 ``vmap``) and with ``vectorized=True`` (one grouped ``lax.conv_general_dilated`` over
 the lane batch), and with the blur written as 49 shifted copies of the image, per row
 and vectorized; same tolerance (max |projected gradient| <= gtol), interleaved. What
-one evaluation costs in each form, zero-padded FFTs included:
-``studies/2026-12-04-conv_forms/``."""
+one evaluation costs in each form, zero-padded FFTs included: ``docs/decisions.md``,
+"Per-image blur forms on XLA:CPU"."""
 
 import functools
 

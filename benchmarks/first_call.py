@@ -7,12 +7,13 @@ own time of: a ``new model`` (the first call); a ``new batch`` (the same process
 of the batch) and ``5 rows`` (then a batch of 5, a program of its own); a ``new
 process`` (a second process, the cache the first left); the first ``gradient``
 (spectra: the first ``jax.grad`` of one fit's centre, after that fit's first forward
-call: ``studies/2026-12-04-gradient_first_call``). The first call's compile is
+call: ``docs/decisions.md``, "The first gradient through a solve"). The first call's compile is
 split into JAX's stages (trace, lowering, XLA); a third process dumps XLA's optimized
 programs and counts what they hold (instructions, while loops, fusions: each a kernel;
-XLA's passes: ``studies/2026-12-03-compile_time``). Cases (:data:`BATCHES`: B, then the
-new batch): ``spectra``, ``rk4``, ``spot``, ``quad64`` (float64 but ``spot``), below.
-Medians over ``--repeats``. Writes ``<out>/<backend>-first_call[-label]-<date>.{json,md}``.
+XLA's passes: ``docs/decisions.md``, "Where a solve's compile goes"). Cases
+(:data:`BATCHES`: B, then the new batch): ``spectra``, ``rk4``, ``spot``, ``quad64``
+(float64 but ``spot``), below. Medians over ``--repeats``. Writes
+``<out>/<backend>-first_call[-label]-<date>.{json,md}``.
 """
 
 import argparse
@@ -49,7 +50,7 @@ STAGES = {"trace": "jaxpr_trace", "lower": "jaxpr_to_mlir_module", "compile": "b
 
 # ---------------------------------------------------------------- the cases (child side)
 # Each returns its timed calls: ``call`` first (then, spectra: ``forward``, ``gradient``);
-# spectra and rk4 also their ``inputs`` (p0, fixed, y) for studies that jit the call.
+# spectra and rk4 also their ``inputs`` (p0, fixed, y) for measurements that jit the call.
 
 
 X_SPECTRA = np.linspace(0.0, 30.0, 301)

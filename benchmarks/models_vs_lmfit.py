@@ -8,7 +8,7 @@ included, and warm calls); lmfit's loop (``leastsq``) fits ``--lmfit-fits`` of t
 time per fit scaled to the batch. The plain function fakes the tie as lmfit users do: an
 11th parameter, a per-spectrum flag, always fixed (``p2_sigma`` fixed where it is set).
 Equality on those fits: both sides at their defaults, and both with the exact Jacobian
-(lmfit's ``Dfun``) and tolerances of 1e-15 (``studies/2026-12-05-lmfit_equality/``).
+(lmfit's ``Dfun``) and tolerances of 1e-15 (``docs/decisions.md``, "Equality with lmfit").
 
     python -m benchmarks.models_vs_lmfit --spectra 2000 --lmfit-fits 200 [--out DIR]
 
@@ -237,8 +237,8 @@ def markdown(r: dict, env: dict) -> list[str]:
         "out). A value near 0 (the slope) has a large relative difference for any method; "
         "the distance in standard errors is the measure. The gap at lmfit's defaults is "
         "lmfit's: its forward-difference Jacobian, and MINPACK's stop at ftol = xtol = 1.5e-8 "
-        "with the covariance of the last Jacobian it evaluated (the study "
-        "`studies/2026-12-05-lmfit_equality/` in the repository).", "",
+        "with the covariance of the last Jacobian it evaluated (the decision "
+        "\"Equality with lmfit\" in `docs/decisions.md`).", "",
         "Reproduce: `python -m benchmarks.models_vs_lmfit "
         f"--spectra {r['spectra']} --lmfit-fits {r['lmfit_fits']} --rounds {r['rounds']}`",
     ]  # fmt: skip

@@ -1,9 +1,9 @@
 """The ``tiny`` suite: millions of small fits (Gpufit's protocol, decay curves), the
 small-n L-BFGS case against TFP and optax, and what one step costs in memory traffic;
 ``tiny_large``: the Gpufit protocol at 1e7 fits. (The small free blocks are solved by
-fused elementwise arithmetic; its comparison with the LAPACK path it replaced is the
-study ``studies/2026-12-01-gpufit_commits/``; compile time against the batch size, the
-study ``studies/2026-12-05-tiny_compile/``.)
+fused elementwise arithmetic; its comparison with the LAPACK path it replaced, and compile
+time against the batch size: ``docs/decisions.md``, "The Gpufit protocol across commits"
+and "Compile time against the batch size".)
 """
 
 import re

@@ -7,7 +7,7 @@
   docstring (a missing one is a warning: the strict build fails);
 * ``notebooks/*.ipynb``: the committed notebooks, rendered by mkdocs-jupyter;
 * ``benchmarks/``: each current results table of ``benchmarks/results/*.md`` with its
-  plots (finished studies stay in ``studies/``, off the site).
+  plots (what finished investigations settled is the guide's ``decisions.md``).
 
 Every page is checked after rendering: a docstring example (``>>>``) outside a code
 block is a warning, so the strict build fails on it.
@@ -42,6 +42,7 @@ GUIDE = {
     "Differentiation": "differentiation.md",
     "Writing a solver": "writing-a-solver.md",
     "Architecture": "architecture.md",
+    "Decisions": "decisions.md",
 }
 
 # The API reference by topic, in the order a user meets the names; a public name in none
@@ -230,8 +231,8 @@ def benchmarks_page(results) -> str:
     intro = (
         "# Benchmarks\n\nThe current results of each suite (`python -m benchmarks.run --suite "
         "NAME`, `make bench` for the CPU suite) and of the other benchmark programs "
-        "(`benchmarks/results/` in the repository). Finished investigations, with their "
-        "conclusions, are in the repository's `studies/`.\n"
+        "(`benchmarks/results/` in the repository). What finished investigations "
+        "settled, with their numbers, is in [Decisions](../decisions.md).\n"
     )
     return "\n".join([intro, *links]) + "\n"
 

@@ -99,30 +99,24 @@ def imported_modules(path: pathlib.Path) -> set[str]:
     return names
 
 
-BANNED_IMPORTS = (("benchmarks", ("tests", "studies")), ("fixedopt", ("studies",)),
-                  ("tests", ("studies",)), ("docs", ("studies",)))  # fmt: skip
-
-
-def test_benchmarks_import_neither_tests_nor_studies():
+def test_benchmarks_do_not_import_tests():
     """The suites stand alone: the problems tests share with them are the library's
-    (``fixedopt.testing_problems``), and no code imports a finished study."""
+    (``fixedopt.testing_problems``)."""
     offenders = [
         f"{path.relative_to(ROOT)}: {name}"
-        for folder, banned in BANNED_IMPORTS
-        for path in sorted((ROOT / folder).rglob("*.py"))
+        for path in sorted((ROOT / "benchmarks").rglob("*.py"))
         for name in imported_modules(path)
-        if name.split(".")[0] in banned
+        if name.split(".")[0] == "tests"
     ]
     assert not offenders, offenders
 
 
-def test_benchmarks_and_studies_use_only_public_modules():
-    """No suite or study reaches a private module of fixedopt (``fixedopt._solvers``...);
+def test_benchmarks_use_only_public_modules():
+    """No suite reaches a private module of fixedopt (``fixedopt._solvers``...);
     ``python -m fixedopt``'s module, ``fixedopt.__main__``, is public."""
     offenders = [
         f"{path.relative_to(ROOT)}: {name}"
-        for folder in ("benchmarks", "studies")
-        for path in sorted((ROOT / folder).rglob("*.py"))
+        for path in sorted((ROOT / "benchmarks").rglob("*.py"))
         for name in imported_modules(path)
         if re.match(r"fixedopt\._(?!_main__$)", name)
     ]
@@ -131,8 +125,8 @@ def test_benchmarks_and_studies_use_only_public_modules():
 
 def test_the_import_check_finds_a_test_import(tmp_path):
     script = tmp_path / "x.py"
-    script.write_text("import os\nfrom tests import helpers\nimport studies.x as s\n")
-    assert imported_modules(script) == {"os", "tests", "studies.x"}
+    script.write_text("import os\nfrom tests import helpers\nimport fixedopt._x as x\n")
+    assert imported_modules(script) == {"os", "tests", "fixedopt._x"}
 
 
 SUITE_RESULT = re.compile(
@@ -155,7 +149,8 @@ def suite_results():
 
 def test_every_results_file_is_the_run_of_a_suite():
     """A result that no suite or benchmark command writes (an investigation's, or the
-    run of a script that has left) belongs to a study, off the docs site."""
+    run of a script that has left) is a decision's data: a paragraph in
+    ``docs/decisions.md`` names the commit that holds it, off the tree."""
     strays = [path.name for path, match in suite_results() if match is None]
     assert not strays, strays
 
@@ -176,7 +171,7 @@ def test_committed_files_name_no_machine_paths():
     machine = re.compile(r"/(?:work|home|root|tmp)/[\w.-]+")
     offenders = [
         f"{path.relative_to(ROOT)}: {found}"
-        for folder in ("benchmarks", "studies", "docs")
+        for folder in ("benchmarks", "docs")
         for path in sorted((ROOT / folder).rglob("*"))
         if path.suffix in (".md", ".py", ".txt", ".yml")
         for found in machine.findall(path.read_text())
@@ -184,9 +179,28 @@ def test_committed_files_name_no_machine_paths():
     assert not offenders, offenders
 
 
-def test_every_study_is_in_the_index():
-    index = (ROOT / "studies" / "README.md").read_text()
-    dated = (p for p in (ROOT / "studies").iterdir() if p.is_dir() and p.name[0].isdigit())
-    folders = sorted(p.name for p in dated)
-    missing = [name for name in folders if f"[{name}]({name}/README.md)" not in index]
-    assert folders and not missing, missing
+# A finished investigation is a section of docs/decisions.md, its script and data in git's
+# history: "Study `<date>-<name>`, commit <hash>." A path into a study folder points at
+# nothing in the tree.
+DECISION_SOURCE = re.compile(r"^Study `\d{4}-\d{2}-\d{2}-\w+`, commit [0-9a-f]{7,40}", re.M)
+STUDY_PATH = re.compile(r"studies/\d{4}-\d{2}-\d{2}")
+
+
+def test_every_decision_names_its_study_and_commit():
+    text = (ROOT / "docs" / "decisions.md").read_text()
+    sections = re.split(r"^### ", text, flags=re.M)[1:]
+    unsourced = [s.splitlines()[0] for s in sections if len(DECISION_SOURCE.findall(s)) != 1]
+    assert len(sections) >= 40 and not unsourced, unsourced
+
+
+def test_nothing_points_into_a_study_folder():
+    assert not (ROOT / "studies").exists(), "finished studies are docs/decisions.md"
+    files = [ROOT / "README.md", ROOT / "mkdocs.yml"]
+    for folder in ("fixedopt", "benchmarks", "docs", "tests"):
+        files += [p for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".md", ".yml")]
+    offenders = [
+        f"{path.relative_to(ROOT)}: {found}"
+        for path in sorted(files)
+        for found in STUDY_PATH.findall(path.read_text())
+    ]
+    assert not offenders, offenders

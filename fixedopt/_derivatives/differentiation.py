@@ -153,8 +153,8 @@ class Implicit(Differentiation):
         pseudo-Voigt peaks and a line (n = 8) compile their first gradient in 0.6x the
         time and run a batch's in 0.62x the time and 0.43x the memory, where an RK4
         integration written with vectors (n = 6) runs 1.26x slower
-        (``studies/2026-12-05-gradient_rule_modes``). A ``minimize`` row always uses
-        reverse mode.
+        (``docs/decisions.md``, "The implicit rule's gradient by forward mode"). A
+        ``minimize`` row always uses reverse mode.
 
     Example:
       >>> import jax, jax.numpy as jnp

@@ -4,11 +4,12 @@ XLA:CPU generates each fused kernel with one of two code generators: the MLIR fu
 emitters (jaxlib 0.10's default) or the older elemental emitter. A least-squares
 solve (Levenberg–Marquardt, Gauss–Newton) compiles through the older one in 0.6 to 0.8
 times the time, and runs as fast; an L-BFGS solve compiles faster too but runs 8% to 13%
-slower, so ``minimize``'s solvers keep XLA's defaults
-(``studies/2026-12-02-compiler_options``). A fit's covariance, and a model fit's
+slower, so ``minimize``'s solvers keep XLA's defaults (``docs/decisions.md``, "XLA:CPU's
+elemental emitter for least-squares solves"). A fit's covariance, and a model fit's
 derived parameters and curves, compile with them too
 (:func:`fixedopt._numerics.cpu_compiler.jit_for_cpu`: 0.6x the time, as fast:
-``studies/2026-12-05-covariance_options``). Other backends keep XLA's defaults.
+``docs/decisions.md``, "A fit's covariance with the elemental emitter"). Other backends
+keep XLA's defaults.
 
 ``jax.jit`` takes such options only at the top level: a solve traced inside the
 caller's own ``jit``, ``vmap``, ``grad`` or ``scan`` is compiled by the caller's

@@ -189,7 +189,7 @@ def _step_bytes(objective: Objective, x: jax.Array) -> int:
     sums them as they are made (a few columns: ``small_linalg.sums_together``) from a
     model of straight-line code (one with a loop, an ODE integrator's ``scan``, makes
     its Jacobian in memory). None counted for ``minimize``: its gradient is in the
-    loop state. Measured: ``studies/2026-12-05-batch_sizes``."""
+    loop state. Measured: ``docs/decisions.md``, "One compiled solve for every batch size"."""
     if not objective.least_squares:
         return 0
     m, n = math.prod(objective.output_shape), x.shape[-1]
@@ -211,7 +211,7 @@ def _starts_in_step(solver: Solver[Any], objective: Objective) -> bool:
     residuals) that costs what the refill's start did: the spectra (301 residuals) and
     RK4 (a scan of 200) cases ran as fast, their first calls 0.3 and 0.5 s shorter; the
     decay curves (128 residuals) ran 5% slower, the Gaussian spots (25) 20%
-    (``studies/2026-12-06-start_in_step``)."""
+    (``docs/decisions.md``, "Rows started in their lanes' steps")."""
     if not (solver.starts_in_step and objective.least_squares):
         return False
     return objective.loops or math.prod(objective.output_shape) >= START_IN_STEP_RESIDUALS

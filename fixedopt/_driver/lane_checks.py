@@ -44,8 +44,8 @@ def certify_some(
     The cond costs all its slots whatever number of lanes waits. Run whenever one
     waited, it ran on nearly every trip where rows stop a few at a time (quad n = 16,
     B = 1024: about 5 a trip of 128 lanes, 16 slots), and the certified solve took 2.1x
-    the uncertified one's time; waiting for full slots, 1.3x (``certify_cost``,
-    ``benchmarks/results/cpu-certify-cost-2026-12-03.md``)."""
+    the uncertified one's time; waiting for full slots, 1.3x (``docs/decisions.md``,
+    "Certifying L-BFGS's CONVERGED verdicts")."""
     status = states.unpack(packed).status
     waiting = status == PENDING
     width = waiting.shape[0]

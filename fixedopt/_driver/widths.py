@@ -17,7 +17,7 @@ import jax
 # a least-squares Jacobian the step holds in memory), but at least 64: a trip also has
 # a part that does not grow with its lanes (the loop's test, the refill, the solver's
 # per-trip scalars), and rows of a few kB (L-BFGS at n = 64, n = 512) fit 5-34 to the
-# cache but ran 6-24% slower than at 64-256 lanes (studies/2026-12-04-lane_widths). On
+# cache but ran 6-24% slower than at 64-256 lanes (docs/decisions.md, "Lane widths on the CPU"). On
 # an accelerator, enough rows to fill it. Never more than an eighth of the rows compiled
 # for (on the CPU a block of them: _driver.batching), so that slow rows overlap with
 # others, and never fewer than 8.
@@ -30,9 +30,9 @@ ACCELERATOR_LANES = 1 << 16
 # those rows are solved again from their starts, TAIL_LANES wide (a program of its own,
 # compiled when a model first has such a tail; their steps in the block are lost). A
 # lone trip of 64 lanes cost 0.40 ms where the row's own step costs 24-37 us
-# (studies/2026-12-05-degenerate_tail); TAIL_PATIENCE lone trips (a few ms) are what a
-# batch without a straggler can pay, whose last rows stop within a few trips of the
-# queue's end.
+# (docs/decisions.md, "One degenerate spectrum in 2,000"); TAIL_PATIENCE lone trips (a
+# few ms) are what a batch without a straggler can pay, whose last rows stop within a
+# few trips of the queue's end.
 TAIL_LANES = 2
 TAIL_PATIENCE = 16
 

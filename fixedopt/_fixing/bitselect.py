@@ -2,10 +2,10 @@
 
 XLA's CPU backend compiles ``select`` on a boolean mask into code that slows the
 whole fused loop, while AND/OR on the bit patterns keep it close to the unmasked loop
-(an Adam step at 2^24 float32: the study ``studies/2026-11-30-fusion/``). The
-result is the same bits as ``where``: the constant's pattern where
-``mask`` is True, ``x``'s own bits (NaN, Inf and -0.0 included) elsewhere. The mask
-is widened to an integer inside the fusion only, never stored.
+(an Adam step at 2^24 float32: ``docs/decisions.md``, "The fixed mask fused into the
+plain passes"). The result is the same bits as ``where``: the constant's pattern where
+``mask`` is True, ``x``'s own bits (NaN, Inf and -0.0 included) elsewhere. The mask is
+widened to an integer inside the fusion only, never stored.
 
 Bit casts have no derivative (JAX treats them as integer operations, so a gradient
 through them is silently zero). The bit select therefore carries its own rule, that of

@@ -17,12 +17,11 @@ follows. The same summands, added as a tree reduction adds them (32 partial sums
 then their sum): the rounding is of the same kind, not the same bits. Up to ``FOLD``
 entries nothing changes (the plain ``jnp`` reduction); above ``MOST_CHUNKS * FOLD``
 neither: at the fewest lanes (8) such rows fill arrays that YNN takes, and folding
-n = 512 cost 0.35 s of compile for 1.16x. Measured, ``benchmarks/reduce_commits.py``:
-1.28x-1.35x at n = 64, 1.41x at 128, 1.48x at 256, the same program at n = 16 and 512
-(``benchmarks/results/cpu-reduce-commits-2026-12-02.md``). Residuals (a least-squares
-row's ``m`` entries) are reduced plainly: those rows are short in ``n``, so their lanes
-are wide and ``W x m`` reaches YNN (the decay fit, m = 128: folded, 1.09x for 0.2 s
-more compile).
+n = 512 cost 0.35 s of compile for 1.16x. Measured (``docs/decisions.md``, "Row reductions
+folded to 32 entries"): 1.28x-1.35x at n = 64, 1.41x at 128, 1.48x at 256, the same
+program at n = 16 and 512. Residuals (a least-squares row's ``m`` entries) are reduced
+plainly: those rows are short in ``n``, so their lanes are wide and ``W x m`` reaches
+YNN (the decay fit, m = 128: folded, 1.09x for 0.2 s more compile).
 
 Folding is a trace-time switch, off unless a program is traced inside
 ``folding(True)``: the lanes (``fixedopt._driver.lanes``) turn it on where it pays, on

@@ -58,7 +58,7 @@ from fixedopt._results.free_block import (
 from fixedopt._results.solution import Solution
 
 AT_BOUND = ("free", "fixed")
-AT_BOUND_DEFAULT = "free"  # measured: studies/2026-12-01-at_bound/cpu-at_bound-2026-12-01.md
+AT_BOUND_DEFAULT = "free"  # measured: docs/decisions.md, "Error bars with a bound active"
 # ``(x, args) -> anything``: of one row, computed beside its covariance (covariance_and).
 Derived = Callable[[PyTree, tuple[Any, ...]], PyTree]
 
@@ -168,7 +168,7 @@ def covariance(
         ``"fixed"``: held like a fixed parameter (0 variance, out of ``J_F``, not
         counted in ``dof``): the covariance of the fit conditional on the bound,
         whose other error bars are smaller. The default is measured:
-        ``studies/2026-12-01-at_bound/cpu-at_bound-2026-12-01.md``.
+        ``docs/decisions.md``, "Error bars with a bound active".
       args_axes: with ``batched=True``, which ``args`` are per row (as in
         :func:`fixedopt.least_squares`; by default the arrays).
       pseudo_inverse: how a rank-deficient row's free block is computed. True (the

@@ -77,9 +77,8 @@ class LBFGS(Solver[LBFGSState]):
         6.0-6.1 steps a row against 13.9-14.5, and 1.45x-1.99x less time, B = 256 to
         16384) and the slowest row's on ill-conditioned problems, but cost more
         evaluations per step where rounding hides the slope (float32 rows of n = 32
-        that cannot converge, 3x-4.6x the time); measured in the study
-        ``studies/2026-12-03-linesearch_auto/`` (its ``cpu-small_n`` and
-        ``cpu-linesearch`` runs).
+        that cannot converge, 3x-4.6x the time); measured in
+        ``docs/decisions.md``, "L-BFGS's line search by size".
       max_linesearch_steps: trials per line search before the row stops with
         ``Status.LINESEARCH_FAILED``.
       scaling: the initial inverse Hessian (see ``fixedopt/_solvers/scaling.py``):
@@ -97,7 +96,7 @@ class LBFGS(Solver[LBFGSState]):
     reduction above ``f``'s rounding from the new point (the test its next step would
     pass whatever that step did: a row that an exact line search took to the minimizer
     stops there, not after a step in rounding noise; quad n = 8: 1.17x-1.28x faster,
-    ``benchmarks/results/cpu-lbfgs-rules-2026-12-03.md``); the driver then stops the
+    ``docs/decisions.md``, "Two L-BFGS rules: settle and reach"); the driver then stops the
     row only if :meth:`LBFGS.certify` confirms the verdict from the true Hessian.
     L-BFGS has no ``xtol`` test:
     the length of its model step is no bound on the distance to the minimizer (on
@@ -122,7 +121,7 @@ class LBFGS(Solver[LBFGSState]):
     # A step through the lanes makes a line search's trials (the lanes' most: 4 to 5 a
     # trip at quad n = 8, 128 lanes) and the two-loop recursion; a refill one evaluation.
     # At 0.25 (against 1): quad n = 8 1.15x-1.17x faster, n = 512 1.06x, n = 32 and 64
-    # the same (benchmarks/results/cpu-refill-cost-2026-12-02.md).
+    # the same (docs/decisions.md, "The lanes' refill cost").
     refill_cost: ClassVar[float] = 0.25
 
     def __post_init__(self) -> None:

@@ -74,7 +74,7 @@ def two_loop(
     memory of 10 pairs was 20 copies of the step's arithmetic in every L-BFGS program,
     0.2 to 1.3 s more compile on the CPU, and mostly slower to run (rolled: 0.79x the
     time at quad n = 8, B = 1e5; 1.10x at n = 64, B = 1024;
-    ``benchmarks/results/cpu-two-loop-rolled-2026-12-02.md``).
+    ``docs/decisions.md``, "The two-loop recursion rolled").
     """
     memory = s_history.shape[0]
     newest = jnp.asarray(newest)
@@ -104,8 +104,8 @@ def two_loop(
 # The recursion reading the ring buffer with ``read_slot`` (a slice under ``vmap``),
 # batched by plain ``vmap`` on every backend. (A CPU variant ran it 16 rows at a time
 # to keep each row's history in cache; by 2026-11-30 it made whole solves at n >= 256
-# about 2x slower than this, so it is gone: ``studies/2026-11-30-solvers_suite``
-# against the chunked run committed in 24c1c06, the ``quad`` n=512 rows.)
+# about 2x slower than this, so it is gone: docs/decisions.md, "The solvers suite against
+# scipy and optax", against the chunked run committed in 24c1c06, the quad n=512 rows.)
 two_loop_by_slots = functools.partial(two_loop, read=read_slot, write=write_slot)
 
 

@@ -40,7 +40,7 @@ SPREAD = 100.0
 # at 0.95x-1.11x the time of "scalar" on quad n = 4 and 8; but
 # a Huber-loss fit then ended CONVERGED short of its minimum (the Hessian at x0 is a
 # poor guide where the loss changes regime), and its n Hessian-vector products made a
-# batched quad n = 16 solve 2.1x slower (benchmarks/lbfgs_scaling.py).
+# batched quad n = 16 solve 2.1x slower (docs/decisions.md, "L-BFGS's initial inverse Hessian").
 
 
 def update_diagonal(diagonal: jax.Array, s: jax.Array, y: jax.Array, first: jax.Array) -> jax.Array:

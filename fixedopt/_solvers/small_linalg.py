@@ -37,8 +37,8 @@ SMALL_N = 16
 # 10: 1.8 s, 16: 4.2 s). Above it, a rolled elimination (:func:`eliminated_solve`:
 # ``n`` trips of one rank-one update) compiles in 0.2 s whatever ``n``; it runs 2-3x
 # slower than the unrolled solve alone, a few percent of a least-squares step whose
-# model is not trivial (studies/2026-12-05-small_solves). Measured on the CPU only: the
-# rolled solve is taken where the solve is traced for the CPU (inside
+# model is not trivial (docs/decisions.md, "Small normal-equation solves"). Measured on
+# the CPU only: the rolled solve is taken where the solve is traced for the CPU (inside
 # ``reduce.summing(True)``, the engine's mark of its CPU traces); other backends keep
 # the unrolled solve up to SMALL_N, as before.
 UNROLLED_N = 5
@@ -56,8 +56,8 @@ PRODUCT_TERMS = 1024
 # 1.6x and the same, a cubic-to-septic polynomial on 301 points (n = 6, 7, 8) 1.13-1.4x,
 # 1.2x and 1.0x for 0.13, 0.3 and 0.3 s more compile, the spectra's two pseudo-Voigt
 # peaks (n = 8, 10; m = 301) 1.0x and 1.05x for 0.3 and 0.7-1.0 s more, rotated 2-D
-# Gaussians on 5x5 pixels (n = 6, 7) 1.2x for the same compile (2026-12-05; studies/
-# 2026-12-05-summed_normal_sums); above 10 columns 0.9x (n = 12, 2026-12-03).
+# Gaussians on 5x5 pixels (n = 6, 7) 1.2x for the same compile (2026-12-05; docs/decisions.md,
+# "When the normal sums are one reduction"); above 10 columns 0.9x (n = 12, 2026-12-03).
 SUMMED_N = 10
 SUMMED_FEW_N = 7
 

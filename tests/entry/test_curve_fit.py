@@ -320,7 +320,7 @@ def z_spread_at_bound(background, batch, at_bound, seed=0):
 
 
 def test_at_bound_error_bars_where_the_truth_is_on_and_inside_the_bound():
-    """Measured on 20,000 fits (studies/2026-12-01-at_bound): truth on the
+    """Measured on 20,000 fits (docs/decisions.md, "Error bars with a bound active"): truth on the
     bound, "fixed" 1.01 and "free" 0.67; truth inside (background 4, 10% of the fits on
     the bound), "free" 1.07 and "fixed" 1.84. The windows leave >= 3 standard
     deviations of the estimate at these batch sizes (~1700 and ~1000 z-scores)."""
