@@ -61,22 +61,12 @@ def module_name(path: pathlib.Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def is_type_checking_block(node: ast.AST) -> bool:
-    return isinstance(node, ast.If) and ast.unparse(node.test) in (
-        "TYPE_CHECKING",
-        "typing.TYPE_CHECKING",
-    )
-
-
 def imported_modules(tree: ast.AST, modules: set[str]):
     """The fixedopt modules an import statement anywhere in ``tree`` names (at module
-    level, inside functions and classes, in ``try``), but not in ``if TYPE_CHECKING:``
-    blocks: those never run, and only let an annotation name a type from a layer above.
-    ``from fixedopt._fixing import mask`` names ``fixedopt._fixing.mask``; ``from
-    fixedopt._x.y import z`` names ``fixedopt._x.y`` (or ``fixedopt._x.y.z`` where that
-    is a module)."""
-    if is_type_checking_block(tree):
-        return
+    level, inside functions and classes, in ``try``, and in ``if TYPE_CHECKING:``
+    blocks: an annotation's type is a dependency too). ``from fixedopt._fixing import
+    mask`` names ``fixedopt._fixing.mask``; ``from fixedopt._x.y import z`` names
+    ``fixedopt._x.y`` (or ``fixedopt._x.y.z`` where that is a module)."""
     if isinstance(tree, ast.Import):
         yield from (alias.name for alias in tree.names if alias.name in modules)
     elif isinstance(tree, ast.ImportFrom) and tree.level == 0 and tree.module in modules:
@@ -123,12 +113,12 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def test_the_library_imports_in_one_direction():
-    """No import circle among fixedopt's modules, counting every import that runs:
-    module-level ones and those deferred inside functions (a deferred import is still
-    a dependency; deferring it only hides the circle)."""
+    """No import circle among fixedopt's modules, counting every import: module-level
+    ones, those deferred inside functions and those for type checkers only (a deferred
+    or type-only import is still a dependency; either only hides the circle)."""
     graph = import_graph()
     # The walk sees imports, in both spellings (``from fixedopt._x import m``, ``from
-    # fixedopt._x.m import y``); else an empty graph would pass.
+    # fixedopt._x.m import y``), and type-only ones; else an empty graph would pass.
     assert graph["fixedopt._results.solution"] >= {"fixedopt._results.report"}
     assert graph["fixedopt.testing"] >= {"fixedopt._solvers.small_linalg"}
     assert graph["fixedopt._contract.status"] == set(), "the status codes are a leaf"
@@ -218,10 +208,10 @@ def test_every_folder_is_a_package_that_setuptools_installs():
     assert installed == {"fixedopt", *(f"fixedopt.{name}" for name in [*FLOORS, *ROOT_PACKAGES])}
 
 
-def test_the_cycle_finder_finds_a_deferred_import():
+def test_the_cycle_finder_finds_a_deferred_or_type_only_import():
     code = "def f():\n    from fixedopt.a import x\nif TYPE_CHECKING:\n    import fixedopt.c\n"
     modules = {"fixedopt.a", "fixedopt.b", "fixedopt.c"}
-    assert set(imported_modules(ast.parse(code), modules)) == {"fixedopt.a"}
+    assert set(imported_modules(ast.parse(code), modules)) == {"fixedopt.a", "fixedopt.c"}
     graph = {"fixedopt.a": {"fixedopt.b"}, "fixedopt.b": {"fixedopt.a"}, "fixedopt.c": set()}
     assert find_cycle(graph) == ["fixedopt.a", "fixedopt.b", "fixedopt.a"]
     assert find_cycle({"fixedopt.a": {"fixedopt.b"}, "fixedopt.b": set()}) is None

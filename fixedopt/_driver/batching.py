@@ -38,21 +38,19 @@ strong) keep the bucket.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from fixedopt._contract.status import busy
+from fixedopt._driver.plan import Inputs, Plan
 from fixedopt._driver.widths import TAIL_LANES, block_rows
 from fixedopt._inputs import arrays
 from fixedopt._numerics import buckets
 from fixedopt._numerics.trace_state import at_top_level
 from fixedopt._results.solution import Solution
-
-if TYPE_CHECKING:
-    from fixedopt._driver.engine import Inputs, Plan
 
 # The fields of Inputs whose every leaf has the batch axis (a batch pads them).
 ROW_FIELDS = ("x0", "fixed", "fixed_values", "bounds", "sigma", "counts", "split_index")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -15,19 +15,18 @@ from jax.flatten_util import ravel_pytree
 
 from fixedopt._contract.solver import Solver
 from fixedopt._contract.status import Status
-from fixedopt._derivatives.differentiation import IMPLICIT, Differentiation, captured_values
+from fixedopt._derivatives.differentiation import captured_values
 from fixedopt._derivatives.implicit import DerivativeProblem
 from fixedopt._driver import batching, cache, compiler
 from fixedopt._driver.lanes import LastState, iterate_lanes
-from fixedopt._driver.loop import LoopState, Stopping, iterate
-from fixedopt._driver.progress import Progress
+from fixedopt._driver.loop import LoopState, iterate
+from fixedopt._driver.plan import Inputs, Plan
 from fixedopt._fixing.mask import active_set, unravel_mask
-from fixedopt._inputs.validate import Bounds, PyTree
+from fixedopt._inputs.validate import PyTree
 from fixedopt._numerics import cpu_compiler, reduce
 from fixedopt._numerics.trace_state import at_top_level
 from fixedopt._objective.call_note import name_of
 from fixedopt._objective.fit_data import Weighted
-from fixedopt._objective.losses import Loss
 from fixedopt._objective.problem import (
     Objective,
     RowData,
@@ -42,41 +41,6 @@ from fixedopt._results.solution import Solution
 from fixedopt._solvers import small_linalg
 
 Result = tuple[PyTree, jax.Array, jax.Array, PyTree]  # (x, value, grad_norm, at_bound) of a row
-
-
-class Plan(NamedTuple):
-    """The static description of a solve: each distinct plan is one compiled program.
-
-    With :class:`Inputs` (its traced data) it is all the driver reads of a call."""
-
-    fun: Callable[..., Any]  # the user's function (a UserFunction: hashable, with its notes)
-    solver: Solver[Any]
-    least_squares: bool  # residuals (least_squares) or a scalar (minimize)
-    loss: Loss | None  # least squares: a robust loss or the Poisson likelihood; None: squares
-    batched_args: tuple[bool, ...] | None  # None: one problem; else per args leaf
-    lanes: int | None = None  # a batch: rows the loop advances at a time (None: default)
-    backend: str = "cpu"  # the platform compiled for: it sets the default lanes
-    vectorized: bool = False  # fun takes the lane batch (see fixedopt._objective.vectorized)
-    differentiate: Differentiation = IMPLICIT  # the loops and the derivative rule
-    max_trips: int | None = None  # unrolled: the scans' static length (max_steps); else None
-    progress: Progress | None = None  # None: no progress callback
-    block: bool = False  # a CPU block (_driver.batching): its slow last rows left running
-
-
-class Inputs(NamedTuple):
-    """The traced data of a solve, validated; with a batch, every leaf has the batch axis
-    (but the shared leaves of ``args``, and ``stopping``)."""
-
-    x0: PyTree
-    fixed: PyTree  # the normalized mask, boolean arrays like x0
-    fixed_values: PyTree
-    bounds: Bounds | None  # normalized (lower, upper) trees like x0
-    args: tuple[Any, ...]
-    sigma: jax.Array | None  # least squares: each residual's standard deviation
-    counts: jax.Array | None  # estimator="poisson": the observed counts
-    split_index: jax.Array | None  # strategy="split": each row's packed free positions
-    stopping: Stopping  # the tolerances and max_steps, in the dtype of x0
-    batch: jax.Array | None = None  # rows padded (_driver.batching): the true batch size
 
 
 def run(plan: Plan, inputs: Inputs) -> Solution:

@@ -1,5 +1,5 @@
-"""One call described once: the static :class:`~fixedopt._driver.engine.Plan` and the
-traced :class:`~fixedopt._driver.engine.Inputs` that the driver reads, each keyword
+"""One call described once: the static :class:`~fixedopt._driver.plan.Plan` and the
+traced :class:`~fixedopt._driver.plan.Inputs` that the driver reads, each keyword
 validated once on the way.
 
 ``minimize`` and ``least_squares`` share their keywords: :class:`SolveOptions` defines
@@ -24,8 +24,8 @@ import jax.numpy as jnp
 
 from fixedopt._contract.solver import Solver
 from fixedopt._derivatives.differentiation import Differentiation, differentiation_option
-from fixedopt._driver.engine import Inputs, Plan
 from fixedopt._driver.loop import Stopping
+from fixedopt._driver.plan import Inputs, Plan
 from fixedopt._driver.progress import progress_option
 from fixedopt._entry.fit_keywords import jacobian
 from fixedopt._entry.model import WithJacobian

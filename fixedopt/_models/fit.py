@@ -8,7 +8,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -25,8 +26,20 @@ from fixedopt._models.parameters import Parameters
 from fixedopt._models.result import ModelResult
 from fixedopt._results.covariance import covariance_and
 
-if TYPE_CHECKING:  # fit is Model.fit's body: the model module imports this one
-    from fixedopt._models.model import Model
+
+class Fittable(Protocol):
+    """What a fit reads of a :class:`fixedopt.models.Model` (``Model.fit`` calls
+    :func:`fit` with itself: this module does not import the model's)."""
+
+    @property
+    def param_names(self) -> tuple[str, ...]: ...
+
+    @property
+    def independent_vars(self) -> tuple[str, ...]: ...
+
+    def curve(self, values: Mapping[str, Any], independent: Mapping[str, Any]) -> jax.Array: ...
+
+    def make_params(self, **values: Any) -> Parameters: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +49,7 @@ class _Residual:
     held constant, whose ``J^T J`` is the Fisher information. Hashed by the model and the
     layout: a new batch of the same shapes and names reuses the compiled solve."""
 
-    model: Model
+    model: Fittable
     plan: Layout
     independent: tuple[str, ...]
     weighted: bool
@@ -119,7 +132,7 @@ def _data(data: Any, independent: dict[str, Any], weights: Any) -> jax.Array:
 
 
 def _independent(
-    model: Model, given: dict[str, Any], data: jax.Array
+    model: Fittable, given: dict[str, Any], data: jax.Array
 ) -> tuple[tuple[Any, ...], int | None]:
     """The independent variables in the model's order, and their batch axis (0 when
     every one is ``(B, m)``, one per fit; ``None`` when shared)."""
@@ -186,7 +199,7 @@ def _options(kwargs: dict[str, Any], data: Any, estimator: str) -> None:
 _SET_BY_FIT = {"residual_fun", "x0", "fixed", "args", "args_axes", "bounds", "fixed_values"}
 
 
-def _refuse_unknown(model: Model, kwargs: dict[str, Any]) -> None:
+def _refuse_unknown(model: Fittable, kwargs: dict[str, Any]) -> None:
     """A ``TypeError`` naming the keywords that are neither an independent variable of
     ``model`` nor a keyword of :func:`fixedopt.least_squares` (a misspelt ``x``)."""
     known = set(inspect.signature(least_squares).parameters) - _SET_BY_FIT
@@ -200,7 +213,7 @@ def _refuse_unknown(model: Model, kwargs: dict[str, Any]) -> None:
         )
 
 
-def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: Any = None,
+def fit(model: Fittable, data: Any, params: Parameters | None = None, *, weights: Any = None,
         estimator: str = "least_squares", nan_policy: str = "raise",
         **kwargs: Any) -> ModelResult:  # fmt: skip
     """Fit ``model`` to each row of ``data`` (lmfit's ``Model.fit``, batched).
@@ -309,7 +322,7 @@ def _propagated(plan: Layout, x: np.ndarray, computed: Any,
     return values, full_jac @ pcov @ full_jac.transpose(0, 2, 1)
 
 
-def _result(model: Model, params: Parameters, plan: Layout, arr: Arrays, solution: Any,
+def _result(model: Fittable, params: Parameters, plan: Layout, arr: Arrays, solution: Any,
             pcov: jax.Array, computed: Any, problem: Problem,
             omitted: Any) -> ModelResult:  # fmt: skip
     data = problem.args[1]

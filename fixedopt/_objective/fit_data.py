@@ -2,7 +2,7 @@
 deviation per residual) and the ``counts`` of a Poisson likelihood, and the loss
 they go with.
 
-Both are named fields of the solve's inputs (``fixedopt._driver.engine.Inputs``);
+Both are named fields of the solve's inputs (``fixedopt._driver.plan.Inputs``);
 inside the compiled solve they ride at the end of ``args`` (per row in a batch), so
 that new data with the same shapes reuse the program. ``sigma`` divides the residuals
 in a wrapper of ``residual_fun`` (:class:`Weighted`); the counts are read by the

@@ -55,7 +55,7 @@ from fixedopt._results.free_block import (
     residual_variance,
     solved_problem,
 )
-from fixedopt._results.solution import Solution
+from fixedopt._results.solution_fields import SolutionFields
 
 AT_BOUND = ("free", "fixed")
 AT_BOUND_DEFAULT = "free"  # measured: docs/decisions.md, "Error bars with a bound active"
@@ -115,7 +115,7 @@ class Covariance(NamedTuple):
 
 
 def covariance(
-    sol: Solution | PyTree,
+    sol: SolutionFields | PyTree,
     residual_fun: ResidualFun,
     fixed: Mask | None = None,
     *,
@@ -205,7 +205,7 @@ def covariance(
 
 def covariance_and(
     derived: Derived | None,
-    sol: Solution | PyTree,
+    sol: SolutionFields | PyTree,
     residual_fun: ResidualFun,
     fixed: Mask | None = None,
     *,

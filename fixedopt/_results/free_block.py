@@ -23,7 +23,7 @@ from fixedopt._inputs import validate as _validate
 from fixedopt._inputs.checks import optional_boolean
 from fixedopt._inputs.validate import Bounds, Mask, PyTree, fixed_arrays
 from fixedopt._objective.arguments import batched_args
-from fixedopt._results.solution import Solution
+from fixedopt._results.solution_fields import SolutionFields
 
 ResidualFun = Callable[..., jax.Array]  # residual_fun(x, *args) -> (m,) residuals
 
@@ -47,12 +47,12 @@ def no_fit(constraints: Constraints) -> jax.Array | bool:
 
 
 def solved_problem(
-    sol: Solution | PyTree, fixed: Mask | None, bounds: Bounds | None, batched: bool | None
+    sol: SolutionFields | PyTree, fixed: Mask | None, bounds: Bounds | None, batched: bool | None
 ) -> tuple[PyTree, Constraints, bool]:
     """``(x, constraints, batched)`` of a covariance of ``sol``: the mask and bounds
     given or else the solution's (with its active set), and ``batched`` given or else
     the solution's."""
-    solution = isinstance(sol, Solution)
+    solution = isinstance(sol, SolutionFields)
     x = sol.x if solution else sol
     _validate.check_params(x, "sol.x")
     if fixed is None and not solution:

@@ -42,13 +42,13 @@ from fixedopt._results.free_block import (
     no_fit,
     solved_problem,
 )
-from fixedopt._results.solution import Solution
+from fixedopt._results.solution_fields import SolutionFields
 
 Objective = Callable[..., jax.Array]  # fun(x, *args) -> scalar
 
 
 def hessian_covariance(
-    sol: Solution | PyTree,
+    sol: SolutionFields | PyTree,
     fun: Objective,
     fixed: Mask | None = None,
     *,

@@ -3,22 +3,19 @@ row, or a pandas ``DataFrame`` (pandas is optional)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax
 import numpy as np
 
 from fixedopt._contract.status import Status
 from fixedopt._inputs.validate import PyTree
-
-if TYPE_CHECKING:  # for annotations only: Solution builds on the records' layer
-    from fixedopt._results.solution import Solution
-
+from fixedopt._results.solution_fields import SolutionFields
 
 PER_ROW = ("value", "grad_norm", "steps", "converged", "status", "reason")  # one number each
 
 
-def rows_of(sol: Solution) -> int | None:
+def rows_of(sol: SolutionFields) -> int | None:
     """The batch size of ``sol``, or None for a single (unbatched) solve."""
     value = np.asarray(sol.value)
     return None if value.ndim == 0 else value.shape[0]
@@ -102,7 +99,7 @@ def _status_name(code: int) -> str:
         return str(code)
 
 
-def to_records(sol: Solution) -> list[dict[str, Any]]:
+def to_records(sol: SolutionFields) -> list[dict[str, Any]]:
     """One ``scipy.optimize.OptimizeResult``-like dict per row of ``sol``.
 
     Keys: ``x`` (the row's parameters, same tree as ``sol.x``, NumPy leaves), ``fun``
@@ -144,7 +141,7 @@ def to_records(sol: Solution) -> list[dict[str, Any]]:
     return records
 
 
-def to_dataframe(sol: Solution, names: list[str] | None = None) -> Any:
+def to_dataframe(sol: SolutionFields, names: list[str] | None = None) -> Any:
     """A pandas ``DataFrame``, one row per fit: the fields of :func:`to_records`
     (``x`` spread into one column per parameter, named ``names`` or after the
     parameter tree). Needs pandas (``pip install pandas``); typed ``Any`` since pandas

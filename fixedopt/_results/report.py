@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import html
-from typing import TYPE_CHECKING, NamedTuple, SupportsFloat
+from typing import NamedTuple, SupportsFloat
 
 import jax
 import numpy as np
@@ -13,11 +13,9 @@ from jax.typing import ArrayLike
 from fixedopt._contract.status import Reason, Status
 from fixedopt._inputs import validate as _validate
 from fixedopt._inputs.validate import Mask, PyTree
+from fixedopt._results.covariance import Covariance
 from fixedopt._results.records import flat_names, flat_rows, rows_of, written_order
-
-if TYPE_CHECKING:  # for annotations only: both build on the report's layer
-    from fixedopt._results.covariance import Covariance
-    from fixedopt._results.solution import Solution
+from fixedopt._results.solution_fields import SolutionFields
 
 FlatBounds = tuple[ArrayLike, ArrayLike]  # (lower, upper), broadcastable to a row's (n,)
 
@@ -66,7 +64,7 @@ class Report(NamedTuple):
 
 
 def report(
-    sol: Solution,
+    sol: SolutionFields,
     row: int | None = None,
     *,
     covariance: Covariance | None = None,
@@ -149,7 +147,7 @@ def _code_name(codes: type[enum.IntEnum], code: int) -> str:
         return str(code)
 
 
-def _batch_report(sol: Solution, batch: int) -> Report:
+def _batch_report(sol: SolutionFields, batch: int) -> Report:
     status = np.asarray(sol.status)
     reason = np.asarray(sol.reason)
     facts = []
@@ -187,7 +185,7 @@ def _finite_facts(grad_norm: np.ndarray, value: np.ndarray) -> list[tuple[str, s
 
 
 def _row_report(
-    sol: Solution,
+    sol: SolutionFields,
     row: int | None,
     batched: bool,
     covariance: Covariance | None,
@@ -233,7 +231,7 @@ def _flags(
     covariance: Covariance | None,
     fixed: Mask | None,
     bounds: FlatBounds | None,
-    sol: Solution,
+    sol: SolutionFields,
     x: np.ndarray,
     row: int | None,
     batched: bool,
@@ -255,7 +253,7 @@ def _flags(
 def _check_as_solved(
     fixed: Mask | None,
     bounds: FlatBounds | None,
-    sol: Solution,
+    sol: SolutionFields,
     x: np.ndarray,
     is_fixed: np.ndarray,
     index: int,

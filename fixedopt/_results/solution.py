@@ -3,15 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
-import jax
-
-from fixedopt._inputs.validate import Bounds, PyTree
 from fixedopt._results.report import Report, report
+from fixedopt._results.solution_fields import SolutionFields
 
 
-class Solution(NamedTuple):
+class Solution(SolutionFields):
     """The result of :func:`fixedopt.minimize` or :func:`fixedopt.least_squares`.
 
     A pytree: it works under ``jit`` and ``vmap``. Under ``batched=True`` every field
@@ -51,16 +49,7 @@ class Solution(NamedTuple):
       ([False, False, True], [True, False, False])
     """
 
-    x: PyTree
-    value: jax.Array
-    grad_norm: jax.Array
-    steps: jax.Array
-    converged: jax.Array
-    status: jax.Array
-    reason: jax.Array
-    fixed: PyTree
-    bounds: Bounds | None
-    at_bound: PyTree
+    __slots__ = ()
 
     def summary(self, row: int | None = None, **options: Any) -> Report:
         """This solve at a glance: :func:`fixedopt.report` of it (``row``, ``covariance``
