@@ -49,7 +49,7 @@ class ConfidenceIntervals(dict[str, np.ndarray]):
         return ci_report(rows, with_offset, ndigits)
 
 
-class Problem(NamedTuple):
+class FitProblem(NamedTuple):
     """What a fit solved, kept by its ``ModelResult`` for the profile fits."""
 
     residual: Any  # the residual of the covariance (Pearson's for a Poisson fit)

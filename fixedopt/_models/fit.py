@@ -19,7 +19,7 @@ from fixedopt._entry.minimize import least_squares
 from fixedopt._inputs import arrays as host_arrays
 from fixedopt._inputs.notices import warn_if_float64_dropped
 from fixedopt._models import curves
-from fixedopt._models.confidence import Problem
+from fixedopt._models.confidence import FitProblem
 from fixedopt._models.layout import Arrays, Layout, arrays, initial_values, layout
 from fixedopt._models.nan import apply_nan_policy, too_few_points
 from fixedopt._models.parameters import Parameters
@@ -287,15 +287,16 @@ def fit(model: Fittable, data: Any, params: Parameters | None = None, *, weights
 
 
 def _problem(residual: _Residual, args: tuple[Any, ...], axes: tuple[Any, ...], arr: Arrays,
-             kwargs: dict[str, Any]) -> Problem:  # fmt: skip
+             kwargs: dict[str, Any]) -> FitProblem:  # fmt: skip
     """What ``least_squares`` solves: the residual and its arguments, or for a Poisson
     fit the expected counts, whose arguments lack the counts (the solver holds them)."""
     bounds = (arr.lower, arr.upper, arr.bounded)
     if not residual.poisson:
-        return Problem(residual, args, axes, residual, args, axes, None, *bounds, kwargs)
+        return FitProblem(residual, args, axes, residual, args, axes, None, *bounds, kwargs)
     (xs, counts, *extra), (x_axis, _, *extra_axes) = args, axes
     expected, solve_args, solve_axes = _Expected(residual), (xs, *extra), (x_axis, *extra_axes)
-    return Problem(residual, args, axes, expected, solve_args, solve_axes, counts, *bounds, kwargs)
+    solved = (expected, solve_args, solve_axes, counts)
+    return FitProblem(residual, args, axes, *solved, *bounds, kwargs)
 
 
 def _propagated(plan: Layout, x: np.ndarray, computed: Any,
@@ -323,7 +324,7 @@ def _propagated(plan: Layout, x: np.ndarray, computed: Any,
 
 
 def _result(model: Fittable, params: Parameters, plan: Layout, arr: Arrays, solution: Any,
-            pcov: jax.Array, computed: Any, problem: Problem,
+            pcov: jax.Array, computed: Any, problem: FitProblem,
             omitted: Any) -> ModelResult:  # fmt: skip
     data = problem.args[1]
     x = np.asarray(solution.x)
