@@ -94,7 +94,7 @@ class Lanes(NamedTuple):
     results: Packed  # the B rows' LastStates, packed: each row written once
 
 
-class Layout(NamedTuple):
+class LaneLayout(NamedTuple):
     """The static layout of a solve through lanes."""
 
     data: Packing  # of the lanes' rows' data
@@ -210,7 +210,7 @@ def iterate_lanes(
     return unpacked
 
 
-def _report(layout: Layout, limit: jax.Array | int, progress: Progress | None, state: Packed,
+def _report(layout: LaneLayout, limit: jax.Array | int, progress: Progress | None, state: Packed,
             iteration: jax.Array, queued: jax.Array | int,
             written: jax.Array | bool = False) -> None:  # fmt: skip
     """The lanes' progress report (:func:`~fixedopt._driver.progress.report_lanes`),
@@ -239,7 +239,7 @@ def _rows_of_one(a: jax.ShapeDtypeStruct) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct((1, *a.shape), a.dtype)
 
 
-def _layout(one_row: Any, one_state: LoopState, start_in_step: bool) -> Layout:
+def _layout(one_row: Any, one_state: LoopState, start_in_step: bool) -> LaneLayout:
     """The packings of a solve, from one row's data and loop state (shapes)."""
     one_row, started = jax.tree.map(_rows_of_one, (one_row, one_state))
     state = Packing.of(started)
@@ -249,7 +249,7 @@ def _layout(one_row: Any, one_state: LoopState, start_in_step: bool) -> Layout:
     flags = jax.tree.map(lambda _: False, started._replace(solver_state=None))
     flags = flags._replace(solver_state=jax.tree.map(lambda _: True, started.solver_state),
                            x=True, value=True, grad=True)  # fmt: skip
-    return Layout(
+    return LaneLayout(
         Packing.of(one_row),
         state,
         Packing.of(_reported(started), vectors=True),
@@ -266,7 +266,7 @@ def _advance(
     solver: Solver[Any],
     problem_of: Callable[[Rows], Problem],
     stopping: Stopping,
-    layout: Layout,
+    layout: LaneLayout,
     data: Any,
     packed: Packed,
     iteration: jax.Array,
@@ -299,7 +299,7 @@ def _whole_batch(
     start_rows: Callable[[Any, jax.Array], LoopState],
     advance_lanes: Callable[[Any, Packed, jax.Array], Packed],
     report: Callable[[Packed, jax.Array, int], None],
-    layout: Layout,
+    layout: LaneLayout,
     rows: Any,
     x: jax.Array,
 ) -> LastState:
@@ -325,7 +325,7 @@ def _whole_batch(
     return _reported(final)
 
 
-def _empty_lanes(layout: Layout, x: jax.Array, width: int) -> Lanes:
+def _empty_lanes(layout: LaneLayout, x: jax.Array, width: int) -> Lanes:
     """``width`` lanes that hold no row (row ``B``, not running), and empty results."""
     total = x.shape[0]
     state = layout.state.zeros(width)  # status 0: not RUNNING
@@ -344,7 +344,7 @@ def _empty_lanes(layout: Layout, x: jax.Array, width: int) -> Lanes:
                  layout.data.zeros(width), state, results)  # fmt: skip
 
 
-def _unstarted_rows(layout: Layout) -> Callable[[Any, jax.Array], LoopState]:
+def _unstarted_rows(layout: LaneLayout) -> Callable[[Any, jax.Array], LoopState]:
     """``(rows, x) -> states`` of rows that their lanes' next step starts
     (``StepContext.starting``): at their given starts ``x``, RUNNING, at step -1, the
     rest zeros."""
@@ -381,7 +381,7 @@ def _refill_due(count: jax.Array, steps_sum: jax.Array, width: int, cost: float)
 
 
 def _write(
-    results: Packed, row: jax.Array, state: Packed, done: jax.Array, layout: Layout
+    results: Packed, row: jax.Array, state: Packed, done: jax.Array, layout: LaneLayout
 ) -> Packed:
     """``results`` with the lanes that are ``done`` written at their rows."""
     total = results[0].shape[0]
@@ -395,7 +395,7 @@ def _refill(
     rows: Any,
     x: jax.Array,
     start_rows: Callable[[Any, jax.Array], LoopState],
-    layout: Layout,
+    layout: LaneLayout,
     limit: jax.Array | int,
     last: jax.Array,
 ) -> Lanes:
