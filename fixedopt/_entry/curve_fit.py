@@ -29,7 +29,7 @@ from fixedopt._entry.fit_output import (
     warn_if_not_estimated,
 )
 from fixedopt._entry.minimize import least_squares
-from fixedopt._entry.model import Model
+from fixedopt._entry.model import CurveFunction
 from fixedopt._inputs.checks import boolean, one_of
 from fixedopt._inputs.notices import warn_if_float64_dropped
 from fixedopt._inputs.validate import PyTree
@@ -43,7 +43,7 @@ from fixedopt._results.solution import Solution
 class _Residual:
     """``f(x, *p) - y``: the residuals of one fit (hashed by the model)."""
 
-    model: Model
+    model: CurveFunction
 
     def __call__(self, p: jax.Array, x: PyTree, y: jax.Array) -> jax.Array:
         return self.model(x, p) - y
@@ -54,7 +54,7 @@ class _Whitened:
     """``L^{-1} (f(x, *p) - y)`` with ``L`` the Cholesky factor of the data's
     covariance (scipy's 2-D ``sigma``): the residuals of a generalized least squares."""
 
-    model: Model
+    model: CurveFunction
 
     def __call__(self, p: jax.Array, x: PyTree, y: jax.Array, factor: jax.Array) -> jax.Array:
         residual = self.model(x, p) - y
@@ -65,7 +65,7 @@ class _Whitened:
 class _Curve:
     """``f(x, *p)``: the model's expected counts (Poisson)."""
 
-    model: Model
+    model: CurveFunction
 
     def __call__(self, p: jax.Array, x: PyTree) -> jax.Array:
         return self.model(x, p)
@@ -76,7 +76,7 @@ class _Pearson:
     """``(f(x, *p) - y) / sqrt(mu)``, ``mu`` held constant: its Jacobian is
     ``J_mu / sqrt(mu)``, so ``J^T J`` is the Poisson Fisher information."""
 
-    model: Model
+    model: CurveFunction
 
     def __call__(self, p: jax.Array, x: PyTree, y: jax.Array) -> jax.Array:
         mu = self.model(x, p)
@@ -224,7 +224,7 @@ def curve_fit(
     check_finite, nan_policy = data_policy(check_finite, nan_policy, batched)
     limits = bound_arrays(bounds)
     method = resolve_method(method, limits is not None, options.get("loss"))
-    model = Model(f, jacobian(jac, method))
+    model = CurveFunction(f, jacobian(jac, method))
     fit = Fit(model, method, batched, estimator == "poisson")
     data = prepared(fit, xdata, ydata, p0, sigma, limits, check_finite, nan_policy,
                     xdata_per_fit, fixed)  # fmt: skip

@@ -18,7 +18,7 @@ from jax.typing import ArrayLike
 
 from fixedopt._entry.fit_keywords import feasible_start, start_outside
 from fixedopt._entry.fit_nan import check_data, omit_one_fit, omit_rows
-from fixedopt._entry.model import Model, output_shape, parameter_count
+from fixedopt._entry.model import CurveFunction, output_shape, parameter_count
 from fixedopt._inputs import arrays
 from fixedopt._inputs.validate import PyTree, concrete_or_none
 
@@ -28,7 +28,7 @@ ModelFunction = Callable[..., Any]  # f(x, *params) -> the curve (one fit)
 class Fit(NamedTuple):
     """The static choices of one ``curve_fit`` call."""
 
-    model: Model
+    model: CurveFunction
     method: str
     batched: bool
     poisson: bool
@@ -168,7 +168,12 @@ def _parameters_and_data(
 
 
 def _xdata_per_fit(
-    model: Model, xdata: PyTree, ydata: jax.Array, p0: jax.Array, batched: bool, given: bool | None
+    model: CurveFunction,
+    xdata: PyTree,
+    ydata: jax.Array,
+    p0: jax.Array,
+    batched: bool,
+    given: bool | None,
 ) -> bool:
     """Whether ``xdata`` has the batch axis: ``given``, or the reading under which
     ``f`` returns one fit's shape."""
@@ -214,7 +219,7 @@ def _xdata(xdata: Any) -> PyTree:
 
 
 def _curve_shape(
-    model: Model, x: PyTree, p: jax.Array | jax.ShapeDtypeStruct
+    model: CurveFunction, x: PyTree, p: jax.Array | jax.ShapeDtypeStruct
 ) -> tuple[int, ...] | None:
     """The shape of the curve under a reading of ``xdata``, None if ``f`` fails on it."""
     try:

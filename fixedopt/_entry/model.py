@@ -51,7 +51,7 @@ def parameter_count(f: Callable[..., Any]) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
-class Model:
+class CurveFunction:
     """``f(x, *p)`` as an array; with ``jac`` (``jac(x, *p) -> (m, k)``), its
     derivative in ``p`` is ``jac``'s (its derivative in ``x`` stays JAX's). An error
     of JAX's tracing inside ``f`` (a NumPy call, a Python ``if`` on a parameter, state
@@ -131,7 +131,7 @@ def _with_jacobian(
 
 
 def output_shape(
-    model: Model,
+    model: CurveFunction,
     x: PyTree,
     p: jax.Array | jax.ShapeDtypeStruct,
     y_shape: tuple[int, ...],
