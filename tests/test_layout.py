@@ -217,6 +217,36 @@ def test_the_cycle_finder_finds_a_deferred_or_type_only_import():
     assert find_cycle({"fixedopt.a": {"fixedopt.b"}, "fixedopt.b": set()}) is None
 
 
+def class_names(paths, name_of=module_name) -> dict[str, list[str]]:
+    """Each class name defined anywhere in ``paths`` (nested classes too), and the
+    modules that define it."""
+    found: dict[str, list[str]] = {}
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, []).append(name_of(path))
+    return found
+
+
+def test_one_class_per_name_across_the_package():
+    """A class name means one thing in fixedopt: two ``Problem``s (the solver contract's
+    and a fit's) make a reader, a traceback and a search ask which; private names count
+    too."""
+    found = class_names(sorted(PACKAGE.rglob("*.py")))
+    assert {"Solution", "Problem", "Model", "Layout"} <= set(found), "the walk finds classes"
+    repeated = {name: modules for name, modules in found.items() if len(modules) > 1}
+    assert not repeated, repeated
+
+
+def test_the_class_name_check_finds_a_repeated_name(tmp_path):
+    (tmp_path / "a.py").write_text("class Layout:\n    class Inner: ...\n")
+    (tmp_path / "b.py").write_text("def f():\n    class Layout: ...\n")
+    paths = [tmp_path / "a.py", tmp_path / "b.py"]
+    found = class_names(paths, lambda path: path.stem)
+    names = {name: len(modules) for name, modules in found.items()}
+    assert names == {"Layout": 2, "Inner": 1}
+
+
 def imports_of(tree: ast.AST):
     """The modules an ``import`` anywhere in ``tree`` names (``from tests import x``
     names ``tests.x``), with the imports of code in string literals (scripts a test

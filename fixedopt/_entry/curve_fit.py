@@ -40,7 +40,7 @@ from fixedopt._results.solution import Solution
 
 
 @dataclasses.dataclass(frozen=True)
-class _Residual:
+class _CurveResidual:
     """``f(x, *p) - y``: the residuals of one fit (hashed by the model)."""
 
     model: CurveFunction
@@ -264,7 +264,7 @@ def _solve(
         )  # fmt: skip
         residual: Callable[..., Any] = _Pearson(fit.model)
     else:
-        residual = _Whitened(fit.model) if data.whitened else _Residual(fit.model)
+        residual = _Whitened(fit.model) if data.whitened else _CurveResidual(fit.model)
         solution = least_squares(
             residual, data.p0, data.fixed, args=data.args, args_axes=data.axes,
             sigma=data.sigma, **common,
