@@ -28,7 +28,7 @@ if compgen -G ".whl/*.whl" > /dev/null; then
     PIP_CONFIG_FILE=/dev/null python3 -m pip install --isolated -q --no-index --no-deps \
         --no-compile --no-cache-dir --upgrade --target "$site" .whl/*.whl || exit 1
 fi
-if ! python3 -c "import optax" 2> /dev/null && [ -d "$index" ]; then
+if ! PYTHONPATH="${PYTHONPATH:-}:$site" python3 -c "import optax" 2> /dev/null && [ -d "$index" ]; then
     PIP_CONFIG_FILE=/dev/null python3 -m pip install --isolated -q --only-binary=:all: \
         --no-cache-dir --index-url "file://$index" --target "$site" optax || exit 1
 fi
