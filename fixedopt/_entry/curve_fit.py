@@ -28,6 +28,7 @@ from fixedopt._entry.fit_output import (
     infodict,
     warn_if_not_estimated,
 )
+from fixedopt._entry.host_model import runnable
 from fixedopt._entry.minimize import least_squares
 from fixedopt._entry.model import Model
 from fixedopt._inputs.checks import boolean, one_of
@@ -225,6 +226,8 @@ def curve_fit(
     limits = bound_arrays(bounds)
     method = resolve_method(method, limits is not None, options.get("loss"))
     model = Model(f, jacobian(jac, method))
+    scheme = jac if isinstance(jac, str) else "2-point"
+    model = runnable(model, scheme, xdata, p0, limits, batched)  # on the host if untraceable
     fit = Fit(model, method, batched, estimator == "poisson")
     data = prepared(fit, xdata, ydata, p0, sigma, limits, check_finite, nan_policy,
                     xdata_per_fit, fixed)  # fmt: skip
