@@ -138,8 +138,11 @@ def curve_fit(
 
     Args:
       f: ``f(x, *params) -> array`` shaped like one fit's ``ydata``: ONE curve, with
-        ``params`` scalars (scipy's convention); written with ``jax.numpy`` (JAX traces
-        it: a NumPy-only ``f`` is a ``TypeError`` naming it).
+        ``params`` scalars (scipy's convention); written with ``jax.numpy``, JAX traces
+        it (compiled, exact derivatives). One JAX cannot trace (NumPy calls, a Python
+        ``if`` on a parameter, state kept between calls) runs on the host through
+        ``jax.pure_callback``, as scipy calls it, with scipy's finite differences
+        (``fixedopt.HostFunctionWarning``, once).
       xdata: the independent variable, an array (or a tree of arrays, or None) that
         ``f`` receives as it is: shared by every fit, or with ``batched=True`` one per
         fit (leading batch axis; see ``xdata_per_fit``).
@@ -164,9 +167,10 @@ def curve_fit(
         ``"trf"`` with them (scipy's rule; ``"lm"`` refuses bounds). Each runs
         Levenberg–Marquardt; ``"lm"`` gives a rank-deficient fit an ``inf`` pcov
         (``leastsq``'s convention), the others the pseudo-inverse (``least_squares``').
-      jac: ``jac(x, *params) -> (m, k)``, the model's Jacobian (traceable by JAX), or
-        None or one of scipy's finite-difference schemes (``"2-point"``, ``"3-point"``,
-        ``"cs"``): the exact derivative by JAX.
+      jac: ``jac(x, *params) -> (m, k)``, the model's Jacobian (a NumPy one runs on
+        the host), or None or one of scipy's finite-difference schemes (``"2-point"``,
+        ``"3-point"``, ``"cs"``): the exact derivative by JAX for a traceable ``f``,
+        that scheme (None: ``"2-point"``) for one run on the host.
       full_output: return scipy's ``(popt, pcov, infodict, mesg, ier)``: ``infodict``
         with ``nfev`` and ``fvec`` (and with ``"lm"``: ``fjac``, ``ipvt``, ``qtf``), per
         fit; ``mesg`` and ``ier`` per fit (a list and an array in a batch).
