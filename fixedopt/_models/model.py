@@ -253,7 +253,8 @@ def _evaluate(model: Model, params: Parameters | None, kwargs: dict[str, Any], w
     if missing:
         raise TypeError(f"{model!r}.eval needs the independent variables {missing} by keyword")
     params = (params or model.make_params()).copy()
-    params.update_from(params, kwargs)
+    for name in [name for name in params if name in kwargs]:  # as lmfit: a value given
+        params[name].set(value=kwargs[name], expr="")  # by keyword overrides a tie
     rows = params.rows()
     plan = layout(params, rows or 1)
     arr = arrays(params, plan, rows or 1, jnp.result_type(float))
