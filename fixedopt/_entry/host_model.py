@@ -18,7 +18,14 @@ import numpy as np
 
 from fixedopt._entry.fit_keywords import feasible_start
 from fixedopt._entry.model import Model, parameter_count
-from fixedopt._objective.host_callback import HostCall, tracing_error, warn_on_host
+from fixedopt._objective.host_callback import (
+    HostCall,
+    remember_traced,
+    structure,
+    traced_before,
+    tracing_error,
+    warn_on_host,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,9 +59,13 @@ def runnable(model: Model, scheme: str, xdata: Any, p0: Any, limits: Any, batche
     readings, p = _trial_inputs(model.f, xdata, p0, limits, batched)
     if p is None or not readings:
         return model
+    key = (model, tuple(structure(x) for x in readings), structure(p))
+    if traced_before(key):
+        return model
     f_error = _error(Model(model.f), readings, p)
     error = f_error or (_error(model, readings, p) if model.jac is not None else None)
     if error is None:
+        remember_traced(key)
         return model
     jac = _Unpacked(model.jac) if model.jac is not None else None
     name = "f" if f_error is not None else "jac"

@@ -15,7 +15,14 @@ import jax
 import numpy as np
 
 from fixedopt._objective.differences import SCHEMES
-from fixedopt._objective.host_callback import HostCall, tracing_error, warn_on_host
+from fixedopt._objective.host_callback import (
+    HostCall,
+    remember_traced,
+    structure,
+    traced_before,
+    tracing_error,
+    warn_on_host,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +56,12 @@ def runnable_residuals(
         return fun, jac
     x, args = probe
     user_jac = jac if callable(jac) else None
+    key: Any = (fun, user_jac, structure(x), structure(args))
+    try:
+        if traced_before(key):
+            return fun, jac
+    except TypeError:  # an unhashable function: tried at every call
+        key = None
     calls = [(lambda x, args: fun(x, *args), (x, args))]
     if user_jac is not None:
         calls.append((lambda x, args: user_jac(x, *args), (x, args)))
@@ -57,6 +70,8 @@ def runnable_residuals(
     except Exception:  # not a tracing error: the solve names it
         return fun, jac
     if error is None:
+        if key is not None:
+            remember_traced(key)
         return fun, jac
     scheme = jac if isinstance(jac, str) and jac in SCHEMES else "2-point"
     warn_on_host(fun, "residual_fun", error, None if user_jac is not None else scheme)

@@ -65,6 +65,28 @@ def tracing_error(
     return None
 
 
+# The functions JAX traced, by the shapes tried (oldest first, at most 256): a
+# function is tried once per shapes, not at every call (a trial costs ~1-3 ms).
+_TRACED: dict[Any, None] = {}
+
+
+def structure(x: Any) -> Any:
+    """The tree, shapes and dtypes of ``x``: a key of :func:`traced_before`."""
+    leaves, tree = jax.tree.flatten(x)
+    return tree, tuple((np.shape(a), np.result_type(a)) for a in leaves)
+
+
+def traced_before(key: Any) -> bool:
+    """Whether the functions and shapes of ``key`` were traced before."""
+    return key in _TRACED
+
+
+def remember_traced(key: Any) -> None:
+    if len(_TRACED) >= 256:
+        _TRACED.pop(next(iter(_TRACED)))
+    _TRACED[key] = None
+
+
 def _restore(owner: Any, state: dict[str, Any]) -> None:
     try:
         attributes = vars(owner)
