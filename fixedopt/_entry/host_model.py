@@ -21,6 +21,7 @@ from fixedopt._entry.model import Model, parameter_count
 from fixedopt._objective.host_callback import (
     HostCall,
     remember_traced,
+    shared_bounds,
     structure,
     traced_before,
     tracing_error,
@@ -72,7 +73,7 @@ def runnable(model: Model, scheme: str, xdata: Any, p0: Any, limits: Any, batche
     fun = model.f if f_error is not None or model.jac is None else model.jac
     warn_on_host(fun, name, error, None if jac is not None else scheme)
     probes = tuple((x, p) for x in readings)
-    call = HostCall(_Unpacked(model.f), jac, scheme, probes)
+    call = HostCall(_Unpacked(model.f), jac, scheme, shared_bounds(limits, p.size), probes)
     return HostModel(model.f, model.jac, call)
 
 

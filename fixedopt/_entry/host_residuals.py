@@ -18,6 +18,7 @@ from fixedopt._objective.differences import SCHEMES
 from fixedopt._objective.host_callback import (
     HostCall,
     remember_traced,
+    shared_bounds,
     structure,
     traced_before,
     tracing_error,
@@ -76,7 +77,8 @@ def runnable_residuals(
     scheme = jac if isinstance(jac, str) and jac in SCHEMES else "2-point"
     warn_on_host(fun, "residual_fun", error, None if user_jac is not None else scheme)
     host_jac = _Residuals(user_jac) if user_jac is not None else None
-    call = HostCall(_Residuals(fun), host_jac, scheme, ((args, x),))
+    bounds = shared_bounds(options.get("bounds"), x.size)
+    call = HostCall(_Residuals(fun), host_jac, scheme, bounds, ((args, x),))
     return HostResiduals(call), None
 
 

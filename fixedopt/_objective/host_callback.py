@@ -87,6 +87,19 @@ def remember_traced(key: Any) -> None:
     _TRACED[key] = None
 
 
+def shared_bounds(limits: Any, k: int) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    """``(lower, upper)`` as ``k`` floats each where they are concrete and shared by
+    every problem (scalars or ``(k,)``), else None (finite differences then ignore
+    them)."""
+    if limits is None:
+        return None
+    try:
+        lower, upper = (np.broadcast_to(np.asarray(b, float), (k,)) for b in limits)
+    except (TypeError, ValueError, jax.errors.TracerArrayConversionError):
+        return None
+    return tuple(map(float, lower)), tuple(map(float, upper))
+
+
 def _restore(owner: Any, state: dict[str, Any]) -> None:
     try:
         attributes = vars(owner)
@@ -153,13 +166,15 @@ class HostCall:
     """``fun(x, p)`` (``p`` a 1-D array of parameters, ``x`` a tree of arrays), run
     on the host through ``jax.pure_callback``; its derivative in ``p`` is
     ``jac(x, p) -> (out.size, k)`` (on the host too) or ``scheme``'s finite
-    differences. Hashed by ``fun``, ``jac`` and ``scheme``; ``probes`` (concrete
+    differences, their points within ``bounds`` (``(lower, upper)``, shared by every
+    problem) where given. Hashed by ``fun``, ``jac`` and ``scheme``; ``probes`` (concrete
     ``(x, p)`` at which the output's shape is read before the solve, as scipy calls
     its function once at the start) and the memo are not compared."""
 
     fun: Callable[[Any, np.ndarray], Any]
     jac: Callable[[Any, np.ndarray], Any] | None = None
     scheme: str = "2-point"
+    bounds: tuple[tuple[float, ...], tuple[float, ...]] | None = None
     probes: tuple[tuple[Any, np.ndarray], ...] = dataclasses.field(default=(), compare=False)
     memo: _Memo = dataclasses.field(default_factory=_Memo, compare=False)
     shapes: dict[Any, tuple[int, ...]] = dataclasses.field(default_factory=dict, compare=False)
@@ -217,7 +232,10 @@ class HostCall:
                 fun = lambda q: np.asarray(self.fun(x, q))
             else:
                 fun = lambda q: self.value(x, q, dtype)
-            return finite_differences(fun, p, f0, self.scheme).astype(dtype)
+            lower = upper = None
+            if self.bounds is not None and len(self.bounds[0]) == p.size:
+                lower, upper = (np.asarray(b, dtype) for b in self.bounds)
+            return finite_differences(fun, p, f0, self.scheme, lower, upper).astype(dtype)
         jac = self.jac
 
         def call() -> np.ndarray:

@@ -55,6 +55,27 @@ def test_finite_differences_are_scipys(scheme, dtype):
         assert_allclose(got, exact, rtol=2e-4 if scheme != "2-point" else 1e-3, atol=1e-4)
 
 
+@pytest.mark.parametrize("scheme", ["2-point", "3-point"])
+def test_finite_differences_within_bounds_are_scipys(scheme):
+    lower = np.array([0.0, -1.0, 1.0, -np.inf, 0.5])
+    upper = np.array([1.0, 1.0, np.inf, 0.0, 0.5 + 1e-7])
+    p = np.array([1.0, -1.0, 1.0 + 1e-9, 0.0, 0.5])  # at, near and between bounds
+    fun = lambda q: np.stack([np.sqrt(1.0 - q[0]) + q[1] ** 3, np.log(q[2]) * q[3], q[4] ** 2])
+    expected = approx_derivative(fun, p, method=scheme, bounds=(lower, upper))
+    got = finite_differences(fun, p, fun(p), scheme, lower, upper)
+    assert_allclose(got, expected, rtol=1e-15, atol=0)
+
+
+def test_steps_stay_within_the_bounds_of_a_model_undefined_beyond_them():
+    def line_up_to_one(x, a):
+        if a > 1.0:  # undefined beyond its upper bound
+            return np.full_like(x, np.nan)
+        return a * x
+
+    popt, _, result = fixedopt.curve_fit(line_up_to_one, T, 2 * T, bounds=(0.0, 1.0), result=True)
+    assert popt[0] == 1.0 and result.solution.status == fixedopt.Status.CONVERGED
+
+
 def test_a_numpy_model_fits_as_the_same_model_in_jax_numpy():
     popt, pcov = fixedopt.curve_fit(numpy_decay, T, Y[0], p0=[1.0, 1.0, 0.0])
     exact, exact_pcov = fixedopt.curve_fit(jax_decay, T, Y[0], p0=[1.0, 1.0, 0.0])
