@@ -18,6 +18,7 @@ the host: asking for it raises JAX's error for ``pure_callback``.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -26,7 +27,6 @@ from typing import Any
 import jax
 import numpy as np
 
-from fixedopt._inputs.notices import caller_stacklevel
 from fixedopt._objective.differences import SCHEMES, finite_differences
 
 TRACING_ERRORS = (
@@ -128,8 +128,19 @@ def warn_on_host(fun: Callable[..., Any], name: str, error: Exception, scheme: s
         "np.exp), with jnp.where instead of a Python `if` on a parameter, and keep no "
         "state between calls",
         HostFunctionWarning,
-        stacklevel=caller_stacklevel(),
+        stacklevel=_user_stacklevel(),
     )
+
+
+def _user_stacklevel() -> int:
+    """``stacklevel`` pointing at the user's line: the first frame outside fixedopt
+    and JAX (a model's function is tried inside JAX's trace)."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith(
+        ("fixedopt.", "jax.", "jaxlib.")
+    ):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def qualified_name(f: Callable[..., Any]) -> str:
