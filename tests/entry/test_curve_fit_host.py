@@ -172,3 +172,25 @@ def test_the_derivative_in_xdata_of_a_host_model_is_loud():
     model = host_callback.HostCall(lambda x, p: p[0] * np.sin(x))
     with pytest.raises(Exception, match=r"(?i)pure_callback|JVP"):
         jax.jacfwd(lambda x: model(x, jnp.ones(1)))(jnp.linspace(0.0, 1.0, 3))
+
+
+def test_a_traceable_model_is_tried_once_per_shapes(monkeypatch):
+    from fixedopt._entry import host_model
+
+    trials = []
+    trial = host_model.tracing_error
+
+    def counted(calls, owners):
+        trials.append(len(calls))
+        return trial(calls, owners)
+
+    monkeypatch.setattr(host_model, "tracing_error", counted)
+
+    def decay(t, a, rate):
+        return a * jnp.exp(-rate * t)
+
+    for _ in range(3):
+        fixedopt.curve_fit(decay, T, Y[0] - 0.1)
+    assert len(trials) == 1
+    fixedopt.curve_fit(decay, T[:20], Y[0, :20] - 0.1)  # new shapes: tried again
+    assert len(trials) == 2
