@@ -57,7 +57,7 @@ API_TOPICS = {
     "Differentiation": ("Implicit", "Unroll"),
     "Writing a solver": ("Solver", "Problem", "Step", "StepContext", "Outcome", "Certificate"),
     "Compilation": ("compiler_options",),
-    "Warnings": ("PrecisionWarning", "OptimizeWarning"),
+    "Warnings": ("PrecisionWarning", "OptimizeWarning", "HostFunctionWarning"),
 }  # fmt: skip
 
 

@@ -28,6 +28,7 @@ from fixedopt._fixing.mask import fix as fix
 from fixedopt._fixing.mask import project as project
 from fixedopt._inputs.notices import OptimizeWarning as OptimizeWarning
 from fixedopt._inputs.notices import PrecisionWarning as PrecisionWarning
+from fixedopt._objective.host_callback import HostFunctionWarning as HostFunctionWarning
 from fixedopt._results.covariance import Covariance as Covariance
 from fixedopt._results.covariance import covariance as covariance
 from fixedopt._results.hessian_covariance import hessian_covariance as hessian_covariance
@@ -51,6 +52,7 @@ __all__ = [
     "CurveFit",
     "GaussNewton",
     "GradientDescent",
+    "HostFunctionWarning",
     "Implicit",
     "KeepFixedState",
     "LevenbergMarquardt",

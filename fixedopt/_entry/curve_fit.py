@@ -28,6 +28,7 @@ from fixedopt._entry.fit_output import (
     infodict,
     warn_if_not_estimated,
 )
+from fixedopt._entry.host_model import runnable
 from fixedopt._entry.minimize import least_squares
 from fixedopt._entry.model import CurveFunction
 from fixedopt._inputs.checks import boolean, one_of
@@ -137,8 +138,11 @@ def curve_fit(
 
     Args:
       f: ``f(x, *params) -> array`` shaped like one fit's ``ydata``: ONE curve, with
-        ``params`` scalars (scipy's convention); written with ``jax.numpy`` (JAX traces
-        it: a NumPy-only ``f`` is a ``TypeError`` naming it).
+        ``params`` scalars (scipy's convention); written with ``jax.numpy``, JAX traces
+        it (compiled, exact derivatives). One JAX cannot trace (NumPy calls, a Python
+        ``if`` on a parameter, state kept between calls) runs on the host through
+        ``jax.pure_callback``, as scipy calls it, with scipy's finite differences
+        (``fixedopt.HostFunctionWarning``, once).
       xdata: the independent variable, an array (or a tree of arrays, or None) that
         ``f`` receives as it is: shared by every fit, or with ``batched=True`` one per
         fit (leading batch axis; see ``xdata_per_fit``).
@@ -163,9 +167,10 @@ def curve_fit(
         ``"trf"`` with them (scipy's rule; ``"lm"`` refuses bounds). Each runs
         Levenberg–Marquardt; ``"lm"`` gives a rank-deficient fit an ``inf`` pcov
         (``leastsq``'s convention), the others the pseudo-inverse (``least_squares``').
-      jac: ``jac(x, *params) -> (m, k)``, the model's Jacobian (traceable by JAX), or
-        None or one of scipy's finite-difference schemes (``"2-point"``, ``"3-point"``,
-        ``"cs"``): the exact derivative by JAX.
+      jac: ``jac(x, *params) -> (m, k)``, the model's Jacobian (a NumPy one runs on
+        the host), or None or one of scipy's finite-difference schemes (``"2-point"``,
+        ``"3-point"``, ``"cs"``): the exact derivative by JAX for a traceable ``f``,
+        that scheme (None: ``"2-point"``) for one run on the host.
       full_output: return scipy's ``(popt, pcov, infodict, mesg, ier)``: ``infodict``
         with ``nfev`` and ``fvec`` (and with ``"lm"``: ``fjac``, ``ipvt``, ``qtf``), per
         fit; ``mesg`` and ``ier`` per fit (a list and an array in a batch).
@@ -225,6 +230,8 @@ def curve_fit(
     limits = bound_arrays(bounds)
     method = resolve_method(method, limits is not None, options.get("loss"))
     model = CurveFunction(f, jacobian(jac, method))
+    scheme = jac if isinstance(jac, str) else "2-point"
+    model = runnable(model, scheme, xdata, p0, limits, batched)  # on the host if untraceable
     fit = Fit(model, method, batched, estimator == "poisson")
     data = prepared(fit, xdata, ydata, p0, sigma, limits, check_finite, nan_policy,
                     xdata_per_fit, fixed)  # fmt: skip

@@ -10,6 +10,7 @@ from jax.typing import ArrayLike
 
 from fixedopt._driver.engine import run
 from fixedopt._entry.describe import SolveOptions, describe, least_squares_data, with_options
+from fixedopt._entry.host_residuals import runnable_residuals
 from fixedopt._results.solution import Solution
 
 
@@ -177,8 +178,12 @@ def least_squares(
     scipy's ``"jac"`` only, which is what Levenberg–Marquardt does (its steps are
     scaled by the Jacobian's column norms). ``jac``, as scipy's: a callable
     ``jac(x, *args) -> (m, n)``, the Jacobian of the residuals in ``x`` (a 1-D array
-    per row; traceable by JAX), or None or a finite-difference scheme (``"2-point"``,
-    ``"3-point"``, ``"cs"``): JAX's exact derivative. ``docs/scipy.md`` lists the
+    per row), or None or a finite-difference scheme (``"2-point"``, ``"3-point"``,
+    ``"cs"``): JAX's exact derivative. A ``residual_fun`` (or ``jac``) JAX cannot
+    trace (NumPy calls, a Python ``if`` on a value) runs on the host through
+    ``jax.pure_callback`` when ``x0`` is one array per problem, with that
+    finite-difference scheme (None: ``"2-point"``) or the NumPy ``jac``
+    (``fixedopt.HostFunctionWarning``, once). ``docs/scipy.md`` lists the
     differences from ``scipy.optimize.least_squares``.
 
     ``sigma`` (the standard deviation of each residual) fits the weighted residuals
@@ -212,6 +217,7 @@ def least_squares(
       [[ 2.  1.]
        [-1.  4.]]
     """
+    residual_fun, jac = runnable_residuals(residual_fun, jac, x0, dict(options))  # on the host?
     residual_fun, fit_loss, given = least_squares_data(
         residual_fun, x0, dict(options), estimator=estimator, loss=loss, f_scale=f_scale,
         sigma=sigma, counts=counts, max_nfev=max_nfev, x_scale=x_scale, jac=jac,

@@ -333,7 +333,7 @@ def _result(model: Fittable, params: Parameters, plan: Layout, arr: Arrays, solu
     varying = ~np.asarray(solution.fixed)
     free_names = [[plan.vector[j] for j in np.flatnonzero(row)] for row in varying]
     return ModelResult(
-        model=model, params=params, names=plan.names, index=index,
+        model=model, init_params=params, names=plan.names, index=index,
         values=values, covariance=full,
         data=np.asarray(data) if omitted is None else np.where(omitted, np.nan, data),
         start=np.asarray(arr.p0, data.dtype), solution=solution, varying=free_names,

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fixedopt._models.host import host_call, host_curve
 from fixedopt._models.layout import Layout, arrays, layout
 from fixedopt._models.parameters import Parameters
 
@@ -65,7 +66,9 @@ def with_parameters(
 class Model:
     """lmfit's ``Model``: ``func(x, param1, param2, ...)`` with named parameters.
 
-    ``func`` is written with ``jax.numpy`` for ONE fit (scalar parameters); its
+    ``func`` is written for ONE fit (scalar parameters), with ``jax.numpy`` (traced and
+    compiled, exact derivatives) or NumPy (run on the host, derivatives by finite
+    differences: ``fixedopt.HostFunctionWarning``); its
     parameter names are those of its signature after the independent variable (the
     first argument, or ``independent_vars``), each prefixed with ``prefix``. Keywords
     with a non-numeric default (as ``form="erf"``) are options, fixed when the model
@@ -133,6 +136,10 @@ class Model:
         """The model for ONE fit: ``values`` maps each parameter name to its value."""
         inputs = [independent[v] for v in self.independent_vars]
         given = {n: values[self.prefix + n] for n in self._names}
+        if not hasattr(self, "_host"):  # decided at the first trace: JAX's or the host's
+            self._host = host_call(self.func, self._names, self.options, inputs, given)
+        if self._host is not None:
+            return host_curve(self._host, inputs, given)
         out: jax.Array = jnp.asarray(self.func(*inputs, **given, **self.options))
         return out
 
@@ -253,7 +260,8 @@ def _evaluate(model: Model, params: Parameters | None, kwargs: dict[str, Any], w
     if missing:
         raise TypeError(f"{model!r}.eval needs the independent variables {missing} by keyword")
     params = (params or model.make_params()).copy()
-    params.update_from(params, kwargs)
+    for name in [name for name in params if name in kwargs]:  # as lmfit: a value given
+        params[name].set(value=kwargs[name], expr="")  # by keyword overrides a tie
     rows = params.rows()
     plan = layout(params, rows or 1)
     arr = arrays(params, plan, rows or 1, jnp.result_type(float))

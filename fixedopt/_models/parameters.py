@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import keyword
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -141,9 +141,3 @@ class Parameters(dict[str, Parameter]):
         out = Parameters()
         out.add_many(*(dataclasses.replace(p) for p in self.values()))
         return out
-
-    def update_from(self, names: Iterable[str], values: dict[str, Any]) -> None:
-        """Set the ``value`` of each of ``names`` found in ``values``."""
-        for name in names:
-            if name in values:
-                self[name].set(value=values[name])

@@ -36,3 +36,23 @@ def plot(result: Any, row: int = 0, components: bool = True, initial: bool = Fal
     bottom.legend()
     top.set_title(f"{result.model!r}, fit {row}", fontsize="small")
     return figure
+
+
+def plot_fit(result: Any, row: int = 0, ax: Any = None, show_init: bool = False) -> Any:
+    """lmfit's ``plot_fit``: fit ``row``'s data and best fit (and its start, with
+    ``show_init``) on ``ax`` (a new ``Axes`` if None), which it returns."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError("plot_fit needs matplotlib: pip install matplotlib") from None
+    row = result.check_row(row)
+    (name, x), *_ = result.independent.items()
+    x = np.asarray(x[row] if np.ndim(x) == 2 else x)
+    ax = plt.figure().add_subplot() if ax is None else ax
+    ax.plot(x, result.data[row], "o", markersize=2, label="data")
+    if show_init:
+        ax.plot(x, result.init_fit[row], "--", label="initial fit")
+    ax.plot(x, result.best_fit[row], "-", label="best fit")
+    ax.set_xlabel(name)
+    ax.legend()
+    return ax

@@ -50,7 +50,7 @@ def _bounds(result: Any, name: str, row: int) -> tuple[Any, Any]:
     """``(min, max)`` of parameter ``name`` in fit ``row``, in the fit's dtype (a float32
     fit's value on the bound 0.1 is float32's 0.1)."""
     dtype, rows = result.values.dtype, result.nvarys.shape
-    parameter = result.params[name]
+    parameter = result.init_params[name]
     lower, upper = (np.broadcast_to(np.asarray(b, dtype), rows)[row]
                     for b in (parameter.min, parameter.max))  # fmt: skip
     return lower, upper
@@ -59,7 +59,7 @@ def _bounds(result: Any, name: str, row: int) -> tuple[Any, Any]:
 def _variable(result: Any, row: int, name: str, width: int) -> str:
     value = result.best_values[name][row]
     error = result.stderr[name][row]
-    expr = result.params[name].expr
+    expr = result.init_params[name].expr
     expr = expr[row] if isinstance(expr, tuple) else expr
     line = f"    {name + ':':<{width}} {_number(value)}"
     if expr is None and name not in result.varying[row]:

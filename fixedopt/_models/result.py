@@ -13,6 +13,7 @@ import numpy as np
 
 from fixedopt._contract.status import Status
 from fixedopt._models.curves import curves
+from fixedopt._models.fitted import FittedParameters, covar, fitted_parameters, var_names
 from fixedopt._models.parameters import Parameters
 
 
@@ -21,7 +22,8 @@ class ModelResult:
     """The fits of a batch; every per-fit array has the leading batch axis ``B``.
 
     Attributes:
-      model: the fitted model; ``params``: the parameters as given.
+      model: the fitted model; ``init_params``: the parameters as given (lmfit's
+        name; :attr:`params` holds the fitted ones).
       names: every parameter (fitted, fixed, tied, derived), in order.
       values: ``(B, n)`` best values of ``names`` (see :meth:`best_values`).
       covariance: ``(B, n, n)``, propagated to tied and derived parameters; 0 for fixed
@@ -46,7 +48,7 @@ class ModelResult:
     """
 
     model: Any
-    params: Parameters
+    init_params: Parameters
     names: tuple[str, ...]
     index: dict[str, int]
     values: np.ndarray
@@ -103,6 +105,24 @@ class ModelResult:
         if self.rank_deficient is None:
             return finite
         return np.asarray(finite & ~self.rank_deficient)
+
+    @property
+    def params(self) -> FittedParameters:
+        """lmfit's ``result.params``: ``params[name].value``, ``.stderr``, ``.correl``,
+        ``.vary``, ``.init_value`` (one entry per fit), ``.expr``, ``.min``, ``.max``;
+        ``params.valuesdict()``."""
+        return fitted_parameters(self)
+
+    @property
+    def var_names(self) -> list[str]:
+        """The varied parameters, in ``covar``'s order (the same in every fit)."""
+        return var_names(self)
+
+    @property
+    def covar(self) -> np.ndarray:
+        """``(B, v, v)``: the varied parameters' covariance (lmfit's ``covar``); see
+        :attr:`covariance` for every parameter."""
+        return covar(self)
 
     @property
     def best_values(self) -> dict[str, np.ndarray]:
@@ -278,6 +298,13 @@ class ModelResult:
         from fixedopt._models.uncertainty import eval_uncertainty
 
         return eval_uncertainty(self, self.check_row(row), sigma, independent)
+
+    def plot_fit(self, row: int = 0, ax: Any = None, show_init: bool = False) -> Any:
+        """lmfit's ``plot_fit``: fit ``row``'s data and best fit (and start) on one
+        matplotlib ``Axes`` (``ax``, or a new one), returned."""
+        from fixedopt._models.plot import plot_fit
+
+        return plot_fit(self, row, ax, show_init)
 
     def plot(self, row: int = 0, components: bool = True, initial: bool = False) -> Any:
         """A matplotlib figure of fit ``row``: residuals above; data, best fit and

@@ -6,10 +6,11 @@ Origin: ``scipy/optimize/tests/test_minpack.py``, class ``TestCurveFit`` (scipy 
 46 test items), re-written here: the data, the calls, the assertions and their
 tolerances are scipy's; what differs is that each model (and Jacobian) is written
 with ``jax.numpy`` (JAX traces it), and that ``curve_fit`` is the adapter below
-(``fixedopt.curve_fit``, its arrays returned as NumPy arrays). One item cannot hold
-in JAX as written: ``test_gh13670`` keeps Python state between calls of the model,
-which JAX traces rather than calls per evaluation; it asserts the clear error that
-replaces it (``docs/scipy.md`` lists the differences).
+(``fixedopt.curve_fit``, its arrays returned as NumPy arrays). ``test_gh13670``'s
+model keeps Python state between calls, which JAX cannot trace: it runs on the host
+(``fixedopt.HostFunctionWarning``). ``test_curve_fit_scipy_as_written.py`` holds
+scipy's text unchanged, NumPy models included (``docs/scipy.md`` lists the
+differences).
 """
 
 import warnings
@@ -560,10 +561,11 @@ class TestCurveFit:
         _, at_popt = scipy.optimize.curve_fit(numpy_func, xdata, ydata, jac=jac, **tight)
         assert_allclose(res, at_popt, 2e-7)
 
+    @pytest.mark.filterwarnings("ignore::fixedopt.HostFunctionWarning")
     def test_gh13670(self):
-        # scipy checks that it never calls the model twice with the same parameters at
-        # the start. fixedopt traces the model instead of calling it per evaluation, so
-        # the model's state between calls holds tracers: the clear error replaces it.
+        # scipy checks that it never calls the model twice running with the same
+        # parameters. JAX cannot trace a model that keeps state between calls: it runs
+        # on the host, called per evaluation as scipy calls it (and warns so).
         rng = np.random.default_rng(8250058582555444926)
         x = np.linspace(0, 3, 101)
         y = 2 * x + 1 + rng.normal(size=101) * 0.5
@@ -581,11 +583,7 @@ class TestCurveFit:
         line.last_p = None
         jac.last_p = None
         p0 = np.array([1.0, 5.0])
-        message = (r"fixedopt called `f` \(.*line\) as f\(xdata, \*p\) with xdata of shape "
-                   r"\(101,\) and k = 2 parameters; JAX could not trace `f`: .* write `f` "
-                   r"with jax.numpy .* keep no state between calls")  # fmt: skip
-        with pytest.raises(TypeError, match=message):
-            curve_fit(line, x, y, p0, method="lm", jac=jac)
+        curve_fit(line, x, y, p0, method="lm", jac=jac)
 
     @pytest.mark.parametrize("method", ["trf", "dogbox"])
     def test_gh20155_error_mentions_x0(self, method):
