@@ -50,7 +50,9 @@ class HostModel(CurveFunction):
         return self.call(x, p)
 
 
-def runnable(model: CurveFunction, scheme: str, xdata: Any, p0: Any, limits: Any, batched: bool) -> CurveFunction:
+def runnable(
+    model: CurveFunction, scheme: str, xdata: Any, p0: Any, limits: Any, batched: bool
+) -> CurveFunction:
     """``model`` if JAX traces it, else the same model on the host (warned once).
 
     ``scheme``: the finite differences where ``model`` has no ``jac``; ``xdata``,
