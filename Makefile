@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint bench docs clean device-wheels
+.PHONY: demo test test-device lint bench docs clean device-wheels
 
 demo: $(VENV)/.installed-core
 	$(PY) -m fixedopt demo
@@ -18,6 +18,14 @@ test: $(VENV)/.installed-test
 	$(PY) -m ruff check fixedopt tests benchmarks docs
 	$(PY) -m mypy
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
+
+# On a TPU or GPU machine (JAX, pytest and hypothesis installed there; fixedopt from this
+# checkout): the float32 slice of tests/test_device.py, in one process (a chip admits one
+# program at a time), a few minutes. On a CPU-only machine it is skipped unless
+# FIXEDOPT_DEVICE_SLICE=1.
+test-device:
+	PYTHONPATH=$(CURDIR):$${PYTHONPATH:-} $(PYTHON) -m pytest \
+		tests/test_device.py tests/driver/test_machine.py
 
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check fixedopt tests benchmarks docs
@@ -33,11 +41,13 @@ bench: $(VENV)/.installed-bench
 
 # The comparison packages a lent GPU machine lacks, as cp312 manylinux wheels in .whl/
 # (ignored by git), for benchmarks/device.sh: the versions of this machine's bench extra.
+# For a TPU machine's Python: make device-wheels DEVICE_PYTHON=3.11.
+DEVICE_PYTHON ?= 3.12
 DEVICE_WHEELS := jaxopt==0.8.5 tfp-nightly==0.26.0.dev20261027 dm-tree==0.1.10 gast==0.7.0 \
 	decorator==5.3.1 lmfit==1.3.4 asteval==1.0.10 uncertainties==3.2.3 dill==0.4.1
 device-wheels:
 	grep -qx '/.whl/' .git/info/exclude || echo /.whl/ >> .git/info/exclude
-	$(PYTHON) -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 \
+	$(PYTHON) -m pip download --quiet --no-deps --only-binary=:all: --python-version $(DEVICE_PYTHON) \
 		--implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
 		--platform manylinux2014_x86_64 -d .whl $(DEVICE_WHEELS)
 

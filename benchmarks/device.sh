@@ -1,27 +1,39 @@
 #!/usr/bin/env bash
-# Issue 18's accelerator checks, prepared for a lent GPU machine (the workplace's
-# `device` tool: one NVIDIA H200, Python 3.12, JAX and optax there, no internet), run as
-# one command per call so that a failed call can be rerun within the session's minutes.
+# The accelerator runs, prepared for a lent machine (the workplace's `device` tool: one
+# TPU v5e chip with Python 3.11, or an NVIDIA GPU with Python 3.12; JAX installed there,
+# fixedopt not; no internet), one command per call so that a failed call can be rerun
+# within the session's minutes. SUITE is a suite of benchmarks.run (tpu, tiny,
+# tiny_large, gpu, ...) or `tests`: the float32 slice of the suite (make test-device).
 #
-# Here, once: `make device-wheels` (the comparison packages the machine lacks, cp312
-# wheels, into the git-ignored .whl/). Then, through the tool, with carry [".whl"]:
-#   bash benchmarks/device.sh tiny_large tiny    # 1e7 Gpufit fits, then 1e3..1e6 (~5 min?)
-#   bash benchmarks/device.sh gpu                # the minimize suite sized for a device
-# Each suite runs under `timeout` (SUITE_SECONDS, default 240) and writes its json, md and
-# plots; all of them, and the log, come back as one archive, $OUT/results.tgz (the tool
-# returns at most 8 files). Unpack it into benchmarks/results/ and commit what it wrote.
-# QUICK=1 runs the suites' --quick sizes: the script's own smoke test, also on a CPU.
+#   bash benchmarks/device.sh tests tpu          # on a TPU: the slice, then the tpu suite
+#   bash benchmarks/device.sh tiny_large tiny    # 1e7 Gpufit fits, then 1e3..1e6
+#
+# optax (a dependency of fixedopt) and what it needs come from the machine's own package
+# index (/opt/pypi/simple, a TPU machine's) where it is missing, installed after the
+# machine's JAX on the path. Comparison packages no index there holds travel as wheels
+# in .whl/ (with carry [".whl"]): `make device-wheels` (cp312, a GPU machine's Python;
+# DEVICE_PYTHON=3.11 for a TPU's). Each suite runs under `timeout` (SUITE_SECONDS,
+# default 240) and writes its json and md (plots where matplotlib is installed); all of
+# them, and the log, come back as one archive, $OUT/results.tgz (the tool returns at most
+# 8 files). Unpack it into benchmarks/results/ and commit what it wrote. QUICK=1 runs the
+# suites' --quick sizes: the script's own smoke test, also on a CPU.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ $# -gt 0 ] || { echo "usage: bash benchmarks/device.sh SUITE [SUITE ...]" >&2; exit 2; }
 out="${OUT:?OUT: the folder whose files come back}"
 results=$(mktemp -d)
+site=/tmp/fixedopt-site
+index=/opt/pypi/simple
 if compgen -G ".whl/*.whl" > /dev/null; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-        --target /tmp/site .whl/*.whl || exit 1
-    export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
+    PIP_CONFIG_FILE=/dev/null python3 -m pip install --isolated -q --no-index --no-deps \
+        --no-compile --no-cache-dir --upgrade --target "$site" .whl/*.whl || exit 1
 fi
-export PYTHONPATH="$PWD:${PYTHONPATH:-}" PYTHONUNBUFFERED=1
+if ! PYTHONPATH="${PYTHONPATH:-}:$site" python3 -c "import optax" 2> /dev/null && [ -d "$index" ]; then
+    PIP_CONFIG_FILE=/dev/null python3 -m pip install --isolated -q --only-binary=:all: \
+        --no-cache-dir --index-url "file://$index" --target "$site" optax || exit 1
+fi
+# Appended: the machine's own JAX and NumPy stay first (pip brings others along).
+export PYTHONPATH="$PWD:${PYTHONPATH:-}:$site" PYTHONUNBUFFERED=1
 python3 -c "import jax, fixedopt; print('jax', jax.__version__, jax.devices())" \
     2>&1 | tee "$results/device.log" || exit 1
 quick=()
@@ -29,8 +41,13 @@ quick=()
 status=0
 for suite in "$@"; do
     echo "== $suite $(date -u +%H:%M:%S)" | tee -a "$results/device.log"
-    timeout "${SUITE_SECONDS:-240}" python3 -m benchmarks.run --suite "$suite" "${quick[@]}" \
-        --out "$results" 2>&1 | tee -a "$results/device.log"
+    if [ "$suite" = tests ]; then
+        command=(python3 -m pytest -p no:cacheprovider -o addopts=-q tests/test_device.py
+            tests/driver/test_machine.py --junitxml "$results/tests.xml" --durations=8)
+    else
+        command=(python3 -m benchmarks.run --suite "$suite" "${quick[@]}" --out "$results")
+    fi
+    timeout "${SUITE_SECONDS:-240}" "${command[@]}" 2>&1 | tee -a "$results/device.log"
     [ "${PIPESTATUS[0]}" = 0 ] || status=1
 done
 tar czf "$out/results.tgz" -C "$results" .

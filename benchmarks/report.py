@@ -5,10 +5,13 @@ import json
 import pathlib
 import sys
 
-import matplotlib
+try:  # the plots only: a machine without matplotlib (a lent TPU) still writes its tables
+    import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+except ImportError:
+    plt = None
 
 ENVIRONMENT = {"kind", "backend", "device", "device_count", "host_cpus", "blas_threads",
                "versions", "date", "suite", "quick", "suite_wall_s"}  # fmt: skip
@@ -42,6 +45,13 @@ SECTIONS = {  # kind: (title, text)
              "7x7 pixels, 1000 photons, background 10/pixel, centres jittered U(-0.5, 0.5); "
              "spread: RMS error of the centres over sqrt(CRLB) from the true Fisher "
              "information; stderr: the fit's own error bars over it."),
+    "tpu_minimize": ("minimize on an accelerator: the machine profile's matmul precision",
+                     "Issue 61's quartic (float32, 30% fixed, bounds ±3; optax without bounds, "
+                     "an absolute gradient test at 1e-4). `precision`: `profile`, fixedopt's "
+                     "default (float32 products at \"highest\" on a TPU or GPU); `default`, "
+                     "traded back (`jax.default_matmul_precision(\"default\")`). "
+                     "`first_s`: the first call, `compile_s` within it."),
+    "tpu_gpufit": ("Gpufit's protocol on an accelerator, both precisions", "As `tiny_fit`."),
     "tiny_published": ("Published reference figures (cited, NOT measured in this run)", ""),
     "tiny_fit": ("fixedopt fits", "Gpufit protocol (`options` gpufit): float32, ftol=1e-4 "
                  "(relative reduction of chi-square), max_steps=10, gtol=xtol=0 (Gpufit has no "
@@ -206,7 +216,10 @@ def speedup_plot(records):
 
 
 def save_plots(records, stem: pathlib.Path) -> list[pathlib.Path]:
-    """Write the plots of the solver cases (not the straggler groups); return their paths."""
+    """Write the plots of the solver cases (not the straggler groups); return their paths
+    (none without matplotlib)."""
+    if plt is None:
+        return []
     timed = [r for r in records if r.get("kind") == "case" and "skipped" not in r
              and r["group"] == r["problem"]]  # fmt: skip
     figures = {"time-vs-B": time_plot(timed, "B", "n"), "time-vs-n": time_plot(timed, "n", "B"),

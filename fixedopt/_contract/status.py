@@ -10,6 +10,16 @@ from typing import Any, Self
 import jax
 import jax.numpy as jnp
 
+# What to do when the cause is the precision of matrix products (fixedopt._driver.machine:
+# on a TPU or GPU a solve runs its float32 products at "highest" unless the user set a
+# precision; the bfloat16 passes of a TPU's default made 93% of quad n = 64's rows stop
+# STALLED or MAX_STEPS, issue 61).
+REDUCED_MATMULS = (
+    " On a TPU or GPU under a reduced ``jax_default_matmul_precision`` (float32 products "
+    "in bfloat16 or TF32 passes), noisy products are a likely cause: leave it unset "
+    '(fixedopt then solves at "highest") or set "highest".'
+)
+
 
 class _Code(enum.IntEnum):
     """An ``int`` code that carries a message a person can read, as optimistix's
@@ -37,12 +47,16 @@ class Status(_Code):
 
     Example:
       >>> import fixedopt
-      >>> fixedopt.Status(1).name, fixedopt.Status.MAX_STEPS.message
-      ('MAX_STEPS', '``max_steps`` iterations ran without meeting a test: raise ``max_steps``.')
+      >>> fixedopt.Status(1).name, fixedopt.Status.MAX_STEPS.message[:72]
+      ('MAX_STEPS', '``max_steps`` iterations ran without meeting a test: raise ``max_steps``')
     """
 
     CONVERGED = 0, "A convergence test was met; :attr:`Solution.reason` says which."
-    MAX_STEPS = 1, "``max_steps`` iterations ran without meeting a test: raise ``max_steps``."
+    MAX_STEPS = (
+        1,
+        "``max_steps`` iterations ran without meeting a test: raise ``max_steps``."
+        + REDUCED_MATMULS,
+    )
     NONFINITE = (
         2,
         (
@@ -55,7 +69,7 @@ class Status(_Code):
         (
             "No acceptable step within the line search's (or the damping's) budget while the "
             "objective still changed measurably and the row was not stationary: typically a "
-            "wrong or noisy gradient or a non-smooth objective."
+            "wrong or noisy gradient or a non-smooth objective." + REDUCED_MATMULS
         ),
     )
     STALLED = (
@@ -64,6 +78,7 @@ class Status(_Code):
             "No further progress is possible at working precision (the step no longer "
             "changes ``x`` or ``f``), but the row is not stationary to that precision: an "
             "ill-conditioned or badly scaled problem for the dtype; try float64 or rescale."
+            + REDUCED_MATMULS
         ),
     )
     INFEASIBLE = (

@@ -17,7 +17,7 @@ from fixedopt._contract.solver import Solver
 from fixedopt._contract.status import Status
 from fixedopt._derivatives.differentiation import captured_values
 from fixedopt._derivatives.implicit import DerivativeProblem
-from fixedopt._driver import batching, cache, compiler
+from fixedopt._driver import batching, cache, compiler, machine
 from fixedopt._driver.lanes import LastState, iterate_lanes
 from fixedopt._driver.loop import LoopState, iterate
 from fixedopt._driver.plan import Inputs, Plan
@@ -50,12 +50,15 @@ def run(plan: Plan, inputs: Inputs) -> Solution:
     the batch size (:mod:`fixedopt._driver.batching`). The
     :class:`~fixedopt._results.solution.Solution` carries the solve's own mask and
     bounds. The first solve of a process turns on the persistent compilation cache
-    (:mod:`fixedopt._driver.cache`)."""
+    (:mod:`fixedopt._driver.cache`). Everything is traced at the matmul precision of
+    the machine profile (:func:`fixedopt._driver.machine.solve_precision`): the solve
+    and its derivatives, also those a transformation outside traces from it."""
     cache.use_default_cache()
-    if plan.differentiate.rule_after_solve and not at_top_level():
-        solution = _solve_then_differentiate(plan, inputs)
-    else:
-        solution = _run_compiled(plan, inputs)
+    with machine.solve_precision(plan.backend):
+        if plan.differentiate.rule_after_solve and not at_top_level():
+            solution = _solve_then_differentiate(plan, inputs)
+        else:
+            solution = _run_compiled(plan, inputs)
     return solution._replace(fixed=inputs.fixed, bounds=inputs.bounds)
 
 

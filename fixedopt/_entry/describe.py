@@ -24,6 +24,7 @@ import jax.numpy as jnp
 
 from fixedopt._contract.solver import Solver
 from fixedopt._derivatives.differentiation import Differentiation, differentiation_option
+from fixedopt._driver import machine
 from fixedopt._driver.loop import Stopping
 from fixedopt._driver.plan import Inputs, Plan
 from fixedopt._driver.progress import progress_option
@@ -161,7 +162,7 @@ def _static_plan(
         loss=loss,
         batched_args=None,
         lanes=lanes,
-        backend=jax.default_backend(),
+        backend=machine.platform(),
         vectorized=given["vectorized"],
         differentiate=differentiate,
         max_trips=differentiate.static_max_steps(max_steps),
