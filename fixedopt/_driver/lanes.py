@@ -153,19 +153,17 @@ def iterate_lanes(
     one_row = jax.tree.map(arrays.one_row, (rows, x))
     with reduce.folding(folds):
         started = jax.eval_shape(start_row, *one_row)  # one row's loop state (shapes)
-    state_bytes = sum(a.size * a.dtype.itemsize for a in jax.tree.leaves((one_row, started)))
-    width = schedule.width(total, state_bytes + step_bytes)
+    width = schedule.width(total, _bytes((one_row, started)) + step_bytes)
     layout = _layout(one_row[0], started)
     if folds and not schedule.folds(width, x.shape[1]):
         folds, start_row = False, start_row_jitted()  # wide lanes: traced again, plain
-    start_rows = jax.vmap(start_row)
+    start_rows = jax.vmap(start_row)  # the refill's start of its rows, one evaluation each
     tail_lanes, patience = schedule.defaults.tail_lanes, schedule.defaults.tail_patience
 
     def advance_lanes(data: Any, state: Packed, iteration: jax.Array) -> Packed:
         return _advance(solver, problem_of, stopping, layout, data, state, iteration)
 
     report = functools.partial(_report, layout, limit, progress)
-
     if width == total:
         # Rows padded beyond count (at most 8 rows in all) take their steps, dropped.
         with reduce.folding(folds):
@@ -201,6 +199,11 @@ def iterate_lanes(
     # caller drops them (fixedopt._driver.batching).
     unpacked: LastState = layout.results.unpack(final.results)
     return unpacked
+
+
+def _bytes(tree: Any) -> int:
+    """The bytes of ``tree``'s arrays (shapes)."""
+    return sum(a.size * a.dtype.itemsize for a in jax.tree.leaves(tree))
 
 
 def _report(layout: LaneLayout, limit: jax.Array | int, progress: Progress | None, state: Packed,
