@@ -13,6 +13,7 @@ by all rows (a user's ``x @ (H @ x)``: an MXU product over the lanes), per-row `
 
 import contextlib
 import functools
+import json
 
 import jax
 import jax.numpy as jnp
@@ -26,7 +27,11 @@ from fixedopt.testing_problems import gaussian_fits
 
 QUAD_ROWS = 16_384
 PRECISIONS = {"profile": None, "default": "default"}
-OPTAX_GTOL, OPTAX_MAX_STEPS = 1e-4, 1000  # issue 61's protocol: an absolute gradient test
+# Issue 61's protocol: an absolute gradient test. Under vmap the slowest row sets every
+# row's steps, and in float32 3.5% of the n = 64 rows never meet 1e-4 (their gradient's
+# rounding floor is ~1e-3; 9 of 256 rows ran 1000 steps on the CPU, and a call took 67 s
+# on the TPU v5e): capped at 100 steps, the converged fraction says how many met it.
+OPTAX_GTOL, OPTAX_MAX_STEPS = 1e-4, 100
 
 
 @contextlib.contextmanager
@@ -61,7 +66,7 @@ def measured(call, repeats: int) -> tuple[dict, object]:
     return first | timing.summary(times["call"]), outputs["call"]
 
 
-def fixedopt_quad(n: int, rows: int, name: str, repeats: int = 5) -> dict:
+def fixedopt_quad(n: int, rows: int, name: str, repeats: int = 3) -> dict:
     hessian, x0, fixed, c = quad_data(n, rows)
     hessian, x0, fixed_array, c = map(jnp.asarray, (hessian, x0, fixed, c))
 
@@ -81,16 +86,17 @@ def fixedopt_quad(n: int, rows: int, name: str, repeats: int = 5) -> dict:
             "steps_mean": float(np.mean(solution.steps)), "fixed_exact": bool(exact)}  # fmt: skip
 
 
-def optax_quad(n: int, rows: int, repeats: int = 5) -> dict:
+def optax_quad(n: int, rows: int, repeats: int = 3) -> dict:
     """optax's L-BFGS per row in a ``while_loop`` under ``jit(vmap)``, masked by
-    ``where + stop_gradient``, at JAX's default precision (a user's)."""
+    ``where + stop_gradient``, its products at "highest" (as fixedopt's profile)."""
     hessian, x0, fixed, c = map(jnp.asarray, quad_data(n, rows))
     objective = functools.partial(quartic, hessian=hessian)
     program = optax_program(objective, OPTAX_GTOL, OPTAX_MAX_STEPS)
     call = lambda: jax.block_until_ready(program(x0, fixed, c))
-    times, (_, _, steps, converged) = measured(call, repeats)
+    with jax.default_matmul_precision("highest"):
+        times, (_, _, steps, converged) = measured(call, repeats)
     return {"kind": "tpu_minimize", "problem": "quartic", "n": n, "B": rows,
-            "method": "optax-lbfgs-vmap-mask", "precision": "default", **times,
+            "method": "optax-lbfgs-vmap-mask", "precision": "highest", **times,
             "converged_frac": float(np.mean(converged)),
             "steps_mean": float(np.mean(steps)), "steps_max": int(np.max(steps))}  # fmt: skip
 
@@ -109,11 +115,19 @@ def run(quick: bool, args=None) -> list[dict]:
     records = []
     for n in (8,) if quick else (64, 8):
         records += [fixedopt_quad(n, rows, name) for name in PRECISIONS]
-        records.append(optax_quad(n, rows))
-        print(*(f"{r['method']} {r['precision']}: {r['time_median_s']:.4f} s"
-                for r in records[-3:]), sep="\n", flush=True)  # fmt: skip
+        records.append(optax_quad(n, rows, repeats=2))
+        shown(records[-3:])
     for name in PRECISIONS:
         records.append(gpufit(10**4 if quick else 10**6, name, 3))
+        shown(records[-1:])
     if not quick:
         records.append(gpufit(10**7, "profile", 1))
+        shown(records[-1:])
     return records
+
+
+def shown(records: list[dict]) -> None:
+    """Each record as a line of JSON on stdout as soon as it is measured: a run cut short
+    by its time limit (which then writes no files) keeps what it measured in its log."""
+    for record in records:
+        print(json.dumps(record, default=str), flush=True)
