@@ -36,8 +36,7 @@ from typing import Any, NamedTuple
 import jax
 
 from fixedopt._contract.solver import Solver
-from fixedopt._driver import compiler
-from fixedopt._numerics import reduce
+from fixedopt._numerics import cpu_compiler, reduce
 
 # The backends whose float32 matmuls drop bits at JAX's default precision: a TPU's
 # bfloat16 passes, an NVIDIA GPU's TF32 (Ampere and later). ``jax.default_backend()``
@@ -178,7 +177,7 @@ class Schedule(NamedTuple):
     def folds(self, rows: int, length: int) -> bool:
         """Whether reductions of ``rows`` rows of ``length`` entries fold
         (``fixedopt._numerics.reduce.folding_helps``)."""
-        return self.defaults.folds and reduce.folding_helps(self.backend, rows, length)
+        return self.defaults.folds and reduce.folding_helps(rows, length)
 
     def width(self, total: int, row_bytes: int) -> int:
         """The lanes for ``total`` rows whose step's working set is ``row_bytes`` each:
@@ -192,7 +191,7 @@ def schedule(solver: Solver[Any], lanes: int | None, backend: str, tail: bool = 
     """The :class:`Schedule` of a solve by ``solver`` through ``lanes`` (None: the
     default) on ``backend``; ``tail``: a CPU block's."""
     tuned = defaults(backend)
-    options = compiler.compiler_options(solver, backend) if tuned.tuned_compiler else {}
+    options = cpu_compiler.CPU_OPTIONS if _tuned_compiler(tuned, solver) else {}
     return Schedule(
         backend=backend,
         defaults=tuned,
@@ -201,9 +200,15 @@ def schedule(solver: Solver[Any], lanes: int | None, backend: str, tail: bool = 
         lanes=lanes,
         refill_cost=1.0 / solver.evaluations_per_step,
         tail=tail,
-        summing=tuned.sums_together and reduce.summing_helps(backend),
+        summing=tuned.sums_together,
         compiler_options=tuple(sorted(options.items())),
     )
+
+
+def _tuned_compiler(tuned: Backend, solver: Solver[Any]) -> bool:
+    """Whether ``solver``'s solves compile with ``cpu_compiler.CPU_OPTIONS`` (a
+    least-squares solver, where the backend tunes its compiler and jaxlib takes them)."""
+    return tuned.tuned_compiler and solver.needs_residuals and cpu_compiler.accepted()
 
 
 def default_width(batch: int, row_bytes: int, backend: str) -> int:
