@@ -141,9 +141,10 @@ CPU = Backend(
     # fast (docs/decisions.md, "XLA:CPU's elemental emitter for least-squares solves").
     tuned_compiler=True,
 )
-# An accelerator: enough rows to fill it (its trips cost about the same whatever their
-# width), at least 8 (not measured further: issue 61 measures the TPU); none of the
-# CPU's tricks, which were measured on XLA:CPU only.
+# An accelerator: 2^16 lanes (at most an eighth of the batch), kept while a cost model
+# fitted on an H200, where lanes=B ran 1.35x-5.2x faster, was too loose to set another
+# (docs/decisions.md, "Lane widths on an accelerator"); none of the CPU's tricks,
+# measured on XLA:CPU only (issue 61 measures the TPU).
 GPU = Backend(fewest_lanes=1 << 16, most_lanes=1 << 16, cache_bytes=0, blocks=False,
               tail_lanes=2, tail_patience=16, folds=False, sums_together=False,
               tuned_compiler=False)  # fmt: skip
