@@ -4,7 +4,7 @@ Made for one TPU v5e chip (``bash benchmarks/device.sh tpu``); runs on any backe
 (on a CPU both precisions are the same program).
 
 ``precision``: ``profile`` is fixedopt's default (on a TPU or GPU its float32 products
-at "highest", ``fixedopt._driver.machine``); ``default`` trades that back for speed,
+at "highest", the machine profile); ``default`` trades that back for speed,
 the call under ``jax.default_matmul_precision("default")`` (a TPU's bfloat16 passes).
 The quartic is issue 61's: ``0.5 x'Hx - c'x + 0.1 sum x^4``, one dense SPD ``H`` shared
 by all rows (a user's ``x @ (H @ x)``: an MXU product over the lanes), per-row ``c``,
