@@ -121,15 +121,10 @@ class StepContext(NamedTuple):
     no trials), so that it cannot lengthen the batch's loop. ``iteration`` is the
     number of steps every running row has taken; in a batch it is one unbatched scalar,
     which a solver may use to index its memory without a per-row gather.
-    ``starting`` is True for a row whose step is its start (only for a solver with
-    ``starts_in_step``; else always False): the step evaluates the objective at
-    ``problem.project(x)``, the row's given start, and returns that point as its
-    ``x``, with the value, gradient and state that ``start`` gives there.
     """
 
     active: jax.Array | bool
     iteration: jax.Array
-    starting: jax.Array | bool = False
 
 
 class Step(NamedTuple, Generic[State]):
@@ -204,16 +199,10 @@ class Solver(abc.ABC, Generic[State]):
 
     # True for least-squares solvers: they need ``problem.residual_and_jacobian``.
     needs_residuals: ClassVar[bool] = False
-    # What the lanes' refill costs (fixedopt._driver.lanes): it starts the new rows, one
-    # evaluation each, about one step of a solver whose step is one evaluation. Below 1
-    # for a solver whose step costs several (the lanes then refill sooner).
-    refill_cost: ClassVar[float] = 1.0
-    # True for a least-squares solver whose ``step`` can start a row
-    # (``StepContext.starting``): where the model dominates the step (a loop, or 256
-    # residuals or more: fixedopt._driver.engine._starts_in_step) the lanes then start
-    # their new rows in the next trip's step, so that the program holds one evaluation
-    # of the objective (the step's), not a second one (start's).
-    starts_in_step: ClassVar[bool] = False
+    # The objective's evaluations in a typical step (a line search's trials): a fact of
+    # the method, from which the driver weighs starting a row (one evaluation) against
+    # a step (fixedopt._driver.machine.Schedule.refill_cost).
+    evaluations_per_step: ClassVar[float] = 1.0
 
     @abc.abstractmethod
     def init(self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array) -> State:

@@ -8,7 +8,7 @@ count travelling as data (the lanes never take a padded row; :mod:`fixedopt._num
 
 - **a batch of at most 8 rows, padded to 8**: its rows all in lanes from the start (one
   ``vmap``), the padded ones take their steps (copies of row 0, as many as it takes);
-- **on the CPU, blocks of one size per model** (:func:`fixedopt._driver.widths.block_rows`,
+- **on the CPU, blocks of one size per model** (:func:`fixedopt._driver.machine.block_rows`,
   from the bytes of a row's data): every batch of more than 8 rows runs through the
   same program, a batch larger than a block as several calls of it, their rows joined
   on the host (whose memory is the device's). The block holds at least 8 rows for each
@@ -16,8 +16,9 @@ count travelling as data (the lanes never take a padded row; :mod:`fixedopt._num
   block's last, slow rows overlap with others as in one long queue (measured: 4 blocks
   of the Gaussian spot, 8 of quad n = 64, the same time as one batch of their rows);
   and a block's **tail** is cut short: when its queue has ended and its last rows (at
-  most ``widths.TAIL_LANES``) have run alone for ``widths.TAIL_PATIENCE`` trips, the
-  block stops and those rows are solved again from their starts, ``TAIL_LANES`` rows
+  most ``Backend.tail_lanes``) have run alone for ``tail_patience`` trips
+  (:mod:`fixedopt._driver.machine`), the block stops and those rows are solved again
+  from their starts, ``tail_lanes`` rows
   wide (every trip of the block's lanes costs all of them: 0.40 ms for 64 lanes of the
   spectra fit, where the lone row's step costs 24-37 us), a program compiled the
   first time a model has such a tail;
@@ -45,8 +46,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from fixedopt._contract.status import busy
+from fixedopt._driver.machine import Schedule, block_rows
 from fixedopt._driver.plan import Inputs, Plan
-from fixedopt._driver.widths import TAIL_LANES, block_rows
 from fixedopt._inputs import arrays
 from fixedopt._numerics import buckets
 from fixedopt._numerics.trace_state import at_top_level
@@ -57,13 +58,16 @@ ROW_FIELDS = ("x0", "fixed", "fixed_values", "bounds", "sigma", "counts", "split
 
 
 def solve_rows(
-    compiled: Callable[[Plan, Inputs], Solution], plan: Plan, inputs: Inputs
+    compiled: Callable[[Plan, Schedule, Inputs], Solution],
+    plan: Plan,
+    schedule: Schedule,
+    inputs: Inputs,
 ) -> Solution:
-    """``compiled(plan, inputs)``, its rows given to it in the compiled size of the
-    module's rules, the solution cut back to the batch's rows."""
+    """``compiled(plan, schedule, inputs)``, its rows given to it in the compiled size
+    of the module's rules, the solution cut back to the batch's rows."""
 
     def solve(inputs: Inputs) -> Solution:
-        return compiled(plan, inputs)
+        return compiled(plan, schedule, inputs)
 
     def asarray(count: int) -> jax.Array:
         return arrays.asarray(count, jnp.int32)
@@ -83,26 +87,28 @@ def solve_rows(
         args_grown = jax.tree.unflatten(args_tree, block[len(own) :])
         return inputs._replace(**grown, args=args_grown, batch=count)
 
-    size = None if batch <= buckets.SMALLEST else _block_size(plan, leaves, flags)
+    size = None if batch <= buckets.SMALLEST else _block_size(plan, schedule, leaves, flags)
     if size is None:
         bucket = buckets.bucket(batch)
         padded = buckets.pad_rows(leaves, bucket, flags, plan.backend) if bucket > batch else leaves
         solution = solve(block_inputs(padded, asarray(batch)))
         return solution if bucket == batch else buckets.first_rows(solution, batch, plan.backend)
-    block_plan, tail_plan = plan._replace(block=True), plan._replace(lanes=TAIL_LANES)
+    tail_lanes = schedule.defaults.tail_lanes
+    block_schedule = schedule._replace(tail=True)
+    tail_schedule = schedule._replace(lanes=tail_lanes)
 
     def solve_block(block: tuple[Any, ...], count: int) -> Solution:
-        solution = compiled(block_plan, block_inputs(block, asarray(count)))
+        solution = compiled(plan, block_schedule, block_inputs(block, asarray(count)))
         status = np.asarray(solution.status)[:count]
         rows = np.flatnonzero(busy(status))  # the tail, left RUNNING or PENDING
         if rows.size == 0:
             return solution
-        # The block's slow last rows (widths.TAIL_LANES): solved again on their own, as
-        # TAIL_LANES rows (a copy of the first where fewer), and put in their places.
-        taken = np.resize(rows, TAIL_LANES)
+        # The block's slow last rows (at most tail_lanes): solved again on their own, as
+        # tail_lanes rows (a copy of the first where fewer), and put in their places.
+        taken = np.resize(rows, tail_lanes)
         tail = tuple(np.asarray(leaf)[taken] if flag else leaf
                      for leaf, flag in zip(block, flags))  # fmt: skip
-        alone = compiled(tail_plan, block_inputs(tail, None))
+        alone = compiled(plan, tail_schedule, block_inputs(tail, None))
         put: Solution = jax.tree.map(lambda a, b: _put_rows(a, b, rows), solution, alone)
         return put
 
@@ -118,9 +124,11 @@ def _put_rows(whole: Any, part: Any, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def _block_size(plan: Plan, leaves: tuple[Any, ...], flags: tuple[bool, ...]) -> int | None:
+def _block_size(
+    plan: Plan, schedule: Schedule, leaves: tuple[Any, ...], flags: tuple[bool, ...]
+) -> int | None:
     """The CPU's block for this model (None: a bucket of the batch's size)."""
-    if plan.backend != "cpu" or plan.lanes is not None or plan.progress is not None:
+    if not schedule.defaults.blocks or schedule.lanes is not None or plan.progress is not None:
         return None
     if not buckets.chunks_here(leaves):
         return None

@@ -24,7 +24,7 @@ import jax
 import jax.extend.core
 
 from fixedopt._contract.solver import Solver
-from fixedopt._numerics import cpu_compiler
+from fixedopt._driver import machine
 from fixedopt._numerics.trace_state import at_top_level
 from fixedopt._objective.arguments import check_is_solver
 
@@ -53,9 +53,8 @@ def compiler_options(solver: Solver[Any], backend: str | None = None) -> dict[st
       >>> print(fast(jnp.zeros(2), jnp.array([False, False])).round(6))
       [2. 1.]
     """
-    if not check_is_solver(solver).needs_residuals or (backend or jax.default_backend()) != "cpu":
-        return {}
-    return dict(cpu_compiler.CPU_OPTIONS) if cpu_compiler.accepted() else {}
+    schedule = machine.schedule(check_is_solver(solver), None, backend or jax.default_backend())
+    return dict(schedule.compiler_options)
 
 
 def takes_options(solver: Solver[Any], backend: str) -> bool:

@@ -13,13 +13,13 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from fixedopt._contract.solver import Solver
 from fixedopt._contract.status import Status
 from fixedopt._derivatives.differentiation import captured_values
 from fixedopt._derivatives.implicit import DerivativeProblem
-from fixedopt._driver import batching, cache, compiler, machine
+from fixedopt._driver import batching, cache, machine
 from fixedopt._driver.lanes import LastState, iterate_lanes
 from fixedopt._driver.loop import LoopState, iterate
+from fixedopt._driver.machine import Schedule
 from fixedopt._driver.plan import Inputs, Plan
 from fixedopt._fixing.mask import active_set, unravel_mask
 from fixedopt._inputs.validate import PyTree
@@ -50,19 +50,21 @@ def run(plan: Plan, inputs: Inputs) -> Solution:
     the batch size (:mod:`fixedopt._driver.batching`). The
     :class:`~fixedopt._results.solution.Solution` carries the solve's own mask and
     bounds. The first solve of a process turns on the persistent compilation cache
-    (:mod:`fixedopt._driver.cache`). Everything is traced at the matmul precision of
-    the machine profile (:func:`fixedopt._driver.machine.solve_precision`): the solve
-    and its derivatives, also those a transformation outside traces from it."""
+    (:mod:`fixedopt._driver.cache`). How it runs on this machine is the solve's one
+    :class:`~fixedopt._driver.machine.Schedule`, made here; everything is traced at its
+    matmul precision: the solve and its derivatives, also those a transformation
+    outside traces from it."""
     cache.use_default_cache()
-    with machine.solve_precision(plan.backend):
+    schedule = machine.schedule(plan.solver, plan.lanes, plan.backend)
+    with machine.traced_at(schedule.precision):
         if plan.differentiate.rule_after_solve and not at_top_level():
-            solution = _solve_then_differentiate(plan, inputs)
+            solution = _solve_then_differentiate(plan, schedule, inputs)
         else:
-            solution = _run_compiled(plan, inputs)
+            solution = _run_compiled(plan, schedule, inputs)
     return solution._replace(fixed=inputs.fixed, bounds=inputs.bounds)
 
 
-def _solve_then_differentiate(plan: Plan, inputs: Inputs) -> Solution:
+def _solve_then_differentiate(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
     """Under a transformation: the solve on stopped inputs, then the derivative rule
     (:func:`_with_derivatives`, a program of its own). Under ``jax.grad`` or
     ``jax.jvp`` alone the stopped inputs are concrete: the solve is then the plain
@@ -71,20 +73,22 @@ def _solve_then_differentiate(plan: Plan, inputs: Inputs) -> Solution:
     stopped = plan.differentiate.stop(inputs)
     leaves = jax.tree.leaves(stopped) + [v for _, v in captured_values(plan.fun)]
     if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
-        solution = _run_compiled(plan, stopped)
+        solution = _run_compiled(plan, schedule, stopped)
     else:
         with jax.core.eval_context():  # the top level: what a plain call compiles
-            solution = _run_compiled(plan, stopped)
+            solution = _run_compiled(plan, schedule, stopped)
     differentiated: Solution = _with_derivatives(plan, inputs, solution)
     return differentiated
 
 
-def _run_compiled(plan: Plan, inputs: Inputs) -> Solution:
+def _run_compiled(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
     """The compiled solve of :func:`run` (its derivative rule inside, if any), a batch
-    in the compiled sizes of :mod:`fixedopt._driver.batching`."""
-    tuned = compiler.takes_options(plan.solver, plan.backend)
+    in the compiled sizes of :mod:`fixedopt._driver.batching`; with the schedule's
+    compiler options where nothing traces around the call (jit refuses options on a
+    nested program)."""
+    tuned = bool(schedule.compiler_options) and at_top_level()
     compiled = _compiled_for_cpu if tuned else _compiled
-    return batching.solve_rows(compiled, plan, inputs)
+    return batching.solve_rows(compiled, plan, schedule, inputs)
 
 
 def compiled_programs() -> int:
@@ -99,7 +103,7 @@ def clear_compiled() -> None:
         compiled.clear_cache()  # type: ignore[attr-defined]
 
 
-def _solve(plan: Plan, inputs: Inputs) -> Solution:
+def _solve(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
     """The traced solve.
 
     ``plan.batched_args`` is None for one problem, else one flag per leaf of ``args``:
@@ -107,12 +111,12 @@ def _solve(plan: Plan, inputs: Inputs) -> Solution:
     ``fixed`` and ``bounds`` are left None for :func:`run` to attach: the inputs
     themselves (a compiled program would return copies of them).
     """
-    with reduce.summing(reduce.summing_helps(plan.backend)):
-        return _solve_traced(plan, inputs)
+    with reduce.summing(schedule.summing):
+        return _solve_traced(plan, schedule, inputs)
 
 
-def _solve_traced(plan: Plan, inputs: Inputs) -> Solution:
-    """:func:`_solve`'s trace, inside its backend's reduction settings."""
+def _solve_traced(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
+    """:func:`_solve`'s trace, inside its schedule's reduction settings."""
     solver, stopping = plan.solver, inputs.stopping
     objective, rows = _set_up(plan, inputs)
     finish = functools.partial(_finish, objective)
@@ -133,13 +137,10 @@ def _solve_traced(plan: Plan, inputs: Inputs) -> Solution:
             plan.differentiate.stop(rows),
             start,
             stopping,
-            plan.lanes,
-            plan.backend,
+            schedule,
             plan.progress,
             inputs.batch,
             _step_bytes(objective, start),
-            tail=plan.block,
-            start_in_step=_starts_in_step(solver, objective),
         )
     else:
 
@@ -164,28 +165,10 @@ def _step_bytes(objective: Objective, x: jax.Array) -> int:
     return 0 if fused and not objective.loops else m * (n + 1) * x.dtype.itemsize
 
 
-# A least-squares model of at least this many residuals (or with a loop) is started in
-# its lanes' steps, by a solver that can (_starts_in_step).
-START_IN_STEP_RESIDUALS = 256
-
-
-def _starts_in_step(solver: Solver[Any], objective: Objective) -> bool:
-    """Whether the lanes leave their new rows to the solver's step to start
-    (``Solver.starts_in_step``): one evaluation of the model in the program, not two
-    (the step's and the refill's start). Each row then takes one more trip, a whole step
-    of its lane, where the refill evaluated the model alone. Where the model's
-    evaluation dominates its step (a loop, or at least :data:`START_IN_STEP_RESIDUALS`
-    residuals) that costs what the refill's start did: the spectra (301 residuals) and
-    RK4 (a scan of 200) cases ran as fast, their first calls 0.3 and 0.5 s shorter; the
-    decay curves (128 residuals) ran 5% slower, the Gaussian spots (25) 20%
-    (``docs/decisions.md``, "Rows started in their lanes' steps")."""
-    if not (solver.starts_in_step and objective.least_squares):
-        return False
-    return objective.loops or math.prod(objective.output_shape) >= START_IN_STEP_RESIDUALS
-
-
-_compiled = jax.jit(_solve, static_argnums=0)
-_compiled_for_cpu = jax.jit(_solve, static_argnums=0, compiler_options=cpu_compiler.CPU_OPTIONS)
+_compiled = jax.jit(_solve, static_argnums=(0, 1))
+_compiled_for_cpu = jax.jit(
+    _solve, static_argnums=(0, 1), compiler_options=cpu_compiler.CPU_OPTIONS
+)
 
 
 def _set_up(plan: Plan, inputs: Inputs) -> tuple[Objective, RowData]:

@@ -6,8 +6,7 @@ step. Here the loop advances ``W`` lanes at a time (``W`` much smaller than the 
 ``W`` = ``width``): each lane holds one row. When enough lanes hold a row that has
 stopped (or none is running), one real ``lax.cond`` on the whole lane batch writes
 those rows' results out and loads the next unsolved rows into their lanes, starting
-them (or leaving them to the lane's next step, ``start_in_step``: the program then
-holds one evaluation of the objective, the step's). So
+them. So
 
 - one loop body is compiled whatever the batch size;
 - the loop's working memory is that of ``W`` rows (the results, ``B`` rows, are
@@ -15,8 +14,8 @@ holds one evaluation of the objective, the step's). So
 - a slow row costs its own steps: the other lanes go on with other rows meanwhile.
 
 With ``W >= B`` (``lanes=`` the batch or more, and batches of at most 8 rows) every
-row has a lane from the start: the rows are started before the loop (or by its first
-step) and nothing is refilled or written, the whole batch as one ``vmap``.
+row has a lane from the start: the rows are started before the loop and nothing
+is refilled or written, the whole batch as one ``vmap``.
 
 The lanes' data and states are carried packed (:mod:`fixedopt._driver.packing`): one array
 per dtype for their scalars and vectors, so that a trip, a refill or a write handles
@@ -28,7 +27,7 @@ whoever its neighbours are), so a row gets the same bits as when solved alone in
 other batch through lanes of the same width, wherever XLA's code for the objective
 treats every row alike too (tested bit for bit on the CPU, ``tests/driver/test_lanes.py``),
 but for the rows of a CPU block's tail (:mod:`fixedopt._driver.batching`): solved again
-``TAIL_LANES`` wide, they agree to rounding.
+``tail_lanes`` wide (:class:`fixedopt._driver.machine.Backend`), they agree to rounding.
 XLA does not promise that: on the CPU it compiles a tridiagonal quadratic form
 ``x @ (A @ x)`` over rows of 8, 16 rows at a time, into code whose last two rows round
 differently (plain ``vmap``), and the rows of such an objective then agree to rounding
@@ -59,9 +58,9 @@ from fixedopt._driver.loop import (
     start,
     to_certify,
 )  # fmt: skip
+from fixedopt._driver.machine import Schedule
 from fixedopt._driver.packing import Packed, Packing
 from fixedopt._driver.progress import Progress, report_lanes
-from fixedopt._driver.widths import TAIL_LANES, TAIL_PATIENCE, lanes_for
 from fixedopt._inputs import arrays
 from fixedopt._numerics import reduce
 
@@ -87,7 +86,7 @@ class Lanes(NamedTuple):
     queued: jax.Array  # () int32: the first row no lane has taken yet
     idle: jax.Array  # () int32: the lanes not running
     idle_steps: jax.Array  # () int32: the sum of their rows' steps
-    lone: jax.Array  # () int32: trips in a row with the queue empty, <= TAIL_LANES busy
+    lone: jax.Array  # () int32: trips in a row with the queue empty, <= tail_lanes busy
     row: jax.Array  # (W,) int32: the row each lane holds; B for none
     data: Packed  # the lanes' rows' data, packed
     state: Packed  # the lanes' loop states, packed
@@ -101,7 +100,6 @@ class LaneLayout(NamedTuple):
     state: Packing  # of their loop states
     results: Packing  # of the rows' LastStates
     always_new: tuple[Any, ...]  # state's columns a stopped lane takes anyway (solver state)
-    start_in_step: bool  # rows are started by their first step (StepContext.starting)
 
 
 def iterate_lanes(
@@ -110,16 +108,13 @@ def iterate_lanes(
     rows: Rows,
     x: jax.Array,
     stopping: Stopping,
-    width: int | None,
-    backend: str,
+    schedule: Schedule,
     progress: Progress | None = None,
     count: jax.Array | None = None,
     step_bytes: int = 0,
-    tail: bool = False,
-    start_in_step: bool = False,
 ) -> LastState:
-    """Run every row of a batch through ``width`` lanes until each row stops (or, with
-    ``tail``, until a tail is left).
+    """Run every row of a batch through the schedule's lanes until each row stops (or,
+    with ``schedule.tail``, until a tail is left).
 
     Args:
       solver: the solver.
@@ -127,9 +122,12 @@ def iterate_lanes(
       rows: the per-row data (a pytree whose leaves have the batch axis ``B``).
       x: the starting points, ``(B, n)``.
       stopping: the stopping rules, shared by all rows.
-      width: the number of lanes ``W`` (static; more than ``B`` means ``B``); None:
-        :func:`~fixedopt._driver.widths.default_width`.
-      backend: the platform the program is for, which sets the default width.
+      schedule: how the batch runs on this machine (static): the number of lanes ``W``
+        (:meth:`~fixedopt._driver.machine.Schedule.width`; more than ``B`` means ``B``),
+        folding, when to refill, and ``tail``: stop early when the queue has ended and
+        at most ``tail_lanes`` rows have run alone for ``tail_patience`` trips: those
+        rows are reported as the loop left them, ``RUNNING`` or ``PENDING``, for the
+        caller to solve again, narrow (:mod:`fixedopt._driver.batching`).
       progress: report progress on the host; None adds nothing to the program.
       count: the rows to solve, traced, when ``rows`` are padded beyond them
         (:mod:`fixedopt._driver.batching`): the queue ends there, and the padded rows'
@@ -137,13 +135,6 @@ def iterate_lanes(
         copies of row 0 that they are), for the caller to drop. None: every row.
       step_bytes: the bytes a row's step holds in memory beyond its data and loop
         state (a least-squares row's Jacobian): its working set sets the default width.
-      start_in_step: the solver starts each row in its lane's first step
-        (``StepContext.starting``; only for a solver with ``Solver.starts_in_step``),
-        not by ``start`` before it (static).
-      tail: stop early when the queue has ended and at most ``TAIL_LANES`` rows have
-        run alone for ``TAIL_PATIENCE`` trips: those rows are reported as the loop left
-        them, ``RUNNING`` or ``PENDING``, for the caller to solve again, narrow
-        (:mod:`fixedopt._driver.batching`).
 
     Returns:
       The :class:`LastState` of every row, ``(B, ...)`` leaves.
@@ -152,7 +143,7 @@ def iterate_lanes(
     limit = total if count is None else count  # the queue's end
     # Reductions along the rows fold where XLA:CPU would split them (_numerics.reduce):
     # at narrow enough lanes, known once the state's size sets the width.
-    folds = reduce.folding_helps(backend, 1, x.shape[1])
+    folds = schedule.folds(1, x.shape[1])
 
     def start_row_jitted() -> Callable[[Any, jax.Array], LoopState]:
         return jax.jit(lambda row, x: start(solver, problem_of(row), x, stopping))
@@ -162,22 +153,22 @@ def iterate_lanes(
     one_row = jax.tree.map(arrays.one_row, (rows, x))
     with reduce.folding(folds):
         started = jax.eval_shape(start_row, *one_row)  # one row's loop state (shapes)
-    width = lanes_for(width, total, (one_row, started), step_bytes, backend)
-    layout = _layout(one_row[0], started, start_in_step)
-    if folds and not reduce.folding_helps(backend, width, x.shape[1]):
+    width = schedule.width(total, _bytes((one_row, started)) + step_bytes)
+    layout = _layout(one_row[0], started)
+    if folds and not schedule.folds(width, x.shape[1]):
         folds, start_row = False, start_row_jitted()  # wide lanes: traced again, plain
-    start_rows = _unstarted_rows(layout) if start_in_step else jax.vmap(start_row)
+    start_rows = jax.vmap(start_row)  # the refill's start of its rows, one evaluation each
+    tail_lanes, patience = schedule.defaults.tail_lanes, schedule.defaults.tail_patience
 
     def advance_lanes(data: Any, state: Packed, iteration: jax.Array) -> Packed:
         return _advance(solver, problem_of, stopping, layout, data, state, iteration)
 
     report = functools.partial(_report, layout, limit, progress)
-
     if width == total:
         # Rows padded beyond count (at most 8 rows in all) take their steps, dropped.
         with reduce.folding(folds):
             return _whole_batch(start_rows, advance_lanes, report, layout, rows, x)
-    tail = tail and width > TAIL_LANES
+    tail = schedule.tail and width > tail_lanes
 
     def refill(lanes: Lanes, last: jax.Array) -> Lanes:
         return _refill(lanes, rows, x, start_rows, layout, limit, last)
@@ -186,8 +177,8 @@ def iterate_lanes(
         # Refill first: the first trip fills the empty lanes, so the rows are started
         # by one piece of code (traced and compiled once); the last only writes the
         # rows out (its step runs for nothing), so they are written by one piece too.
-        due = _refill_due(lanes.idle, lanes.idle_steps, width, solver.refill_cost)
-        last = _last_trip(lanes, limit, width, tail)
+        due = _refill_due(lanes.idle, lanes.idle_steps, width, schedule.refill_cost)
+        last = _last_trip(lanes, limit, width, patience if tail else None)
         wanted = (due & (lanes.queued < limit)) | last
         lanes = jax.lax.cond(wanted, refill, lambda lanes, _: lanes, lanes, last)
         state = advance_lanes(layout.data.unpack(lanes.data), lanes.state, lanes.iteration)
@@ -195,7 +186,7 @@ def iterate_lanes(
         lanes = lanes._replace(iteration=lanes.iteration + 1, state=state, idle=idle,
                                idle_steps=idle_steps)  # fmt: skip
         if tail:
-            lanes = _count_lone(lanes, limit, width)
+            lanes = _count_lone(lanes, limit, width, tail_lanes)
         report(state, lanes.iteration, lanes.queued, last)
         return lanes
 
@@ -210,6 +201,11 @@ def iterate_lanes(
     return unpacked
 
 
+def _bytes(tree: Any) -> int:
+    """The bytes of ``tree``'s arrays (shapes)."""
+    return sum(a.size * a.dtype.itemsize for a in jax.tree.leaves(tree))
+
+
 def _report(layout: LaneLayout, limit: jax.Array | int, progress: Progress | None, state: Packed,
             iteration: jax.Array, queued: jax.Array | int,
             written: jax.Array | bool = False) -> None:  # fmt: skip
@@ -219,19 +215,19 @@ def _report(layout: LaneLayout, limit: jax.Array | int, progress: Progress | Non
         report_lanes(layout.state.unpack(state), iteration, queued, limit, progress, written)
 
 
-def _last_trip(lanes: Lanes, limit: jax.Array | int, width: int, tail: bool) -> jax.Array:
+def _last_trip(lanes: Lanes, limit: jax.Array | int, width: int, patience: int | None) -> jax.Array:
     """Whether this trip writes every lane's row out, the loop's last: the queue has
-    ended and no lane runs, or (``tail``) at most ``TAIL_LANES`` lanes have run alone
-    for ``TAIL_PATIENCE`` trips (their rows are reported as they stand)."""
+    ended and no lane runs, or (a tail's ``patience`` given) the tail's lanes have run
+    alone for ``patience`` trips (their rows are reported as they stand)."""
     ended = lanes.queued >= limit
     last = ended & (lanes.idle == width)
-    return last | (lanes.lone >= TAIL_PATIENCE) if tail else last
+    return last if patience is None else last | (lanes.lone >= patience)
 
 
-def _count_lone(lanes: Lanes, limit: jax.Array | int, width: int) -> Lanes:
+def _count_lone(lanes: Lanes, limit: jax.Array | int, width: int, tail_lanes: int) -> Lanes:
     """``lanes`` with ``lone`` counting the trips since the queue ended and at most
-    ``TAIL_LANES`` lanes ran (0 while more run or rows are queued)."""
-    alone = (lanes.queued >= limit) & (width - lanes.idle <= TAIL_LANES)
+    ``tail_lanes`` lanes ran (0 while more run or rows are queued)."""
+    alone = (lanes.queued >= limit) & (width - lanes.idle <= tail_lanes)
     return lanes._replace(lone=jnp.where(alone, lanes.lone + 1, 0))
 
 
@@ -239,7 +235,7 @@ def _rows_of_one(a: jax.ShapeDtypeStruct) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct((1, *a.shape), a.dtype)
 
 
-def _layout(one_row: Any, one_state: LoopState, start_in_step: bool) -> LaneLayout:
+def _layout(one_row: Any, one_state: LoopState) -> LaneLayout:
     """The packings of a solve, from one row's data and loop state (shapes)."""
     one_row, started = jax.tree.map(_rows_of_one, (one_row, one_state))
     state = Packing.of(started)
@@ -254,7 +250,6 @@ def _layout(one_row: Any, one_state: LoopState, start_in_step: bool) -> LaneLayo
         state,
         Packing.of(_reported(started), vectors=True),
         state.columns(flags),
-        start_in_step,
     )
 
 
@@ -281,8 +276,7 @@ def _advance(
     checks = certifies(solver)
 
     def one(row: Any, state: LoopState, running: jax.Array) -> LoopState:
-        starting = (state.steps < 0) if layout.start_in_step else False
-        context = StepContext(running, iteration, starting)
+        context = StepContext(running, iteration)
         new = advance(solver, problem_of(row), state, stopping, context, check=False)
         if checks:
             new = new._replace(status=jnp.where(to_certify(new), PENDING, new.status))
@@ -344,20 +338,6 @@ def _empty_lanes(layout: LaneLayout, x: jax.Array, width: int) -> Lanes:
                  layout.data.zeros(width), state, results)  # fmt: skip
 
 
-def _unstarted_rows(layout: LaneLayout) -> Callable[[Any, jax.Array], LoopState]:
-    """``(rows, x) -> states`` of rows that their lanes' next step starts
-    (``StepContext.starting``): at their given starts ``x``, RUNNING, at step -1, the
-    rest zeros."""
-
-    def unstarted(rows: Any, x: jax.Array) -> LoopState:
-        count = x.shape[0]
-        blank: LoopState = layout.state.unpack(layout.state.zeros(count))
-        return blank._replace(x=x.astype(blank.x.dtype), steps=jnp.full((count,), -1, jnp.int32),
-                              status=jnp.full((count,), RUNNING, jnp.int32))  # fmt: skip
-
-    return unstarted
-
-
 def _idle(state: LoopState) -> tuple[jax.Array, jax.Array]:
     """The lanes not running and the sum of their rows' steps (one reduction)."""
     idle = ~busy(state.status)
@@ -368,7 +348,7 @@ def _idle(state: LoopState) -> tuple[jax.Array, jax.Array]:
 
 def _refill_due(count: jax.Array, steps_sum: jax.Array, width: int, cost: float) -> jax.Array:
     """Whether enough lanes are idle for a refill to pay: ``count`` lanes, whose rows
-    took ``steps_sum`` steps in all; a refill costs ``cost`` trips (``Solver.refill_cost``).
+    took ``steps_sum`` steps in all; a refill costs ``cost`` trips (``Schedule.refill_cost``).
 
     Rows that take ``k`` steps each leave about ``W / k`` lanes idle per trip. Waiting
     for a share ``s`` of idle lanes wastes ``s / 2`` of each trip on average and

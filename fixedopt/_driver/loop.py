@@ -169,8 +169,8 @@ def begin(
     stopping: Stopping,
 ) -> LoopState:
     """The row's first loop state from its start ``given`` and the objective's ``value``,
-    ``grad`` and the solver's state at its projection (``solver.start`` there, or a
-    step that started the row: ``StepContext.starting``), with its first status
+    ``grad`` and the solver's state at its projection (``solver.start`` there), with
+    its first status
     (``INFEASIBLE`` where its bounds are empty or a least-squares start lies outside
     them: such a start is kept, and its value and gradient, not evaluated there, are
     NaN)."""
@@ -248,9 +248,6 @@ def advance(
     status, reason = _verdict(stop_status(step.outcome), tests, steps, stopping)
     new = LoopState(x, value, grad, grad_norm, steps, status, reason, gamma, state.initial_value,
                     state.doubted, step.state)  # fmt: skip
-    if context.starting is not False:  # a row this step started: its first state
-        begun = begin(solver, problem, state.x, step.value, step.grad, step.state, stopping)
-        new = jax.tree.map(lambda a, b: jnp.where(context.starting, a, b), begun, new)
     if not (check and certifies(solver)):
         return new
     checked: LoopState = jax.lax.cond(

@@ -1,10 +1,16 @@
-"""The machine profile: what the driver decides per backend about how a solve runs.
+"""The machine profile: every decision about how a solve runs on its backend, in one place.
 
-A solve is traced for one platform (:func:`platform`: the default device's), and the
-choices that depend on it are made here, each beside the measurement that set it. So
-far the matmul precision (:func:`solve_precision`); the lane widths (``widths.py``),
-reductions (``fixedopt._numerics.reduce``) and compiler options (``compiler.py``) still
-live in their own modules (issue 60 gathers them here).
+:func:`schedule` makes one static :class:`Schedule` per solve (``fixedopt._driver.engine.run``)
+from the plan and the backend; the driver reads it and nothing else of the machine:
+the matmul precision, the layout of the rows, the lanes' width (:meth:`Schedule.width`,
+from one row's bytes), CPU blocks and their tail, folding and summing of reductions,
+the compiler options, and when the lanes refill. The tuned numbers are the
+per-backend :class:`Backend` defaults below (:data:`CPU`, :data:`GPU`, :data:`TPU`),
+each beside its reason and the measurement that set it (a heading of
+``docs/decisions.md``). The thresholds of XLA:CPU's kernels themselves (reductions'
+``FOLD`` and ``YNN_ENTRIES`` in ``fixedopt._numerics.reduce``, the small solves'
+``SMALL_N`` ... ``SUMMED_N`` in ``fixedopt._solvers.small_linalg``) stay beside the code
+they shape; a backend turns them on or off here (``folds``, ``sums_together``).
 
 **Matmul precision.** On a TPU, JAX's default precision runs a float32 matrix product
 in bfloat16 passes (about three digits; a GPU with TF32 keeps about four). A user's
@@ -25,8 +31,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 import jax
+
+from fixedopt._contract.solver import Solver
+from fixedopt._numerics import cpu_compiler, reduce
 
 # The backends whose float32 matmuls drop bits at JAX's default precision: a TPU's
 # bfloat16 passes, an NVIDIA GPU's TF32 (Ampere and later). ``jax.default_backend()``
@@ -73,9 +83,158 @@ def matmul_precision(backend: str) -> str | None:
 def solve_precision(backend: str) -> Iterator[None]:
     """Trace what runs inside at :func:`matmul_precision` for ``backend``; where that
     is None, enter nothing (a CPU's programs stay as they were)."""
-    precision = matmul_precision(backend)
+    with traced_at(matmul_precision(backend)):
+        yield
+
+
+@contextlib.contextmanager
+def traced_at(precision: str | None) -> Iterator[None]:
+    """Trace what runs inside at matmul ``precision`` (:attr:`Schedule.precision`);
+    None: enter nothing."""
     if precision is None:
         yield
         return
     with jax.default_matmul_precision(precision):
         yield
+
+
+class Backend(NamedTuple):
+    """A backend's tuned defaults (:data:`CPU`, :data:`GPU`, :data:`TPU`)."""
+
+    fewest_lanes: int  # the default lanes' least width (before the batch bounds it)
+    most_lanes: int  # and most
+    cache_bytes: int  # the lanes' working set aimed at (0: no cache rule, most_lanes)
+    blocks: bool  # a batch runs as blocks of one compiled size, its tail solved again
+    tail_lanes: int  # a block's tail: at most this many rows left running alone ...
+    tail_patience: int  # ... for this many trips stop the block
+    folds: bool  # reductions along a row fold to FOLD entries where XLA would split them
+    sums_together: bool  # many sums over one axis as one variadic reduction
+    tuned_compiler: bool  # least-squares solves compile with cpu_compiler.CPU_OPTIONS
+
+
+# The CPU (XLA:CPU of jaxlib 0.10, measured on 2-core EPYC machines).
+CPU = Backend(
+    # Lanes: as many rows as fit half of a core's L2 cache (1 MiB), so a step's working
+    # set stays in cache, but at least 64: rows of a few kB (L-BFGS at n = 64, 512) fit
+    # 5-34 to the cache but ran 6-24% slower than at 64-256 lanes, a trip's fixed part
+    # (its test, the refill, the solver's scalars) not growing with its lanes
+    # (docs/decisions.md, "Lane widths on the CPU").
+    fewest_lanes=64,
+    most_lanes=4096,
+    cache_bytes=1 << 19,
+    # Blocks: one compiled size per model, so a new batch size compiles nothing; 4 blocks
+    # of the Gaussian spot, 8 of quad n = 64 ran as fast as one batch of their rows
+    # (docs/decisions.md, "One compiled solve for every batch size").
+    blocks=True,
+    # The tail: a lone trip of 64 lanes cost 0.40 ms where the row's own step costs
+    # 24-37 us; 16 lone trips (a few ms) are what a batch without a straggler can pay
+    # (docs/decisions.md, "One degenerate spectrum in 2,000").
+    tail_lanes=2,
+    tail_patience=16,
+    # Folding: 1.28x-1.35x at n = 64, 1.41x at 128, 1.48x at 256 (docs/decisions.md,
+    # "Row reductions folded to 32 entries"); where it applies: fixedopt._numerics.reduce.
+    folds=True,
+    # Summing together: LM on Gpufit's Gaussian 1.42x, a 128-bin decay 1.6x
+    # (docs/decisions.md, "When the normal sums are one reduction").
+    sums_together=True,
+    # The elemental emitter: least-squares solves compile in 0.6-0.8x the time, run as
+    # fast (docs/decisions.md, "XLA:CPU's elemental emitter for least-squares solves").
+    tuned_compiler=True,
+)
+# An accelerator: 2^16 lanes (at most an eighth of the batch), kept while a cost model
+# fitted on an H200, where lanes=B ran 1.35x-5.2x faster, was too loose to set another
+# (docs/decisions.md, "Lane widths on an accelerator"); none of the CPU's tricks,
+# measured on XLA:CPU only (issue 61 measures the TPU).
+GPU = Backend(fewest_lanes=1 << 16, most_lanes=1 << 16, cache_bytes=0, blocks=False,
+              tail_lanes=2, tail_patience=16, folds=False, sums_together=False,
+              tuned_compiler=False)  # fmt: skip
+TPU = GPU
+BACKENDS = {"cpu": CPU, "gpu": GPU, "cuda": GPU, "rocm": GPU, "tpu": TPU}
+
+
+def defaults(backend: str) -> Backend:
+    """The tuned defaults of ``backend`` (an unknown accelerator: :data:`GPU`'s)."""
+    return BACKENDS.get(backend, GPU)
+
+
+# The rows' layout in the lanes: a row's entries along the minor axis (the one value so
+# far); the TPU's small rows want the batch there ("rows-minor", issue 61).
+ROWS_MAJOR = "rows-major"
+
+
+class Schedule(NamedTuple):
+    """How one solve runs on its machine: static, made once per solve by :func:`schedule`."""
+
+    backend: str  # the platform compiled for
+    defaults: Backend  # its tuned numbers
+    precision: str | None  # the matmul precision traced at (None: JAX's, untouched)
+    layout: str  # the rows' layout in the lanes (ROWS_MAJOR)
+    lanes: int | None  # the lanes asked for (None: :meth:`width` of a row's bytes)
+    refill_cost: float  # a refill (one evaluation a row) in steps of the solver
+    tail: bool  # a CPU block: stop when its tail is left (fixedopt._driver.batching)
+    summing: bool  # sums traced inside reduce.summing(True)
+    compiler_options: tuple[tuple[str, Any], ...]  # XLA's options at the top level
+
+    def folds(self, rows: int, length: int) -> bool:
+        """Whether reductions of ``rows`` rows of ``length`` entries fold
+        (``fixedopt._numerics.reduce.folding_helps``)."""
+        return self.defaults.folds and reduce.folding_helps(rows, length)
+
+    def width(self, total: int, row_bytes: int) -> int:
+        """The lanes for ``total`` rows whose step's working set is ``row_bytes`` each:
+        :attr:`lanes` or the default, at most ``total``."""
+        if self.lanes is not None:
+            return min(self.lanes, total)
+        return min(default_width(total, row_bytes, self.backend), total)
+
+
+def schedule(solver: Solver[Any], lanes: int | None, backend: str, tail: bool = False) -> Schedule:
+    """The :class:`Schedule` of a solve by ``solver`` through ``lanes`` (None: the
+    default) on ``backend``; ``tail``: a CPU block's."""
+    tuned = defaults(backend)
+    options = cpu_compiler.CPU_OPTIONS if _tuned_compiler(tuned, solver) else {}
+    return Schedule(
+        backend=backend,
+        defaults=tuned,
+        precision=matmul_precision(backend),
+        layout=ROWS_MAJOR,
+        lanes=lanes,
+        refill_cost=1.0 / solver.evaluations_per_step,
+        tail=tail,
+        summing=tuned.sums_together,
+        compiler_options=tuple(sorted(options.items())),
+    )
+
+
+def _tuned_compiler(tuned: Backend, solver: Solver[Any]) -> bool:
+    """Whether ``solver``'s solves compile with ``cpu_compiler.CPU_OPTIONS`` (a
+    least-squares solver, where the backend tunes its compiler and jaxlib takes them)."""
+    return tuned.tuned_compiler and solver.needs_residuals and cpu_compiler.accepted()
+
+
+def default_width(batch: int, row_bytes: int, backend: str) -> int:
+    """The default number of lanes for ``batch`` rows whose loop state takes
+    ``row_bytes`` bytes each, on ``backend`` ("cpu", "gpu", "tpu", ...): never more than
+    an eighth of the rows (on the CPU of a block), so that slow rows overlap with
+    others, and never fewer than 8."""
+    width = _lanes(defaults(backend), row_bytes)
+    return min(batch, max(min(width, -(-batch // 8)), 8))
+
+
+def _lanes(tuned: Backend, row_bytes: int) -> int:
+    """The lanes for rows of ``row_bytes`` bytes, before the batch bounds them: those
+    that fit the cache, within the backend's fewest and most."""
+    if not tuned.cache_bytes:
+        return tuned.most_lanes
+    in_cache = tuned.cache_bytes // max(row_bytes, 1)
+    return min(tuned.most_lanes, max(tuned.fewest_lanes, in_cache))
+
+
+def block_rows(data_bytes: int) -> int:
+    """On a CPU, the rows of the one size in which a batch whose rows' data take
+    ``data_bytes`` bytes each is compiled (:mod:`fixedopt._driver.batching`): at least 8
+    rows for each of the :func:`default_width` lanes (a row's loop state holds its data,
+    so the width from a row's bytes is at most ``cache_bytes // data_bytes``), a power
+    of two."""
+    lanes = _lanes(CPU, data_bytes)
+    return 8 * (1 << (lanes - 1).bit_length())

@@ -27,12 +27,11 @@ class Plan(NamedTuple):
     loss: Loss | None  # least squares: a robust loss or the Poisson likelihood; None: squares
     batched_args: tuple[bool, ...] | None  # None: one problem; else per args leaf
     lanes: int | None = None  # a batch: rows the loop advances at a time (None: default)
-    backend: str = "cpu"  # the platform compiled for: it sets the default lanes
+    backend: str = "cpu"  # the platform compiled for (its machine.Schedule)
     vectorized: bool = False  # fun takes the lane batch (see fixedopt._objective.vectorized)
     differentiate: Differentiation = IMPLICIT  # the loops and the derivative rule
     max_trips: int | None = None  # unrolled: the scans' static length (max_steps); else None
     progress: Progress | None = None  # None: no progress callback
-    block: bool = False  # a CPU block (_driver.batching): its slow last rows left running
 
 
 class Inputs(NamedTuple):

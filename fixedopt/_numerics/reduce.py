@@ -25,14 +25,16 @@ YNN (the decay fit, m = 128: folded, 1.09x for 0.2 s more compile).
 
 Folding is a trace-time switch, off unless a program is traced inside
 ``folding(True)``: the lanes (``fixedopt._driver.lanes``) turn it on where it pays, on
-the CPU when ``W x n`` stays below YNN's ``YNN_ENTRIES`` (:func:`folding_helps`). Where
+the CPU (its machine profile, ``fixedopt._driver.machine``) when ``W x n`` stays below
+YNN's ``YNN_ENTRIES`` (:func:`folding_helps`). Where
 YNN takes the plain reduction it is the faster one (the whole batch of quad n = 64,
 B = 1024, as one ``vmap``: 475 ms plain against 612 ms folded), and no other backend
 runs this CPU trick.
 
 Many sums over one axis can be made one reduction (:func:`together`, XLA's variadic
 reduce): a least-squares step's ``J^T J``, ``J^T r`` and ``|r|^2`` are, on the CPU, where
-the engine traces inside ``summing(True)`` (``fixedopt._solvers.small_linalg.normal_sums``).
+the engine traces inside ``summing(True)`` (``fixedopt._solvers.small_linalg.normal_sums``;
+the machine profile's ``Backend.sums_together``).
 
 Every function reduces the last axis of its argument (one row's vector, or a batch of
 them; :func:`together` takes ``(m,)`` terms).
@@ -65,10 +67,11 @@ _FOLDING = contextvars.ContextVar("fixedopt_folding", default=False)
 _TOGETHER = contextvars.ContextVar("fixedopt_summing_together", default=False)
 
 
-def folding_helps(backend: str, rows: int, length: int) -> bool:
+def folding_helps(rows: int, length: int) -> bool:
     """Whether folding pays for ``rows`` rows of ``length`` entries reduced together on
-    ``backend``: on the CPU, where the reduction is too small for YNN."""
-    return backend == "cpu" and length > FOLD and rows * length < YNN_ENTRIES
+    XLA:CPU: where the reduction is too small for YNN (a backend folds at all where its
+    profile says so: ``fixedopt._driver.machine.Backend.folds``)."""
+    return length > FOLD and rows * length < YNN_ENTRIES
 
 
 @contextlib.contextmanager
@@ -79,13 +82,6 @@ def folding(on: bool) -> Iterator[None]:
         yield
     finally:
         _FOLDING.reset(token)
-
-
-def summing_helps(backend: str) -> bool:
-    """Whether many sums over the same axis pay as one reduction (:func:`together`) on
-    ``backend``: on the CPU, measured (``fixedopt._solvers.small_linalg.sums_together``);
-    other backends keep the sums one by one (not measured there)."""
-    return backend == "cpu"
 
 
 @contextlib.contextmanager

@@ -206,19 +206,20 @@ def _check_row_leaf(path: KeyPath, leaf: object, batch: int) -> None:
 
 
 def check_is_solver(solver: object) -> Solver[Any]:
-    """``solver``, a fixedopt solver, with a ``refill_cost`` the lanes can use (a solver
-    of the user's own may set it: a negative or NaN cost would never refill, and hang)."""
+    """``solver``, a fixedopt solver, with an ``evaluations_per_step`` the lanes can use
+    (a solver of the user's own may set it: 0, a negative or a NaN count would never
+    refill them, and hang)."""
     if not isinstance(solver, Solver):
         raise TypeError(
             f"`solver` must be a fixedopt solver such as fixedopt.LBFGS(), got "
             f"{type(solver).__name__}; wrap an optax optimizer as fixedopt.Optax(...)"
         )
-    cost, name = solver.refill_cost, f"`{type(solver).__name__}.refill_cost`"
-    meaning = "what a refill of the lanes costs, in steps of the solver"
+    cost, name = solver.evaluations_per_step, f"`{type(solver).__name__}.evaluations_per_step`"
+    meaning = "the objective's evaluations in a typical step"
     if isinstance(cost, bool) or not isinstance(cost, numbers.Real):
         raise TypeError(f"{name} must be a number ({meaning}), got {type(cost).__name__}")
-    if not 0 <= cost < math.inf:
-        raise ValueError(f"{name} must be a finite number >= 0 ({meaning}), got {cost!r}")
+    if not 0 < cost < math.inf:
+        raise ValueError(f"{name} must be a finite number > 0 ({meaning}), got {cost!r}")
     return solver
 
 

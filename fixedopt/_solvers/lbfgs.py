@@ -118,11 +118,11 @@ class LBFGS(Solver[LBFGSState]):
     max_linesearch_steps: int = 30
     linesearch: str = "auto"
     scaling: str = "auto"
-    # A step through the lanes makes a line search's trials (the lanes' most: 4 to 5 a
-    # trip at quad n = 8, 128 lanes) and the two-loop recursion; a refill one evaluation.
-    # At 0.25 (against 1): quad n = 8 1.15x-1.17x faster, n = 512 1.06x, n = 32 and 64
-    # the same (docs/decisions.md, "The lanes' refill cost").
-    refill_cost: ClassVar[float] = 0.25
+    # A step makes a line search's trials (through the lanes, the most of a trip: 4 to 5
+    # at quad n = 8, 128 lanes) and the two-loop recursion: counted as 4 evaluations,
+    # the lanes refill at a quarter of a step's cost: quad n = 8 1.15x-1.17x faster than
+    # at 1, n = 512 1.06x, n = 32 and 64 the same (docs/decisions.md, "The lanes' refill cost").
+    evaluations_per_step: ClassVar[float] = 4.0
 
     def __post_init__(self) -> None:
         set_option(self, "memory_size", positive_int("memory_size", self.memory_size))

@@ -97,7 +97,6 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
             )
 
     needs_residuals = True
-    starts_in_step = True
 
     def gradient_measure(
         self,
@@ -157,8 +156,6 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
 
         step, gauss_newton = jax.vmap(solve)(dampings)
         x_trial = short_of_bounds(problem, x, x + step, state.short)
-        if context.starting is not False:  # a row started here is evaluated at its start
-            x_trial = jnp.where(context.starting, problem.project(x), x_trial)
         step = problem.free_part(x_trial - x)
         residual, jacobian = residuals_and_jacobian(problem, x_trial)
         # The next step's system, the gradient and |r|^2, formed once (on the CPU in
@@ -183,7 +180,7 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         outcome = _outcome(accepted, finite, no_progress, spent, walled)
         # ftol and precision read the larger prediction (see cauchy_reduction):
         cauchy = cauchy_reduction(state.normal, grad, free, state.scale, self.initial_damping)
-        result = Step(
+        return Step(
             x=x_trial,
             value=trial_value,
             grad=trial_grad,
@@ -192,20 +189,6 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
             predicted=jnp.maximum(jnp.maximum(predicted, cauchy), 0.0),
             relative_step=relative_step,
         )
-        if context.starting is False:
-            return result
-        return self._started(problem, result, context.starting, normal, squared)
-
-    def _started(
-        self, problem: Problem, step: Step[LevenbergMarquardtState], starting: jax.Array | bool,
-        normal: jax.Array, squared: jax.Array,
-    ) -> Step[LevenbergMarquardtState]:  # fmt: skip
-        """``step`` where ``starting`` (``StepContext.starting``): the row's start at the
-        step's point, ``J^T J`` there ``normal`` and ``|r|^2`` ``squared``, accepted."""
-        fresh = self._fresh(problem, step.x, normal, squared)
-        state = jax.tree.map(lambda a, b: jnp.where(starting, a, b), fresh, step.state)
-        outcome = jnp.where(starting, Outcome.ACCEPT, step.outcome).astype(jnp.int32)
-        return step._replace(state=state, outcome=outcome)
 
 
 def _next_state(

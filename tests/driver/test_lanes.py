@@ -14,7 +14,7 @@ import fixedopt
 from fixedopt import Status
 from fixedopt._contract.status import PENDING, RUNNING
 from fixedopt._driver.lane_checks import certify_due
-from fixedopt._driver.widths import CPU_CACHE_BYTES, default_width
+from fixedopt._driver.machine import CPU, default_width
 from tests.helpers import assert_rows_identical, bits, quadratic, quadratic_rows
 
 
@@ -36,7 +36,7 @@ def test_default_width():
     """On a CPU, rows that fill half of a core's L2 cache, at least 64; on an
     accelerator, 65536; at most an eighth of the batch but at least 8 rows (at most the
     batch)."""
-    assert default_width(10**6, CPU_CACHE_BYTES // 100, "cpu") == 100
+    assert default_width(10**6, CPU.cache_bytes // 100, "cpu") == 100
     assert default_width(10**6, 1, "cpu") == 4096
     assert default_width(10**6, 10**9, "cpu") == 64  # rows too big for the cache: 64
     assert default_width(256, 10**9, "cpu") == 32  # an eighth of the batch
@@ -64,10 +64,10 @@ def test_a_least_squares_rows_width_counts_its_jacobian_where_it_sits_in_memory(
     """A least-squares step holds each row's residuals and Jacobian (here 300 x n) in
     memory, and they count in the bytes that set the width, unless it sums them as they
     are made (at most 7 columns) from a model without a loop."""
-    from fixedopt._driver import widths
+    from fixedopt._driver import machine
 
     seen = []
-    monkeypatch.setattr(widths, "default_width",
+    monkeypatch.setattr(machine, "default_width",
                         lambda batch, row_bytes, backend: seen.append(row_bytes) or 8)  # fmt: skip
     t = jnp.linspace(0.0, 1.0, 300)
     residual = lambda p, y: model(p, t) - y
@@ -233,14 +233,14 @@ def test_a_slow_row_costs_its_own_steps(capsys):
 
 
 def test_a_solver_whose_step_costs_more_than_a_refill_refills_sooner(capsys, monkeypatch):
-    """L-BFGS's ``refill_cost`` (0.25 of its step, whose line search makes several
-    evaluations against a refill's one): its lanes refill with fewer of them idle, so
-    the same rows take fewer trips than at 1 (a refill as dear as a step); same bits
-    (this objective compiles alike for every row)."""
+    """L-BFGS's step counts 4 evaluations (``evaluations_per_step``: a line search's
+    trials) against a refill's one: its lanes refill with fewer of them idle
+    (``Schedule.refill_cost`` 0.25), so the same rows take fewer trips than at 1 (a
+    refill as dear as a step); same bits (this objective compiles alike for every row)."""
     x0, fixed, args = quadratic_rows(size=512, n=8)
     cheap = solve(x0, fixed, args, lanes=64, progress=1)
     cheap_trips = loop_trips(capsys, cheap)
-    monkeypatch.setattr(fixedopt.LBFGS, "refill_cost", 1.0)
+    monkeypatch.setattr(fixedopt.LBFGS, "evaluations_per_step", 1.0)
     jax.clear_caches()  # the rule is read at trace time
     dear = solve(x0, fixed, args, lanes=64, progress=1)
     dear_trips = loop_trips(capsys, dear)

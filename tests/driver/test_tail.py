@@ -11,9 +11,11 @@ import numpy as np
 
 import fixedopt
 from fixedopt import Status
-from fixedopt._driver.widths import TAIL_LANES, TAIL_PATIENCE
+from fixedopt._driver.machine import CPU
 from fixedopt.testing import compiled_solves
 from tests.helpers import assert_rows_identical, bits, quadratic, quadratic_rows
+
+TAIL_LANES, TAIL_PATIENCE = CPU.tail_lanes, CPU.tail_patience
 
 SLOW = 199  # the last row of the queue: it runs alone once the others have stopped
 

@@ -564,21 +564,21 @@ def test_every_choice_accepts_its_strings_and_names_the_choices(name):
 
 @pytest.mark.parametrize(
     ("cost", "error", "expected"),
-    [(-1.0, ValueError, "a finite number >= 0"), (float("nan"), ValueError, "a finite number"),
-     (float("inf"), ValueError, "a finite number"), ("0.5", TypeError, "a number"),
-     (True, TypeError, "a number")],
+    [(-1.0, ValueError, "a finite number > 0"), (0.0, ValueError, "a finite number > 0"),
+     (float("nan"), ValueError, "a finite number"), (float("inf"), ValueError, "a finite number"),
+     ("0.5", TypeError, "a number"), (True, TypeError, "a number")],
     ids=repr,
 )  # fmt: skip
-def test_a_solver_of_ones_own_with_a_bad_refill_cost_is_named(cost, error, expected):
-    """A negative or NaN ``refill_cost`` would never refill the lanes (the batch would
-    hang): ``minimize`` and ``compiler_options`` name it instead."""
+def test_a_solver_of_ones_own_with_a_bad_evaluations_per_step_is_named(cost, error, expected):
+    """A count of 0, a negative or a NaN ``evaluations_per_step`` would never refill the
+    lanes (the batch would hang): ``minimize`` and ``compiler_options`` name it instead."""
 
     class Refilling(fixedopt.LBFGS):
-        refill_cost = cost
+        evaluations_per_step = cost
 
     x0, fixed = jnp.zeros((4, 2)), jnp.zeros((4, 2), bool)
     for call in (lambda: fixedopt.minimize(lambda x: jnp.sum(x**2), x0, fixed,
                                            batched=True, solver=Refilling()),
                  lambda: fixedopt.compiler_options(Refilling())):  # fmt: skip
-        with pytest.raises(error, match=f"`Refilling.refill_cost` must be {expected}"):
+        with pytest.raises(error, match=f"`Refilling.evaluations_per_step` must be {expected}"):
             call()

@@ -97,7 +97,7 @@ def test_bucket_sizes(size, bucket):
 @pytest.mark.parametrize("data_bytes", [1, 100, 2672, 8000, 10**6])
 def test_a_block_holds_8_rows_for_each_default_lane(data_bytes):
     # A row's loop state holds its data: its lanes are at most those of data_bytes.
-    from fixedopt._driver.widths import block_rows, default_width
+    from fixedopt._driver.machine import block_rows, default_width
 
     rows = block_rows(data_bytes)
     assert rows & (rows - 1) == 0

@@ -86,10 +86,14 @@ def test_a_row_reduction_in_the_lanes_shape_is_one_kernel(folding):
 
 
 def test_folding_is_on_for_narrow_lanes_on_the_cpu_only():
-    assert reduce.folding_helps("cpu", 33, 64)
-    assert not reduce.folding_helps("cpu", 33, 32)  # nothing to fold
-    assert not reduce.folding_helps("cpu", 1024, 64)  # YNN's: the plain one is faster
-    assert not any(reduce.folding_helps(b, 8, 64) for b in ("gpu", "cuda", "rocm", "tpu"))
+    from fixedopt._driver import machine
+
+    cpu = machine.schedule(fixedopt.LBFGS(), None, "cpu")
+    assert cpu.folds(33, 64)
+    assert not cpu.folds(33, 32)  # nothing to fold
+    assert not cpu.folds(1024, 64)  # YNN's: the plain one is faster
+    others = ("gpu", "cuda", "rocm", "tpu")
+    assert not any(machine.schedule(fixedopt.LBFGS(), None, b).folds(8, 64) for b in others)
 
 
 def _solve_program(n: int, rows: int, lanes: int | None) -> str:

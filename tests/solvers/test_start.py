@@ -3,7 +3,6 @@ take the value and gradient from the Jacobian their state needs (one evaluation)
 must equal what the default (``value_and_grad``, then ``init``) gives, and an
 independent cost, with fixed entries' gradient zero. Read through ``max_steps=0``."""
 
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -40,82 +39,15 @@ def test_the_first_evaluation_is_the_cost_and_its_free_gradient(loss, solver):
     np.testing.assert_array_equal(sol.x, X0)
 
 
-class StartedApart(fixedopt.LevenbergMarquardt):
-    """Levenberg–Marquardt with its rows started by ``start`` before their first step,
-    as every solver without ``starts_in_step`` is."""
-
-    starts_in_step = False
-
-
-LONG_T = np.linspace(0.0, 2.0, 300)  # enough residuals to start rows in their steps
+LONG_T = np.linspace(0.0, 2.0, 300)  # a long model: its lanes are wide
 
 
 def long_residuals(p, y):
     return p[0] * jnp.exp(-p[1] * LONG_T) + p[2] - y
 
 
-@pytest.mark.parametrize("dtype, scale", [("float64", 1.0), ("float32", 1e6)])
-def test_a_row_started_in_its_step_matches_one_started_before_it(dtype, scale):
-    # Levenberg–Marquardt starts a lane's new row in the lane's next step where the
-    # model has 256 residuals or more; 40 rows through 8 lanes (refills), with bounds,
-    # a start outside them (INFEASIBLE: traced, under jit), a NaN datum (NONFINITE at
-    # the start), a row at its optimum: the statuses and steps of rows started by
-    # `start` before the step, the same x to rounding, fixed bits; in float32 too, with
-    # data and amplitudes in units of 1e6.
-    rng = np.random.default_rng(3)
-    y = 2.0 * np.exp(-1.3 * LONG_T) + 0.5 + rng.normal(0.0, 0.01, (40, LONG_T.size))
-    x0 = np.array([2.0, 1.3, 0.5]) * rng.uniform(0.5, 1.5, (40, 3))
-    fixed = rng.random((40, 3)) < 0.3
-    x0[1] = [2.0, 9.0, 0.5]  # outside the bounds on its free width
-    fixed[1] = False
-    y[2, 3] = np.nan
-    x0[3], y[3] = [2.0, 1.3, 0.5], 2.0 * np.exp(-1.3 * LONG_T) + 0.5
-    units = np.array([scale, 1.0, scale])
-    y, x0 = (y * scale).astype(dtype), (x0 * units).astype(dtype)
-    bounds = (np.zeros(3, dtype), (np.array([10.0, 5.0, 10.0]) * units).astype(dtype))
-
-    @functools.partial(jax.jit, static_argnums=(2, 3))
-    def solve(x0, y, max_steps, solver):
-        options = dict(bounds=bounds, batched=True, lanes=8, max_steps=max_steps)
-        return fixedopt.least_squares(long_residuals, x0, fixed, args=(y,), solver=solver,
-                                      **options)  # fmt: skip
-
-    for max_steps in (0, 1, 50):
-        new = solve(x0, y, max_steps, fixedopt.LevenbergMarquardt())
-        old = solve(x0, y, max_steps, StartedApart())
-        np.testing.assert_array_equal(new.status, old.status, err_msg=f"{max_steps}")
-        np.testing.assert_array_equal(new.steps, old.steps, err_msg=f"{max_steps}")
-        rtol = 1e-12 if dtype == "float64" else 1e-6
-        np.testing.assert_allclose(new.x, old.x, rtol=rtol, atol=0, err_msg=f"{max_steps}")
-        np.testing.assert_array_equal(np.asarray(new.x)[fixed], x0[fixed])
-    assert new.status[1] == fixedopt.Status.INFEASIBLE
-    assert new.status[2] == fixedopt.Status.NONFINITE
-    assert np.sum(new.status == fixedopt.Status.CONVERGED) == 38
-
-
-@pytest.mark.parametrize("points", [7, 300])
-def test_a_long_model_is_evaluated_in_one_place_through_lanes(points):
-    # A Levenberg–Marquardt solve through lanes of a model of 256 residuals or more
-    # holds the model's evaluation once (in the step): half the model's operations of
-    # one that starts its rows apart. A shorter model keeps the refill's start (its
-    # rows' extra trip would cost more than the refill: fixedopt._driver.engine).
-    t = np.linspace(0.0, 2.0, points)
-
-    def model(p, y):
-        return p[0] * jnp.tanh(p[1] * t) + p[2] - y
-
-    def tanh_count(solver):
-        solve = jax.jit(lambda x0, fixed, y: fixedopt.least_squares(
-            model, x0, fixed, args=(y,), batched=True, lanes=8, solver=solver))  # fmt: skip
-        text = solve.lower(np.ones((40, 3)), np.zeros((40, 3), bool), np.ones((40, points)))
-        return text.as_text().count("stablehlo.tanh")
-
-    apart, default = tanh_count(StartedApart()), tanh_count(fixedopt.LevenbergMarquardt())
-    assert default > 0 and (2 * default if points >= 256 else default) == apart, (default, apart)
-
-
-def test_a_row_started_in_its_step_keeps_its_bits_whoever_its_neighbours():
-    # Rows started in their lanes' steps: a row gets the same bits, and takes the same
+def test_a_row_started_by_a_refill_keeps_its_bits_whoever_its_neighbours():
+    # Rows started by the lanes' refills: a row gets the same bits, and takes the same
     # steps, in any order of the batch and in a batch of its first rows alone, through
     # lanes of the same width (fixedopt._driver.lanes); a new mask compiles nothing.
     rng = np.random.default_rng(5)

@@ -1,0 +1,78 @@
+"""The solve's Schedule (fixedopt._driver.machine): every machine decision in one object,
+per-backend numbers in one module, and a solver contract that mentions no scheduling."""
+
+import dataclasses
+import pathlib
+import re
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import fixedopt
+from fixedopt._driver import engine, machine
+from fixedopt._numerics import cpu_compiler
+
+LM, LBFGS = fixedopt.LevenbergMarquardt(), fixedopt.LBFGS()
+
+
+def test_a_cpu_schedule_takes_the_cpus_tricks():
+    schedule = machine.schedule(LM, None, "cpu")
+    assert schedule.defaults is machine.CPU and schedule.layout == machine.ROWS_MAJOR
+    assert schedule.precision is None  # a CPU's float32 products are float32
+    assert schedule.summing and schedule.folds(1, 64) and not schedule.folds(1024, 64)
+    assert dict(schedule.compiler_options) == fixedopt.compiler_options(LM)
+    assert dict(schedule.compiler_options) == (
+        cpu_compiler.CPU_OPTIONS if cpu_compiler.accepted() else {}
+    )
+    assert machine.schedule(LBFGS, None, "cpu").compiler_options == ()  # XLA's defaults
+
+
+@pytest.mark.parametrize("backend", ["tpu", "gpu", "cuda", "rocm", "some-new-chip"])
+def test_an_accelerators_schedule_takes_none_of_them(backend):
+    schedule = machine.schedule(LM, None, backend)
+    assert schedule.defaults is machine.GPU and not schedule.defaults.blocks
+    assert schedule.precision == ("highest" if backend in machine.REDUCED_FLOAT32_MATMULS else None)
+    assert not schedule.summing and not schedule.folds(1, 64)
+    assert schedule.compiler_options == ()
+    assert schedule.width(10**7, 100) == 1 << 16
+
+
+def test_the_refill_weighs_one_evaluation_against_a_step():
+    """The refill starts a row with one evaluation: a quarter of L-BFGS's step (its
+    line search's trials, ``evaluations_per_step`` 4), one step of the others."""
+    assert machine.schedule(LBFGS, None, "cpu").refill_cost == 0.25
+    assert machine.schedule(LM, None, "cpu").refill_cost == 1.0
+    assert machine.schedule(fixedopt.GradientDescent(), None, "cpu").refill_cost == 1.0
+
+
+def test_the_lanes_asked_for_are_kept_within_the_batch():
+    schedule = machine.schedule(LM, 24, "cpu")
+    assert schedule.width(100, 10**9) == 24 and schedule.width(10, 1) == 10
+    assert machine.schedule(LM, None, "cpu").width(10**6, 1) == machine.CPU.most_lanes
+
+
+def test_a_schedule_is_static_and_one_per_solve(monkeypatch):
+    """Hashable (a jit's static argument), made once per call, in engine.run."""
+    made = []
+    real = machine.schedule
+    monkeypatch.setattr(machine, "schedule", lambda *a, **k: made.append(a) or real(*a, **k))
+    hash(real(LM, None, "cpu"))
+    x0, fixed = jnp.zeros((20, 3)), jnp.zeros((20, 3), bool)
+    fixedopt.minimize(lambda x: jnp.sum((x - 1.0) ** 2), x0, fixed, batched=True)
+    assert len(made) == 1 and made[0][2] == jax.default_backend()
+    assert engine.compiled_programs() >= 1
+
+
+def test_the_solver_contract_mentions_no_scheduling():
+    """A solver's author writes mathematics: the contract has no scheduling hook (a
+    refill's cost, rows started by the step, a schedule; issue 60)."""
+    root = pathlib.Path(fixedopt.__file__).parent
+    contract = (root / "_contract" / "solver.py").read_text()
+    words = r"\b(refill_cost|starts_in_step|context\.starting|[Ss]chedul\w*|block_rows)\b"
+    code = "\n".join(line for line in contract.splitlines()
+                     if "fixedopt._driver.machine" not in line)  # fmt: skip
+    assert re.findall(words, code) == []
+    fields = {f.name for f in dataclasses.fields(fixedopt.LBFGS)}
+    assert not {"refill_cost", "starts_in_step"} & (fields | set(vars(fixedopt.Solver)))
+    assert fixedopt.StepContext._fields == ("active", "iteration")
