@@ -182,7 +182,12 @@ def test_committed_files_name_no_machine_paths():
 # A finished investigation is a section of docs/decisions.md, its script and data in git's
 # history: "Study `<date>-<name>`, commit <hash>." A path into a study folder points at
 # nothing in the tree.
-DECISION_SOURCE = re.compile(r"^Study `\d{4}-\d{2}-\d{2}-\w+`, commit [0-9a-f]{7,40}", re.M)
+# A decision names where its script and data lie: a study folder of the old tree
+# ("Study `2026-12-01-certify`, commit 1a2b3c4") or, since studies left the tree, the
+# files of the commit that held them ("Script `benchmarks/tpu.py`, commit 1a2b3c4").
+DECISION_SOURCE = re.compile(
+    r"^(Study `\d{4}-\d{2}-\d{2}-\w+`|Script `[\w./-]+`), commit [0-9a-f]{7,40}", re.M
+)
 STUDY_PATH = re.compile(r"studies/\d{4}-\d{2}-\d{2}")
 
 
