@@ -211,6 +211,12 @@ def curve_fit(
        [1.  0.5 0.3]]
     """
     f = hashable_function(f, "f")
+    if boolean("full_output", full_output) and boolean("result", result):
+        raise ValueError(
+            "give one of full_output=True (scipy's 5-tuple) and result=True "
+            "((popt, pcov, CurveFit)): the CurveFit holds the solution's statuses and "
+            "steps that full_output's infodict, mesg and ier describe"
+        )
     options = solve_keywords(kwargs, least_squares_keywords(least_squares))
     if options.get("vectorized"):
         raise ValueError(

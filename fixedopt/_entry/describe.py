@@ -290,7 +290,7 @@ def least_squares_data(
             "the parameters by the Jacobian's column norms (scipy's x_scale='jac')"
         )
     if max_nfev is not None:
-        if options.get("max_steps", DEFAULTS["max_steps"]) != DEFAULTS["max_steps"]:
+        if "max_steps" in options:  # given, even at its default: one would be dropped
             raise ValueError("give one of `max_steps` and `max_nfev` (the same limit)")
         options = options | {"max_steps": max_nfev}
     residual_fun = _with_jac(residual_fun, jac, x0)

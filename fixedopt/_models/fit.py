@@ -200,6 +200,16 @@ def _refuse_unknown(model: Model, kwargs: dict[str, Any]) -> None:
         )
 
 
+def _check_named(model: Model, params: Parameters) -> None:
+    """A ``ValueError`` naming the model's parameters that ``params`` lacks."""
+    missing = [n for n in model.param_names if n not in params]
+    if missing:
+        raise ValueError(
+            f"`params` lack the model's parameters {missing} (it has {list(params)}): add "
+            "them (params.add(name, value=...)), or start from model.make_params()"
+        )
+
+
 def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: Any = None,
         estimator: str = "least_squares", nan_policy: str = "raise",
         **kwargs: Any) -> ModelResult:  # fmt: skip
@@ -237,6 +247,7 @@ def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: A
     if params is not None and not isinstance(params, Parameters):
         raise TypeError(f"`params` must be fixedopt.models.Parameters, got {type(params).__name__}")
     params = (params or model.make_params()).copy()
+    _check_named(model, params)
     rows = params.rows()
     if rows not in (None, data.shape[0]):
         raise ValueError(f"`params` have {rows} rows (per-fit entries), `data` {data.shape[0]}")
