@@ -124,6 +124,7 @@ def curve_fit(
     estimator: str = "least_squares",
     at_bound: str = AT_BOUND_DEFAULT,
     result: bool = False,
+    nan_unconverged: bool = False,
     **kwargs: Any,
 ) -> Any:
     """Fit ``ydata ≈ f(xdata, *params)`` as ``scipy.optimize.curve_fit`` does, keyword
@@ -132,8 +133,9 @@ def curve_fit(
     A thin layer over :func:`fixedopt.least_squares` (Levenberg–Marquardt for every
     ``method``) and :func:`fixedopt.covariance`. A fit of a batch that fails (NaN in
     its ``ydata``, a model that turns non-finite) does not raise: its ``status`` says
-    so (``result=True``), its ``popt`` is its last finite iterate and its ``pcov`` is
-    NaN. The differences from scipy, each with its reason, are in ``docs/scipy.md``.
+    so (``result=True``), its ``popt`` is its last finite iterate (NaN with
+    ``nan_unconverged=True``) and its ``pcov`` is NaN. The differences from scipy,
+    each with its reason, are in ``docs/scipy.md``.
 
     Args:
       f: ``f(x, *params) -> array`` shaped like one fit's ``ydata``: ONE curve, with
@@ -187,6 +189,11 @@ def curve_fit(
         bound); see :func:`fixedopt.covariance`.
       result: return ``(popt, pcov, result)`` with a :class:`fixedopt.CurveFit`: the
         statuses, the covariance's flags, the standard errors.
+      nan_unconverged: return NaN in ``popt`` (the free parameters), ``pcov`` and
+        ``perr`` of every fit that did not converge (``status != CONVERGED``: the
+        iteration limit, a NaN wall, a start outside traced bounds), for maps where
+        a last iterate would look like a value; fixed parameters keep theirs.
+        ``False`` (the default): its last iterate, as scipy.
       **kwargs: scipy's solver keywords: ``maxfev`` or ``max_nfev`` (the iteration
         limit: one evaluation of the residuals and their Jacobian per iteration),
         ``ftol``, ``xtol``, ``gtol``, ``loss``, ``f_scale``, ``x_scale="jac"``, and
@@ -238,6 +245,8 @@ def curve_fit(
         absolute_sigma = fit.poisson
     absolute_sigma = boolean("absolute_sigma", absolute_sigma)
     residual, solution = _solve(fit, data, limits, options)
+    if boolean("nan_unconverged", nan_unconverged):  # before the covariance: NaN too
+        solution = solution.unconverged_as_nan()
     cov = covariance(  # the solution's own mask, bounds and active set
         solution, residual, args=data.args, sigma=data.sigma, absolute_sigma=absolute_sigma,
         at_bound=at_bound, args_axes=data.axes, pseudo_inverse=method != "lm",

@@ -65,13 +65,14 @@ class SolveOptions(TypedDict, total=False):
     lanes: int | None
     progress: bool | int | str
     vectorized: bool
+    nan_unconverged: bool
 
 
 DEFAULTS: dict[str, Any] = {
     "fixed_values": None, "bounds": None, "solver": None, "args": (), "batched": False,
     "args_axes": None, "strategy": "mask", "gtol": None, "ftol": None, "xtol": None,
     "abs_gtol": 0.0, "max_steps": 1000, "differentiate": "implicit", "lanes": None,
-    "progress": False, "vectorized": False,
+    "progress": False, "vectorized": False, "nan_unconverged": False,
 }  # fmt: skip
 
 Entry = TypeVar("Entry", bound=Callable[..., Any])

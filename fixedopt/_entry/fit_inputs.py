@@ -180,9 +180,7 @@ def _wrong_start_shape(p0: jax.Array, ydata: jax.Array, batched: bool) -> None:
     if not batched and p0.ndim == 2 and ydata.ndim >= 2 and ydata.shape[0] == p0.shape[0]:
         hint = (f": {p0.shape[0]} starts and {ydata.shape[0]} rows of ydata read as "
                 "many fits; pass batched=True to fit one curve per row")  # fmt: skip
-    raise ValueError(
-        f"`p0` must have shape {expected} with k >= 1, got {tuple(p0.shape)}{hint}"
-    )
+    raise ValueError(f"`p0` must have shape {expected} with k >= 1, got {tuple(p0.shape)}{hint}")
 
 
 def fixed_mask(fixed: Any, p0: jax.Array, batched: bool) -> Any:

@@ -10,6 +10,7 @@ from jax.typing import ArrayLike
 
 from fixedopt._driver.engine import run
 from fixedopt._entry.describe import SolveOptions, describe, least_squares_data, with_options
+from fixedopt._inputs.checks import boolean
 from fixedopt._results.solution import Solution
 
 
@@ -111,6 +112,12 @@ def minimize(
         ``pip install "fixedopt[progress]"``).
         A host callback that works under ``jit``. Off (the default), it adds nothing
         to the program.
+      nan_unconverged: return NaN in the free entries of ``x`` of every row that did
+        not converge (any status but ``CONVERGED``: ``MAX_STEPS``, ``NONFINITE``,
+        ``INFEASIBLE``, ...), instead of the iterate it stopped at; its
+        :func:`fixedopt.covariance` is then NaN too. Fixed entries keep their values.
+        ``False`` (the default): the last iterate (a plausible value in a map: filter
+        on ``status``). See :meth:`fixedopt.Solution.unconverged_as_nan`.
       vectorized: with ``batched=True``, ``fun`` is written for many rows at once: every
         leaf of ``x`` and every per-row argument has a leading axis of rows, and it
         returns one value per row (``(rows,)``). The solver calls it once per
@@ -137,8 +144,9 @@ def minimize(
       >>> print(sol.converged)
       [ True  True]
     """
-    plan, inputs = describe(fun, x0, fixed, dict(options), caller="minimize")
-    return run(plan, inputs)
+    options, nan = _without_nan_option(dict(options))
+    plan, inputs = describe(fun, x0, fixed, options, caller="minimize")
+    return _finished(run(plan, inputs), nan)
 
 
 @with_options
@@ -212,12 +220,23 @@ def least_squares(
       [[ 2.  1.]
        [-1.  4.]]
     """
+    given, nan = _without_nan_option(dict(options))
     residual_fun, fit_loss, given = least_squares_data(
-        residual_fun, x0, dict(options), estimator=estimator, loss=loss, f_scale=f_scale,
+        residual_fun, x0, given, estimator=estimator, loss=loss, f_scale=f_scale,
         sigma=sigma, counts=counts, max_nfev=max_nfev, x_scale=x_scale, jac=jac,
     )  # fmt: skip
     plan, inputs = describe(
         residual_fun, x0, fixed, given, caller="least_squares", loss=fit_loss,
         sigma=sigma, counts=counts,
     )  # fmt: skip
-    return run(plan, inputs)
+    return _finished(run(plan, inputs), nan)
+
+
+def _without_nan_option(options: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """``options`` without ``nan_unconverged``, and its value (checked)."""
+    return options, boolean("nan_unconverged", options.pop("nan_unconverged", False))
+
+
+def _finished(solution: Solution, nan_unconverged: bool) -> Solution:
+    """The solution as returned: NaN where rows did not converge, if asked."""
+    return solution.unconverged_as_nan() if nan_unconverged else solution

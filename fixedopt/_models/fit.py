@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fixedopt._entry.fit_output import warn_if_not_estimated
 from fixedopt._entry.minimize import least_squares
 from fixedopt._inputs import arrays as host_arrays
 from fixedopt._inputs.notices import warn_if_float64_dropped
@@ -279,6 +280,7 @@ def fit(model: Model, data: Any, params: Parameters | None = None, *, weights: A
     derived = curves.Computed(plan, residual) if plan.computed else None
     cov, computed = covariance_and(derived, solution, residual, args=args, args_axes=axes,
                                    sigma=sigma, absolute_sigma=poisson)  # fmt: skip
+    warn_if_not_estimated(cov.covariance)
     result = _result(model, params, plan, arr, solution, cov.covariance, computed, problem,
                      omitted)  # fmt: skip
     return dataclasses.replace(result, rank_deficient=np.asarray(cov.rank_deficient))
