@@ -319,7 +319,13 @@ def _propagated(plan: Layout, x: np.ndarray, computed: Any,
     full_jac = np.zeros((batch, len(plan.names), k), x.dtype)
     full_jac[:, fitted, np.arange(k)] = 1.0
     full_jac[:, others] = jac
-    return values, full_jac @ pcov @ full_jac.transpose(0, 2, 1)
+    # A parameter the data cannot determine (inf variance) makes inf every error that
+    # depends on it; 0 * inf is not spread as NaN through the product.
+    undetermined = np.isinf(np.diagonal(pcov, axis1=1, axis2=2))
+    finite = np.where(np.isinf(pcov), 0.0, pcov)
+    propagated = full_jac @ finite @ full_jac.transpose(0, 2, 1)
+    depends = np.any((full_jac != 0) & undetermined[:, None, :], axis=2)
+    return values, np.where(depends[:, :, None] | depends[:, None, :], np.inf, propagated)
 
 
 def _result(model: Model, params: Parameters, plan: Layout, arr: Arrays, solution: Any,
