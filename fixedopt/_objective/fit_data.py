@@ -113,7 +113,8 @@ def representable(name: str, value: Any, dtype: Any) -> jax.Array:
     if np.any(lost):
         value = before[lost].flat[0]
         raise ValueError(
-            f"`{name}` holds {float(value)}, which is {after[lost].flat[0]} in {np.dtype(dtype).name} "
+            f"`{name}` holds {float(value)}, which is {after[lost].flat[0]} in "
+            f"{np.dtype(dtype).name} "
             f"(the dtype of the fit): rescale `{name}` and the data it goes with (e.g. to "
             f"units where it is near 1), or fit in float64"
         )

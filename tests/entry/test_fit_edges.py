@@ -6,7 +6,9 @@ refused or warned, scipy-style tuple bounds, a shared start under ``batched=True
 (``inf`` errors, one warning counting the fits) and ``nan_unconverged``."""
 
 import re
+import warnings
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -112,8 +114,9 @@ def test_an_undetermined_decay_gets_an_inf_error_and_one_warning_counting_fits()
     p0 = np.array([[1.0, 1.0], [0.0, 1.0]])
     for at_bound in ("free", "fixed"):
         with pytest.warns(fixedopt.OptimizeWarning, match=r"in 1 of 2 fits \(1\)") as caught:
-            _, pcov, res = fixedopt.curve_fit(decay, T, ys, p0, bounds=(0, np.inf),
-                                              batched=True, result=True, at_bound=at_bound)  # fmt: skip
+            _, pcov, res = fixedopt.curve_fit(
+                decay, T, ys, p0, bounds=(0, np.inf), batched=True, result=True, at_bound=at_bound
+            )
         assert len(caught) == 1
         assert np.all(np.isfinite(res.perr[0])) and np.isinf(res.perr[1, 1])
         assert np.all(np.isinf(pcov[1, 1])) and np.all(np.isinf(pcov[1, :, 1]))
@@ -145,3 +148,59 @@ def test_nan_unconverged_returns_nan_where_rows_did_not_converge():
     sol = fixedopt.least_squares(residual, p0, fixed, args=(ys,), batched=True, max_steps=4,
                                  nan_unconverged=True)  # fmt: skip
     np.testing.assert_array_equal(sol.x, popt)
+
+
+def test_a_fixed_value_outside_traced_bounds_stops_its_row_infeasible():
+    """Under jit the bounds cannot be checked before the solve (a concrete call
+    raises): row 0's fixed 5.0 outside [0, 2] stops INFEASIBLE (was CONVERGED), row
+    1 is solved."""
+    fun = lambda x: jnp.sum((x - 1.0) ** 2)
+    fixed = jnp.array([[False, True], [False, True]])
+
+    @jax.jit
+    def solve(upper):
+        x0 = jnp.array([[0.5, 5.0], [0.5, 0.5]])
+        return fixedopt.minimize(fun, x0, fixed, bounds=(0.0, upper), batched=True)
+
+    sol = solve(jnp.array(2.0))
+    np.testing.assert_array_equal(sol.status, [fixedopt.Status.INFEASIBLE, 0])
+    assert sol.x[0, 1] == 5.0 and sol.x[1, 0] == 1.0
+    with pytest.raises(ValueError, match="must lie within the bounds where fixed"):
+        fixedopt.minimize(fun, jnp.array([0.5, 5.0]), jnp.array([False, True]), bounds=(0.0, 2.0))
+
+
+def test_fixed_none_in_the_core_api_says_pass_false():
+    with pytest.raises(TypeError, match="`fixed` is None: pass False to fix nothing"):
+        fixedopt.minimize(lambda x: jnp.sum(x**2), jnp.ones(2), None)
+
+
+def test_the_precision_warning_shows_once_per_line_under_the_default_filter():
+    """Five identical calls, each compiling or entering ``warnings.catch_warnings``
+    (which makes Python forget what it showed): one warning, as the README promises;
+    under "always" every call warns."""
+    t, y = np.linspace(0.0, 1.0, 8), np.linspace(1.0, 2.0, 8)
+    line = lambda t, a, b: a * t + b
+    for action, expected in (("default", 1), ("always", 3)):
+        with jax.enable_x64(False), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter(action)
+            for _ in range(5 if action == "default" else 3):
+                with warnings.catch_warnings():  # as JAX's compiler does
+                    pass
+                fixedopt.curve_fit(line, t, y, [1.0, 1.0])
+        shown = [w for w in caught if issubclass(w.category, fixedopt.PrecisionWarning)]
+        assert len(shown) == expected, action
+
+
+def test_to_dataframe_has_standard_errors_and_at_bound_flags():
+    t = np.linspace(0.0, 1.0, 8)
+    y = np.stack([2.0 * t + 1.0 + 0.01 * np.cos(9 * t), -t + 3.0])
+    line = lambda t, slope, offset: slope * t + offset
+    _, _, fit = fixedopt.curve_fit(line, t, y, [1.0, 1.0], batched=True,
+                                   bounds=([-0.5, 0.0], 5.0), result=True)  # fmt: skip
+    frame = fixedopt.to_dataframe(fit, names=["slope", "offset"])
+    np.testing.assert_array_equal(frame["slope_stderr"], fit.perr[:, 0])
+    np.testing.assert_array_equal(frame["offset_stderr"], fit.perr[:, 1])
+    np.testing.assert_array_equal(frame["slope_at_bound"], [False, True])
+    np.testing.assert_array_equal(frame["message"], ["CONVERGED", "CONVERGED"])
+    same = fixedopt.to_dataframe(fit.solution, ["slope", "offset"], covariance=fit.covariance)
+    assert same.equals(frame)
