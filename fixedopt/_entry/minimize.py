@@ -105,13 +105,14 @@ def minimize(
         cache (512 KiB; at least 64, at most 4096), on an accelerator 65536; at most
         an eighth of the batch (at least 8 rows), so that slow rows overlap with others.
         ``lanes >= B`` runs the whole batch at once, as one ``vmap``.
-      progress: with ``batched=True``, print every 10 steps (or every ``progress``
-        steps, for an int) how many rows have stopped and the largest projected
-        gradient among the rest; ``"bar"`` shows the same as a tqdm bar of rows
-        stopped (``tqdm.auto``: a widget in a notebook; needs tqdm, e.g.
-        ``pip install "fixedopt[progress]"``).
-        A host callback that works under ``jit``. Off (the default), it adds nothing
-        to the program.
+      progress: with ``batched=True``, show how many rows have stopped: ``True``, as a
+        tqdm bar of rows stopped where tqdm is installed (``tqdm.auto``: a widget in a
+        notebook; ``pip install "fixedopt[progress]"``), else as one line rewritten
+        in place at most every 0.5 s; ``"bar"``, the bar (an error without tqdm); an
+        int ``k``, a line every ``k`` steps with the largest projected gradient among
+        the running rows (a log). A host callback that works under ``jit``; turning
+        it on compiles the solve anew. Off (the default), it adds nothing to the
+        program.
       nan_unconverged: return NaN in the free entries of ``x`` of every row that did
         not converge (any status but ``CONVERGED``: ``MAX_STEPS``, ``NONFINITE``,
         ``INFEASIBLE``, ...), instead of the iterate it stopped at; its
