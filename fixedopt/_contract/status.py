@@ -74,6 +74,13 @@ class Status(_Code):
             "curve_fit) its start does; the starting point is returned unchanged."
         ),
     )
+    SKIPPED = (
+        6,
+        (
+            "The row was left out of the solve (``where=False``): not solved; its free "
+            "entries are NaN."
+        ),
+    )
 
 
 class Reason(_Code):

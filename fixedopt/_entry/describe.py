@@ -66,6 +66,7 @@ class SolveOptions(TypedDict, total=False):
     progress: bool | int | str
     vectorized: bool
     nan_unconverged: bool
+    where: Any
 
 
 DEFAULTS: dict[str, Any] = {
@@ -73,6 +74,7 @@ DEFAULTS: dict[str, Any] = {
     "args_axes": None, "strategy": "mask", "gtol": None, "ftol": None, "xtol": None,
     "abs_gtol": 0.0, "max_steps": 1000, "differentiate": "implicit", "lanes": None,
     "progress": False, "vectorized": False, "nan_unconverged": False,
+    "where": None,
 }  # fmt: skip
 
 Entry = TypeVar("Entry", bound=Callable[..., Any])

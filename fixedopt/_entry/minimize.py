@@ -8,8 +8,8 @@ from typing import Any, Unpack
 import jax
 from jax.typing import ArrayLike
 
-from fixedopt._driver.engine import run
 from fixedopt._entry.describe import SolveOptions, describe, least_squares_data, with_options
+from fixedopt._entry.row_mask import run_rows, where_rows
 from fixedopt._inputs.checks import boolean
 from fixedopt._results.solution import Solution
 
@@ -113,6 +113,12 @@ def minimize(
         the running rows (a log). A host callback that works under ``jit``; turning
         it on compiles the solve anew. Off (the default), it adds nothing to the
         program.
+      where: with ``batched=True``, the rows to solve: a boolean ``(B,)`` known at
+        trace time (NumPy's ``where=``). The other rows are not solved and spend no
+        lane (the solve runs on the rows taken out of the batch): they report
+        ``Status.SKIPPED``, NaN in their free entries (fixed entries keep their
+        values), NaN ``value`` and ``grad_norm``, 0 steps, and a NaN covariance.
+        ``None`` (the default): every row.
       nan_unconverged: return NaN in the free entries of ``x`` of every row that did
         not converge (any status but ``CONVERGED``: ``MAX_STEPS``, ``NONFINITE``,
         ``INFEASIBLE``, ...), instead of the iterate it stopped at; its
@@ -146,8 +152,9 @@ def minimize(
       [ True  True]
     """
     options, nan = _without_nan_option(dict(options))
+    where = options.pop("where", None)
     plan, inputs = describe(fun, x0, fixed, options, caller="minimize")
-    return _finished(run(plan, inputs), nan)
+    return _finished(run_rows(plan, inputs, where_rows(where, plan, inputs)), nan)
 
 
 @with_options
@@ -222,6 +229,7 @@ def least_squares(
        [-1.  4.]]
     """
     given, nan = _without_nan_option(dict(options))
+    where = given.pop("where", None)
     residual_fun, fit_loss, given = least_squares_data(
         residual_fun, x0, given, estimator=estimator, loss=loss, f_scale=f_scale,
         sigma=sigma, counts=counts, max_nfev=max_nfev, x_scale=x_scale, jac=jac,
@@ -230,7 +238,7 @@ def least_squares(
         residual_fun, x0, fixed, given, caller="least_squares", loss=fit_loss,
         sigma=sigma, counts=counts,
     )  # fmt: skip
-    return _finished(run(plan, inputs), nan)
+    return _finished(run_rows(plan, inputs, where_rows(where, plan, inputs)), nan)
 
 
 def _without_nan_option(options: dict[str, Any]) -> tuple[dict[str, Any], bool]:

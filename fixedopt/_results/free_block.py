@@ -75,12 +75,13 @@ def solved_problem(
 
 
 def _failed(status: jax.Array) -> jax.Array:
-    """Whether each row's solve failed (NONFINITE or INFEASIBLE); in NumPy where the
+    """Whether each row's solve failed (NONFINITE or INFEASIBLE) or was left out
+    (SKIPPED); in NumPy where the
     status is concrete (no small program compiled for each new batch size)."""
-    codes = (Status.NONFINITE, Status.INFEASIBLE)
+    codes = (Status.NONFINITE, Status.INFEASIBLE, Status.SKIPPED)
     known = _validate.concrete_or_none(status)
     if known is None:
-        return (status == codes[0]) | (status == codes[1])
+        return (status == codes[0]) | (status == codes[1]) | (status == codes[2])
     return np.isin(known, codes)  # type: ignore[return-value]  # an array all the same
 
 
