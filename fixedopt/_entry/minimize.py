@@ -87,7 +87,9 @@ def minimize(
         implicit function theorem at the solution, solving one linear system on the
         free block (bound-active entries are held at their bound, so ``dx/dbound`` is
         1 there; ``value`` gets the envelope-theorem derivative) — exact at a converged
-        solution, and no iteration is differentiated. ``fixedopt.Unroll()`` or
+        solution, and no iteration is differentiated (a row that stopped unconverged,
+        e.g. ``MAX_STEPS``, gets the formula at the point it stopped, without a
+        warning: filter on ``status``; see ``docs/differentiation.md``). ``fixedopt.Unroll()`` or
         ``"unroll"``: through every iteration (loops become fixed-length scans of
         ``max_steps``: slower, memory grows with ``max_steps``; for comparison and for
         non-converged solves;
@@ -129,8 +131,9 @@ def minimize(
         leaf of ``x`` and every per-row argument has a leading axis of rows, and it
         returns one value per row (``(rows,)``). The solver calls it once per
         evaluation on all its lanes, so ``fun`` can batch its own operations (a
-        grouped convolution, an FFT). Rows must not interact; a quick check on the
-        first three rows raises if changing one row changes another's output.
+        grouped convolution, an FFT). Rows must not interact; a check on the first
+        16 rows raises if changing row 0 changes another's output (a check, not a
+        proof: rows mixed only farther apart, or only in later rows, pass it).
 
     Returns:
       A :class:`fixedopt.Solution`; fixed entries of ``x`` are bit-identical to their

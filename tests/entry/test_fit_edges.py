@@ -204,3 +204,15 @@ def test_to_dataframe_has_standard_errors_and_at_bound_flags():
     np.testing.assert_array_equal(frame["message"], ["CONVERGED", "CONVERGED"])
     same = fixedopt.to_dataframe(fit.solution, ["slope", "offset"], covariance=fit.covariance)
     assert same.equals(frame)
+
+
+def test_a_vectorized_fun_that_mixes_rows_five_apart_is_caught():
+    """Row i's output reads row i + 5 (a roll along the rows): the check on three rows
+    passed it; on the first 16 it names the row whose output changed."""
+
+    def mixed(x, target):
+        return jnp.sum((x - target) ** 2, axis=1) + 0.1 * jnp.roll(x[:, 0], -5)
+
+    x0, target = jnp.zeros((20, 2)), jnp.ones((20, 2))
+    with pytest.raises(ValueError, match="changing row 0 changed row 11's output"):
+        fixedopt.minimize(mixed, x0, False, args=(target,), batched=True, vectorized=True)
