@@ -127,7 +127,7 @@ def _weights(sigma: Any, ydata: jax.Array, fit: Fit) -> tuple[jax.Array | None, 
     return _sigma(array, ydata), None
 
 
-def _covariance_factor(sigma: jax.Array, dtype: Any) -> tuple[jax.Array | None, Any]:
+def _covariance_factor(sigma: Any, dtype: Any) -> tuple[jax.Array | None, Any]:
     """The Cholesky factor of a covariance ``sigma``, or its standard deviations if
     it is diagonal (concrete); ``ValueError`` as scipy where it is not positive
     definite."""

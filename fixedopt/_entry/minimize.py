@@ -154,9 +154,9 @@ def minimize(
       >>> print(sol.converged)
       [ True  True]
     """
-    options, nan = _without_nan_option(dict(options))
-    where = options.pop("where", None)
-    plan, inputs = describe(fun, x0, fixed, options, caller="minimize")
+    given, nan = _without_nan_option(dict(options))
+    where = given.pop("where", None)
+    plan, inputs = describe(fun, x0, fixed, given, caller="minimize")
     return _finished(run_rows(plan, inputs, where_rows(where, plan, inputs)), nan)
 
 

@@ -185,9 +185,8 @@ def check_rows_independent(fun: Callable[..., Any], x0: Any, args: tuple[Any, ..
         error.add_note(rows_at_once_note(fun, calls[0][0], how))
         raise
     first, second = np.asarray(first), np.asarray(second)
-    if first.shape[:1] != (count,):
-        changed = 2
-    else:
+    changed: int | None = 2
+    if first.shape[:1] == (count,):
         same = [np.array_equal(a, b, equal_nan=True) for a, b in zip(first[2:], second[2:])]
         changed = next((row + 2 for row, kept in enumerate(same) if not kept), None)
     if changed is not None:

@@ -186,7 +186,7 @@ def to_dataframe(sol: Any, names: list[str] | None = None, covariance: Any = Non
         )
     records = [{k: v for k, v in record.items() if k != "x"} for record in to_records(sol)]
     frame = pandas.DataFrame.from_records(records)
-    extra = {}
+    extra: dict[str, np.ndarray] = {}
     if covariance is not None:
         stderr = flat_rows(covariance.stderr, batched)
         extra |= {f"{name}_stderr": stderr[:, i] for i, name in enumerate(columns)}
