@@ -218,7 +218,7 @@ def curve_fit(
        [1.  0.5 0.3]]
     """
     f = hashable_function(f, "f")
-    if boolean("full_output", full_output) and boolean("result", result):
+    if full_output and result:  # scipy's tests pass full_output=1
         raise ValueError(
             "give one of full_output=True (scipy's 5-tuple) and result=True "
             "((popt, pcov, CurveFit)): the CurveFit holds the solution's statuses and "
