@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import inspect
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any, TypedDict, TypeVar
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from fixedopt._contract.solver import Solver
 from fixedopt._derivatives.differentiation import Differentiation, differentiation_option
@@ -31,7 +33,7 @@ from fixedopt._entry.fit_keywords import jacobian
 from fixedopt._entry.model import WithJacobian
 from fixedopt._inputs import arrays, validate
 from fixedopt._inputs.checks import INT32_MAX, boolean, integer, one_of, tolerance
-from fixedopt._inputs.notices import warn_if_float64_dropped
+from fixedopt._inputs.notices import caller_stacklevel, warn_if_float64_dropped
 from fixedopt._objective.arguments import args_tuple, batched_args, check_solver, hashable_function
 from fixedopt._objective.call_note import UserFunction
 from fixedopt._objective.fit_data import fit_loss, row_data
@@ -124,7 +126,37 @@ def describe(
     given = _checked_scalars(given)
     plan = _static_plan(fun, solver, least_squares, loss, given)
     data = _inputs(x0, fixed, given, least_squares, sigma, counts)
-    return _with_rows(plan, data, given["batched"], given["args_axes"]), data
+    plan = _with_rows(plan, data, given["batched"], given["args_axes"])
+    _warn_if_sigma_ambiguous(plan, data, sigma)
+    return plan, data
+
+
+def _warn_if_sigma_ambiguous(plan: Plan, inputs: Inputs, sigma: Any) -> None:
+    """A ``UserWarning`` where a 1-D ``sigma`` of a batch has the batch's length and so
+    has one row's residuals: it is read as one value per row, which a ``sigma`` per
+    residual shared by every row would be mistaken for (curve_fit reads it per point)."""
+    if sigma is None or plan.batched_args is None or plan.vectorized or np.ndim(sigma) != 1:
+        return
+    batch = np.shape(sigma)[0]
+    if batch != validate.batch_size(inputs.x0):
+        return
+    flags = iter(plan.batched_args)
+    row = lambda a: jax.ShapeDtypeStruct(np.shape(a)[1:], jnp.result_type(a))
+    args = jax.tree.map(lambda a: row(a) if next(flags) else a, inputs.args)
+    try:
+        out = jax.eval_shape(plan.fun, jax.tree.map(row, inputs.x0), *args)
+    except Exception:  # the solve names the function's own error
+        return
+    if math.prod(np.shape(out)) == batch:
+        warnings.warn(
+            f"batched=True: `sigma` of shape ({batch},) is read as one standard deviation "
+            f"per row (its axis is the batch axis), though each row also has {batch} "
+            f"residuals. For one per residual shared by every row, pass "
+            f"np.broadcast_to(sigma, ({batch}, {batch})); for one per row, shape "
+            f"({batch}, 1) says so without this warning.",
+            UserWarning,
+            stacklevel=caller_stacklevel(),
+        )
 
 
 def _checked_scalars(given: dict[str, Any]) -> dict[str, Any]:

@@ -216,3 +216,24 @@ def test_a_vectorized_fun_that_mixes_rows_five_apart_is_caught():
     x0, target = jnp.zeros((20, 2)), jnp.ones((20, 2))
     with pytest.raises(ValueError, match="changing row 0 changed row 11's output"):
         fixedopt.minimize(mixed, x0, False, args=(target,), batched=True, vectorized=True)
+
+
+def test_a_sigma_of_the_batch_length_that_could_be_per_residual_warns_naming_sigma():
+    """20 fits of 20 points: a (20,) sigma is one value per row in least_squares (its
+    documented reading); the warning names `sigma` and both fixes. curve_fit reads a
+    (m,) sigma per point, as scipy: the fit equals the one with sigma broadcast."""
+    t = np.linspace(0.0, 1.0, 20)
+    ys = np.stack([2.0 * t + 1.0 + 0.01 * np.cos(k * t) for k in range(20)])
+    sigma = np.linspace(1.0, 2.0, 20)
+    residual = lambda p, y: p[0] * t + p[1] - y
+    x0 = jnp.ones((20, 2))
+    with pytest.warns(UserWarning, match=r"`sigma` of shape \(20,\) is read as one standard"):
+        fixedopt.least_squares(residual, x0, False, args=(ys,), args_axes=(0,), batched=True,
+                               sigma=sigma)  # fmt: skip
+    fixedopt.least_squares(residual, x0, False, args=(ys,), args_axes=(0,), batched=True,
+                           sigma=sigma[:, None])  # fmt: skip
+    line = lambda t, a, b: a * t + b
+    per_point, _ = fixedopt.curve_fit(line, t, ys, x0, sigma=sigma, batched=True)
+    full, _ = fixedopt.curve_fit(line, t, ys, x0, sigma=np.broadcast_to(sigma, (20, 20)),
+                                 batched=True)  # fmt: skip
+    np.testing.assert_array_equal(per_point, full)
