@@ -141,7 +141,10 @@ def _warn_if_sigma_ambiguous(plan: Plan, inputs: Inputs, sigma: Any) -> None:
     if batch != validate.batch_size(inputs.x0):
         return
     flags = iter(plan.batched_args)
-    row = lambda a: jax.ShapeDtypeStruct(np.shape(a)[1:], jnp.result_type(a))
+
+    def row(a: Any) -> jax.ShapeDtypeStruct:
+        return jax.ShapeDtypeStruct(np.shape(a)[1:], jnp.result_type(a))
+
     args = jax.tree.map(lambda a: row(a) if next(flags) else a, inputs.args)
     try:
         out = jax.eval_shape(plan.fun, jax.tree.map(row, inputs.x0), *args)
