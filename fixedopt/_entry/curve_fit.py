@@ -290,7 +290,9 @@ def _solve(
 
 
 def _infeasible_rows(solution: Solution, p0: jax.Array, outside: jax.Array) -> Solution:
-    """Rows started outside their bounds: INFEASIBLE, ``x`` their start (no solve)."""
+    """Rows started outside their bounds: INFEASIBLE, ``x`` their start (no solve);
+    rows left out by ``where`` stay SKIPPED."""
+    outside = outside & (solution.status != Status.SKIPPED)
     status = jnp.where(outside, Status.INFEASIBLE, solution.status).astype(jnp.int32)
     return solution._replace(
         x=jnp.where(outside[..., None], p0, solution.x),
