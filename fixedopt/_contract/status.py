@@ -85,8 +85,15 @@ class Status(_Code):
         5,
         (
             "The row's bounds are empty or NaN on a free entry (``lower > upper``), or "
-            "(least_squares and curve_fit, traced inputs) its start lies outside them; the "
-            "starting point is returned unchanged."
+            "(traced inputs) a fixed value lies outside its bounds, or (least_squares and "
+            "curve_fit) its start does; the starting point is returned unchanged."
+        ),
+    )
+    SKIPPED = (
+        6,
+        (
+            "The row was left out of the solve (``where=False``): not solved; its free "
+            "entries are NaN."
         ),
     )
 

@@ -135,11 +135,14 @@ def _verdict(
 
 
 def _infeasible(problem: Problem) -> jax.Array:
-    """Empty or NaN bounds on a free entry (traced bounds cannot be checked earlier)."""
+    """Empty or NaN bounds on a free entry, or a fixed value outside its bounds (as a
+    concrete one raises: traced bounds or values cannot be checked earlier)."""
     if problem.lower is None or problem.upper is None:
         return jnp.zeros((), bool)
     empty = ~(problem.lower <= problem.upper)  # also True where either is NaN
-    return reduce.any_true(empty & ~problem.fixed)
+    values = problem.fixed_values
+    outside = (values < problem.lower) | (values > problem.upper)
+    return reduce.any_true(empty & ~problem.fixed) | reduce.any_true(outside & problem.fixed)
 
 
 def _start_outside(problem: Problem, x: jax.Array) -> jax.Array:

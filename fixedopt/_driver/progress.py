@@ -13,6 +13,7 @@ its last (the one with no row running).
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Callable
 from typing import Any, NamedTuple, SupportsFloat, SupportsInt
 
@@ -78,6 +79,32 @@ def report_text(
     )
 
 
+class _Line:
+    """The host's clock of the updating line: when it was last written."""
+
+    written: float = -float("inf")
+
+
+LINE_INTERVAL = 0.5  # seconds between rewrites of the updating line: readable, cheap
+
+
+def report_line(
+    step: SupportsInt, running: SupportsInt, total: SupportsInt, worst: SupportsFloat
+) -> None:
+    """Rewrite one line (``\\r``) with the rows stopped, at most every
+    :data:`LINE_INTERVAL` seconds, and end it when no row runs: ``progress=True``
+    without tqdm (162,000 rows printed 115 lines before). The worst gradient is left
+    out: it jumps as lanes take new rows."""
+    rows, left = int(total), int(running)
+    now = time.monotonic()
+    if left and now - _Line.written < LINE_INTERVAL:
+        return
+    _Line.written = -float("inf") if left == 0 else now
+    done = rows - left
+    text = f"fixedopt: {done}/{rows} rows stopped ({100 * done / rows:.0f}%), step {int(step)}"
+    print("\r" + text, end="\n" if left == 0 else "", flush=True)
+
+
 def _tqdm() -> Any:
     """The tqdm class used for bars (``tqdm.auto``: a widget in a notebook); tqdm is
     optional and untyped, hence ``Any``."""
@@ -117,8 +144,10 @@ def report_bar(
 def progress_option(progress: bool | int | str | None) -> Progress | None:
     """The :class:`Progress` of the ``progress`` argument of ``minimize``/``least_squares``.
 
-    ``False``/``None``: off. ``True``: text every 10 steps; an int ``k >= 1``: text every
-    ``k`` steps. ``"bar"``: a tqdm bar updated every 10 steps (needs tqdm installed).
+    ``False``/``None``: off. ``True``: a tqdm bar where tqdm is installed, else one
+    line rewritten in place at most every 0.5 s (checked every 10 steps); an int
+    ``k >= 1``: a line of text every ``k`` steps (a log). ``"bar"``: a tqdm bar
+    updated every 10 steps (needs tqdm installed).
 
     Example:
       >>> progress_option(5).every
@@ -129,7 +158,13 @@ def progress_option(progress: bool | int | str | None) -> Progress | None:
       True
     """
     if progress is None or isinstance(progress, (bool, np.bool_)):
-        return Progress(DEFAULT_EVERY, report_text) if progress else None
+        if not progress:
+            return None
+        try:
+            _tqdm()
+        except ImportError:
+            return Progress(DEFAULT_EVERY, report_line)
+        return Progress(DEFAULT_EVERY, report_bar)
     if isinstance(progress, str) and progress == "bar":
         try:
             _tqdm()

@@ -125,6 +125,7 @@ def curve_fit(
     estimator: str = "least_squares",
     at_bound: str = AT_BOUND_DEFAULT,
     result: bool = False,
+    nan_unconverged: bool = False,
     **kwargs: Any,
 ) -> Any:
     """Fit ``ydata ≈ f(xdata, *params)`` as ``scipy.optimize.curve_fit`` does, keyword
@@ -133,8 +134,9 @@ def curve_fit(
     A thin layer over :func:`fixedopt.least_squares` (Levenberg–Marquardt for every
     ``method``) and :func:`fixedopt.covariance`. A fit of a batch that fails (NaN in
     its ``ydata``, a model that turns non-finite) does not raise: its ``status`` says
-    so (``result=True``), its ``popt`` is its last finite iterate and its ``pcov`` is
-    NaN. The differences from scipy, each with its reason, are in ``docs/scipy.md``.
+    so (``result=True``), its ``popt`` is its last finite iterate (NaN with
+    ``nan_unconverged=True``) and its ``pcov`` is NaN. The differences from scipy,
+    each with its reason, are in ``docs/scipy.md``.
 
     Args:
       f: ``f(x, *params) -> array`` shaped like one fit's ``ydata``: ONE curve, with
@@ -192,6 +194,11 @@ def curve_fit(
         bound); see :func:`fixedopt.covariance`.
       result: return ``(popt, pcov, result)`` with a :class:`fixedopt.CurveFit`: the
         statuses, the covariance's flags, the standard errors.
+      nan_unconverged: return NaN in ``popt`` (the free parameters), ``pcov`` and
+        ``perr`` of every fit that did not converge (``status != CONVERGED``: the
+        iteration limit, a NaN wall, a start outside traced bounds), for maps where
+        a last iterate would look like a value; fixed parameters keep theirs.
+        ``False`` (the default): its last iterate, as scipy.
       **kwargs: scipy's solver keywords: ``maxfev`` or ``max_nfev`` (the iteration
         limit: one evaluation of the residuals and their Jacobian per iteration),
         ``ftol``, ``xtol``, ``gtol``, ``loss``, ``f_scale``, ``x_scale="jac"``, and
@@ -216,6 +223,12 @@ def curve_fit(
        [1.  0.5 0.3]]
     """
     f = hashable_function(f, "f")
+    if full_output and result:  # scipy's tests pass full_output=1
+        raise ValueError(
+            "give one of full_output=True (scipy's 5-tuple) and result=True "
+            "((popt, pcov, CurveFit)): the CurveFit holds the solution's statuses and "
+            "steps that full_output's infodict, mesg and ier describe"
+        )
     options = solve_keywords(kwargs, least_squares_keywords(least_squares))
     if options.get("vectorized"):
         raise ValueError(
@@ -239,6 +252,8 @@ def curve_fit(
         absolute_sigma = fit.poisson
     absolute_sigma = boolean("absolute_sigma", absolute_sigma)
     residual, solution = _solve(fit, data, limits, options)
+    if boolean("nan_unconverged", nan_unconverged):  # before the covariance: NaN too
+        solution = solution.unconverged_as_nan()
     cov = covariance(  # the solution's own mask, bounds and active set
         solution, residual, args=data.args, sigma=data.sigma, absolute_sigma=absolute_sigma,
         at_bound=at_bound, args_axes=data.axes, pseudo_inverse=method != "lm",
@@ -282,7 +297,9 @@ def _solve(
 
 
 def _infeasible_rows(solution: Solution, p0: jax.Array, outside: jax.Array) -> Solution:
-    """Rows started outside their bounds: INFEASIBLE, ``x`` their start (no solve)."""
+    """Rows started outside their bounds: INFEASIBLE, ``x`` their start (no solve);
+    rows left out by ``where`` stay SKIPPED."""
+    outside = outside & (solution.status != Status.SKIPPED)
     status = jnp.where(outside, Status.INFEASIBLE, solution.status).astype(jnp.int32)
     return solution._replace(
         x=jnp.where(outside[..., None], p0, solution.x),

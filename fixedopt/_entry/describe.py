@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import inspect
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any, TypedDict, TypeVar
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from fixedopt._contract.solver import Solver
 from fixedopt._derivatives.differentiation import Differentiation, differentiation_option
@@ -32,7 +34,7 @@ from fixedopt._entry.fit_keywords import jacobian
 from fixedopt._entry.model import WithJacobian
 from fixedopt._inputs import arrays, validate
 from fixedopt._inputs.checks import INT32_MAX, boolean, integer, one_of, tolerance
-from fixedopt._inputs.notices import warn_if_float64_dropped
+from fixedopt._inputs.notices import caller_stacklevel, warn_if_float64_dropped
 from fixedopt._objective.arguments import args_tuple, batched_args, check_solver, hashable_function
 from fixedopt._objective.call_note import UserFunction
 from fixedopt._objective.fit_data import fit_loss, row_data
@@ -66,13 +68,16 @@ class SolveOptions(TypedDict, total=False):
     lanes: int | None
     progress: bool | int | str
     vectorized: bool
+    nan_unconverged: bool
+    where: Any
 
 
 DEFAULTS: dict[str, Any] = {
     "fixed_values": None, "bounds": None, "solver": None, "args": (), "batched": False,
     "args_axes": None, "strategy": "mask", "gtol": None, "ftol": None, "xtol": None,
     "abs_gtol": 0.0, "max_steps": 1000, "differentiate": "implicit", "lanes": None,
-    "progress": False, "vectorized": False,
+    "progress": False, "vectorized": False, "nan_unconverged": False,
+    "where": None,
 }  # fmt: skip
 
 Entry = TypeVar("Entry", bound=Callable[..., Any])
@@ -122,7 +127,40 @@ def describe(
     given = _checked_scalars(given)
     plan = _static_plan(fun, solver, least_squares, loss, given)
     data = _inputs(x0, fixed, given, least_squares, sigma, counts)
-    return _with_rows(plan, data, given["batched"], given["args_axes"]), data
+    plan = _with_rows(plan, data, given["batched"], given["args_axes"])
+    _warn_if_sigma_ambiguous(plan, data, sigma)
+    return plan, data
+
+
+def _warn_if_sigma_ambiguous(plan: Plan, inputs: Inputs, sigma: Any) -> None:
+    """A ``UserWarning`` where a 1-D ``sigma`` of a batch has the batch's length and so
+    has one row's residuals: it is read as one value per row, which a ``sigma`` per
+    residual shared by every row would be mistaken for (curve_fit reads it per point)."""
+    if sigma is None or plan.batched_args is None or plan.vectorized or np.ndim(sigma) != 1:
+        return
+    batch = np.shape(sigma)[0]
+    if batch != validate.batch_size(inputs.x0):
+        return
+    flags = iter(plan.batched_args)
+
+    def row(a: Any) -> jax.ShapeDtypeStruct:
+        return jax.ShapeDtypeStruct(np.shape(a)[1:], jnp.result_type(a))
+
+    args = jax.tree.map(lambda a: row(a) if next(flags) else a, inputs.args)
+    try:
+        out = jax.eval_shape(plan.fun, jax.tree.map(row, inputs.x0), *args)
+    except Exception:  # the solve names the function's own error
+        return
+    if math.prod(np.shape(out)) == batch:
+        warnings.warn(
+            f"batched=True: `sigma` of shape ({batch},) is read as one standard deviation "
+            f"per row (its axis is the batch axis), though each row also has {batch} "
+            f"residuals. For one per residual shared by every row, pass "
+            f"np.broadcast_to(sigma, ({batch}, {batch})); for one per row, shape "
+            f"({batch}, 1) says so without this warning.",
+            UserWarning,
+            stacklevel=caller_stacklevel(),
+        )
 
 
 def _checked_scalars(given: dict[str, Any]) -> dict[str, Any]:
@@ -291,7 +329,7 @@ def least_squares_data(
             "the parameters by the Jacobian's column norms (scipy's x_scale='jac')"
         )
     if max_nfev is not None:
-        if options.get("max_steps", DEFAULTS["max_steps"]) != DEFAULTS["max_steps"]:
+        if "max_steps" in options:  # given, even at its default: one would be dropped
             raise ValueError("give one of `max_steps` and `max_nfev` (the same limit)")
         options = options | {"max_steps": max_nfev}
     residual_fun = _with_jac(residual_fun, jac, x0)

@@ -21,6 +21,7 @@ from fixedopt._entry.fit_nan import check_data, omit_one_fit, omit_rows
 from fixedopt._entry.model import CurveFunction, output_shape, parameter_count
 from fixedopt._inputs import arrays
 from fixedopt._inputs.validate import PyTree, concrete_or_none
+from fixedopt._objective.fit_data import representable
 
 ModelFunction = Callable[..., Any]  # f(x, *params) -> the curve (one fit)
 
@@ -55,8 +56,8 @@ def prepared(
     if y.size == 0:
         raise ValueError(f"`ydata` must not be empty! Got shape {tuple(y.shape)}")
     p0 = _start(fit.model.f, p0, limits, y, fit.batched)
-    p0, y = _parameters_and_data(p0, y, fit.batched)
     xdata = _xdata(xdata)
+    p0, y = _parameters_and_data(p0, y, fit.batched, xdata)
     check_data(xdata, y, check_finite, nan_policy)
     if nan_policy == "omit" and not fit.batched:
         xdata, dropped, sigma = omit_one_fit(xdata, np.asarray(y), sigma)
@@ -67,7 +68,7 @@ def prepared(
     y_one = tuple(y.shape[1:] if fit.batched else y.shape)
     shape = output_shape(fit.model, x_one, arrays.one_row(p0) if fit.batched else p0, y_one, how)
     y = jnp.broadcast_to(y, (*y.shape[:1], *shape) if fit.batched else shape)
-    fixed = False if fixed is None else fixed
+    fixed = fixed_mask(fixed, p0, fit.batched)
     _check_enough_data(p0, fixed, math.prod(shape), fit.batched)
     weights, factor = _weights(sigma, y, fit)
     if nan_policy == "omit" and fit.batched:
@@ -118,7 +119,7 @@ def _weights(sigma: Any, ydata: jax.Array, fit: Fit) -> tuple[jax.Array | None, 
     deviations)."""
     if sigma is None:
         return None, None
-    array = jnp.asarray(sigma)
+    array = sigma if isinstance(sigma, (jax.Array, jax.core.Tracer)) else np.asarray(sigma)
     m = ydata.shape[-1] if ydata.ndim else 1
     covariance_shape = (*ydata.shape[:1], m, m) if fit.batched else (m, m)
     if ydata.ndim == (2 if fit.batched else 1) and array.shape == covariance_shape and m > 1:
@@ -126,7 +127,7 @@ def _weights(sigma: Any, ydata: jax.Array, fit: Fit) -> tuple[jax.Array | None, 
     return _sigma(array, ydata), None
 
 
-def _covariance_factor(sigma: jax.Array, dtype: Any) -> tuple[jax.Array | None, Any]:
+def _covariance_factor(sigma: Any, dtype: Any) -> tuple[jax.Array | None, Any]:
     """The Cholesky factor of a covariance ``sigma``, or its standard deviations if
     it is diagonal (concrete); ``ValueError`` as scipy where it is not positive
     definite."""
@@ -148,23 +149,67 @@ def _shapes(x: PyTree) -> Any:
 
 
 def _parameters_and_data(
-    p0: ArrayLike, ydata: jax.Array, batched: bool
+    p0: ArrayLike, ydata: jax.Array, batched: bool, xdata: PyTree
 ) -> tuple[jax.Array, jax.Array]:
-    """``p0`` as a floating-point ``(k,)`` (``(B, k)``) array and ``ydata`` in its dtype."""
+    """``p0`` as a floating-point ``(k,)`` (``(B, k)``) array and ``ydata`` in its
+    dtype: JAX's promotion of ``p0``, ``ydata`` and ``xdata``'s floating-point arrays
+    (a float32 ``p0`` with float64 data fits in float64, as ``p0 + ydata`` would
+    compute). With ``batched=True`` a ``(k,)`` ``p0`` is every fit's start."""
     p0 = jnp.asarray(p0)
-    if not jnp.issubdtype(p0.dtype, jnp.floating):
-        p0 = p0.astype(jnp.result_type(float))
-    if p0.ndim != (2 if batched else 1) or p0.shape[-1] == 0:
-        expected = "(B, k), one row per fit" if batched else "(k,)"
-        raise ValueError(f"`p0` must have shape {expected} with k >= 1, got {tuple(p0.shape)}")
     if not (jnp.issubdtype(ydata.dtype, jnp.floating) or jnp.issubdtype(ydata.dtype, jnp.integer)):
         raise TypeError(f"`ydata` must be a real array, got dtype {ydata.dtype}")
+    floating = [a.dtype for a in (p0, ydata, *jax.tree.leaves(xdata))
+                if jnp.issubdtype(a.dtype, jnp.floating)]  # fmt: skip
+    p0 = p0.astype(jnp.result_type(*floating) if floating else jnp.result_type(float))
+    if batched and p0.ndim == 1 and ydata.ndim >= 2:  # one start shared by every fit
+        p0 = arrays.broadcast_to(p0, (ydata.shape[0], *p0.shape))
+    if p0.ndim != (2 if batched else 1) or p0.shape[-1] == 0:
+        _wrong_start_shape(p0, ydata, batched)
     if batched and (ydata.ndim < 2 or ydata.shape[0] != p0.shape[0]):
         raise ValueError(
             f"`ydata` must have the leading batch axis of `p0` ({p0.shape[0]} fits) and "
             f"one fit's data after it, got shape {tuple(ydata.shape)}"
         )
     return p0, ydata.astype(p0.dtype)
+
+
+def _wrong_start_shape(p0: jax.Array, ydata: jax.Array, batched: bool) -> None:
+    """The ``ValueError`` of a ``p0`` of the wrong shape, with the likely fix."""
+    expected = "(B, k), one row per fit, or (k,), every fit's" if batched else "(k,)"
+    hint = ""
+    if not batched and p0.ndim == 2 and ydata.ndim >= 2 and ydata.shape[0] == p0.shape[0]:
+        hint = (f": {p0.shape[0]} starts and {ydata.shape[0]} rows of ydata read as "
+                "many fits; pass batched=True to fit one curve per row")  # fmt: skip
+    raise ValueError(f"`p0` must have shape {expected} with k >= 1, got {tuple(p0.shape)}{hint}")
+
+
+def fixed_mask(fixed: Any, p0: jax.Array, batched: bool) -> Any:
+    """``curve_fit``'s ``fixed``: None (nothing fixed), a bool, or a mask that
+    broadcasts to ``p0``, boolean or of 0/1 integers (as the models' ``vary``)."""
+    if fixed is None or isinstance(fixed, (bool, np.bool_)):
+        return bool(fixed)
+    mask = arrays.numbers(fixed, "fixed")
+    concrete = concrete_or_none(mask)
+    if jnp.issubdtype(mask.dtype, jnp.integer) and concrete is not None:
+        if not np.all((concrete == 0) | (concrete == 1)):
+            raise TypeError(
+                f"`fixed` must be boolean (True = fixed) or 0/1 integers, got values "
+                f"{np.unique(concrete)[:5].tolist()}"
+            )
+        mask = arrays.asarray(concrete.astype(bool))
+    if mask.dtype != jnp.bool_:
+        raise TypeError(f"`fixed` must be boolean (True = fixed), got dtype {mask.dtype}")
+    try:
+        fits = np.broadcast_shapes(mask.shape, p0.shape) == tuple(p0.shape)
+    except ValueError:
+        fits = False
+    if not fits:
+        shape = "(k,) or (B, k), one row per fit" if batched else "(k,)"
+        raise ValueError(
+            f"`fixed` must have shape {shape}, one flag per parameter of `p0` (shape "
+            f"{tuple(p0.shape)}), got shape {tuple(mask.shape)}"
+        )
+    return mask
 
 
 def _xdata_per_fit(
@@ -196,7 +241,10 @@ def _xdata_per_fit(
     row = arrays.one_row(p0)
     shapes = {per_fit: _curve_shape(model, readings[per_fit], row) for per_fit in matches}
     matches = [per_fit for per_fit in matches if shapes[per_fit] == one_y]
-    if not matches:  # the mistake, named: f's failure or its shape under the shared reading
+    if not matches:  # the mistake, named: f's failure or its shape under the likely reading
+        if could:  # a leading axis of the batch size: meant one per fit
+            how = f"one fit's xdata of shape {_shapes(readings[True])} (xdata read per fit)"
+            output_shape(model, readings[True], row, one_y, how)
         output_shape(model, xdata, row, one_y, f"xdata of shape {_shapes(xdata)} (shared)")
     if len(matches) != 1:
         raise ValueError(
@@ -229,13 +277,15 @@ def _curve_shape(
     return tuple(out.shape)
 
 
-def _sigma(sigma: jax.Array, ydata: jax.Array) -> jax.Array:
-    """``sigma`` broadcast to ``ydata``'s shape, in its dtype."""
+def _sigma(sigma: Any, ydata: jax.Array) -> jax.Array:
+    """``sigma`` broadcast to ``ydata``'s shape, in its dtype (a value that the cast
+    turns to 0 or inf is a ``ValueError``)."""
     try:
-        return jnp.broadcast_to(sigma, ydata.shape).astype(ydata.dtype)
+        shaped = (np if isinstance(sigma, np.ndarray) else jnp).broadcast_to(sigma, ydata.shape)
     except ValueError:
         raise ValueError(
             f"`sigma` has incorrect shape {tuple(sigma.shape)}: it must broadcast to "
             f"`ydata`'s shape {tuple(ydata.shape)} (one standard deviation per value) or be "
             "the covariance matrix of one fit's ydata, (m, m) (batched: (B, m, m))"
         ) from None
+    return representable("sigma", shaped, ydata.dtype)

@@ -71,8 +71,11 @@ def solve_keywords(kwargs: dict[str, Any], allowed: set[str]) -> dict[str, Any]:
               if options.get(name) is not None}  # fmt: skip
     for name in ("maxfev", "max_nfev", "max_steps"):
         options.pop(name, None)
-    if len({int(np.asarray(v)) for v in limits.values()}) > 1:
-        raise ValueError(f"give one iteration limit, got {limits}")
+    if len(limits) > 1:  # even equal: one name would be dropped without a word
+        raise ValueError(
+            f"give one iteration limit (`maxfev`, `max_nfev` and `max_steps` are one "
+            f"limit), got {limits}"
+        )
     if limits:
         name, value = next(iter(limits.items()))
         options["max_steps"] = integer(name, value, minimum=1, maximum=2**31 - 1)
@@ -137,12 +140,24 @@ def bound_arrays(bounds: Any) -> tuple[Any, Any] | None:
         bounds = (bounds.lb, bounds.ub)
     if not (isinstance(bounds, (tuple, list)) and len(bounds) == 2):
         raise TypeError(f"`bounds` must be a pair (lower, upper) or a Bounds, got {bounds!r}")
-    lower = -np.inf if bounds[0] is None else bounds[0]
-    upper = np.inf if bounds[1] is None else bounds[1]
+    # scipy reads each side as an array: a tuple ((0, 0), (10, 10)) is two (k,) arrays
+    lower, upper = (_side(b) for b in bounds)
+    lower = -np.inf if lower is None else lower
+    upper = np.inf if upper is None else upper
     lo, hi = concrete_or_none(lower), concrete_or_none(upper)
     if lo is not None and hi is not None and np.all(lo == -np.inf) and np.all(hi == np.inf):
         return None
     return lower, upper
+
+
+def _side(side: Any) -> Any:
+    """One side of scipy's bounds: a tuple or list of numbers as one array."""
+    if isinstance(side, (tuple, list)):
+        try:
+            return np.asarray(side, float)
+        except (TypeError, ValueError, jax.errors.TracerArrayConversionError):
+            return side  # traced entries: the tree least_squares reads
+    return side
 
 
 def start_outside(p0: jax.Array, bounds: tuple[Any, Any] | None, batched: bool) -> jax.Array | None:

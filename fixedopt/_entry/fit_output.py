@@ -34,11 +34,17 @@ def warn_if_not_estimated(pcov: jax.Array) -> None:
     rows = np.any(np.isinf(value), axis=(-2, -1))
     if not np.any(rows):
         return
-    which = "" if value.ndim == 2 else f" (fits {np.flatnonzero(rows).tolist()})"
+    which = ""
+    if value.ndim > 2:
+        listed = np.flatnonzero(rows)
+        shown = ", ".join(map(str, listed[:10])) + (", ..." if listed.size > 10 else "")
+        which = f" in {listed.size} of {rows.size} fits ({shown})"
     warn_optimize(
         f"Covariance of the parameters could not be estimated{which}: the Jacobian is "
-        "rank-deficient (a parameter the model does not depend on, or two that act "
-        "alike), or there are no more data points than free parameters; pcov is inf there"
+        "rank-deficient (a parameter the model does not depend on, such as a decay whose "
+        "amplitude is 0, or two that act alike; all-zero weights), or there are no more "
+        "data points than free parameters; pcov and the standard errors are inf for the "
+        "parameters the data cannot determine"
     )
 
 

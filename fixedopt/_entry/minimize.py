@@ -8,9 +8,10 @@ from typing import Any, Unpack
 import jax
 from jax.typing import ArrayLike
 
-from fixedopt._driver.engine import run
 from fixedopt._entry.describe import SolveOptions, describe, least_squares_data, with_options
 from fixedopt._entry.host_residuals import runnable_residuals
+from fixedopt._entry.row_mask import run_rows, where_rows
+from fixedopt._inputs.checks import boolean
 from fixedopt._results.solution import Solution
 
 
@@ -87,7 +88,9 @@ def minimize(
         implicit function theorem at the solution, solving one linear system on the
         free block (bound-active entries are held at their bound, so ``dx/dbound`` is
         1 there; ``value`` gets the envelope-theorem derivative) — exact at a converged
-        solution, and no iteration is differentiated. ``fixedopt.Unroll()`` or
+        solution, and no iteration is differentiated (a row that stopped unconverged,
+        e.g. ``MAX_STEPS``, gets the formula at the point it stopped, without a
+        warning: filter on ``status``; see ``docs/differentiation.md``). ``fixedopt.Unroll()`` or
         ``"unroll"``: through every iteration (loops become fixed-length scans of
         ``max_steps``: slower, memory grows with ``max_steps``; for comparison and for
         non-converged solves;
@@ -105,19 +108,33 @@ def minimize(
         cache (512 KiB; at least 64, at most 4096), on an accelerator 65536; at most
         an eighth of the batch (at least 8 rows), so that slow rows overlap with others.
         ``lanes >= B`` runs the whole batch at once, as one ``vmap``.
-      progress: with ``batched=True``, print every 10 steps (or every ``progress``
-        steps, for an int) how many rows have stopped and the largest projected
-        gradient among the rest; ``"bar"`` shows the same as a tqdm bar of rows
-        stopped (``tqdm.auto``: a widget in a notebook; needs tqdm, e.g.
-        ``pip install "fixedopt[progress]"``).
-        A host callback that works under ``jit``. Off (the default), it adds nothing
-        to the program.
+      progress: with ``batched=True``, show how many rows have stopped: ``True``, as a
+        tqdm bar of rows stopped where tqdm is installed (``tqdm.auto``: a widget in a
+        notebook; ``pip install "fixedopt[progress]"``), else as one line rewritten
+        in place at most every 0.5 s; ``"bar"``, the bar (an error without tqdm); an
+        int ``k``, a line every ``k`` steps with the largest projected gradient among
+        the running rows (a log). A host callback that works under ``jit``; turning
+        it on compiles the solve anew. Off (the default), it adds nothing to the
+        program.
+      where: with ``batched=True``, the rows to solve: a boolean ``(B,)`` known at
+        trace time (NumPy's ``where=``). The other rows are not solved and spend no
+        lane (the solve runs on the rows taken out of the batch): they report
+        ``Status.SKIPPED``, NaN in their free entries (fixed entries keep their
+        values), NaN ``value`` and ``grad_norm``, 0 steps, and a NaN covariance.
+        ``None`` (the default): every row.
+      nan_unconverged: return NaN in the free entries of ``x`` of every row that did
+        not converge (any status but ``CONVERGED``: ``MAX_STEPS``, ``NONFINITE``,
+        ``INFEASIBLE``, ...), instead of the iterate it stopped at; its
+        :func:`fixedopt.covariance` is then NaN too. Fixed entries keep their values.
+        ``False`` (the default): the last iterate (a plausible value in a map: filter
+        on ``status``). See :meth:`fixedopt.Solution.unconverged_as_nan`.
       vectorized: with ``batched=True``, ``fun`` is written for many rows at once: every
         leaf of ``x`` and every per-row argument has a leading axis of rows, and it
         returns one value per row (``(rows,)``). The solver calls it once per
         evaluation on all its lanes, so ``fun`` can batch its own operations (a
-        grouped convolution, an FFT). Rows must not interact; a quick check on the
-        first three rows raises if changing one row changes another's output.
+        grouped convolution, an FFT). Rows must not interact; a check on the first
+        16 rows raises if changing row 0 changes another's output (a check, not a
+        proof: rows mixed only farther apart, or only in later rows, pass it).
 
     Returns:
       A :class:`fixedopt.Solution`; fixed entries of ``x`` are bit-identical to their
@@ -138,8 +155,10 @@ def minimize(
       >>> print(sol.converged)
       [ True  True]
     """
-    plan, inputs = describe(fun, x0, fixed, dict(options), caller="minimize")
-    return run(plan, inputs)
+    given, nan = _without_nan_option(dict(options))
+    where = given.pop("where", None)
+    plan, inputs = describe(fun, x0, fixed, given, caller="minimize")
+    return _finished(run_rows(plan, inputs, where_rows(where, plan, inputs)), nan)
 
 
 @with_options
@@ -217,13 +236,25 @@ def least_squares(
       [[ 2.  1.]
        [-1.  4.]]
     """
-    residual_fun, jac = runnable_residuals(residual_fun, jac, x0, dict(options))  # on the host?
+    given, nan = _without_nan_option(dict(options))
+    where = given.pop("where", None)
+    residual_fun, jac = runnable_residuals(residual_fun, jac, x0, given)  # on the host?
     residual_fun, fit_loss, given = least_squares_data(
-        residual_fun, x0, dict(options), estimator=estimator, loss=loss, f_scale=f_scale,
+        residual_fun, x0, given, estimator=estimator, loss=loss, f_scale=f_scale,
         sigma=sigma, counts=counts, max_nfev=max_nfev, x_scale=x_scale, jac=jac,
     )  # fmt: skip
     plan, inputs = describe(
         residual_fun, x0, fixed, given, caller="least_squares", loss=fit_loss,
         sigma=sigma, counts=counts,
     )  # fmt: skip
-    return run(plan, inputs)
+    return _finished(run_rows(plan, inputs, where_rows(where, plan, inputs)), nan)
+
+
+def _without_nan_option(options: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """``options`` without ``nan_unconverged``, and its value (checked)."""
+    return options, boolean("nan_unconverged", options.pop("nan_unconverged", False))
+
+
+def _finished(solution: Solution, nan_unconverged: bool) -> Solution:
+    """The solution as returned: NaN where rows did not converge, if asked."""
+    return solution.unconverged_as_nan() if nan_unconverged else solution

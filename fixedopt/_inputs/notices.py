@@ -92,4 +92,33 @@ def warn_if_float64_dropped(inputs: dict[str, Any]) -> None:
         f"{X64_FIX} at the start of the program; to stay in float32 without this "
         "warning, pass float32 arrays."
     )
-    warnings.warn(message, PrecisionWarning, stacklevel=caller_stacklevel())
+    warn_once(message, PrecisionWarning)
+
+
+# (category, message, file, line) of the warnings shown under the "default" action.
+_SHOWN: set[tuple[type[Warning], str, str, int]] = set()
+
+
+def _action(category: type[Warning], message: str) -> str:
+    """The action of the first filter that applies to ``category`` and ``message``
+    (its module and line are not compared: fixedopt's own notices, one per call site)."""
+    for action, text, kind, _, _ in warnings.filters:
+        if issubclass(category, kind) and (text is None or text.match(message)):
+            return str(action)
+    return "default"
+
+
+def warn_once(message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` at the caller's line, shown once per line under the "default"
+    action as promised: Python's own registry forgets what it showed whenever a filter
+    changes (JAX's compiler enters ``warnings.catch_warnings``), so a warning from a
+    loop reappeared (twice in five identical calls). Other actions ("always",
+    "error", a test's ``pytest.warns``) see every call."""
+    level = caller_stacklevel()
+    frame = sys._getframe(level - 1)  # caller_stacklevel counts from its own caller
+    key = (category, message, frame.f_code.co_filename, frame.f_lineno)
+    if _action(category, message) == "default":
+        if key in _SHOWN:
+            return
+        _SHOWN.add(key)
+    warnings.warn(message, category, stacklevel=level)

@@ -145,6 +145,11 @@ def normalize_fixed(fixed: Mask | Callable[[PyTree], Mask], x: PyTree, name: str
     """
     if is_mask_function(fixed):
         fixed = fixed(x)
+    if fixed is None:
+        raise TypeError(
+            f"`{name}` is None: pass False to fix nothing (or True to fix everything, or a "
+            "boolean mask like x0, True = fixed)"
+        )
     fixed = _list_as_array(fixed, x)
     full = _broadcast_prefix(fixed, x, name, is_mask_leaf)
     return jax.tree.map_with_path(

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fixedopt._entry.fit_output import warn_if_not_estimated
 from fixedopt._entry.minimize import least_squares
 from fixedopt._inputs import arrays as host_arrays
 from fixedopt._inputs.notices import warn_if_float64_dropped
@@ -213,6 +214,16 @@ def _refuse_unknown(model: Fittable, kwargs: dict[str, Any]) -> None:
         )
 
 
+def _check_named(model: Fittable, params: Parameters) -> None:
+    """A ``ValueError`` naming the model's parameters that ``params`` lacks."""
+    missing = [n for n in model.param_names if n not in params]
+    if missing:
+        raise ValueError(
+            f"`params` lack the model's parameters {missing} (it has {list(params)}): add "
+            "them (params.add(name, value=...)), or start from model.make_params()"
+        )
+
+
 def fit(model: Fittable, data: Any, params: Parameters | None = None, *, weights: Any = None,
         estimator: str = "least_squares", nan_policy: str = "raise",
         **kwargs: Any) -> ModelResult:  # fmt: skip
@@ -250,6 +261,7 @@ def fit(model: Fittable, data: Any, params: Parameters | None = None, *, weights
     if params is not None and not isinstance(params, Parameters):
         raise TypeError(f"`params` must be fixedopt.models.Parameters, got {type(params).__name__}")
     params = (params or model.make_params()).copy()
+    _check_named(model, params)
     rows = params.rows()
     if rows not in (None, data.shape[0]):
         raise ValueError(f"`params` have {rows} rows (per-fit entries), `data` {data.shape[0]}")
@@ -281,6 +293,7 @@ def fit(model: Fittable, data: Any, params: Parameters | None = None, *, weights
     derived = curves.Computed(plan, residual) if plan.computed else None
     cov, computed = covariance_and(derived, solution, residual, args=args, args_axes=axes,
                                    sigma=sigma, absolute_sigma=poisson)  # fmt: skip
+    warn_if_not_estimated(cov.covariance)
     result = _result(model, params, plan, arr, solution, cov.covariance, computed, problem,
                      omitted)  # fmt: skip
     return dataclasses.replace(result, rank_deficient=np.asarray(cov.rank_deficient))
@@ -320,7 +333,13 @@ def _propagated(plan: Layout, x: np.ndarray, computed: Any,
     full_jac = np.zeros((batch, len(plan.names), k), x.dtype)
     full_jac[:, fitted, np.arange(k)] = 1.0
     full_jac[:, others] = jac
-    return values, full_jac @ pcov @ full_jac.transpose(0, 2, 1)
+    # A parameter the data cannot determine (inf variance) makes inf every error that
+    # depends on it; 0 * inf is not spread as NaN through the product.
+    undetermined = np.isinf(np.diagonal(pcov, axis1=1, axis2=2))
+    finite = np.where(np.isinf(pcov), 0.0, pcov)
+    propagated = full_jac @ finite @ full_jac.transpose(0, 2, 1)
+    depends = np.any((full_jac != 0) & undetermined[:, None, :], axis=2)
+    return values, np.where(depends[:, :, None] | depends[:, None, :], np.inf, propagated)
 
 
 def _result(model: Fittable, params: Parameters, plan: Layout, arr: Arrays, solution: Any,

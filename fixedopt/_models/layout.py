@@ -150,6 +150,7 @@ def arrays(params: Parameters, plan: Layout, rows: int, dtype: Any) -> Arrays:
     lower = np.stack([row(p.min, float) for p in columns], axis=1)
     upper = np.stack([row(p.max, float) for p in columns], axis=1)
     fixed = np.stack([~row(p.vary, bool) for p in columns], axis=1)
+    held = fixed.copy()  # vary=False, where no tie computes the value
     codes = np.zeros((rows, sum(t.column is not None for t in plan.ties)), np.int32)
     for tie in plan.ties:
         if tie.column is not None:
@@ -157,12 +158,34 @@ def arrays(params: Parameters, plan: Layout, rows: int, dtype: Any) -> Arrays:
             exprs = _row_exprs(params[tie.name], rows)
             codes[:, tie.column] = [0 if e is None else sources.index(e) + 1 for e in exprs]
             fixed[:, plan.vector.index(tie.name)] |= codes[:, tie.column] > 0
-    p0 = np.clip(np.stack([row(p.value, float) for p in columns], axis=1), lower, upper)
+            held[:, plan.vector.index(tie.name)] &= codes[:, tie.column] == 0
+    values = np.stack([row(p.value, float) for p in columns], axis=1)
+    _check_fixed_inside(values, held, lower, upper, plan.vector)
+    p0 = np.clip(values, lower, upper)
     bounded = bool(np.isfinite(lower).any() or np.isfinite(upper).any())
     return Arrays(
         p0.astype(dtype), fixed, lower.astype(dtype), upper.astype(dtype),
         codes if codes.shape[1] else None, bounded,
     )  # fmt: skip
+
+
+def _check_fixed_inside(
+    values: np.ndarray, held: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+    names: tuple[str, ...],
+) -> None:  # fmt: skip
+    """A ``ValueError`` where a ``vary=False`` value lies outside its ``[min, max]``:
+    it would be clipped onto the bound and reported as fitted (the core API refuses a
+    fixed value outside its bounds the same way)."""
+    outside = held & ((values < lower) | (values > upper))
+    if np.any(outside):
+        row, column = (int(i) for i in np.argwhere(outside)[0])
+        where = f" (fit {row})" if values.shape[0] > 1 else ""
+        raise ValueError(
+            f"parameter {names[column]!r} has vary=False and value {float(values[row, column])} "
+            f"outside its [min, max] = [{float(lower[row, column])}, {float(upper[row, column])}]"
+            f"{where}: a fixed value is kept as given, never clipped; give a value inside "
+            "the bounds, or widen min/max"
+        )
 
 
 def initial_values(params: Parameters, rows: int) -> Mapping[str, np.ndarray]:

@@ -147,6 +147,13 @@ class Model:
         """:class:`Parameters` for this model: each parameter's value from ``values`` (a
         number, or a dict of ``value``/``vary``/``min``/``max``/``expr``), else its hint,
         else the function's default (else 0), as lmfit's ``make_params``."""
+        known = {n for model in self.components for n in (*model.param_names, *model.hints)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise TypeError(
+                f"make_params() got unknown parameter names {unknown}: this model's "
+                f"parameters are {sorted(known)}"
+            )
         params = Parameters()
         for model in self.components:
             for name in (*model.param_names, *model.hints):

@@ -39,7 +39,7 @@ def _undetermined(result: Any, row: int) -> list[str]:
     width = max(len(name) for name in result.varying[row]) if result.varying[row] else 0
     lines = ["##  Warning: uncertainties could not be estimated:"]
     for name in result.varying[row]:
-        if result.stderr[name][row] == 0:  # the pseudo-inverse's (NaN: the fit failed)
+        if np.isinf(result.stderr[name][row]):  # undetermined (NaN: the fit failed)
             lines.append(f"    {name}:{' ' * (width - len(name))}  not determined by the data")
         if result.best_values[name][row] in _bounds(result, name, row):
             lines.append(f"    {name}:{' ' * (width - len(name))}  at boundary")
@@ -64,9 +64,7 @@ def _variable(result: Any, row: int, name: str, width: int) -> str:
     line = f"    {name + ':':<{width}} {_number(value)}"
     if expr is None and name not in result.varying[row]:
         return line + " (fixed)"
-    # the pseudo-inverse's 0 (a zero chi-square's 0 is an error, printed)
-    undetermined = error == 0 and not result.errorbars[row] and name in result.varying[row]
-    if np.isfinite(error) and not undetermined:
+    if np.isfinite(error):  # inf: undetermined by the data; NaN: the fit failed
         relative = f" ({100 * abs(error / value):.2f}%)" if value != 0 else ""
         line += f" +/- {_number(error)}{relative}"
     if expr is not None:

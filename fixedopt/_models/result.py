@@ -44,7 +44,8 @@ class ModelResult:
       problem: what the fit solved (for :meth:`conf_interval`'s profile fits).
       rank_deficient: ``(B,)``, the fits whose Jacobian has rank below their free
         parameters (a parameter the data cannot determine, or two that act alike):
-        their errors are the pseudo-inverse's (see :attr:`errorbars`).
+        the parameters the data cannot determine have an ``inf`` error, the others
+        the pseudo-inverse's (see :attr:`errorbars`).
     """
 
     model: Any
@@ -97,9 +98,9 @@ class ModelResult:
     @property
     def errorbars(self) -> np.ndarray:
         """``(B,)``: whether each fit's uncertainties were estimated (lmfit's name):
-        false where the Jacobian is rank-deficient, whose pseudo-inverse gives a
-        parameter the data cannot determine an error of 0, or where they are not finite
-        (a failed fit, no more points than free parameters)."""
+        false where the Jacobian is rank-deficient (a parameter the data cannot
+        determine has an ``inf`` error), or where they are not finite (a failed fit, no
+        more points than free parameters)."""
         sd = np.diagonal(self.covariance, axis1=1, axis2=2)
         finite = np.asarray(np.all(np.isfinite(sd), axis=1))
         if self.rank_deficient is None:

@@ -85,10 +85,10 @@ def row_data(
     array = jnp.asarray(value)
     if not (jnp.issubdtype(array.dtype, jnp.floating) or jnp.issubdtype(array.dtype, jnp.integer)):
         raise TypeError(f"`{name}` must be a real array, got dtype {array.dtype}")
-    concrete = concrete_or_none(array)
+    concrete = concrete_or_none(value)
     if positive and concrete is not None and np.any(concrete <= 0):
         raise ValueError(f"`{name}` must be positive, got a minimum of {np.nanmin(concrete)}")
-    array = array.astype(dtype)
+    array = representable(name, value, dtype)
     if batch is None:
         return array
     if array.ndim == 0:
@@ -99,6 +99,26 @@ def row_data(
             f"or be a scalar shared by every row, got shape {tuple(array.shape)}"
         )
     return array
+
+
+def representable(name: str, value: Any, dtype: Any) -> jax.Array:
+    """``value`` as a JAX array of ``dtype``; a ``ValueError`` where a known nonzero
+    finite value becomes 0 or inf in it (a ``sigma`` of 1e-50 is 0 in float32: no
+    weight at all), NumPy's float64 read before JAX casts it."""
+    cast = jnp.asarray(value).astype(dtype)
+    before, after = concrete_or_none(value), concrete_or_none(cast)
+    if before is None or after is None:
+        return cast
+    lost = np.isfinite(before) & (before != 0) & ((after == 0) | ~np.isfinite(after))
+    if np.any(lost):
+        value = before[lost].flat[0]
+        raise ValueError(
+            f"`{name}` holds {float(value)}, which is {after[lost].flat[0]} in "
+            f"{np.dtype(dtype).name} "
+            f"(the dtype of the fit): rescale `{name}` and the data it goes with (e.g. to "
+            f"units where it is near 1), or fit in float64"
+        )
+    return cast
 
 
 def _is_numbers(value: object) -> bool:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -39,6 +40,7 @@ import jax.numpy as jnp
 from jax.scipy.special import xlogy
 
 from fixedopt._inputs.checks import one_of, positive_float
+from fixedopt._inputs.notices import caller_stacklevel
 
 LOSSES = ("linear", "soft_l1", "huber", "cauchy", "arctan")
 
@@ -231,6 +233,13 @@ def robust_loss(loss: str | Rho, f_scale: float) -> RobustLoss | None:
         _check_rho(loss)
         return RobustLoss(loss, f_scale, getattr(loss, "__name__", type(loss).__name__))
     loss = one_of("loss", loss, LOSSES, expected="or a callable rho(z)")
+    if loss == "linear" and f_scale != 1.0:
+        warnings.warn(
+            f"f_scale={f_scale} has no effect with loss='linear' (scipy ignores it too): "
+            "give a robust loss (e.g. loss='soft_l1') or remove f_scale",
+            UserWarning,
+            stacklevel=caller_stacklevel(),
+        )
     return None if loss == "linear" else RobustLoss(_RHO[loss], f_scale, loss)
 
 

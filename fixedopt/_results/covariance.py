@@ -16,10 +16,11 @@ from a QR factorization of ``J`` (differentiable; see ``inverse_normal_matrix``)
 The rank is counted as ``curve_fit`` does, singular values above
 ``eps * max(m, n) * s_max``, but of ``J_F`` with unit columns, so that it does not
 depend on the units of the parameters; when fewer than the free parameters pass, the row is
-flagged ``rank_deficient`` and its free block is scipy's pseudo-inverse (a parameter
-the residuals do not depend on gets 0 variance; ``pseudo_inverse=False``: ``inf``, as
-``leastsq``). The free block is NaN for a row whose residuals are not finite
-at ``x`` (NaN data, a model that turned non-finite), and, from a
+flagged ``rank_deficient`` and its free block is scipy's pseudo-inverse, but for the
+parameters the data cannot determine (a zero column, collinear columns), whose
+rows and columns are ``inf`` whatever ``s^2``; ``pseudo_inverse=False``: ``inf``
+on the whole free block, as ``leastsq``. The free block is NaN for a row whose
+residuals are not finite at ``x`` (NaN data, a model that turned non-finite), and, from a
 :class:`fixedopt.Solution`, of a row whose solve failed (``NONFINITE``: it stopped
 at the last finite iterate before a NaN wall, no fit; ``INFEASIBLE``: empty bounds,
 the start returned).
@@ -75,13 +76,14 @@ class Covariance(NamedTuple):
         of fixed parameters (and, with ``at_bound="fixed"``, bound-active ones) are
         exactly 0.
       stderr: the standard errors, a tree like ``x``; 0 where ``covariance``'s
-        diagonal is (fixed parameters, and with the pseudo-inverse a parameter the
-        residuals do not depend on), NaN on the free block of a row whose
+        diagonal is (fixed parameters), ``inf`` for a free parameter the data cannot
+        determine (a rank-deficient row), NaN on the free block of a row whose
         residuals are not finite at ``x``, and of a :class:`fixedopt.Solution`'s row
         whose solve failed (status ``NONFINITE`` or ``INFEASIBLE``).
       rank_deficient: ``J_F`` has numerical rank below the number of free
         parameters (its covariance does not exist): the row's free block is the
-        pseudo-inverse (see ``pseudo_inverse``).
+        pseudo-inverse, ``inf`` for the parameters the data cannot determine (see
+        ``pseudo_inverse``).
       dof: degrees of freedom ``m - n_free`` (``n_free`` counts the parameters in
         ``F``: neither fixed nor, with ``at_bound="fixed"``, bound-active ones; ``m``
         the residuals, less those of infinite ``sigma``, which weigh 0).
@@ -173,10 +175,14 @@ def covariance(
         :func:`fixedopt.least_squares`; by default the arrays).
       pseudo_inverse: how a rank-deficient row's free block is computed. True (the
         default; ``scipy.optimize.curve_fit``'s convention with ``least_squares``):
-        the pseudo-inverse of ``J_F^T J_F``: a parameter the model does not depend on
-        (a zero Jacobian column) gets 0 variance and leaves the others' as they are
-        without it; collinear columns, the pseudo-inverse of the column-normalized
-        Jacobian (units-invariant, unlike scipy's; held constant under ``jax.grad``).
+        the pseudo-inverse of ``J_F^T J_F`` for the parameters the data determine: a
+        parameter the model does not depend on (a zero Jacobian column) leaves the
+        others' as they are without it; collinear columns, the pseudo-inverse of the
+        column-normalized Jacobian (units-invariant, unlike scipy's; held constant
+        under ``jax.grad``). The parameters the data cannot determine (a zero column,
+        or one of collinear columns) get ``inf`` variance and covariances, where
+        scipy's pseudo-inverse gives 0 (an error bar of 0 for a parameter no data
+        constrain; issue 63).
         False (``curve_fit``'s convention with ``leastsq``, its ``method="lm"``):
         ``inf`` on the free block of a rank-deficient row (``leastsq`` gives ``inf``
         where ``R`` is exactly singular, and numbers of no meaning where it is singular
@@ -345,7 +351,8 @@ def _row(
     column_scale = jnp.sqrt(jnp.where(squared > 0, squared, 1.0))  # whose slope is inf
     jacobian = jacobian / column_scale[None, :]
     zero = (squared == 0) & ~frozen  # a free parameter the residuals do not depend on
-    rank, largest, pseudo = numerical_rank(jax.lax.stop_gradient(jacobian))
+    rank, largest, pseudo, undetermined = numerical_rank(jax.lax.stop_gradient(jacobian))
+    undetermined = (undetermined | zero) & ~frozen & (rank < n_free)
     rank_deficient = rank < n_free
     # The QR reads the SVD's largest singular value, so it runs after the SVD: jaxlib
     # 0.10's CPU LAPACK kernels deadlock when two run side by side on a 2-core pool (seen:
@@ -364,6 +371,9 @@ def _row(
     variance = residual_variance(rule.absolute_sigma, residual, dof)
     both_free = ~frozen[:, None] & ~frozen[None, :]
     block = jnp.where(jnp.isinf(variance) | singular, jnp.inf, variance * unscaled)
+    # A parameter the data cannot determine has no finite error, whatever s^2 (0 for
+    # data fitted exactly: an all-zero signal); its covariances with the others neither.
+    block = jnp.where(undetermined[:, None] | undetermined[None, :], jnp.inf, block)
     # A row whose residuals are not finite at x (NaN data, a model that turned
     # non-finite) has no covariance, even where the variance is taken as 1
     # (absolute_sigma: the Poisson Fisher information reads the model alone); nor has

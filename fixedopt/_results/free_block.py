@@ -75,12 +75,13 @@ def solved_problem(
 
 
 def _failed(status: jax.Array) -> jax.Array:
-    """Whether each row's solve failed (NONFINITE or INFEASIBLE); in NumPy where the
+    """Whether each row's solve failed (NONFINITE or INFEASIBLE) or was left out
+    (SKIPPED); in NumPy where the
     status is concrete (no small program compiled for each new batch size)."""
-    codes = (Status.NONFINITE, Status.INFEASIBLE)
+    codes = (Status.NONFINITE, Status.INFEASIBLE, Status.SKIPPED)
     known = _validate.concrete_or_none(status)
     if known is None:
-        return (status == codes[0]) | (status == codes[1])
+        return (status == codes[0]) | (status == codes[1]) | (status == codes[2])
     return np.isin(known, codes)  # type: ignore[return-value]  # an array all the same
 
 
@@ -137,16 +138,21 @@ def residual_variance(absolute_sigma: bool, residual: jax.Array, dof: jax.Array)
     return jnp.where(dof > 0, rss / jnp.maximum(dof, 1), jnp.inf)
 
 
-def numerical_rank(jacobian: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+def numerical_rank(jacobian: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """Numerical rank with scipy's (``curve_fit``'s) cut-off ``eps * max(m, n) * s_max``,
-    ``s_max``, and the pseudo-inverse of ``J^T J`` with that cut-off (scipy's
-    ``VT.T / s**2 @ VT``)."""
+    ``s_max``, the pseudo-inverse of ``J^T J`` with that cut-off (scipy's
+    ``VT.T / s**2 @ VT``), and which parameters the data cannot determine: those whose
+    unit vector leaves the row space of ``J`` (of unit columns: more than ``sqrt(eps)``
+    of its square outside it), a zero column or one of collinear ones."""
     _, singular, vt = jnp.linalg.svd(jacobian, full_matrices=False)
-    cutoff = jnp.finfo(jacobian.dtype).eps * max(jacobian.shape) * singular[0]
+    eps = jnp.finfo(jacobian.dtype).eps
+    cutoff = eps * max(jacobian.shape) * singular[0]
     kept = singular > cutoff
     inverse_square = jnp.where(kept, 1.0 / jnp.where(kept, singular, 1.0) ** 2, 0.0)
     pseudo = (vt.T * inverse_square[None, :]) @ vt
-    return jnp.sum(kept), singular[0], pseudo
+    in_row_space = jnp.sum(jnp.where(kept[:, None], vt**2, 0.0), axis=0)
+    undetermined = 1.0 - in_row_space > jnp.sqrt(eps)
+    return jnp.sum(kept), singular[0], pseudo, undetermined
 
 
 def inverse_normal_matrix(jacobian: jax.Array, frozen: jax.Array, scale: jax.Array) -> jax.Array:

@@ -141,11 +141,35 @@ def to_records(sol: SolutionFields) -> list[dict[str, Any]]:
     return records
 
 
-def to_dataframe(sol: SolutionFields, names: list[str] | None = None) -> Any:
+def to_dataframe(sol: Any, names: list[str] | None = None, covariance: Any = None) -> Any:
     """A pandas ``DataFrame``, one row per fit: the fields of :func:`to_records`
     (``x`` spread into one column per parameter, named ``names`` or after the
-    parameter tree). Needs pandas (``pip install pandas``); typed ``Any`` since pandas
-    is optional."""
+    parameter tree), then for each parameter ``<name>_stderr`` (with a covariance)
+    and ``<name>_at_bound`` (the solve's bound-active flags; with bounds). Needs
+    pandas (``pip install pandas``); typed ``Any`` since pandas is optional.
+
+    Args:
+      sol: a :class:`fixedopt.Solution`, or the :class:`fixedopt.CurveFit` of
+        ``curve_fit(..., result=True)`` (its solution and covariance).
+      names: one name per parameter (flat order), by default after the tree.
+      covariance: a :class:`fixedopt.Covariance` of ``sol`` (e.g.
+        ``fixedopt.covariance(sol, residual_fun)``): its standard errors become
+        ``<name>_stderr`` columns (``inf`` where the data cannot determine one).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> import fixedopt
+      >>> t = jnp.linspace(0.0, 1.0, 8)
+      >>> y = jnp.stack([2.0 * t + 1.0 + 0.01 * jnp.cos(9 * t), -t + 3.0])
+      >>> line = lambda t, slope, offset: slope * t + offset
+      >>> _, _, fit = fixedopt.curve_fit(line, t, y, [1.0, 1.0], batched=True,
+      ...                                bounds=([-0.5, 0.0], 5.0), result=True)
+      >>> frame = fixedopt.to_dataframe(fit, names=["slope", "offset"])
+      >>> frame[["slope", "slope_stderr", "slope_at_bound"]].round(3).values.tolist()
+      [[1.994, 0.009, False], [-0.5, 0.204, True]]
+    """
+    if hasattr(sol, "solution") and hasattr(sol, "covariance"):  # a CurveFit
+        sol, covariance = sol.solution, sol.covariance if covariance is None else covariance
     try:
         import pandas
     except ImportError as error:  # an optional dependency
@@ -159,4 +183,12 @@ def to_dataframe(sol: SolutionFields, names: list[str] | None = None) -> Any:
         )
     records = [{k: v for k, v in record.items() if k != "x"} for record in to_records(sol)]
     frame = pandas.DataFrame.from_records(records)
-    return pandas.concat([pandas.DataFrame(values, columns=columns), frame], axis=1)
+    extra: dict[str, np.ndarray] = {}
+    if covariance is not None:
+        stderr = flat_rows(covariance.stderr, batched)
+        extra |= {f"{name}_stderr": stderr[:, i] for i, name in enumerate(columns)}
+    if sol.bounds is not None:
+        flags = flat_rows(sol.at_bound, batched).astype(bool)
+        extra |= {f"{name}_at_bound": flags[:, i] for i, name in enumerate(columns)}
+    parts = [pandas.DataFrame(values, columns=columns), frame, pandas.DataFrame(extra)]
+    return pandas.concat(parts, axis=1)

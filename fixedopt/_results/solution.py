@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
+import jax.numpy as jnp
+
 from fixedopt._results.report import Report, report
 from fixedopt._results.solution_fields import SolutionFields
 
@@ -50,6 +53,32 @@ class Solution(SolutionFields):
     """
 
     __slots__ = ()
+
+    def unconverged_as_nan(self) -> Solution:
+        """This solution with NaN in the free entries of ``x`` of every row that did
+        not converge (``status != CONVERGED``): what ``nan_unconverged=True`` returns.
+        Fixed entries keep their values (bit for bit), so that a map of a row's
+        parameters shows what was given and leaves out what was not fitted.
+
+        Example:
+          >>> import jax.numpy as jnp
+          >>> import fixedopt
+          >>> fun = lambda x: jnp.sum((x - 2.0) ** 4)
+          >>> fixed = jnp.array([[False, True], [True, True]])  # row 1: nothing to fit
+          >>> sol = fixedopt.minimize(fun, jnp.zeros((2, 2)), fixed, batched=True,
+          ...                         max_steps=2, nan_unconverged=True)
+          >>> print(sol.status, sol.x)
+          [1 0] [[nan  0.]
+           [ 0.  0.]]
+        """
+
+        def leaf(x: jax.Array, fixed: jax.Array) -> jax.Array:
+            kept = jnp.reshape(
+                self.converged, self.converged.shape + (1,) * (x.ndim - self.converged.ndim)
+            )
+            return jnp.where(kept | fixed, x, jnp.nan)
+
+        return self._replace(x=jax.tree.map(leaf, self.x, self.fixed))
 
     def summary(self, row: int | None = None, **options: Any) -> Report:
         """This solve at a glance: :func:`fixedopt.report` of it (``row``, ``covariance``

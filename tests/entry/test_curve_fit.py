@@ -229,9 +229,10 @@ def test_least_squares_sigma_is_the_weighted_residual():
 def test_float32_fit_agrees_with_float64():
     f, t, y, sigma, start, _ = simulate("gaussian", 3, seed=19)
     popt64, pcov64 = fixedopt.curve_fit(f, t, y, start, sigma=sigma, batched=True)
-    popt32, pcov32 = fixedopt.curve_fit(
-        f, t.astype(np.float32), y, start.astype(np.float32), sigma=sigma, batched=True
-    )
+    popt32, pcov32 = fixedopt.curve_fit(  # every input float32: JAX's promotion of
+        f, t.astype(np.float32), y.astype(np.float32), start.astype(np.float32),  # them
+        sigma=sigma.astype(np.float32), batched=True,
+    )  # fmt: skip
     assert popt32.dtype == jnp.float32 and pcov32.dtype == jnp.float32
     # float32: sqrt(eps) = 3.5e-4 of the parameters' own scale
     np.testing.assert_allclose(popt32, popt64, rtol=1e-3, atol=1e-3)
@@ -266,7 +267,7 @@ def test_bad_input_is_named(kwargs, error, match):
 def test_bad_shapes_are_named():
     f, t, y, _, start, _ = simulate("exponential", 2, seed=0)
     with pytest.raises(ValueError, match="`p0` must have shape"):
-        fixedopt.curve_fit(f, t, y, start[0], batched=True)
+        fixedopt.curve_fit(f, t, y, start[None], batched=True)  # (k,): every fit's start
     with pytest.raises(ValueError, match="`ydata` must have the leading batch axis"):
         fixedopt.curve_fit(f, t, y[:1], start, batched=True)
     with pytest.raises(

@@ -357,10 +357,10 @@ def _raises_inside(x):
 
 
 def _fails_on_the_lanes(x):
-    """Works for the 1 and 3 rows that vectorized=True checks first, fails for the 8
+    """Works for the 1 and 16 rows that vectorized=True checks first, fails for the 8
     rows of the lane batch (a stand-in for an error only the lanes' shapes reach).
     Its output, one value per row, suits both minimize and least_squares."""
-    if x.shape[0] > 3:
+    if x.shape[0] == 8:
         raise RuntimeError("boom inside fun, on the lane batch")
     return jnp.sum(x**2, axis=1)
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import scipy.special
 
+import fixedopt
 from fixedopt import models
 from fixedopt._models import gamma
 from fixedopt.models import lineshapes
@@ -200,7 +201,14 @@ def test_a_batch_fit_recovers_each_shape(name):
     known[1] = truth
     params[first].value = known
     params[first].vary = np.array([True, False, True])
-    result = ours.fit(data, params, x=x, max_steps=500)
+    if name == "ThermalDistributionModel":
+        # Its data lie far right of the pole, where A / (exp((x - c) / kt) - 1) is
+        # A exp(-(x - c) / kt) to rounding: amplitude and center act alike, and the
+        # free rows' Jacobians are rank-deficient (the middle row's amplitude is known).
+        with pytest.warns(fixedopt.OptimizeWarning, match=r"in 2 of 3 fits \(0, 2\)"):
+            result = ours.fit(data, params, x=x, max_steps=500)
+    else:
+        result = ours.fit(data, params, x=x, max_steps=500)
     assert result.success.all(), result.status
     assert result.best_values[first][1] == truth
     noise = (0.01 * np.abs(data).max()) ** 2

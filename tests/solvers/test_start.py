@@ -3,7 +3,6 @@ take the value and gradient from the Jacobian their state needs (one evaluation)
 must equal what the default (``value_and_grad``, then ``init``) gives, and an
 independent cost, with fixed entries' gradient zero. Read through ``max_steps=0``."""
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np
