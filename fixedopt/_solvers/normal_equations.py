@@ -202,7 +202,9 @@ def residual_norm(residual: jax.Array, squared: jax.Array) -> jax.Array:
     1e-20 in float32 has a norm, though its square underflows."""
     finfo = jnp.finfo(squared.dtype)
     in_range = (squared >= finfo.tiny / finfo.eps) & (squared <= finfo.max * finfo.eps)
-    return jnp.where(in_range, jnp.sqrt(squared), reduce.scaled_norm(residual).astype(squared.dtype))
+    return jnp.where(
+        in_range, jnp.sqrt(squared), reduce.scaled_norm(residual).astype(squared.dtype)
+    )
 
 
 def residual_unit(value: jax.Array, norm: jax.Array) -> jax.Array:
