@@ -72,12 +72,12 @@ def judge(fun, x0, x, reference, dtype) -> bool:
     return bool(cost(x) - best <= allowed or error <= 100 * math.sqrt(eps))
 
 
-def bounded_units(dtypes) -> list[dict]:
+def bounded_units(dtypes, problems=BOUNDED) -> list[dict]:
     """Every BOUNDED problem, start, solver and dtype, in units ``10^k`` of the
     residuals, the parameters, or both: one batched solve per problem, solver and dtype
     (the units are data)."""
     rows = []
-    for name, (model, truth, lower, upper, starts) in BOUNDED.items():
+    for name, (model, truth, lower, upper, starts) in problems.items():
         n = len(np.asarray(model(jnp.asarray(truth, jnp.float64), 0.0)))
         data = _clean(model, truth, n)
         fun = lambda z, model=model, data=data: np.asarray(model(jnp.asarray(z), data))
@@ -111,17 +111,29 @@ def bounded_units(dtypes) -> list[dict]:
     return rows
 
 
-def underflow(dtypes) -> list[dict]:
+def difference(x, t):
+    return x - t
+
+
+def line(t, a, b):
+    return a * t + b
+
+
+UNDERFLOW_UNITS = {np.float32: (1.0, 1e-20, 1e-18, 1e-22),
+                   np.float64: (1.0, 1e-155, 1e-150, 1e-160)}  # fmt: skip
+
+
+def underflow(dtypes, count: int = 4) -> list[dict]:
     """``x - t`` from ``[1, 1] s`` to ``t = [5, -3] s``, and a line fitted by
-    ``curve_fit``, with ``s`` where the cost underflows (and 1)."""
-    units = {np.float32: (1.0, 1e-18, 1e-20, 1e-22), np.float64: (1.0, 1e-150, 1e-155, 1e-160)}
+    ``curve_fit``, with ``s`` where the cost underflows (and 1): the first ``count``
+    units of UNDERFLOW_UNITS."""
     rows = []
     for dtype in dtypes:
-        for s in units[dtype]:
+        for s in UNDERFLOW_UNITS[dtype][:count]:
             target = jnp.asarray(np.array([5.0, -3.0]) * s, dtype)
             start = jnp.asarray(np.array([1.0, 1.0]) * s, dtype)
             for solver_name, solver in SOLVERS.items():
-                solution = fixedopt.least_squares(lambda x, t: x - t, start, False,
+                solution = fixedopt.least_squares(difference, start, False,
                                                   args=(target,), solver=solver)  # fmt: skip
                 x = np.asarray(solution.x, np.float64) / s
                 rows.append(_underflow_row("x - t", solver_name, dtype, s, solution,
@@ -232,9 +244,11 @@ def invariance(rows: list[dict]) -> list[dict]:
     return out
 
 
-def run(dtypes, biexponential_rows: int = 256) -> list[dict]:
-    """Every family, its summary and the units' invariance."""
+def run(dtypes, quick: bool = False) -> list[dict]:
+    """Every family, its summary and the units' invariance (quick: the decay alone, two
+    units of underflow, 32 voxels)."""
     jax.config.update("jax_enable_x64", True)
-    rows = [*bounded_units(dtypes), *underflow(dtypes),
-            *biexponential_family(dtypes, biexponential_rows)]  # fmt: skip
+    problems = {"decay": BOUNDED["decay"]} if quick else BOUNDED
+    rows = [*bounded_units(dtypes, problems), *underflow(dtypes, 2 if quick else 4),
+            *biexponential_family(dtypes, 32 if quick else 256)]  # fmt: skip
     return family_summary(rows) + invariance(rows) + rows
