@@ -72,6 +72,21 @@ SECTIONS = {  # kind: (title, text)
                          "point; truthful: CONVERGED exactly if accurate."),
     "minimize_lie": ("minimize rows whose status does not tell the truth", ""),
     "minimize_truth": ("Every minimize row", ""),
+    "family_summary": ("Status-truth families of issue 59 (benchmarks/status_families.py)",
+                       "units_bounded: three bounded least-squares fits (a spectral unmixing "
+                       "with its minimum on a bound, a linear fit in a box, a decay), starts "
+                       "inside the box and on its bounds, residuals, parameters and both in "
+                       "units 10^k (float64: k = -20..20, float32: -10..10), LM and GN; "
+                       "underflow: x - t and a line (curve_fit) in units where |r|^2 "
+                       "underflows; biexponential: 256 CSF-like voxels (T2 8-25 ms and "
+                       "1000-2500 ms, echoes 10-320 ms, Rician noise, bounds). Accurate: "
+                       "parameters within 100 sqrt(eps) of scipy's float64 trf polish, or "
+                       "the cost within sqrt(eps) of its minimum; truthful: CONVERGED "
+                       "exactly if accurate."),
+    "units_invariance": ("Bounded fits: the verdicts across units (one: invariant)", ""),
+    "units_bounded": ("Every bounded fit in other units", ""),
+    "underflow": ("Every fit whose cost underflows", ""),
+    "biexponential": ("Every bi-exponential voxel", ""),
 }  # fmt: skip
 
 

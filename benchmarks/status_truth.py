@@ -1,7 +1,9 @@
 """The status_truth suite (defaults only): statuses and digits of fits in other units;
 CONVERGED exactly when within 100 sqrt(eps) on the problems of Moré, Garbow and Hillstrom;
 ``minimize`` on its status-truth cases (problem x start x dtype x scale); problems and
-judge from :mod:`fixedopt.testing_problems`."""
+judge from :mod:`fixedopt.testing_problems`; the families of issue 59
+(:mod:`benchmarks.status_families`: bounded fits in other units, costs that underflow,
+float32 bi-exponential decays)."""
 
 import math
 
@@ -145,5 +147,8 @@ def run(quick: bool, args) -> list[dict]:
     cases = [*minimize_cases(chosen, dtypes),
              *minimize_cases(chosen, dtypes, fixedopt.LBFGS(scaling="hessian"))]  # fmt: skip
     lies = [r | {"kind": "minimize_lie"} for r in cases if not r["truthful"]]
+    from benchmarks import status_families  # it reads this module's status_names
+
+    families = status_families.run(dtypes, quick)
     return (units(FITS[:1] if quick else FITS, dtypes) + summary(rows) + rows
-            + minimize_summary(cases) + lies + cases)  # fmt: skip
+            + minimize_summary(cases) + lies + cases + families)  # fmt: skip

@@ -179,6 +179,32 @@ def norm(a: jax.Array) -> jax.Array:
     return jnp.linalg.norm(a) if not _folds(a) else jnp.sqrt(total(a * a))
 
 
+def power_of_two(size: jax.Array) -> jax.Array:
+    """The power of two ``2^e`` with ``size / 2^e`` in ``[0.5, 1)``, for a positive,
+    finite ``size`` (else 1): a unit to divide by exactly, so that a sum of squares
+    neither underflows nor overflows and, where it would not have, is the same to the
+    bit, times ``4^-e``.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from fixedopt._numerics import reduce
+      >>> reduce.power_of_two(jnp.array([3.0, 0.0, 1e-20])).tolist()
+      [4.0, 1.0, 1.3552527156068805e-20]
+    """
+    _, exponent = jnp.frexp(size)
+    usable = jnp.isfinite(size) & (size > 0)
+    return jnp.where(usable, jnp.ldexp(jnp.ones_like(size), exponent), 1.0).astype(size.dtype)
+
+
+def scaled_norm(a: jax.Array) -> jax.Array:
+    """The 2-norm of a real vector ``a``, computed from ``a`` divided by the power of two
+    of its largest entry (:func:`power_of_two`): no underflow where ``|a|^2`` would
+    (a residual of 1e-20 in float32), nor overflow."""
+    a = jnp.asarray(a)
+    unit = power_of_two(largest(jnp.abs(a), initial=0.0))
+    return unit * norm(a / unit)
+
+
 def largest(a: jax.Array, initial: ArrayLike | None = None) -> jax.Array:
     """``jnp.max(a, axis=-1, initial=initial)``; NaN wins, as there."""
     a = jnp.asarray(a)

@@ -29,6 +29,8 @@ from fixedopt._solvers.normal_equations import (
     gauss_newton_model,
     normal_equations_step,
     relative_step_size,
+    residual_norm,
+    residual_unit,
     residuals_and_jacobian,
 )
 
@@ -126,17 +128,17 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         residual, jacobian = residuals_and_jacobian(problem, x)
         normal, grad, squared = small_linalg.normal_sums(jacobian, residual)
         value = problem.residual_value(x, residual) if problem.robust else 0.5 * squared
-        return value, grad, self._fresh(problem, x, normal, squared)
+        return value, grad, self._fresh(problem, x, normal, residual_norm(residual, squared))
 
     def _fresh(
-        self, problem: Problem, x: jax.Array, normal: jax.Array, squared: jax.Array
+        self, problem: Problem, x: jax.Array, normal: jax.Array, norm: jax.Array
     ) -> LevenbergMarquardtState:
-        """The state at a start whose ``J^T J`` is ``normal`` and ``|r|^2`` ``squared``."""
+        """The state at a start whose ``J^T J`` is ``normal`` and ``|r|`` ``norm``."""
         damping = jnp.asarray(self.initial_damping, x.dtype)
         scale = problem.free_part(jnp.diagonal(normal).astype(x.dtype))
         walls, short = jnp.zeros((), jnp.int32), jnp.zeros(x.shape, bool)
         return LevenbergMarquardtState(
-            normal, jnp.sqrt(squared), damping, jnp.asarray(2.0, x.dtype), scale, walls, short
+            normal, norm, damping, jnp.asarray(2.0, x.dtype), scale, walls, short
         )
 
     def step(
@@ -163,18 +165,26 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         normal, trial_grad, squared = small_linalg.normal_sums(jacobian, residual)
         robust = problem.robust  # a robust loss's value is not 0.5 |r|^2
         trial_value = problem.residual_value(x_trial, residual) if robust else 0.5 * squared
-        wide_step = step.astype(state.normal.dtype)
+        trial_norm = residual_norm(residual, squared)
+        # The reductions, in a unit of the residuals where the cost underflows (1 else):
+        unit = 1.0 if robust else residual_unit(value, state.residual_norm)
+        wide_step = (step / unit).astype(state.normal.dtype)
         curvature = reduce.dot(wide_step, small_linalg.matvec(state.normal, wide_step))  # |J s|^2
         curvature = curvature.astype(x.dtype)
-        predicted, _ = gauss_newton_model(problem, x, grad, curvature, step, state.scale)
+        predicted, _ = gauss_newton_model(problem, x, grad / unit, curvature, step / unit,
+                                          state.scale)  # fmt: skip
         relative_step = relative_step_size(problem, x, gauss_newton, state.scale)
-        gain = (value - trial_value) / jnp.where(predicted > 0, predicted, 1.0)
+        old_value, new_value = value, trial_value
+        if not robust:  # the costs in that unit (the same where it is 1)
+            old_value = jnp.where(unit == 1, value, 0.5 * (state.residual_norm / unit) ** 2)
+            new_value = jnp.where(unit == 1, trial_value, 0.5 * (trial_norm / unit) ** 2)
+        gain = (old_value - new_value) / jnp.where(predicted > 0, predicted, 1.0)
         # J is finite where J^T J is (bar overflow, which would break the next step).
         finite = jnp.isfinite(trial_value) & jnp.all(jnp.isfinite(normal))
         trapped = _trapped(problem, x, x_trial, state.normal, normal)
         accepted = finite & (predicted > 0) & (gain > 1e-4) & ~reduce.any_true(trapped)
-        new_state = _next_state(problem, state, accepted, finite, trapped, gain, normal, squared)
-        rounding = EPS_FACTOR * eps_of(value) * value
+        new_state = _next_state(problem, state, accepted, finite, trapped, gain, normal, trial_norm)
+        rounding = EPS_FACTOR * eps_of(value) * old_value
         no_progress = ~reduce.any_true(step != 0) | ((predicted >= 0) & (predicted <= rounding))
         spent, walled = new_state.damping > self.max_damping, new_state.walls > 0
         outcome = _outcome(accepted, finite, no_progress, spent, walled)
@@ -186,16 +196,16 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
             grad=trial_grad,
             state=new_state,
             outcome=outcome,
-            predicted=jnp.maximum(jnp.maximum(predicted, cauchy), 0.0),
+            predicted=jnp.maximum(jnp.maximum(predicted * unit**2, cauchy), 0.0),
             relative_step=relative_step,
         )
 
 
 def _next_state(
     problem: Problem, state: LevenbergMarquardtState, accepted: jax.Array, finite: jax.Array,
-    trapped: jax.Array, gain: jax.Array, normal: jax.Array, squared: jax.Array,
+    trapped: jax.Array, gain: jax.Array, normal: jax.Array, norm: jax.Array,
 ) -> LevenbergMarquardtState:  # fmt: skip
-    """The state after a trial whose ``J^T J`` is ``normal`` and ``|r|^2`` ``squared``:
+    """The state after a trial whose ``J^T J`` is ``normal`` and ``|r|`` ``norm``:
     theirs where it is ``accepted``, the damping of :func:`_next_damping`."""
     damping, growth = _next_damping(state, accepted, gain, reduce.any_true(trapped))
 
@@ -206,7 +216,7 @@ def _next_state(
     scale = jnp.maximum(state.scale, problem.free_part(jnp.diagonal(normal).astype(dtype)))
     return LevenbergMarquardtState(
         keep(normal, state.normal),
-        keep(jnp.sqrt(squared), state.residual_norm),
+        keep(norm, state.residual_norm),
         damping,
         growth,
         keep(scale, state.scale),

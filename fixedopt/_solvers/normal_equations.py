@@ -22,7 +22,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from fixedopt._contract.solver import Problem
-from fixedopt._numerics import reduce
+from fixedopt._numerics import bounds, reduce
 from fixedopt._solvers import small_linalg
 
 
@@ -104,22 +104,39 @@ def column_norms_squared(problem: Problem, jacobian: jax.Array) -> jax.Array:
 def residual_cosine(
     problem: Problem, x: jax.Array, grad: jax.Array, jacobian: jax.Array, residual: jax.Array
 ) -> jax.Array:
-    """MINPACK's ``gtol`` measure: the largest ``|J_j . r| / (|J_j| |r|)`` over free,
-    not bound-active columns (the projected gradient in the numerator); 0 for a zero
-    residual or a zero column."""
-    return cosine(problem, x, grad, column_norms_squared(problem, jacobian),
-                  jnp.linalg.norm(residual))  # fmt: skip
+    """MINPACK's ``gtol`` measure, in the box: see :func:`cosine`."""
+    norm = residual_norm(residual, reduce.dot(residual, residual))
+    return cosine(problem, x, grad, column_norms_squared(problem, jacobian), norm)
 
 
 def cosine(
     problem: Problem, x: jax.Array, grad: jax.Array, columns: jax.Array, residual_norm: jax.Array
 ) -> jax.Array:
-    """:func:`residual_cosine` from the squared column norms (zero at fixed entries)
-    and ``|r|``."""
-    projected = jnp.abs(problem.projected_gradient(x, grad))
+    """MINPACK's ``gtol`` measure from the squared column norms ``|J_j|^2`` (zero at fixed
+    entries) and ``|r|``: the largest over free entries of ``c_j sqrt(q_j (2 - q_j))``.
+
+    ``c_j = |g_j| / (|J_j| |r|)`` is the cosine between the residual and column ``j``
+    (0 for a zero gradient): ``c_j^2`` is the share of ``|r|^2`` that a Gauss–Newton
+    step in entry ``j`` alone, ``-g_j / |J_j|^2``, removes. ``q_j`` is the share of
+    that step the bounds allow (:func:`fixedopt._numerics.bounds.box_share`), and
+    ``c_j^2 q_j (2 - q_j)`` the share the step cut at the bound removes. Every factor
+    is unit-free, so the measure is the same in any units of the residuals and the
+    parameters: ``c_j`` inside the box, 0 for an entry a bound holds (its gradient
+    points out), ``c_j`` for one on a bound whose gradient points inward. (The
+    projected gradient ``x - clip(x - g)`` in the numerator, as it was, is capped by
+    the room to a bound in the parameters' units while ``|J_j| |r|`` grows with the
+    square of the residuals': a bounded fit of counts stopped CONVERGED at its start.)
+    """
+    magnitude = jnp.abs(problem.free_part(grad))
     denominator = jnp.sqrt(columns) * residual_norm
-    cosine = jnp.where(projected == 0, 0.0, projected / jnp.where(projected == 0, 1.0, denominator))
-    return reduce.largest(cosine, initial=0.0)
+    ratio = magnitude / jnp.where(magnitude == 0, 1.0, denominator)
+    measure = jnp.where(magnitude == 0, 0.0, ratio)
+    if problem.lower is not None:
+        upper = jnp.inf if problem.upper is None else problem.upper
+        step = -problem.free_part(grad) / jnp.where(columns > 0, columns, 1.0)
+        share = bounds.box_share(x, step, problem.lower, upper)
+        measure = jnp.where(share == 0, 0.0, measure * bounds.reduction_share(share))
+    return reduce.largest(measure, initial=0.0)
 
 
 def gauss_newton_model(
@@ -164,10 +181,40 @@ def cauchy_reduction(
 def relative_step_size(
     problem: Problem, x: jax.Array, step: jax.Array, scale: jax.Array
 ) -> jax.Array:
-    """``|D s| / |D x|`` over free entries, ``D^2 = scale`` (MINPACK's xtol measure)."""
+    """``|D s| / |D x|`` over free entries, ``D^2 = scale`` (MINPACK's xtol measure).
+
+    Both norms are taken in the power of two of the larger vector
+    (:func:`fixedopt._numerics.reduce.power_of_two`): the same bits where no square
+    underflows, and no zero step where ``|D s|^2`` would (a fit in units of 1e-20 in
+    float32 passed this test at its start)."""
     d = jnp.sqrt(scale)
-    step_norm = reduce.norm(d * step)
-    return jnp.where(step_norm == 0, 0.0, step_norm / reduce.norm(problem.free_part(d * x)))
+    ds, dx = d * step, problem.free_part(d * x)
+    size = jnp.maximum(reduce.largest(jnp.abs(ds), initial=0.0),
+                       reduce.largest(jnp.abs(dx), initial=0.0))  # fmt: skip
+    unit = reduce.power_of_two(size)
+    step_norm = reduce.norm(ds / unit)
+    return jnp.where(step_norm == 0, 0.0, step_norm / reduce.norm(dx / unit))
+
+
+def residual_norm(residual: jax.Array, squared: jax.Array) -> jax.Array:
+    """``|r|`` from ``squared = |r|^2`` where that is well within the dtype's range, else
+    from ``r`` itself (:func:`fixedopt._numerics.reduce.scaled_norm`): a residual of
+    1e-20 in float32 has a norm, though its square underflows."""
+    finfo = jnp.finfo(squared.dtype)
+    in_range = (squared >= finfo.tiny / finfo.eps) & (squared <= finfo.max * finfo.eps)
+    return jnp.where(
+        in_range, jnp.sqrt(squared), reduce.scaled_norm(residual).astype(squared.dtype)
+    )
+
+
+def residual_unit(value: jax.Array, norm: jax.Array) -> jax.Array:
+    """1 where the cost ``value = |r|^2 / 2`` is in range, else the power of two of
+    ``|r|`` (``norm``): the unit in which a step's reductions are compared, so that
+    they do not underflow where the cost does (MINPACK compares its reductions
+    relative to ``|r|`` always; here only where it matters, so that every other row
+    takes the same steps to the bit)."""
+    finfo = jnp.finfo(value.dtype)
+    return jnp.where(value < finfo.tiny / finfo.eps**2, reduce.power_of_two(norm), 1.0)
 
 
 EPS_FACTOR = 10  # a predicted reduction below this many eps of f is rounding noise

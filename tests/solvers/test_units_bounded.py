@@ -1,0 +1,158 @@
+"""Least-squares verdicts in any units, with bounds, and where the cost underflows
+(issue 59, items 1-2). Each case stopped CONVERGED at its start on ee5305c.
+
+References: scipy's ``lsq_linear`` and trf, closed forms (exact data), and the same
+fit in other units."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.optimize
+
+import fixedopt
+from fixedopt import Status
+from fixedopt._contract.solver import Problem
+from fixedopt._numerics import reduce
+from fixedopt._solvers import normal_equations
+
+W = np.linspace(0.0, 1.0, 40)
+SPECTRA = np.stack([np.exp(-(((W - 0.3) / 0.1) ** 2)), np.exp(-(((W - 0.6) / 0.15) ** 2))], 1)
+A = np.random.default_rng(0).normal(size=(10, 3))
+B = A @ np.array([1.0, -1.0, 0.5])
+BOX_SOLUTION = scipy.optimize.lsq_linear(A, B, bounds=(-0.3, 0.3), tol=1e-14).x
+T = np.linspace(0.0, 3.0, 25)
+DECAY = 2.0 * np.exp(-1.3 * T) + 0.5
+
+
+@pytest.mark.parametrize("dtype, counts", [(np.float32, 10.0), (np.float32, 100.0),
+                                           (np.float32, 1e6), (np.float64, 1e4),
+                                           (np.float64, 1e12)])  # fmt: skip
+def test_a_bounded_unmixing_of_counts_leaves_its_start(dtype, counts):
+    """Fractions in [0, 1] of two spectra times ``counts``: from (0.5, 0.5) the fit
+    stopped CONVERGED after 0 steps at 100 counts in float32 (1e4 in float64)."""
+    spectra = jnp.asarray(SPECTRA * counts, dtype)
+    data = spectra @ jnp.asarray([0.3, 0.6], dtype)
+    model = lambda w, f1, f2: spectra @ jnp.stack([f1, f2])
+    start = jnp.asarray([0.5, 0.5], dtype)
+    popt, _ = fixedopt.curve_fit(model, jnp.asarray(W, dtype), data, p0=start,
+                                 bounds=([0, 0], [1, 1]))  # fmt: skip
+    np.testing.assert_allclose(popt, [0.3, 0.6], rtol=100 * np.sqrt(np.finfo(dtype).eps))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("power", [-10, -4, 0, 4, 10])
+def test_a_linear_fit_in_a_box_reaches_scipys_solution_in_any_units(dtype, power):
+    """Residuals times ``10^power``, the solution on the bounds: the same verdict and
+    the same point as scipy's ``lsq_linear`` (was CONVERGED at 0 from 30x, float32)."""
+    scale = 10.0**power
+    matrix, data = jnp.asarray(A * scale, dtype), jnp.asarray(B * scale, dtype)
+    solution = fixedopt.least_squares(lambda x: matrix @ x - data, jnp.zeros(3, dtype), False,
+                                      bounds=(-0.3, 0.3))  # fmt: skip
+    assert solution.status == Status.CONVERGED and solution.steps > 0
+    np.testing.assert_allclose(solution.x, BOX_SOLUTION, atol=1e-5)
+
+
+def _decay(p, y, x_unit, r_unit):
+    return r_unit * (p[0] / x_unit * jnp.exp(-p[1] / x_unit * T) + p[2] / x_unit - y)
+
+
+@pytest.mark.parametrize("dtype, powers", [(np.float32, (-10, -5, 0, 5, 10)),
+                                           (np.float64, (-20, -10, 0, 10, 20))])  # fmt: skip
+@pytest.mark.parametrize("start", [[1.0, 0.5, 0.0], [10.0, 1.0, 0.0]])  # inside, on bounds
+@pytest.mark.parametrize("solver", [fixedopt.LevenbergMarquardt(), fixedopt.GaussNewton()])
+def test_verdicts_of_a_bounded_fit_are_the_same_in_any_units(dtype, powers, start, solver):
+    """A decay whose rate's bound [0, 1] holds it (truth 1.3) from a start inside the
+    box and one on its bounds: residuals, parameters and both in units ``10^k``; every
+    row reaches scipy's float64 solution and reports it CONVERGED."""
+    lower, upper = np.zeros(3), np.array([10.0, 1.0, 10.0])
+    residual = lambda p: p[0] * np.exp(-p[1] * T) + p[2] - DECAY
+    reference = scipy.optimize.least_squares(residual, np.asarray(start), bounds=(lower, upper),
+                                             xtol=1e-15, ftol=1e-15, gtol=1e-15).x  # fmt: skip
+    units = [(10.0**k if axis != "r" else 1.0, 10.0**k if axis != "x" else 1.0)
+             for axis in ("r", "x", "both") for k in powers]  # fmt: skip
+    x_unit, r_unit = (np.array(u) for u in zip(*units))
+    x0 = np.asarray(start) * x_unit[:, None]
+    bounds = (lower * x_unit[:, None], upper * x_unit[:, None])
+    solution = fixedopt.least_squares(
+        _decay, jnp.asarray(x0, dtype), False, batched=True, solver=solver, args_axes=(None, 0, 0),
+        args=(jnp.asarray(DECAY, dtype), jnp.asarray(x_unit, dtype), jnp.asarray(r_unit, dtype)),
+        bounds=tuple(jnp.asarray(b, dtype) for b in bounds))  # fmt: skip
+    assert np.all(solution.status == Status.CONVERGED), solution.status
+    assert np.all(solution.steps > 0)
+    x = np.asarray(solution.x, np.float64) / x_unit[:, None]
+    np.testing.assert_allclose(x, np.broadcast_to(reference, x.shape),
+                               rtol=100 * np.sqrt(np.finfo(dtype).eps), atol=1e-6)  # fmt: skip
+
+
+def _problem(lower, upper):
+    n = len(lower)
+    return Problem(None, jnp.zeros(n, bool), jnp.zeros(n), jnp.asarray(lower), jnp.asarray(upper))
+
+
+def test_the_cosine_holds_only_entries_a_bound_holds():
+    """On its lower bound with the gradient pointing out: held (0). On it with the
+    gradient pointing in: the whole cosine. Inside, a step the box cuts to the share q:
+    the cosine times sqrt(q (2 - q)). Against the cosine computed by hand."""
+    problem = _problem([0.0, 0.0, 0.0], [1.0, 1.0, 1.0])
+    columns, norm = jnp.array([4.0, 4.0, 4.0]), jnp.asarray(2.0)
+    cosine = lambda x, g: float(normal_equations.cosine(problem, x, g, columns, norm))
+    assert cosine(jnp.array([0.0, 0.5, 0.5]), jnp.array([3.0, 0.0, 0.0])) == 0.0
+    assert cosine(jnp.array([0.0, 0.5, 0.5]), jnp.array([-3.0, 0.0, 0.0])) == 3.0 / 4.0
+    # from 0.5, the step -g/|J|^2 = 1.0 upward is cut to 0.5: q = 0.5
+    inside = cosine(jnp.array([0.5, 0.5, 0.5]), jnp.array([-4.0, 0.0, 0.0]))
+    np.testing.assert_allclose(inside, 4.0 / 4.0 * np.sqrt(0.5 * 1.5), rtol=1e-6)
+
+
+@pytest.mark.parametrize("r_unit, x_unit", [(1e-20, 1.0), (1e20, 1.0), (1.0, 1e-20),
+                                            (1.0, 1e20), (1e15, 1e-15)])  # fmt: skip
+def test_the_cosine_is_the_same_in_any_units(r_unit, x_unit):
+    """Residuals times ``r_unit`` and parameters times ``x_unit`` scale ``g`` by
+    ``r_unit^2 / x_unit``, ``|J_j|`` by ``r_unit / x_unit``, ``|r|`` by ``r_unit``."""
+    x, g = jnp.array([0.0, 0.2, 0.9]), jnp.array([1.0, -3.0, -2.0])
+    columns, norm = jnp.array([1.0, 2.0, 3.0]), jnp.asarray(1.5)
+    plain = normal_equations.cosine(_problem([0.0] * 3, [1.0] * 3), x, g, columns, norm)
+    scaled = normal_equations.cosine(
+        _problem([0.0] * 3, [x_unit] * 3), x * x_unit, g * r_unit**2 / x_unit,
+        columns * (r_unit / x_unit) ** 2, norm * r_unit)  # fmt: skip
+    np.testing.assert_allclose(scaled, plain, rtol=1e-12)
+    assert float(plain) > 0.1  # not held: the test measures something
+
+
+@pytest.mark.parametrize("dtype, unit", [(np.float32, 1e-20), (np.float64, 1e-155)])
+def test_a_fit_whose_cost_underflows_is_solved(dtype, unit):
+    """``x - t`` from ``[1, 1] s`` to ``t = [5, -3] s``: ``|r|^2`` underflows, and the
+    start was returned CONVERGED (PRECISION) with value 0. Levenberg–Marquardt now
+    compares its reductions in a power of two of ``|r|``; Gauss–Newton does not claim
+    its start."""
+    target = jnp.asarray(np.array([5.0, -3.0]) * unit, dtype)
+    start = jnp.asarray(np.array([1.0, 1.0]) * unit, dtype)
+    solution = fixedopt.least_squares(lambda x, t: x - t, start, False, args=(target,))
+    assert solution.status == Status.CONVERGED
+    np.testing.assert_allclose(np.asarray(solution.x, np.float64) / unit, [5.0, -3.0], rtol=1e-6)
+    newton = fixedopt.least_squares(lambda x, t: x - t, start, False, args=(target,),
+                                    solver=fixedopt.GaussNewton())  # fmt: skip
+    solved = np.allclose(np.asarray(newton.x, np.float64) / unit, [5.0, -3.0], rtol=1e-3)
+    assert solved or newton.status != Status.CONVERGED
+
+
+def test_a_line_in_units_of_1e_20_is_fitted_in_float32():
+    """``curve_fit`` on a line in units of 1e-20 returned its start, CONVERGED."""
+    t = np.linspace(0.0, 1.0, 10, dtype=np.float32)
+    data = jnp.asarray((2.0 * t + 1.0) * 1e-20, jnp.float32)
+    popt, _ = fixedopt.curve_fit(lambda t, a, b: a * t + b, t, data,
+                                 p0=jnp.asarray([1e-20, 1e-20], jnp.float32))  # fmt: skip
+    np.testing.assert_allclose(np.asarray(popt, np.float64) / 1e-20, [2.0, 1.0], rtol=1e-4)
+
+
+def test_norms_and_relative_steps_do_not_underflow():
+    """A vector of 1e-25 in float32 has a norm (its squares underflow); the relative
+    step of two such vectors is their ratio, not 0; both bit-identical in range."""
+    tiny = jnp.array([3e-25, 4e-25], jnp.float32)
+    np.testing.assert_allclose(reduce.scaled_norm(tiny), 5e-25, rtol=1e-6)
+    squared = jnp.dot(tiny, tiny)
+    np.testing.assert_allclose(normal_equations.residual_norm(tiny, squared), 5e-25, rtol=1e-6)
+    problem = _problem([-np.inf] * 2, [np.inf] * 2)
+    ratio = normal_equations.relative_step_size(problem, tiny, 2 * tiny, jnp.ones(2, jnp.float32))
+    np.testing.assert_allclose(ratio, 2.0, rtol=1e-6)
+    plain = jnp.array([3.0, 4.0], jnp.float32)
+    assert normal_equations.residual_norm(plain, jnp.dot(plain, plain)) == jnp.linalg.norm(plain)
