@@ -42,6 +42,7 @@ from fixedopt._inputs.checks import boolean, one_of
 from fixedopt._inputs.validate import Bounds, Mask, PyTree, batch_size
 from fixedopt._numerics import buckets, cpu_compiler
 from fixedopt._objective.arguments import args_tuple
+from fixedopt._results import small_inverse
 from fixedopt._results.free_block import (
     Constraints,
     ResidualFun,
@@ -296,32 +297,62 @@ def _row_covariances(
     args: tuple[Any, ...],
 ) -> tuple[Covariance, PyTree]:
     """The covariance of one row (of each row, ``batched``), ``index`` left None, and
-    ``derived`` of it; ``axes`` are the ``vmap`` axes of ``args``."""
+    ``derived`` of it; ``axes`` are the ``vmap`` axes of ``args``. The inverse is
+    :func:`~fixedopt._results.small_inverse.certified_inverse`'s elementwise one where
+    every row's rank is certified full, else the SVD and QR path for all (a ``cond``
+    on the whole batch, not per row: a vmapped ``cond`` would run both)."""
 
     def one(
         x: PyTree, constraints: Constraints, sigma: jax.Array | None, args: PyTree
-    ) -> tuple[Covariance, PyTree]:
-        found = _row(residual_fun, rule, x, constraints, sigma, args)
+    ) -> tuple[_Pieces, PyTree]:
+        found = _pieces(residual_fun, rule, x, constraints, sigma, args)
         return found, (None if derived is None else derived(x, args))
 
-    if not batched:
-        return one(x, constraints, sigma, args)
-    sigma_axis = None if sigma is None else 0
-    return jax.vmap(one, in_axes=(0, 0, sigma_axis, axes))(x, constraints, sigma, args)
+    over_rows = jax.vmap if batched else lambda f: f
+    if batched:
+        sigma_axis = None if sigma is None else 0
+        pieces, extra = jax.vmap(one, in_axes=(0, 0, sigma_axis, axes))(x, constraints, sigma, args)
+    else:
+        pieces, extra = one(x, constraints, sigma, args)
+    inverse = functools.partial(_inverse, rule.pseudo_inverse)
+    if small_inverse.is_small(pieces.jacobian.shape[-1]):
+        quick = over_rows(_certified)(pieces)
+        unscaled, rank = jax.lax.cond(
+            jnp.all(quick[2]), lambda: quick[:2], lambda: over_rows(inverse)(pieces)
+        )
+    else:
+        unscaled, rank = over_rows(inverse)(pieces)
+    finish = functools.partial(_finished, rule)
+    return over_rows(finish)(x, constraints, pieces, unscaled, rank), extra
 
 
 # Compiled with XLA:CPU's elemental emitter at the top level (fixedopt._numerics.cpu_compiler).
 _compiled = cpu_compiler.jit_for_cpu(_row_covariances, static_argnums=(0, 1, 2, 3, 4))
 
 
-def _row(
+class _Pieces(NamedTuple):
+    """One row's covariance before its inverse: the weighted ``residual``, ``jacobian``
+    with unit columns (held ones 0) and its ``column_scale``, the bound-active and the
+    ``frozen`` (held) entries, the ``zero`` free columns, ``n_free`` and ``dof``."""
+
+    residual: jax.Array
+    jacobian: jax.Array
+    column_scale: jax.Array
+    at_bound: jax.Array
+    frozen: jax.Array
+    zero: jax.Array
+    n_free: jax.Array
+    dof: jax.Array
+
+
+def _pieces(
     residual_fun: ResidualFun,
     rule: _Rule,
     x: PyTree,
     constraints: Constraints,
     sigma: jax.Array | None,
     args: PyTree,
-) -> Covariance:
+) -> _Pieces:
     flat_x, unravel = ravel_pytree(x)
     fixed = ravel_pytree(constraints.fixed)[0]
 
@@ -338,29 +369,58 @@ def _row(
     jacobian = jnp.where(frozen[None, :], 0.0, jacobian)  # held: zero columns too
     points = residual.size if sigma is None else npoints(sigma, residual_fun, flat_x, unravel, args)
     n_free = jnp.sum(~frozen)
-    dof = points - n_free
     # Unit columns: the rank test and the inverse then do not depend on the units of
     # the parameters (in float32, columns 1e6 apart passed for rank-deficient).
     squared = jnp.sum(jacobian**2, axis=0)  # 0 at frozen columns: kept off the sqrt,
     column_scale = jnp.sqrt(jnp.where(squared > 0, squared, 1.0))  # whose slope is inf
     jacobian = jacobian / column_scale[None, :]
     zero = (squared == 0) & ~frozen  # a free parameter the residuals do not depend on
-    rank, largest, pseudo = numerical_rank(jax.lax.stop_gradient(jacobian))
-    rank_deficient = rank < n_free
+    return _Pieces(residual, jacobian, column_scale, at_bound, frozen, zero, n_free,
+                   points - n_free)  # fmt: skip
+
+
+def _certified(pieces: _Pieces) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(unscaled, rank, certified)`` of one row by the elementwise inverse: where
+    ``certified``, the free columns but the zero ones have full rank."""
+    held = pieces.frozen | pieces.zero
+    unscaled, certified = small_inverse.certified_inverse(pieces.jacobian, held)
+    unscaled = jnp.where(held[:, None] | held[None, :], 0.0, unscaled)
+    return unscaled, pieces.n_free - jnp.sum(pieces.zero), certified
+
+
+def _inverse(pseudo_inverse: bool, pieces: _Pieces) -> tuple[jax.Array, jax.Array]:
+    """``(unscaled, rank)`` of one row by LAPACK: the rank by an SVD, ``(J_F^T J_F)^{-1}``
+    from a QR, and with ``pseudo_inverse`` the SVD's pseudo-inverse where collinear."""
+    frozen, zero = pieces.frozen, pieces.zero
+    rank, largest, pseudo = numerical_rank(jax.lax.stop_gradient(pieces.jacobian))
     # The QR reads the SVD's largest singular value, so it runs after the SVD: jaxlib
     # 0.10's CPU LAPACK kernels deadlock when two run side by side on a 2-core pool (seen:
     # gesdd and geqrf, both in ParallelBatchMap; an optimization_barrier did not order
     # them). tests/test_hlo.py checks the dependency. Zero columns are held out of the
     # QR (the pseudo-inverse of a zero column is 0; leastsq's R is singular there).
-    unscaled = inverse_normal_matrix(jacobian, frozen | zero, largest)
+    unscaled = inverse_normal_matrix(pieces.jacobian, frozen | zero, largest)
     unscaled = jnp.where(zero[:, None] | zero[None, :], 0.0, unscaled)
-    if rule.pseudo_inverse:  # collinear columns beyond the zero ones: the SVD's
-        collinear = rank < n_free - jnp.sum(zero)
+    if pseudo_inverse:  # collinear columns beyond the zero ones: the SVD's
+        collinear = rank < pieces.n_free - jnp.sum(zero)
         unscaled = jnp.where(collinear, pseudo, unscaled)
-        singular = jnp.zeros((), bool)
-    else:
-        singular = rank_deficient
-    unscaled = unscaled / (column_scale[:, None] * column_scale[None, :])
+    return unscaled, rank
+
+
+def _finished(
+    rule: _Rule,
+    x: PyTree,
+    constraints: Constraints,
+    pieces: _Pieces,
+    unscaled: jax.Array,
+    rank: jax.Array,
+) -> Covariance:
+    """One row's :class:`Covariance` from its inverse ``unscaled`` (of the unit
+    columns) and the rank of its free block."""
+    unravel = ravel_pytree(x)[1]
+    frozen, residual, dof = pieces.frozen, pieces.residual, pieces.dof
+    rank_deficient = rank < pieces.n_free
+    singular = jnp.zeros((), bool) if rule.pseudo_inverse else rank_deficient
+    unscaled = unscaled / (pieces.column_scale[:, None] * pieces.column_scale[None, :])
     variance = residual_variance(rule.absolute_sigma, residual, dof)
     both_free = ~frozen[:, None] & ~frozen[None, :]
     block = jnp.where(jnp.isinf(variance) | singular, jnp.inf, variance * unscaled)
@@ -379,6 +439,6 @@ def _row(
         dof=dof.astype(jnp.int32),
         residual_variance=variance,
         fixed=constraints.fixed,
-        at_bound=unravel_mask(at_bound, constraints.fixed),
+        at_bound=unravel_mask(pieces.at_bound, constraints.fixed),
         index=None,
     )
