@@ -12,7 +12,9 @@ gradient pushes against: :func:`fixedopt._fixing.mask.active_set`, the solve's
 ``Solution.at_bound``) is flagged; with ``at_bound="free"`` (the default,
 ``curve_fit``'s and lmfit's convention) it stays in ``F``, with ``at_bound="fixed"`` it
 is held like a fixed one (the covariance conditional on the bound). The inverse comes
-from a QR factorization of ``J`` (differentiable; see ``inverse_normal_matrix``).
+from a QR factorization of ``J`` (differentiable): for a few parameters a Householder QR
+written elementwise, taken where every row's rank is certified full
+(:mod:`fixedopt._results.small_inverse`), else LAPACK's (``inverse_normal_matrix``).
 The rank is counted as ``curve_fit`` does, singular values above
 ``eps * max(m, n) * s_max``, but of ``J_F`` with unit columns, so that it does not
 depend on the units of the parameters; when fewer than the free parameters pass, the row is
@@ -60,6 +62,11 @@ from fixedopt._results.solution_fields import SolutionFields
 
 AT_BOUND = ("free", "fixed")
 AT_BOUND_DEFAULT = "free"  # measured: docs/decisions.md, "Error bars with a bound active"
+# A large batch's covariance runs in chunks of this many rows (a smaller one, of
+# buckets.CHUNK_ROWS): each chunk is a call with its own overhead and host copies,
+# which for an elementwise inverse cost more than its rows (Gpufit's spot, 100,000
+# fits: 391 chunks of 256 rows took 1.5x the time of 49 of 2048, measured under load).
+LARGE_CHUNK = 2048
 # ``(x, args) -> anything``: of one row, computed beside its covariance (covariance_and).
 Derived = Callable[[PyTree, tuple[Any, ...]], PyTree]
 
@@ -271,7 +278,8 @@ def _computed(
     """:func:`_compiled` of ``data`` (``x, constraints, sigma, args``). A batch called
     at the top level on the CPU is computed in chunks of a fixed number of rows
     (:func:`fixedopt._numerics.buckets.in_chunks`), so that a new batch size compiles
-    nothing new."""
+    nothing new; of :data:`LARGE_CHUNK` rows for a batch of at least four of them
+    (a second program, for large batches only)."""
     compute = functools.partial(_compiled, residual_fun, batched, rule, axes, derived)
     if not batched:
         result: tuple[Covariance, PyTree] = compute(*data)
@@ -279,9 +287,9 @@ def _computed(
     # Every leaf has the batch axis but the shared leaves of args (axis None).
     shared = jax.tree.leaves(axes, is_leaf=lambda axis: axis is None)
     flags = (True,) * (len(jax.tree.leaves(data)) - len(shared)) + tuple(a == 0 for a in shared)
-    chunked: tuple[Covariance, PyTree] = buckets.map_in_chunks(
-        compute, data, flags, batch_size(data[0], "sol.x")
-    )
+    batch = batch_size(data[0], "sol.x")
+    size = LARGE_CHUNK if batch >= 4 * LARGE_CHUNK else None
+    chunked: tuple[Covariance, PyTree] = buckets.map_in_chunks(compute, data, flags, batch, size)
     return chunked
 
 
@@ -308,7 +316,9 @@ def _row_covariances(
         found = _pieces(residual_fun, rule, x, constraints, sigma, args)
         return found, (None if derived is None else derived(x, args))
 
-    over_rows = jax.vmap if batched else lambda f: f
+    def over_rows(f: Callable[..., Any]) -> Callable[..., Any]:
+        return jax.vmap(f) if batched else f
+
     if batched:
         sigma_axis = None if sigma is None else 0
         pieces, extra = jax.vmap(one, in_axes=(0, 0, sigma_axis, axes))(x, constraints, sigma, args)

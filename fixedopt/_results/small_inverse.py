@@ -22,12 +22,14 @@ Golub & Van Loan, *Matrix Computations*, 4th ed., chapter 5 (Householder QR), an
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
 # Free blocks of at most this many columns take the elementwise path (the program
-# grows with n: n Householder steps and n back-substitution steps).
-SMALL_N = 16
+# grows with n^2 column updates and n^3 / 3 scalar products).
+SMALL_N = 8
 # The certificate's margin over scipy's cut-off, for the rounding of |R^{-1}|_F and of
 # the SVD that would count the rank.
 SAFETY = 4.0
@@ -44,46 +46,58 @@ def certified_inverse(jacobian: jax.Array, held: jax.Array) -> tuple[jax.Array, 
     columns of the inverse are left to the caller to discard); ``certified``: ``J_F``
     has full numerical rank by scipy's cut-off, and the inverse is finite."""
     m, n = jacobian.shape
-    # Held columns become unit columns of their own rows: R stays triangular with
-    # a unit-sized pivot there, and the free block's R is J_F's.
+    # Held columns become unit columns of rows of their own: R stays triangular with
+    # a unit pivot there, and the free block's R is J_F's.
     own_rows = jnp.diag(held.astype(jacobian.dtype))
     augmented = jnp.concatenate([jnp.where(held[None, :], 0.0, jacobian), own_rows])
-    r_inverse = _upper_inverse(_householder_r(augmented))
-    both_free = ~held[:, None] & ~held[None, :]
-    inverse = jnp.where(both_free, r_inverse, 0.0)
-    inverse_norm = jnp.sqrt(jnp.sum(inverse**2))
+    inverse = _upper_inverse(_householder_r([augmented[:, j] for j in range(n)]))
+    free = [~held[j] for j in range(n)]
+    squares = [jnp.where(free[i] & free[j], inverse[i][j] ** 2, 0.0)
+               for i in range(n) for j in range(i, n)]  # fmt: skip
+    inverse_norm = jnp.sqrt(functools.reduce(jnp.add, squares))
     jacobian_norm = jnp.sqrt(jnp.sum(jnp.where(held[None, :], 0.0, jacobian) ** 2))
     cutoff = SAFETY * jnp.finfo(jacobian.dtype).eps * max(m, n) * jacobian_norm
     certified = jnp.isfinite(inverse_norm) & (inverse_norm * cutoff < 1.0)
-    product = jnp.sum(r_inverse[:, None, :] * r_inverse[None, :, :], axis=-1)
-    return product, certified
+    # (R^{-1} R^{-T})_ij = sum over k >= max(i, j) of R^{-1}_ik R^{-1}_jk
+    product = [[functools.reduce(jnp.add, [inverse[i][k] * inverse[j][k]
+                                           for k in range(max(i, j), n)])
+                for j in range(n)] for i in range(n)]  # fmt: skip
+    return jnp.stack([jnp.stack(row) for row in product]), certified
 
 
-def _householder_r(matrix: jax.Array) -> jax.Array:
-    """The ``(n, n)`` upper-triangular ``R`` of ``matrix = Q R`` (``(M, n)``, ``M >= n``),
-    by ``n`` Householder reflections, each a whole-array update of ``matrix``."""
-    rows, n = matrix.shape
+def _householder_r(columns: list[jax.Array]) -> list[list[jax.Array]]:
+    """The upper-triangular ``R`` (rows of scalars, ``R[i][j]`` for ``j >= i``) of the
+    ``(M, n)`` matrix of these ``n`` columns (``M >= n``), by ``n`` Householder
+    reflections, each applied to the later columns one by one."""
+    rows, n = columns[0].shape[0], len(columns)
     index = jnp.arange(rows)
+    r: list[list[jax.Array]] = []
     for k in range(n):
-        column = jnp.where(index >= k, matrix[:, k], 0.0)
+        column = jnp.where(index >= k, columns[k], 0.0)
         norm = jnp.sqrt(jnp.sum(column**2))
-        alpha = jnp.where(matrix[k, k] >= 0, -norm, norm)  # H x = alpha e_k, no cancellation
+        alpha = jnp.where(columns[k][k] >= 0, -norm, norm)  # H x = alpha e_k, no cancellation
         v = column - jnp.where(index == k, alpha, 0.0)
         squared = jnp.sum(v**2)
         scale = jnp.where(squared > 0, 2.0 / jnp.where(squared > 0, squared, 1.0), 0.0)
-        projection = jnp.sum(v[:, None] * matrix, axis=0)  # v^T A, a reduction (no dot)
-        matrix = matrix - scale * v[:, None] * projection[None, :]
-    return jnp.triu(matrix[:n, :])
+        row = [alpha]
+        for j in range(k + 1, n):
+            columns[j] = columns[j] - (scale * jnp.sum(v * columns[j])) * v
+            row.append(columns[j][k])
+        r.append(row)  # r[k][j - k] is R[k][j]
+    return r
 
 
-def _upper_inverse(r: jax.Array) -> jax.Array:
-    """``R^{-1}`` of an upper-triangular ``(n, n)`` ``R``, by back-substitution over the
-    rows (each step a whole-row update; rows not yet solved are 0)."""
-    n = r.shape[0]
-    identity = jnp.eye(n, dtype=r.dtype)
-    index = jnp.arange(n)
-    inverse = jnp.zeros_like(r)
-    for i in reversed(range(n)):
-        row = (identity[i] - jnp.sum(r[i][:, None] * inverse, axis=0)) / r[i, i]
-        inverse = jnp.where((index == i)[:, None], row[None, :], inverse)
+def _upper_inverse(r: list[list[jax.Array]]) -> list[list[jax.Array]]:
+    """``R^{-1}`` (``inverse[i][j]``, 0 below the diagonal) of :func:`_householder_r`'s
+    ``R``, by back-substitution, entry by entry."""
+    n = len(r)
+    zero = jnp.zeros_like(r[0][0])
+    inverse = [[zero] * n for _ in range(n)]
+    for j in range(n):
+        inverse[j][j] = 1.0 / r[j][0]
+        for i in reversed(range(j)):
+            total = functools.reduce(
+                jnp.add, [r[i][k - i] * inverse[k][j] for k in range(i + 1, j + 1)]
+            )
+            inverse[i][j] = -total / r[i][0]
     return inverse
