@@ -39,8 +39,8 @@ class GradientDescent(Solver[GradientDescentState]):
     last accepted step; a projected backtracking line search enforces decrease.
     A row about to stop CONVERGED is certified from the true Hessian as L-BFGS's are
     (:meth:`GradientDescent.certify`): the secant test reads one scalar curvature,
-    which a stiff problem fools (float32, ``2e4 x0^2 + (x1 - 3)^2``-like: CONVERGED
-    at ``x1 = 1.5e-4`` after one step, before the check).
+    which a stiff problem fools (float32 ``1e8 x0^2 + (x1 - 3)^2 / 2`` from ``(1, 0)``
+    stopped CONVERGED at ``x1 = 2e-8`` after 2 steps without the check).
 
     Args:
       max_linesearch_steps: trials per line search before the row stops with

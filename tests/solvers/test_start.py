@@ -110,8 +110,13 @@ def test_a_long_model_is_evaluated_in_one_place_through_lanes(points):
         text = solve.lower(np.ones((40, 3)), np.zeros((40, 3), bool), np.ones((40, points)))
         return text.as_text().count("stablehlo.tanh")
 
+    # Both also hold the check of starts that meet a test (fixedopt._driver.loop.certify,
+    # in the lanes' lax.cond for at most a few rows: a Hessian-vector product and the
+    # start of a row that leaves a saddle point), 2 evaluations of the model.
+    checks = 2
     apart, default = tanh_count(StartedApart()), tanh_count(fixedopt.LevenbergMarquardt())
-    assert default > 0 and (2 * default if points >= 256 else default) == apart, (default, apart)
+    step = default - checks
+    assert step > 0 and (2 * step if points >= 256 else step) == apart - checks, (default, apart)
 
 
 def test_a_row_started_in_its_step_keeps_its_bits_whoever_its_neighbours():
