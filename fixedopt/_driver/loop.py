@@ -17,7 +17,16 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._contract.solver import Certificate, Problem, Solver, Step, StepContext
-from fixedopt._contract.status import RUNNING, Reason, Status, accepted, stop_status, stops
+from fixedopt._contract.status import (
+    PENDING,
+    RUNNING,
+    Reason,
+    Status,
+    accepted,
+    busy,
+    stop_status,
+    stops,
+)
 from fixedopt._driver.leave_start import leave_start
 from fixedopt._numerics import reduce
 from fixedopt._solvers.certify import curvature_check
@@ -355,10 +364,6 @@ def _left_start(solver: AnySolver, problem: Problem, state: LoopState, leaving: 
     return chosen._replace(status=status.astype(jnp.int32))
 
 
-def _running(state: LoopState) -> jax.Array:
-    return state.status == RUNNING
-
-
 def iterate(
     solver: AnySolver,
     problem: Problem,
@@ -372,11 +377,25 @@ def iterate(
     loop needs a static trip count (``Differentiation.static_max_steps``), else None.
     """
     first = start(solver, problem, x, stopping)
-    first = jax.lax.cond(  # a start that met a test: checked (to_certify)
-        to_certify(solver, first), lambda: certify(solver, problem, first, stopping), lambda: first
-    )
-    final: LoopState
-    final = problem.differentiate.loop(
-        _running, lambda state: advance(solver, problem, state, stopping), first, max_trips
+    # A start that met a test waits, PENDING, for the loop's first trip to check it
+    # (to_certify), so that the program holds one check, the trips'.
+    first = first._replace(status=jnp.where(to_certify(solver, first), PENDING, first.status))
+
+    def trip(state: LoopState) -> LoopState:
+        waiting = state.status == PENDING
+        stepped = advance(solver, problem, state, stopping, check=False)
+        # A waiting start takes no step (the step computed here is dropped).
+        stepped = jax.tree.map(lambda a, b: jnp.where(waiting, a, b),
+                               state._replace(status=jnp.asarray(Status.CONVERGED, jnp.int32)),
+                               stepped)  # fmt: skip
+        checked: LoopState = jax.lax.cond(
+            to_certify(solver, stepped),
+            lambda: certify(solver, problem, stepped, stopping),
+            lambda: stepped,
+        )
+        return checked
+
+    final: LoopState = problem.differentiate.loop(
+        lambda state: busy(state.status), trip, first, max_trips
     )
     return final
