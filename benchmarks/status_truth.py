@@ -1,9 +1,10 @@
 """The status_truth suite (defaults only): statuses and digits of fits in other units;
 CONVERGED exactly when within 100 sqrt(eps) on the problems of Moré, Garbow and Hillstrom;
-``minimize`` on its status-truth cases (problem x start x dtype x scale); problems and
-judge from :mod:`fixedopt.testing_problems`; the families of issue 59
-(:mod:`benchmarks.status_families`: bounded fits in other units, costs that underflow,
-float32 bi-exponential decays)."""
+``minimize`` on its status-truth cases (problem x start x dtype x scale), with L-BFGS
+and GradientDescent (also on stiff quadratics); problems and judge from
+:mod:`fixedopt.testing_problems`; the families of issue 59: bounded fits in other units,
+costs that underflow, float32 bi-exponential decays (:mod:`benchmarks.status_families`)
+and stationary starts that are no minimum (:mod:`benchmarks.status_starts`)."""
 
 import math
 
@@ -12,6 +13,7 @@ import numpy as np
 import scipy.optimize
 
 import fixedopt
+from benchmarks import status_starts
 from fixedopt import testing_problems as known
 
 FITS = (  # (label, call, model, data, units of each parameter: 1 = the data's, 0 = none)
@@ -95,6 +97,8 @@ def minimize_cases(problems, dtypes, solver=None) -> list[dict]:
                                            np.asarray(solution.x[row]), dtype)  # fmt: skip
             converged = bool(solution.converged[row])
             scaling = solver.scaling if isinstance(solver, fixedopt.LBFGS) else "auto"
+            if solver is not None and not isinstance(solver, fixedopt.LBFGS):
+                scaling = type(solver).__name__  # the summary's group: the solver
             rows.append({"kind": "minimize_truth", "scaling": scaling, "problem": name,
                          "start": start_index, "dtype": np.dtype(dtype).name, "scale": scale,
                          "status": statuses[row],
@@ -146,9 +150,14 @@ def run(quick: bool, args) -> list[dict]:
     chosen = dict(list(known.MINIMIZE.items())[:2]) if quick else known.MINIMIZE
     cases = [*minimize_cases(chosen, dtypes),
              *minimize_cases(chosen, dtypes, fixedopt.LBFGS(scaling="hessian"))]  # fmt: skip
+    descent = fixedopt.GradientDescent()
+    cases += [*minimize_cases(status_starts.STIFF, dtypes, descent),
+              *minimize_cases(chosen, dtypes, descent)]  # fmt: skip
     lies = [r | {"kind": "minimize_lie"} for r in cases if not r["truthful"]]
     from benchmarks import status_families  # it reads this module's status_names
 
-    families = status_families.run(dtypes, quick)
+    starts = status_starts.stationary_starts(dtypes)
+    stationary = status_starts.family_summary(starts, "stationary_summary", "family")
     return (units(FITS[:1] if quick else FITS, dtypes) + summary(rows) + rows
-            + minimize_summary(cases) + lies + cases + families)  # fmt: skip
+            + minimize_summary(cases) + stationary + lies + cases + starts
+            + status_families.run(dtypes, quick))  # fmt: skip

@@ -264,7 +264,11 @@ class Solver(abc.ABC, Generic[State]):
         (``sqrt(eps) max(|f|, eps (f0 - f))``), and, for a row that can no longer
         progress (``PRECISION``), if the step does not gain more than that either;
         L-BFGS, whose model never saw the directions its steps did not explore,
-        certifies this way.
+        certifies this way, and GradientDescent. A start that meets a test is
+        checked too (by the driver's curvature check for a solver that does not
+        override this); a row whose check shows negative curvature (``inf``) is
+        moved by the driver along the step to a lower point, where the solver starts
+        again (``start``).
 
         In a batch solved through lanes a row may wait a few trips for its check:
         its steps meanwhile are inactive (``StepContext.active`` False), and the

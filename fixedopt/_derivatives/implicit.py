@@ -91,10 +91,23 @@ def pseudo_inverse(hessian: jax.Array, frozen: jax.Array) -> tuple[Inverse, jax.
     kept = jnp.abs(eigenvalues) > cutoff
     inverse_eigenvalues = jnp.where(kept, 1.0 / jnp.where(kept, eigenvalues, 1.0), 0.0)
 
-    def apply(u: jax.Array) -> jax.Array:
+    def solve(_: Matvec, u: jax.Array) -> jax.Array:
+        # Frozen entries of u are ignored too: symmetric, so reverse mode (which solves
+        # with its cotangent) gives exact zeros there as well.
+        u = jnp.where(frozen, 0.0, u)
         coefficients = inverse_eigenvalues * (vectors.T @ (u / unit))
         solution: jax.Array = (vectors @ coefficients) / unit
         return jnp.where(frozen, 0.0, solution)
+
+    def matvec(v: jax.Array) -> jax.Array:
+        return hessian @ v
+
+    def apply(u: jax.Array) -> jax.Array:
+        # Differentiated as a linear solve (d(H^+ u) = H^+ (du - dH H^+ u)), not
+        # through the eigendecomposition: eigh's derivative divides by the gaps between
+        # eigenvalues, infinite where two are equal (a Hessian 2 I).
+        solution: jax.Array = jax.lax.custom_linear_solve(matvec, u, solve, symmetric=True)
+        return solution
 
     return apply, defined
 
@@ -150,10 +163,15 @@ def _implicit_solution_jvp(
 ) -> tuple[jax.Array, jax.Array]:
     x_star, held, values, args = primals
     _, _, d_values, d_args = tangents
+    # The solution and its tangent are returned as functions of the inputs (this rule
+    # again), not as the solver's number: differentiated once more (``jax.hessian``),
+    # they move with the inputs. At x_star's own number the second derivative through
+    # the solution was a silent 0.
+    x_again = implicit_solution(gradient, x_star, held, values, args)
     # Rematerialized: reverse mode keeps only the inputs, not the linearization's
     # intermediates (a program of their own to compile before the backward pass).
     tangent = jax.checkpoint(functools.partial(implicit_tangent, gradient))
-    return x_star, tangent(x_star, held, values, args, d_values, d_args)
+    return x_again, tangent(x_again, held, values, args, d_values, d_args)
 
 
 def implicit_tangent(
@@ -219,7 +237,8 @@ def _with_derivative_jvp(
     tangent = jax.checkpoint(lambda i, d: jax.jvp(function, i, _gated(defined, d))[1])(
         tuple(inputs), tuple(d_inputs)
     )
-    return primal, jnp.where(defined, jnp.asarray(tangent, primal.dtype), 0.0)
+    again = with_derivative(function, primal, *inputs)  # differentiable again (see above)
+    return again, jnp.where(defined, jnp.asarray(tangent, primal.dtype), 0.0)
 
 
 def _float0_for_ints(primal: PyTree, tangent: PyTree) -> PyTree:

@@ -54,7 +54,6 @@ from fixedopt._driver.loop import (
     LoopState,
     Stopping,
     advance,
-    certifies,
     start,
     to_certify,
 )  # fmt: skip
@@ -157,7 +156,8 @@ def iterate_lanes(
     layout = _layout(one_row[0], started)
     if folds and not schedule.folds(width, x.shape[1]):
         folds, start_row = False, start_row_jitted()  # wide lanes: traced again, plain
-    start_rows = jax.vmap(start_row)  # the refill's start of its rows, one evaluation each
+    # the refill's start of its rows (one evaluation each), PENDING a check where a test holds
+    start_rows = _checked(solver, start_row)
     tail_lanes, patience = schedule.defaults.tail_lanes, schedule.defaults.tail_patience
 
     def advance_lanes(data: Any, state: Packed, iteration: jax.Array) -> Packed:
@@ -273,20 +273,33 @@ def _advance(
     (:func:`~fixedopt._driver.lane_checks.certify_some`)."""
     state: LoopState = layout.state.unpack(packed)
     running = state.status == RUNNING
-    checks = certifies(solver)
 
     def one(row: Any, state: LoopState, running: jax.Array) -> LoopState:
         context = StepContext(running, iteration)
         new = advance(solver, problem_of(row), state, stopping, context, check=False)
-        if checks:
-            new = new._replace(status=jnp.where(to_certify(new), PENDING, new.status))
-        return new
+        return _waiting(solver, new)
 
     new = layout.state.pack(jax.vmap(one)(data, state, running))
     # A waiting lane keeps what it reports; its solver state is the inactive step's,
     # which leaves what the check reads unchanged (Solver.certify).
     new = layout.state.select(running, new, packed, layout.always_new)
-    return certify_some(solver, problem_of, stopping, layout.state, data, new) if checks else new
+    # Every solver's lanes check: a solver that certifies nothing, the starts that met a
+    # test (to_certify), PENDING here or when refilled.
+    return certify_some(solver, problem_of, stopping, layout.state, data, new)
+
+
+def _waiting(solver: Solver[Any], state: LoopState) -> LoopState:
+    """``state``, PENDING where its verdict is to be checked (``to_certify``)."""
+    return state._replace(status=jnp.where(to_certify(solver, state), PENDING, state.status))
+
+
+def _checked(
+    solver: Solver[Any], start_row: Callable[[Any, jax.Array], LoopState]
+) -> Callable[[Any, jax.Array], LoopState]:
+    """``(rows, x) -> states`` of rows started by ``start_row``, each PENDING where its
+    start met a convergence test (``to_certify``: a maximum or saddle point passes the
+    gradient tests too): the lanes' check looks at its curvature."""
+    return lambda rows, x: _waiting(solver, jax.vmap(start_row)(rows, x))
 
 
 def _whole_batch(

@@ -16,9 +16,20 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from fixedopt._contract.solver import Problem, Solver, Step, StepContext
-from fixedopt._contract.status import RUNNING, Reason, Status, accepted, stop_status, stops
+from fixedopt._contract.solver import Certificate, Problem, Solver, Step, StepContext
+from fixedopt._contract.status import (
+    PENDING,
+    RUNNING,
+    Reason,
+    Status,
+    accepted,
+    busy,
+    stop_status,
+    stops,
+)
+from fixedopt._driver.leave_start import leave_start
 from fixedopt._numerics import reduce
+from fixedopt._solvers.certify import curvature_check
 
 AnySolver = Solver[Any]  # the driver runs any solver; its state is opaque here
 
@@ -223,8 +234,8 @@ def advance(
 
     The row moves to the step's point only if the step's outcome accepts it, so it
     always holds its last finite iterate; a stopping outcome stops it with the status
-    of :func:`~fixedopt._contract.status.stop_status`. A CONVERGED verdict is then checked by
-    the solver's certification (:func:`certify`, in a ``lax.cond``) unless ``check``
+    of :func:`~fixedopt._contract.status.stop_status`. A CONVERGED verdict is then checked
+    (:func:`certify`, in a ``lax.cond``, where :func:`to_certify` says) unless ``check``
     is False (static): lanes check their rows together (``fixedopt._driver.lanes``).
     """
     context = StepContext(True, state.steps) if context is None else context
@@ -251,10 +262,10 @@ def advance(
     status, reason = _verdict(stop_status(step.outcome), tests, steps, stopping)
     new = LoopState(x, value, grad, grad_norm, steps, status, reason, gamma, state.initial_value,
                     state.doubted, step.state)  # fmt: skip
-    if not (check and certifies(solver)):
+    if not check:
         return new
     checked: LoopState = jax.lax.cond(
-        to_certify(new), lambda: certify(solver, problem, new, stopping), lambda: new
+        to_certify(solver, new), lambda: certify(solver, problem, new, stopping), lambda: new
     )
     return checked
 
@@ -269,10 +280,17 @@ def certifies(solver: AnySolver) -> bool:
     return type(solver).certify is not Solver.certify
 
 
-def to_certify(state: LoopState) -> jax.Array:
-    """Whether the row's verdict is one the solver's certification checks: CONVERGED by
-    a relative test (the absolute ``abs_gtol`` is the user's own word)."""
-    return (state.status == Status.CONVERGED) & (state.reason != Reason.ABS_GTOL)
+def to_certify(solver: AnySolver, state: LoopState) -> jax.Array:
+    """Whether the row's verdict is one the driver checks (:func:`certify`): CONVERGED
+    by a relative test (the absolute ``abs_gtol`` is the user's own word), after a
+    step where the solver certifies its verdicts; else at its start (step 0: a start
+    may be a maximum or a saddle point, which no step has tested) and after a check
+    has once rejected the row (a row that left a saddle point may reach another one,
+    where a symmetric problem keeps it)."""
+    converged = (state.status == Status.CONVERGED) & (state.reason != Reason.ABS_GTOL)
+    if certifies(solver):
+        return converged
+    return converged & ((state.steps == 0) | jnp.isfinite(state.doubted))
 
 
 def certify(solver: AnySolver, problem: Problem, state: LoopState, stopping: Stopping) -> LoopState:
@@ -286,35 +304,64 @@ def certify(solver: AnySolver, problem: Problem, state: LoopState, stopping: Sto
     the row goes on from the state the solver gives; a row shown wrong again without
     having lowered ``f`` since stops as STALLED (it cannot progress and is not
     stationary), or MAX_STEPS at the limit.
+
+    A verdict at the start (step 0) is checked for curvature alone where the solver
+    certifies nothing (:func:`fixedopt._solvers.certify.curvature_check`); a start
+    shown no minimum is left along the check's step
+    (:func:`fixedopt._driver.leave_start.leave_start`), counted as a step, or stops
+    STALLED where no point along it is lower.
     """
     # Not differentiated (Unroll): the check decides and steers; its linear algebra
     # (an elimination with pivots floored) has no useful derivative.
     inputs = jax.lax.stop_gradient((state.x, state.value, state.grad, state.solver_state))
-    checked = solver.certify(problem, *inputs)
+    if certifies(solver):
+        checked = solver.certify(problem, *inputs)
+    else:  # a start (to_certify): its curvature only
+        checked = Certificate(*curvature_check(problem, *inputs[:3]), state.solver_state)
     if checked is None:  # no check for this problem
         return state
     decrement, step, doubted_state = jax.lax.stop_gradient(checked)  # also the closure's
     scale = objective_scale(state.value, state.initial_value, stopping.precision)
     allowed = CERTIFY_SHARE * stopping.precision * scale
-    trial_value = problem.value_and_grad(problem.project(inputs[0] + step))[0]
-    gains = jax.lax.stop_gradient(state.value - trial_value) > allowed  # False for NaN
-    holds = (0.5 * decrement <= allowed) & ((state.reason != Reason.PRECISION) | ~gains)
+    holds = 0.5 * decrement <= allowed
+    if certifies(solver):  # a row that can no longer progress: its step tried too
+        trial_value = problem.value_and_grad(problem.project(inputs[0] + step))[0]
+        gains = jax.lax.stop_gradient(state.value - trial_value) > allowed  # False for NaN
+        holds = holds & ((state.reason != Reason.PRECISION) | ~gains)
     progressed = state.value < state.doubted
     status = jnp.where(progressed, RUNNING, Status.STALLED)
     status = jnp.where(progressed & (state.steps >= stopping.max_steps), Status.MAX_STEPS, status)
     solver_state = jax.tree.map(
         lambda old, new: jnp.where(holds, old, new), state.solver_state, doubted_state
     )
-    return state._replace(
+    checked_state = state._replace(
         status=jnp.where(holds, state.status, status).astype(jnp.int32),
         reason=jnp.where(holds, state.reason, Reason.NONE).astype(jnp.int32),
         doubted=jnp.where(holds, state.doubted, state.value),
         solver_state=solver_state,
     )
+    # A start, or a row whose check found negative curvature: no step of its solver
+    # would leave a saddle point (its gradient there is 0).
+    leaving = ~holds & ((state.steps == 0) | jnp.isinf(decrement))
+    return _left_start(solver, problem, checked_state, leaving, step, stopping)
 
 
-def _running(state: LoopState) -> jax.Array:
-    return state.status == RUNNING
+def _left_start(solver: AnySolver, problem: Problem, state: LoopState, leaving: jax.Array,
+                step: jax.Array, stopping: Stopping) -> LoopState:  # fmt: skip
+    """``state``, or where ``leaving`` (a point shown no minimum), the row at the
+    first lower point along ``step`` after one more step, RUNNING, or STALLED if none
+    is lower."""
+    found, x, value, grad, solver_state = leave_start(
+        solver, problem, leaving, state.x, state.value, step, state.solver_state
+    )
+    moved = leaving & found
+    steps = state.steps + 1
+    going = jnp.where(steps >= stopping.max_steps, Status.MAX_STEPS, RUNNING)
+    status = jnp.where(moved, going, jnp.where(leaving, Status.STALLED, state.status))
+    left = state._replace(x=x, value=value, grad=grad, grad_norm=problem.grad_norm(x, grad),
+                          steps=steps, solver_state=solver_state)  # fmt: skip
+    chosen: LoopState = jax.tree.map(lambda a, b: jnp.where(moved, a, b), left, state)
+    return chosen._replace(status=status.astype(jnp.int32))
 
 
 def iterate(
@@ -329,9 +376,26 @@ def iterate(
     The loop is ``problem.differentiate``'s; ``max_trips`` is ``max_steps`` where that
     loop needs a static trip count (``Differentiation.static_max_steps``), else None.
     """
-    return problem.differentiate.loop(
-        _running,
-        lambda state: advance(solver, problem, state, stopping),
-        start(solver, problem, x, stopping),
-        max_trips,
+    first = start(solver, problem, x, stopping)
+    # A start that met a test waits, PENDING, for the loop's first trip to check it
+    # (to_certify), so that the program holds one check, the trips'.
+    first = first._replace(status=jnp.where(to_certify(solver, first), PENDING, first.status))
+
+    def trip(state: LoopState) -> LoopState:
+        waiting = state.status == PENDING
+        stepped = advance(solver, problem, state, stopping, check=False)
+        # A waiting start takes no step (the step computed here is dropped).
+        stepped = jax.tree.map(lambda a, b: jnp.where(waiting, a, b),
+                               state._replace(status=jnp.asarray(Status.CONVERGED, jnp.int32)),
+                               stepped)  # fmt: skip
+        checked: LoopState = jax.lax.cond(
+            to_certify(solver, stepped),
+            lambda: certify(solver, problem, stepped, stopping),
+            lambda: stepped,
+        )
+        return checked
+
+    final: LoopState = problem.differentiate.loop(
+        lambda state: busy(state.status), trip, first, max_trips
     )
+    return final

@@ -65,14 +65,27 @@ def checked_point(
 
 Carry = tuple[jax.Array, ...]  # the conjugate-gradient iteration's state
 # Conjugate-gradient iterations (Hessian-vector products) of the check above
-# LBFGS's CERTIFY_FULL_N entries.
+# CERTIFY_FULL_N entries.
 CG_ITERATIONS = 3
+# Checks certify from the whole Hessian up to this many entries, above from
+# conjugate-gradient iterations (LBFGS.certify, GradientDescent.certify, curvature_check).
+CERTIFY_FULL_N = 16
 
 
 def newton_check(
     hessian_times: HessianTimes, g: jax.Array, value: jax.Array, free: jax.Array
 ) -> tuple[jax.Array, jax.Array]:
-    """``(g.H^-1 g, step)`` from the whole Hessian (``n`` Hessian-vector products).
+    """``(g.H^-1 g, step)`` from the whole Hessian (``n`` Hessian-vector products):
+    :func:`newton_parts` without its flag."""
+    decrement, step, _ = newton_parts(hessian_times, g, value, free)
+    return decrement, step
+
+
+def newton_parts(
+    hessian_times: HessianTimes, g: jax.Array, value: jax.Array, free: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(g.H^-1 g, step, negative)`` from the whole Hessian (``n`` Hessian-vector
+    products); ``negative`` says the Hessian has clearly negative curvature.
 
     The Hessian is scaled to a unit diagonal (Jacobi) first, so that parameters of
     very different magnitudes are resolved alike, shifted by ``eps`` of its largest
@@ -84,7 +97,7 @@ def newton_check(
     gradient reaches: a pivot clearly below zero (below ``-sqrt(eps)`` of the largest
     curvature: a saddle point or a maximum) gives ``inf`` and a step along the
     direction of negative curvature it exhibits, downhill, of the length at which the
-    quadratic model would have lost ``|f|``; else the step is the Newton step.
+    quadratic model would have lost ``|f|`` (:func:`_length`); else the Newton step.
     """
     n, dtype = g.shape[0], g.dtype
     wide = jnp.promote_types(dtype, jnp.float32)  # half precision is solved in float32
@@ -112,11 +125,19 @@ def newton_check(
     curvature = jnp.minimum(curvature, -jnp.sqrt(eps) * largest)
     down = s * down / jnp.sqrt(size)
     down = jnp.where(jnp.sum(g * down) > 0, -down, down)
-    length = jnp.sqrt(2.0 * jnp.abs(value) / -curvature)
+    length = _length(value, curvature)
     decrement = jnp.where(negative | ~finite | ~jnp.isfinite(decrement), jnp.inf, decrement)
     step = jnp.where(negative, length * down, -s * z)
     step = jnp.where(free & jnp.isfinite(step), step, 0.0)
-    return decrement.astype(dtype), step.astype(dtype)
+    return decrement.astype(dtype), step.astype(dtype), negative & finite
+
+
+def _length(value: jax.Array, curvature: jax.Array) -> jax.Array:
+    """How far a step along a direction of ``curvature < 0`` (per unit length) goes:
+    where the quadratic model would have lost ``|value|``; 1 where ``value`` is 0 (a
+    saddle at level 0 leaves the model no scale of its own)."""
+    length = jnp.sqrt(2.0 * jnp.abs(value) / -curvature)
+    return jnp.where(value == 0, 1.0, length)
 
 
 def _sweep(
@@ -169,18 +190,19 @@ def _conjugate_gradients(
     b: jax.Array,
     negative_below: jax.Array | float,
     iterations: int,
-) -> tuple[jax.Array, jax.Array, jax.Array]:
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
     """``iterations`` preconditioned conjugate-gradient steps on ``matvec(z) = b`` from
-    0: ``(b.z, z, negative)``. ``negative`` says a search direction of unit length had
-    curvature below ``negative_below``; a direction without positive curvature stops
-    the iteration.
+    0: ``(b.z, z, negative, down, curvature)``; ``down`` the first search direction of
+    negative curvature (unit length; 0 if none), ``curvature`` its curvature.
+    ``negative`` says a search direction of unit length had curvature below
+    ``negative_below``; a direction without positive curvature stops the iteration.
 
     Each iteration preconditions its residual first, then takes its step: the
     preconditioner (a two-loop recursion) appears once in the program and runs
     ``iterations`` times, not once more for a residual that no step would use."""
 
     def iteration(carry: Carry, first: jax.Array) -> tuple[Carry, None]:
-        z, r, p, rh, negative, stopped = carry
+        z, r, p, rh, negative, stopped, down, curvature = carry
         h = precondition(r)
         rh_new = reduce.dot(r, h)
         goes_on = ~first & ~stopped  # the last iteration stepped: a conjugate direction
@@ -193,18 +215,26 @@ def _conjugate_gradients(
         found = active & (pap / jnp.where(size > 0, size, 1.0) < negative_below)
         go = active & (pap > 0)
         alpha = jnp.where(go, rh / jnp.where(go, pap, 1.0), 0.0)
-        carry = (z + alpha * p, r - alpha * ap, p, rh, negative | found, stopped | ~go)
+        new = found & ~negative  # the first direction of negative curvature, kept
+        down = jnp.where(new, p / jnp.sqrt(jnp.where(new, size, 1.0)), down)
+        curvature = jnp.where(new, pap / jnp.where(new, size, 1.0), curvature)
+        carry = (z + alpha * p, r - alpha * ap, p, rh, negative | found, stopped | ~go, down,
+                 curvature)  # fmt: skip
         return carry, None
 
-    false = jnp.zeros((), bool)
-    start: Carry = (jnp.zeros_like(b), b, jnp.zeros_like(b), jnp.zeros((), b.dtype), false, false)
+    false, zero = jnp.zeros((), bool), jnp.zeros((), b.dtype)
+    start: Carry = (jnp.zeros_like(b), b, jnp.zeros_like(b), zero, false, false,
+                    jnp.zeros_like(b), zero)  # fmt: skip
     firsts = jnp.arange(iterations) == 0
-    (z, _, _, _, negative, _), _ = jax.lax.scan(iteration, start, firsts)
-    return reduce.dot(b, z), z, negative
+    (z, _, _, _, negative, _, down, curvature), _ = jax.lax.scan(iteration, start, firsts)
+    return reduce.dot(b, z), z, negative, down, curvature
 
 
 def conjugate_gradient_check(
-    hessian_times: HessianTimes, precondition: HessianTimes, g: jax.Array
+    hessian_times: HessianTimes,
+    precondition: HessianTimes,
+    g: jax.Array,
+    value: jax.Array | None = None,
 ) -> tuple[jax.Array, jax.Array]:
     """``(g.z_k, -z_k)`` after ``CG_ITERATIONS`` preconditioned conjugate-gradient
     iterations on ``H z = g`` from ``z = 0``.
@@ -216,8 +246,73 @@ def conjugate_gradient_check(
     preconditioner (the quasi-Newton model) got badly wrong shows early. Curvature
     that is not positive gives ``inf``; ``-z_k`` is the truncated-Newton step.
     """
+    decrement, step, _ = conjugate_gradient_parts(hessian_times, precondition, g, value)
+    return decrement, step
+
+
+def conjugate_gradient_parts(
+    hessian_times: HessianTimes,
+    precondition: HessianTimes,
+    g: jax.Array,
+    value: jax.Array | None = None,
+    probe: jax.Array | None = None,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(decrement, step, negative)`` of :func:`conjugate_gradient_check`, where
+    ``negative`` says a direction of negative curvature was found.
+
+    At a stationary point (``g`` exactly 0) the iteration starts from ``probe``
+    instead (where given): its Krylov space shows negative curvature there, and the
+    step is then that direction, downhill at the length at which the quadratic model
+    would have lost ``|value|`` (:func:`_length`; ``value`` None: the
+    truncated-Newton step)."""
     iterations = min(CG_ITERATIONS, g.shape[0])
-    decrement, z, negative = _conjugate_gradients(
-        hessian_times, precondition, g, float(jnp.finfo(g.dtype).tiny), iterations
+    stationary = ~reduce.any_true(g != 0) if probe is not None else jnp.zeros((), bool)
+    b = jnp.where(stationary, probe, g) if probe is not None else g
+    decrement, z, negative, down, curvature = _conjugate_gradients(
+        hessian_times, precondition, b, float(jnp.finfo(g.dtype).tiny), iterations
     )
-    return jnp.where(negative, jnp.inf, jnp.maximum(decrement, 0.0)), -z
+    decrement = jnp.where(stationary, 0.0, jnp.maximum(decrement, 0.0))
+    step = -z
+    if value is not None:
+        length = _length(value, jnp.where(curvature < 0, curvature, -1.0))
+        step = jnp.where(stationary & negative, length * down, step)
+    return jnp.where(negative, jnp.inf, decrement), step, negative
+
+
+def curvature_check(
+    problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """``(decrement, step)`` of a row whose own solver certifies nothing, at a start
+    that already met a convergence test: ``inf`` and a step downhill along a direction
+    of clearly negative curvature where the Hessian on the free entries (those not
+    pressed against a bound) has one (a maximum, a saddle point), else 0 (the
+    verdict stands: the solver's own test decided).
+
+    Up to ``CERTIFY_FULL_N`` free-block entries from the whole Hessian
+    (:func:`newton_parts`, in float64 where :func:`wider_check` allows); above, a few
+    conjugate-gradient iterations from the gradient, or from a probe of ones at a
+    stationary point (:func:`conjugate_gradient_parts`). None of this runs where the
+    objective has no Hessian-vector products: the decrement is then 0.
+    """
+    if not problem.hessian_products:
+        return jnp.zeros((), value.dtype), jnp.zeros_like(x)
+    margin = jnp.minimum(problem.grad_norm(x, grad), 1e-3)
+    free = ~problem.fixed & ~problem.at_bound(x, grad, margin)
+    if x.shape[0] <= CERTIFY_FULL_N:
+        value_at, grad_at, product = checked_point(problem, x, value, grad)
+        g = jnp.where(free, grad_at, 0.0)
+        _, step, negative = newton_parts(
+            lambda v: jnp.where(free, product(v), 0.0), g, value_at, free
+        )
+    else:
+        product = hessian_times(problem, x)
+        _, step, negative = conjugate_gradient_parts(
+            lambda v: jnp.where(free, product(v), 0.0),
+            lambda r: jnp.where(free, r, 0.0),
+            jnp.where(free, grad, 0.0),
+            value,
+            free.astype(x.dtype),
+        )
+    step = jnp.where(problem.fixed | ~jnp.isfinite(step), 0.0, step.astype(x.dtype))
+    decrement = jnp.where(negative, jnp.inf, 0.0).astype(value.dtype)
+    return decrement, step

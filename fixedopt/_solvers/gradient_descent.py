@@ -8,9 +8,16 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from fixedopt._contract.solver import Problem, Solver, Step, StepContext
+from fixedopt._contract.solver import Certificate, Problem, Solver, Step, StepContext
 from fixedopt._inputs.checks import positive_int, set_option
 from fixedopt._numerics import reduce
+from fixedopt._solvers.certify import (
+    CERTIFY_FULL_N,
+    checked_point,
+    conjugate_gradient_parts,
+    hessian_times,
+    newton_check,
+)
 from fixedopt._solvers.linesearch import (
     SearchStart,
     first_step,
@@ -30,6 +37,10 @@ class GradientDescent(Solver[GradientDescentState]):
     The first trial step of each line search is the Barzilai–Borwein step
     ``s.s / s.y`` from the last move (Barzilai, Borwein 1988), falling back to the
     last accepted step; a projected backtracking line search enforces decrease.
+    A row about to stop CONVERGED is certified from the true Hessian as L-BFGS's are
+    (:meth:`GradientDescent.certify`): the secant test reads one scalar curvature,
+    which a stiff problem fools (float32 ``1e8 x0^2 + (x1 - 3)^2 / 2`` from ``(1, 0)``
+    stopped CONVERGED at ``x1 = 2e-8`` after 2 steps without the check).
 
     Args:
       max_linesearch_steps: trials per line search before the row stops with
@@ -81,3 +92,41 @@ class GradientDescent(Solver[GradientDescentState]):
         no_model = jnp.asarray(jnp.inf, value.dtype)
         new_state = GradientDescentState(trial_step)
         return step_from_search(search, new_state, no_model, no_model)
+
+    def certify(
+        self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array,
+        state: GradientDescentState,
+    ) -> Certificate[GradientDescentState] | None:  # fmt: skip
+        """The Newton decrement ``g.H^-1 g`` of the true Hessian at ``x`` (``inf``
+        where it has clearly negative curvature), as :meth:`fixedopt.LBFGS.certify`
+        computes it: the whole Hessian up to ``CERTIFY_FULL_N`` entries (in float64
+        for a narrower row where it can be), above a lower bound from a few
+        conjugate-gradient iterations preconditioned by the trial step. A row shown
+        wrong goes on with its own steps (a saddle point: along the check's step,
+        ``fixedopt._driver.loop.certify``). None where the problem has no
+        Hessian-vector products."""
+        if not problem.hessian_products:
+            return None
+        margin = jnp.minimum(problem.grad_norm(x, grad), 1e-3)
+        free = ~problem.fixed & ~problem.at_bound(x, grad, margin)
+        if x.shape[0] <= CERTIFY_FULL_N:
+            value_at, grad_at, product = checked_point(problem, x, value, grad)
+        else:
+            value_at, grad_at, product = value, grad, hessian_times(problem, x)
+
+        def free_product(v: jax.Array) -> jax.Array:
+            return jnp.where(free, product(v), 0.0)
+
+        g = jnp.where(free, grad_at, 0.0)
+        if x.shape[0] <= CERTIFY_FULL_N:
+            decrement, step = newton_check(free_product, g, value_at, free)
+        else:
+            decrement, step, _ = conjugate_gradient_parts(
+                free_product,
+                lambda r: jnp.where(free, state.trial_step * r, 0.0),
+                g,
+                value_at,
+                free.astype(x.dtype),
+            )
+        step = jnp.where(problem.fixed | ~jnp.isfinite(step), 0.0, step.astype(x.dtype))
+        return Certificate(decrement.astype(value.dtype), step, state)

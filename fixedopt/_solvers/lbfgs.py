@@ -21,8 +21,9 @@ from fixedopt._contract.solver import (
 from fixedopt._inputs.checks import one_of, positive_int, set_option
 from fixedopt._numerics import reduce
 from fixedopt._solvers.certify import (
+    CERTIFY_FULL_N,
     checked_point,
-    conjugate_gradient_check,
+    conjugate_gradient_parts,
     hessian_times,
     newton_check,
 )
@@ -44,9 +45,6 @@ from fixedopt._solvers.scaling import (
 )
 from fixedopt._solvers.wolfe import hager_zhang
 
-# L-BFGS certifies a row that is about to stop CONVERGED (LBFGS.certify) from its whole
-# Hessian up to this many entries, above from conjugate-gradient iterations.
-CERTIFY_FULL_N = 16
 LINESEARCHES: dict[str, LineSearch] = {
     "backtracking": projected_backtracking,
     "hager-zhang": hager_zhang,
@@ -223,12 +221,18 @@ class LBFGS(Solver[LBFGSState]):
                 h = two_loop(r, s_history, y_history, rho, jnp.zeros((), jnp.int32), scale)
                 return jnp.where(free, h, 0.0)
 
-            decrement, step = conjugate_gradient_check(free_product, precondition, g)
+            # From a probe of ones where the gradient is 0 (a stationary start).
+            probe = free.astype(x.dtype)
+            decrement, step, _ = conjugate_gradient_parts(
+                free_product, precondition, g, value_at, probe
+            )
         decrement, step = decrement.astype(value.dtype), step.astype(x.dtype)
         # A float64 step beyond the row's range is no step (inf after the cast).
         step = jnp.where(problem.fixed | ~jnp.isfinite(step), 0.0, step)
         steepest = jnp.where(problem.fixed, 0.0, -scale * grad)
-        step = jnp.where(reduce.dot(grad, step) < 0, step, steepest)
+        # At a stationary point (a start) the step along negative curvature is kept.
+        stationary = problem.grad_norm(x, grad) == 0
+        step = jnp.where((reduce.dot(grad, step) < 0) | stationary, step, steepest)
         # The memory is cleared: a row of lanes may wait for this check while the ring's
         # slot moves on (fixedopt._driver.lanes), and its next pairs must not depend on
         # how long (bit-identical results whoever its neighbours are).
