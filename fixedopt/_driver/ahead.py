@@ -46,17 +46,20 @@ def start(before: Callable[[], Any], compiled: Callable[..., Any], *args: Any) -
     the caller's own program traced and lowered (``jit(f).lower(...)``, which ``jit``'s
     caches keep for the call), so that the thread's trace, which holds the interpreter,
     runs while XLA compiles the caller's program, not while it is traced."""
-    key = _key(compiled, args)
+    key, done = _key(compiled, args), Future[None]()  # done: when the thread has compiled
     with _lock:
         if key in _started:
             return
-        _started[key] = Future()  # started: not again, even if before() fails
-    before()
-    future = _POOL.submit(_compile, compiled, args, _settings())
-    with _lock:
-        _started[key] = future
+        _started[key] = done
         while len(_started) > _MOST:
             _started.popitem(last=False)
+    try:
+        before()
+        future = _POOL.submit(_compile, compiled, args, _settings())
+    except BaseException:
+        done.set_result(None)  # nothing to wait for: the call compiles its own
+        raise
+    future.add_done_callback(lambda _: done.set_result(None))
 
 
 def wait(compiled: Callable[..., Any], *args: Any) -> None:
@@ -66,8 +69,16 @@ def wait(compiled: Callable[..., Any], *args: Any) -> None:
     with _lock:
         future = _started.get(_key(compiled, args))
     if future is not None:
-        with contextlib.suppress(Exception):
-            future.result()
+        future.result()  # its result None, also where the thread's compile failed
+
+
+def settle() -> None:
+    """Wait for every compile ahead started so far (a benchmark's timed calls after a
+    first one, say, then run on a machine that compiles nothing else)."""
+    with _lock:
+        futures = list(_started.values())
+    for future in futures:
+        future.result()
 
 
 def _compile(compiled: Any, args: tuple[Any, ...], settings: tuple[Any, ...]) -> None:

@@ -96,6 +96,21 @@ def solve_rows(
         padded = buckets.pad_rows(leaves, bucket, flags, plan.backend) if bucket > batch else leaves
         solution = solve(block_inputs(padded, asarray(batch)))
         return solution if bucket == batch else buckets.first_rows(solution, batch, plan.backend)
+    return _in_blocks(compiled, plan, schedule, (leaves, flags), block_inputs, size)
+
+
+def _in_blocks(
+    compiled: Callable[[Plan, Schedule, Inputs], Solution],
+    plan: Plan,
+    schedule: Schedule,
+    batched: tuple[tuple[Any, ...], tuple[bool, ...]],
+    block_inputs: Callable[[tuple[Any, ...], jax.Array | None], Inputs],
+    size: int,
+) -> Solution:
+    """The batch's rows (``batched``: every leaf, and whether it has the batch axis) in
+    blocks of ``size`` rows, each block's tail solved again (the module's rules)."""
+    leaves, flags = batched
+    batch = next(leaf for leaf, flag in zip(leaves, flags) if flag).shape[0]
     tail_lanes = schedule.defaults.tail_lanes
     block_schedule = schedule._replace(tail=True)
     tail_schedule = schedule._replace(lanes=tail_lanes)
@@ -109,7 +124,7 @@ def solve_rows(
         return block_inputs(tail, None)
 
     def solve_block(block: tuple[Any, ...], count: int) -> Solution:
-        inputs = block_inputs(block, asarray(count))
+        inputs = block_inputs(block, arrays.asarray(count, jnp.int32))
         # The tail's program compiles in a thread while the block's does (the first
         # time), once the block's is traced and lowered (fixedopt._driver.ahead).
         traced = functools.partial(compiled.lower, plan, block_schedule, inputs)  # type: ignore[attr-defined]
