@@ -7,11 +7,12 @@ own time of: a ``new model`` (the first call); a ``new batch`` (the same process
 of the batch) and ``5 rows`` (then a batch of 5, a program of its own); a ``new
 process`` (a second process, the cache the first left); the first ``gradient``
 (spectra: the first ``jax.grad`` of one fit's centre, after that fit's first forward
-call: ``docs/decisions.md``, "The first gradient through a solve"). The first call's compile is
-split into JAX's stages (trace, lowering, XLA), in all and per program (the thread that
-compiled it: the caller's, or ``ahead``, fixedopt's own thread, which compiles a CPU
-block's tail beside the block; ``ahead after``: what that thread still took once the first
-call had returned, waited for before the compiled calls are timed); a third process dumps XLA's
+call: ``docs/decisions.md``, "The first gradient through a solve"). The first call's
+compile is split into JAX's stages (trace, lowering, XLA), in the caller's thread and
+per program (the thread that compiled it: the caller's, or ``ahead``, fixedopt's own
+thread, which compiles a CPU block's tail beside the block; ``ahead after``: what that
+thread still took once the first call had returned, waited for before the compiled
+calls are timed); a third process dumps XLA's
 optimized programs and counts what they hold (instructions, while loops, fusions: each
 a kernel; XLA's passes: ``docs/decisions.md``, "Where a solve's compile goes"). Cases
 (:mod:`benchmarks.first_call_cases`; :data:`BATCHES`: B, then the new batch):
