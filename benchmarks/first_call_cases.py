@@ -5,9 +5,9 @@ off, the data on the device) every case runs in float32, as ``spot`` always does
 
 - ``spectra``: ``curve_fit`` of two pseudo-Voigt peaks and a line (8 parameters, 301
   points, bounds, a fixed set per spectrum), clean data: no row is slow;
-- ``spectra_slow``: the same with one degenerate spectrum (its second peak absent: the
-  peak's centre and width are then undetermined, and the fit runs long), as real data
-  have (``docs/decisions.md``, "One degenerate spectrum in 2,000"): its block has a tail;
+- ``spectra_slow``: the same with one degenerate spectrum (no peak: the peaks' centres
+  and widths are then undetermined, and the fit runs long), as real data have
+  (``docs/decisions.md``, "One degenerate spectrum in 2,000"): its block has a tail;
 - ``models``: the same spectra (the slow one too) through ``fixedopt.models``
   (``PseudoVoigtModel`` twice and ``LinearModel``, per-spectrum values and fixed sets);
 - ``rk4``, ``spot`` (Gpufit's protocol), ``quad64``: below.
@@ -59,20 +59,28 @@ def spectrum(x, a1, c1, s1, a2, c2, s2, slope, offset):
 spectrum_residual = lambda p, y: spectrum(X_SPECTRA, *p) - y
 
 
+PEAKS = np.array([40.0, 11.0, 1.2, 25.0, 18.0, 1.6, 0.05, 2.0])
+SLOW_SEED = 103  # the degenerate spectrum's: 77 steps (the others at most 19), at any B
+
+
 def spectra_data(batch: int, seed: int = 0, slow: bool = False) -> tuple:
-    """``(p0, fixed, y)`` of ``batch`` noisy spectra; ``slow``: the last one degenerate
-    (its second peak absent, every parameter free: 87 steps where the others take at
-    most 15, measured on 300)."""
+    """``(p0, fixed, y)`` of ``batch`` noisy spectra; ``slow``: the last one degenerate,
+    the same at every ``batch``: no peak (noise on a line), started where a spectrum's
+    peaks would be, every parameter free (float64: 77 steps where the others take at
+    most 19, a tail at B = 20 and 2000)."""
     rng = np.random.default_rng(seed)
-    truth = np.array([40.0, 11.0, 1.2, 25.0, 18.0, 1.6, 0.05, 2.0])
-    truth = truth * rng.uniform(0.9, 1.1, size=(batch, 8))
+    truth = PEAKS * rng.uniform(0.9, 1.1, size=(batch, 8))
+    noise = rng.normal(0.0, 0.2, size=(batch, X_SPECTRA.size))  # drawn in issue 40's order
     fixed = rng.random((batch, 8)) < 0.25
     p0 = np.where(fixed, truth, truth * rng.uniform(0.85, 1.15, size=truth.shape))
     if slow:
-        truth[-1, 3], fixed[-1] = 0.0, False
+        own = np.random.default_rng(SLOW_SEED)
+        truth[-1] = PEAKS * own.uniform(0.9, 1.1, 8)
+        p0[-1], fixed[-1] = truth[-1] * own.uniform(0.85, 1.15, 8), False
+        truth[-1, [0, 3]] = 0.0
+        noise[-1] = own.normal(0.0, 0.2, X_SPECTRA.size)
     clean = np.asarray(jax.jit(jax.vmap(lambda p: spectrum(X_SPECTRA, *p)))(real(truth)))
-    y = clean + rng.normal(0.0, 0.2, size=clean.shape)
-    return real(p0), fixed, real(y)
+    return real(p0), fixed, real(clean + noise)
 
 
 def spectra(batch: int, seed: int = 0, slow: bool = False) -> dict:
