@@ -1,5 +1,5 @@
 """``python -m benchmarks.first_call [--repeats N] [--cases NAME ...] [--float32] [--quick]
-[--label L] [--out DIR]``: what a notebook user waits for before the first answer.
+[--no-ahead] [--label L] [--out DIR]``: what a notebook user waits for before the first answer.
 
 Each case runs in fresh Python processes, a model no process has compiled before (its
 persistent compilation cache a new, empty folder); the wait beyond the compiled call's
@@ -19,7 +19,9 @@ a kernel; XLA's passes: ``docs/decisions.md``, "Where a solve's compile goes"). 
 ``spectra``, ``spectra_slow`` (a degenerate spectrum: the first batch has a tail),
 ``models``, ``rk4``, ``spot``, ``quad64``; float64 (but ``spot``), or every case float32
 with 64-bit mode off (``--float32``: a TPU's users). Medians over ``--repeats``;
-``--quick``: a smoke run (a tenth of each batch, one repeat, no dump). Writes
+``--quick``: a smoke run (a tenth of each batch, one repeat, no dump); ``--no-ahead``:
+a CPU block's tail compiled by the call that first has one, as before issue 62 (label
+the run). Writes
 ``<out>/<backend>-first_call[-float32][-label]-<date>.{json,md}``.
 """
 
@@ -41,7 +43,7 @@ import jax
 
 from benchmarks import first_call_cases, timing
 from benchmarks.first_call_cases import BUILDERS
-from fixedopt.testing import wait_for_compiles_ahead
+from fixedopt.testing import no_compiles_ahead, wait_for_compiles_ahead
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 # B, then the new batch: a tenth of it, as in issue 40 (2000 spectra, then 200); then a
@@ -226,6 +228,11 @@ def main() -> None:
     parser.add_argument("--cases", nargs="*", default=list(BATCHES), choices=BATCHES)
     parser.add_argument("--float32", action="store_true", help="every case in float32, x64 off")
     parser.add_argument("--quick", action="store_true", help="a smoke run: B/10, 1 repeat")
+    parser.add_argument(
+        "--no-ahead",
+        action="store_true",
+        help="a tail compiled by the call that has it (before issue 62)",
+    )
     parser.add_argument("--label", default="")
     parser.add_argument("--out", type=pathlib.Path, default=RESULTS, help="results folder")
     args = parser.parse_args()
@@ -234,9 +241,11 @@ def main() -> None:
     else:
         jax.config.update("jax_enable_x64", True)
     if args.child:
-        print(json.dumps(child(*args.child, quick=args.quick)))
+        with no_compiles_ahead() if args.no_ahead else contextlib.nullcontext():
+            print(json.dumps(child(*args.child, quick=args.quick)))
         return
-    flags = [flag for flag, on in (("--float32", args.float32), ("--quick", args.quick)) if on]
+    options = (("--float32", args.float32), ("--quick", args.quick), ("--no-ahead", args.no_ahead))
+    flags = [flag for flag, on in options if on]
     repeats = 1 if args.quick else args.repeats
     records = []
     for case in args.cases:

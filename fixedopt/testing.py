@@ -58,6 +58,29 @@ def wait_for_compiles_ahead() -> None:
 
 
 @contextlib.contextmanager
+def no_compiles_ahead() -> Iterator[None]:
+    """Within this block, fixedopt compiles nothing ahead in its own thread: a CPU
+    block's tail is compiled by the call that first has one, as before issue 62 (for
+    a benchmark's comparison; the results are the same, bit for bit).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> import fixedopt
+      >>> from fixedopt.testing import no_compiles_ahead
+      >>> x0 = jnp.zeros((40, 3))
+      >>> with no_compiles_ahead():
+      ...     sol = fixedopt.minimize(lambda x: jnp.sum((x - 1.0) ** 2), x0, x0 > 0, batched=True)
+      >>> print(sol.x[0].round(6))
+      [1. 1. 1.]
+    """
+    before, _ahead.enabled[0] = _ahead.enabled[0], False
+    try:
+        yield
+    finally:
+        _ahead.enabled[0] = before
+
+
+@contextlib.contextmanager
 def lapack_solves() -> Iterator[None]:
     """Within this block, least-squares steps solve every free block with LAPACK.
 

@@ -37,6 +37,8 @@ _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fixedopt-ahead")
 _MOST = 256
 _started: collections.OrderedDict[Any, Future[None]] = collections.OrderedDict()
 _lock = threading.Lock()
+# Off (fixedopt.testing.no_compiles_ahead): the call that first has a tail compiles it.
+enabled = [True]
 
 
 def start(before: Callable[[], Any], compiled: Callable[..., Any], *args: Any) -> None:
@@ -46,6 +48,8 @@ def start(before: Callable[[], Any], compiled: Callable[..., Any], *args: Any) -
     the caller's own program traced and lowered (``jit(f).lower(...)``, which ``jit``'s
     caches keep for the call), so that the thread's trace, which holds the interpreter,
     runs while XLA compiles the caller's program, not while it is traced."""
+    if not enabled[0]:
+        return
     key, done = _key(compiled, args), Future[None]()  # done: when the thread has compiled
     with _lock:
         if key in _started:

@@ -126,10 +126,12 @@ def _in_blocks(
     def solve_block(block: tuple[Any, ...], count: int) -> Solution:
         inputs = block_inputs(block, arrays.asarray(count, jnp.int32))
         # The tail's program compiles in a thread while the block's does (the first
-        # time), once the block's is traced and lowered (fixedopt._driver.ahead).
-        traced = functools.partial(compiled.lower, plan, block_schedule, inputs)  # type: ignore[attr-defined]
-        tail_inputs_ahead = tail_inputs(block, np.arange(tail_lanes))
-        ahead.start(traced, compiled, plan, tail_schedule, tail_inputs_ahead)
+        # time), once the block's is traced and lowered (fixedopt._driver.ahead); not
+        # where no row runs tail_patience steps (Gpufit's protocol: 10), with no tail.
+        if int(np.asarray(inputs.stopping.max_steps)) >= schedule.defaults.tail_patience:
+            traced = functools.partial(compiled.lower, plan, block_schedule, inputs)  # type: ignore[attr-defined]
+            tail_inputs_ahead = tail_inputs(block, np.arange(tail_lanes))
+            ahead.start(traced, compiled, plan, tail_schedule, tail_inputs_ahead)
         solution = compiled(plan, block_schedule, inputs)
         status = np.asarray(solution.status)[:count]
         rows = np.flatnonzero(busy(status))  # the tail, left RUNNING or PENDING

@@ -16,9 +16,9 @@ import numpy as np
 
 import fixedopt
 from fixedopt import Status
-from fixedopt._driver import ahead, engine
+from fixedopt._driver import engine
 from fixedopt._driver.machine import CPU
-from fixedopt.testing import compiled_solves
+from fixedopt.testing import compiled_solves, no_compiles_ahead, wait_for_compiles_ahead
 from tests.helpers import assert_rows_identical, bits, quadratic, quadratic_rows
 
 TAIL_LANES, TAIL_PATIENCE = CPU.tail_lanes, CPU.tail_patience
@@ -175,12 +175,15 @@ def test_a_slow_last_fit_finishes_in_the_tail_with_its_covariance():
 
 
 @contextlib.contextmanager
-def traced_here():
-    """The names of the functions JAX traces for a program in this thread meanwhile."""
+def traced_here(ahead=False):
+    """The names of the functions JAX traces for a program in this thread meanwhile
+    (``ahead``: in fixedopt's thread that compiles ahead)."""
     names, here = [], threading.current_thread()
 
     def listen(event, seconds, **kwargs):
-        if event.endswith("jaxpr_trace_duration") and threading.current_thread() is here:
+        thread = threading.current_thread()
+        mine = thread.name.startswith("fixedopt-ahead") if ahead else thread is here
+        if event.endswith("jaxpr_trace_duration") and mine:
             names.append(str(kwargs.get("fun_name")))
 
     jax.monitoring.register_event_duration_secs_listener(listen)
@@ -190,7 +193,7 @@ def traced_here():
         jax.monitoring.unregister_event_duration_listener(listen)
 
 
-def test_the_tails_program_compiles_ahead_of_the_first_tail(monkeypatch):
+def test_the_tails_program_compiles_ahead_of_the_first_tail():
     """The first batch of a model has a slow row: the call traces one solve in its own
     thread (the block's), the tail's program having compiled in fixedopt's thread
     meanwhile; the rows equal, bit for bit, those of the tail's program compiled in the
@@ -210,8 +213,24 @@ def test_the_tails_program_compiles_ahead_of_the_first_tail(monkeypatch):
 
     engine.clear_compiled()
     jax.clear_caches()
-    monkeypatch.setattr(ahead, "start", lambda *args: None)
-    with traced_here() as traced:
+    with no_compiles_ahead(), traced_here() as traced:
         here = solve()
     assert traced.count("_solve") == 2, traced  # the block's, then the tail's
     assert_rows_identical(here, tailed)
+
+
+def test_nothing_compiles_ahead_where_no_row_runs_long_enough_for_a_tail():
+    """``max_steps`` below ``TAIL_PATIENCE`` (Gpufit's protocol: 10): no row can run
+    alone that long, so no tail's program is compiled for nothing."""
+
+    def objective(x, curvature, center, weight):  # new here: its programs compile here
+        return (1 - weight) * quadratic(x, curvature, center) + weight * valley(x)
+
+    x0, fixed, args = rows(slow=True)
+    with traced_here(ahead=True) as traced:
+        limited = fixedopt.minimize(
+            objective, x0, fixed, args=args, batched=True, max_steps=TAIL_PATIENCE - 1
+        )
+        wait_for_compiles_ahead()
+    assert traced == []
+    assert int(limited.status[SLOW]) == Status.MAX_STEPS
