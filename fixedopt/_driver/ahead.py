@@ -11,6 +11,11 @@ ready, or nearly, when a tail needs it (:func:`wait`). It is the same program as
 (the same ``jit``, plan, schedule and argument types): the call then finds it in
 ``jit``'s caches, its results bit for bit those of a program compiled in the caller's
 thread. A model that never has a tail has compiled it for nothing, on another core.
+The thread runs niced (Linux), below the caller's work. What it buys needs an idle
+core: on a 2-core machine at load 12 the first call of ``benchmarks.first_call``'s
+``spectra_slow`` (B = 200) took 1.08x the time of the same tree with
+``fixedopt.testing.no_compiles_ahead`` (6.62-6.95 s against 6.15-6.38 s, 3 pairs in
+turn): the two compiles shared the busy cores.
 
 The thread sees the caller's JAX settings only where they are passed to it: 64-bit
 mode, the matmul precision and the default device are (the settings a solve's trace
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,9 +35,19 @@ from typing import Any
 
 import jax
 
+
 # One thread: the compiles ahead queue behind each other rather than crowd the caller's.
 # Its thread is joined at the interpreter's exit (not a daemon: XLA is not stopped mid-way).
-_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fixedopt-ahead")
+def _yield_to_the_caller() -> None:
+    """The thread's own compile work at a lower priority than the caller's (Linux sets
+    a thread's niceness; elsewhere nothing)."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+
+
+_POOL = ThreadPoolExecutor(
+    max_workers=1, thread_name_prefix="fixedopt-ahead", initializer=_yield_to_the_caller
+)
 # The programs started, newest last: a key once started is not compiled again (jit's
 # caches hold it); the oldest forgotten past this many.
 _MOST = 256
