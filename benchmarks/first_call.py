@@ -1,5 +1,5 @@
-"""``python -m benchmarks.first_call [--repeats N] [--cases NAME ...] [--label L] [--out DIR]``:
-what a notebook user waits for before the first answer.
+"""``python -m benchmarks.first_call [--repeats N] [--cases NAME ...] [--float32] [--quick]
+[--no-ahead] [--label L] [--out DIR]``: what a notebook user waits for before the first answer.
 
 Each case runs in fresh Python processes, a model no process has compiled before (its
 persistent compilation cache a new, empty folder); the wait beyond the compiled call's
@@ -7,16 +7,27 @@ own time of: a ``new model`` (the first call); a ``new batch`` (the same process
 of the batch) and ``5 rows`` (then a batch of 5, a program of its own); a ``new
 process`` (a second process, the cache the first left); the first ``gradient``
 (spectra: the first ``jax.grad`` of one fit's centre, after that fit's first forward
-call: ``docs/decisions.md``, "The first gradient through a solve"). The first call's compile is
-split into JAX's stages (trace, lowering, XLA); a third process dumps XLA's optimized
-programs and counts what they hold (instructions, while loops, fusions: each a kernel;
-XLA's passes: ``docs/decisions.md``, "Where a solve's compile goes"). Cases
-(:data:`BATCHES`: B, then the new batch): ``spectra``, ``rk4``, ``spot``, ``quad64``
-(float64 but ``spot``), below. Medians over ``--repeats``. Writes
-``<out>/<backend>-first_call[-label]-<date>.{json,md}``.
+call: ``docs/decisions.md``, "The first gradient through a solve"). The first call's
+compile is split into JAX's stages (trace, lowering, XLA), in the caller's thread and
+per program (the thread that compiled it: the caller's, or ``ahead``, fixedopt's own
+thread, which compiles a CPU block's tail beside the block; ``ahead after``: what that
+thread still took once the first call had returned, waited for before the compiled
+calls are timed); a third process dumps XLA's
+optimized programs and counts what they hold (instructions, while loops, fusions: each
+a kernel; XLA's passes: ``docs/decisions.md``, "Where a solve's compile goes"). Cases
+(:mod:`benchmarks.first_call_cases`; :data:`BATCHES`: B, then the new batch):
+``spectra``, ``spectra_slow`` (a degenerate spectrum: the first batch has a tail),
+``models``, ``rk4``, ``spot``, ``quad64``; float64 (but ``spot``), or every case float32
+with 64-bit mode off (``--float32``: a TPU's users). Medians over ``--repeats``;
+``--quick``: a smoke run (a tenth of each batch, one repeat, no dump); ``--no-ahead``:
+a CPU block's tail compiled by the call that first has one, as before issue 62 (label
+the run). Writes
+``<out>/<backend>-first_call[-float32][-label]-<date>.{json,md}``.
 """
 
 import argparse
+import collections
+import contextlib
 import json
 import os
 import pathlib
@@ -25,169 +36,86 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import jax
 
-jax.config.update("jax_enable_x64", True)  # the spectra, rk4 and quad cases run in float64
-
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-
-import fixedopt  # noqa: E402
-from benchmarks import timing  # noqa: E402
-from benchmarks.tiny import GPUFIT  # noqa: E402
-from fixedopt.testing_problems import gaussian_fits, gaussian_model, quad_jax  # noqa: E402
+from benchmarks import first_call_cases, timing
+from benchmarks.first_call_cases import BUILDERS
+from fixedopt.testing import no_compiles_ahead, wait_for_compiles_ahead
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 # B, then the new batch: a tenth of it, as in issue 40 (2000 spectra, then 200); then a
 # batch of few rows (at most 8 run as one vmap: a program of their own).
-BATCHES = {"spectra": (2000, 200), "rk4": (500, 50), "spot": (100_000, 10_000),
-           "quad64": (16384, 1600)}  # fmt: skip
+BATCHES = {"spectra": (2000, 200), "spectra_slow": (2000, 200), "models": (2000, 200),
+           "rk4": (500, 50), "spot": (100_000, 10_000), "quad64": (16384, 1600)}  # fmt: skip
+QUICK = 10  # --quick: each batch this many times smaller
 FEW_ROWS = 5
 STAGES = {"trace": "jaxpr_trace", "lower": "jaxpr_to_mlir_module", "compile": "backend_compile"}
 
 
-# ---------------------------------------------------------------- the cases (child side)
-# Each returns its timed calls: ``call`` first (then, spectra: ``forward``, ``gradient``);
-# spectra and rk4 also their ``inputs`` (p0, fixed, y) for measurements that jit the call.
+@contextlib.contextmanager
+def per_program():
+    """Yields ``{(program, thread): {"count", <stage>...}}``: the seconds of each stage
+    of :data:`STAGES` per program compiled meanwhile (``jit``'s function name; thread:
+    ``caller`` or ``ahead``)."""
+    found: dict = collections.defaultdict(lambda: {"count": 0, **dict.fromkeys(STAGES, 0.0)})
+    events = {f"/jax/core/compile/{event}_duration": stage for stage, event in STAGES.items()}
 
+    def listen(event, seconds, **kwargs):
+        if event in events:
+            name = re.sub(r"^jit\((.*)\)$", r"\1", str(kwargs.get("fun_name", "?")))
+            thread = threading.current_thread().name
+            entry = found[name, "ahead" if thread.startswith("fixedopt-ahead") else "caller"]
+            entry[events[event]] += seconds
+            entry["count"] += events[event] == "trace"
 
-X_SPECTRA = np.linspace(0.0, 30.0, 301)
-SPECTRA_BOUNDS = (np.array([0.0, 0.0, 0.05, 0.0, 0.0, 0.05, -np.inf, -np.inf]),
-                  np.array([np.inf, 30.0, 10.0, np.inf, 30.0, 10.0, np.inf, np.inf]))  # fmt: skip
-
-
-def pvoigt(x, a, c, s):
-    """lmfit's pseudo-Voigt of area ``a``, fraction 0.37 of Lorentzian."""
-    g = jnp.exp(-((x - c) ** 2) / (2 * s**2)) / (s * jnp.sqrt(2 * jnp.pi))
-    lorentz = s / (jnp.pi * ((x - c) ** 2 + s**2))
-    return a * (0.37 * lorentz + 0.63 * g)
-
-
-def spectrum(x, a1, c1, s1, a2, c2, s2, slope, offset):
-    """Two pseudo-Voigt peaks on a linear baseline (8 parameters)."""
-    return pvoigt(x, a1, c1, s1) + pvoigt(x, a2, c2, s2) + slope * x + offset
-
-
-spectrum_residual = lambda p, y: spectrum(X_SPECTRA, *p) - y
-
-
-def spectra(batch: int, seed: int = 0) -> dict:
-    """``curve_fit`` of two pseudo-Voigt peaks + a line (8 parameters, 301 points, per-row
-    fixed sets, bounds); ``forward`` and ``gradient``: one row's fit, its centre's gradient."""
-    rng = np.random.default_rng(seed)
-    truth = np.array([40.0, 11.0, 1.2, 25.0, 18.0, 1.6, 0.05, 2.0])
-    truth = truth * rng.uniform(0.9, 1.1, size=(batch, 8))
-    clean = np.asarray(jax.jit(jax.vmap(lambda p: spectrum(X_SPECTRA, *p)))(truth))
-    y = clean + rng.normal(0.0, 0.2, size=clean.shape)
-    fixed = rng.random((batch, 8)) < 0.25
-    p0 = np.where(fixed, truth, truth * rng.uniform(0.85, 1.15, size=truth.shape))
-
-    def centre(y):
-        one = fixedopt.least_squares(spectrum_residual, p0[0], fixed[0], args=(y,))
-        return one.x[1]
-
-    return {"call": lambda: fixedopt.curve_fit(spectrum, X_SPECTRA, y, p0, bounds=SPECTRA_BOUNDS,
-                                               fixed=fixed, batched=True),
-            "forward": lambda: centre(y[0]),
-            "gradient": lambda: jax.grad(centre)(jnp.asarray(y[0])),
-            "inputs": (p0, fixed, y)}  # fmt: skip
-
-
-RK4_STEPS, RK4_DT = 200, 0.05
-
-
-def trajectory(p):
-    """A damped driven oscillator's position at 200 times, integrated by RK4;
-    ``p = (omega, zeta, drive, frequency, x0, v0)``."""
-    omega, zeta, drive, frequency, x0, v0 = p
-
-    def field(t, s):
-        position, velocity = s
-        force = drive * jnp.cos(frequency * t) - 2 * zeta * omega * velocity
-        return jnp.stack([velocity, force - omega**2 * position])
-
-    def step(s, t):
-        k1 = field(t, s)
-        k2 = field(t + RK4_DT / 2, s + RK4_DT / 2 * k1)
-        k3 = field(t + RK4_DT / 2, s + RK4_DT / 2 * k2)
-        k4 = field(t + RK4_DT, s + RK4_DT * k3)
-        s = s + RK4_DT / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        return s, s[0]
-
-    return jax.lax.scan(step, jnp.stack([x0, v0]), jnp.arange(RK4_STEPS) * RK4_DT)[1]
-
-
-trajectory_residual = lambda p, y: trajectory(p) - y
-
-
-def rk4(batch: int, seed: int = 0) -> dict:
-    """``least_squares`` of damped driven oscillators integrated by RK4 (6 parameters)."""
-    rng = np.random.default_rng(seed)
-    truth = np.array([2.0, 0.1, 1.3, 1.7, 1.0, 0.0]) * rng.uniform(0.9, 1.1, (batch, 6))
-    truth[:, 5] = rng.normal(0.0, 0.1, batch)
-    y = np.asarray(jax.jit(jax.vmap(trajectory))(truth))
-    y = y + rng.normal(0.0, 0.02, y.shape)
-    fixed = np.zeros((batch, 6), bool)
-    fixed[np.arange(batch), rng.integers(0, 6, batch)] = True
-    p0 = np.where(fixed, truth, truth * rng.uniform(0.95, 1.05, truth.shape))
-    return {"call": lambda: fixedopt.least_squares(trajectory_residual, p0, fixed, args=(y,),
-                                                   batched=True),
-            "inputs": (p0, fixed, y)}  # fmt: skip
-
-
-spot_residual = lambda p, y: gaussian_model(p) - y  # one function: a new batch reuses it
-
-
-def spot(batch: int, seed: int = 0) -> dict:
-    """Gpufit's protocol (float32, tolerance 1e-4, at most 10 steps) by ``least_squares``."""
-    fits = gaussian_fits(batch, seed)
-    options = dict(args=(fits.data,), batched=True, **GPUFIT)
-    return {"call": lambda: fixedopt.least_squares(spot_residual, fits.x0, fits.fixed, **options)}
-
-
-def quad64(batch: int, seed: int = 0) -> dict:
-    """``minimize`` of per-row tridiagonal quadratics, n = 64, float64."""
-    rng = np.random.default_rng(seed)
-    diag, off = rng.uniform(2.0, 4.0, (batch, 64)), rng.uniform(-0.9, 0.9, (batch, 63))
-    b, x0 = rng.normal(size=(batch, 64)), rng.normal(size=(batch, 64))
-    fixed = rng.random((batch, 64)) < 0.3
-    call = lambda: fixedopt.minimize(quad_jax, x0, fixed, args=(diag, off, b), batched=True)
-    return {"call": call}
-
-
-BUILDERS = {"spectra": spectra, "rk4": rk4, "spot": spot, "quad64": quad64}
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        yield found
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
 
 
 def timed(call) -> tuple[float, dict]:
-    """Wall seconds of ``call()`` (blocked until ready) and its compile stages."""
-    with timing.compile_monitor() as found:
+    """Wall seconds of ``call()`` (blocked until ready), its compile stages, in all and
+    per program."""
+    with timing.compile_monitor() as found, per_program() as programs:
         start = time.perf_counter()
         jax.block_until_ready(call())
         seconds = time.perf_counter() - start
-    return seconds, {stage: found[event] for stage, event in STAGES.items()}
+    listed = [{"program": name, "thread": thread, **entry}
+              for (name, thread), entry in programs.items()]  # fmt: skip
+    return seconds, {**{stage: found[event] for stage, event in STAGES.items()},
+                     "programs": listed}  # fmt: skip
 
 
 def wait(call) -> dict:
-    """The first call's wall time, its compile stages, and its wait beyond the median
-    of three compiled calls."""
+    """The first call's wall time, its compile stages, what fixedopt's thread still
+    compiled after it, and its wait beyond the median of three compiled calls."""
     first, found = timed(call)
+    start = time.perf_counter()
+    wait_for_compiles_ahead()
+    after = time.perf_counter() - start
     again = statistics.median(timed(call)[0] for _ in range(3))
-    return {"first_s": first, "compiled_s": again, "wait_s": first - again, **found}
+    return {"first_s": first, "compiled_s": again, "wait_s": first - again,
+            "ahead_after_s": after, **found}  # fmt: skip
 
 
-def child(case: str, role: str) -> dict:
+def child(case: str, role: str, quick: bool) -> dict:
     """One process's measurements (``role``: ``new`` or ``again``, or ``size``)."""
-    batch, other = BATCHES[case]
+    batch, other = (size // QUICK if quick else size for size in BATCHES[case])
     calls = BUILDERS[case](batch)
     if role == "size":
         jax.block_until_ready(calls["call"]())
         return {}
     first = wait(calls["call"])
-    if role == "again":
-        return {"new_process_s": first["wait_s"]}
+    if role == "again":  # the persistent cache's call: what it still traces and lowers
+        return {"new_process_s": first["wait_s"],
+                **{f"again_{stage}_s": first[stage] for stage in STAGES}}  # fmt: skip
     record = {"B": batch, "compiled_s": first["compiled_s"], "new_model_s": first["wait_s"],
+              "ahead_after_s": first["ahead_after_s"], "programs": first["programs"],
               "new_batch_s": wait(BUILDERS[case](other)["call"])["wait_s"],
               "few_rows_s": wait(BUILDERS[case](FEW_ROWS)["call"])["wait_s"],
               **{f"{stage}_s": first[stage] for stage in STAGES}}  # fmt: skip
@@ -201,14 +129,14 @@ def child(case: str, role: str) -> dict:
 # ---------------------------------------------------------------- the parent side
 
 
-def run_child(case: str, role: str, cache: str, dump: str | None = None) -> dict:
+def run_child(case: str, role: str, cache: str, flags: list[str], dump: str | None = None) -> dict:
     # fixedopt's default persistent cache, in a new folder (code with no default cache
     # ignores it: its new process compiles everything again, as its users' did).
     env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
     env["FIXEDOPT_CACHE"] = cache
     if dump:
         env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_dump_to={dump} --xla_dump_hlo_as_text"
-    command = [sys.executable, "-m", "benchmarks.first_call", "--child", case, role]
+    command = [sys.executable, "-m", "benchmarks.first_call", "--child", case, role, *flags]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode:
         raise RuntimeError(f"{case} {role}: {done.stderr[-3000:]}")
@@ -219,22 +147,23 @@ COUNTED = {"instructions": r"^\s+(?:ROOT )?\S+ = ", "while_loops": r" while\(",
            "fusions": r" fusion\(", "computations": r"^\S.*\{$"}  # fmt: skip
 
 
-def program_size(case: str) -> dict:
+def program_size(case: str, flags: list[str]) -> dict:
     """What the optimized programs of the case's first call hold (XLA's dump)."""
     with tempfile.TemporaryDirectory() as dump, tempfile.TemporaryDirectory() as cache:
-        run_child(case, "size", cache, dump)
+        run_child(case, "size", cache, flags, dump)
         texts = [p.read_text() for p in sorted(pathlib.Path(dump).glob("*after_optimizations.txt"))]
     sizes = [{k: len(re.findall(pattern, text, re.MULTILINE)) for k, pattern in COUNTED.items()}
              for text in texts]  # fmt: skip
     biggest = max(sizes, key=lambda s: s["instructions"])
-    return {"programs": len(sizes), **{f"largest_{k}": v for k, v in biggest.items()},
+    return {"programs_compiled": len(sizes), **{f"largest_{k}": v for k, v in biggest.items()},
             "all_instructions": sum(s["instructions"] for s in sizes)}  # fmt: skip
 
 
-def measure(case: str) -> dict:
+def measure(case: str, flags: list[str]) -> dict:
     """One repeat of ``case``: a new-model process, then a new-process one."""
     with tempfile.TemporaryDirectory() as cache:
-        return {"case": case, **run_child(case, "new", cache), **run_child(case, "again", cache)}
+        new, again = run_child(case, "new", cache, flags), run_child(case, "again", cache, flags)
+        return {"case": case, **new, **again}
 
 
 def row(r: dict) -> str:
@@ -242,27 +171,53 @@ def row(r: dict) -> str:
     gradient = "—"
     if "gradient_s" in r:
         gradient = f"{r['gradient_s']:.2f} ({r['gradient_first_s'] / r['forward_first_s']:.1f}x)"
+    size = "—"
+    if "programs_compiled" in r:
+        size = (f"{r['programs_compiled']}: {r['largest_instructions']}, "
+                f"{r['largest_while_loops']}, {r['largest_fusions']}")  # fmt: skip
     return (
         f"| {r['case']} | {r['B']} | {r['compiled_s']:.2f} | {r['new_model_s']:.2f} | "
         f"{r['trace_s']:.2f} / {r['lower_s']:.2f} / {r['compile_s']:.2f} | "
-        f"{r['new_batch_s']:.2f} | {r['few_rows_s']:.2f} | "
-        f"{r['new_process_s']:.2f} | {gradient} | {r['programs']}: "
-        f"{r['largest_instructions']}, {r['largest_while_loops']}, {r['largest_fusions']} |"
+        f"{r['ahead_after_s']:.2f} | {r['new_batch_s']:.2f} | {r['few_rows_s']:.2f} | "
+        f"{r['new_process_s']:.2f} ({r['again_trace_s']:.2f} / {r['again_lower_s']:.2f} / "
+        f"{r['again_compile_s']:.2f}) | {gradient} | {size} |"
     )
 
 
-def markdown(records: list[dict], environment: dict) -> list[str]:
+def program_rows(r: dict) -> list[str]:
+    """The case's first call per program (its median run), the slowest first; the
+    programs under 0.05 s in one line."""
+    runs = sorted(r["runs"], key=lambda run: run["new_model_s"])
+    programs = sorted(runs[len(runs) // 2]["programs"], key=lambda p: -sum(p[s] for s in STAGES))
+    big = [p for p in programs if sum(p[s] for s in STAGES) >= 0.05]
+    small = [p for p in programs if p not in big]
+    lines = [f"| {r['case']} | {p['program']} | {p['thread']} | {p['count']} | "
+             + " / ".join(f"{p[s]:.2f}" for s in STAGES) + " |" for p in big]  # fmt: skip
+    if small:
+        total = [sum(p[s] for p in small) for s in STAGES]
+        lines.append(f"| {r['case']} | {len(small)} others | | {sum(p['count'] for p in small)} | "
+                     + " / ".join(f"{t:.2f}" for t in total) + " |")  # fmt: skip
+    return lines
+
+
+def markdown(records: list[dict], environment: dict, mode: str) -> list[str]:
     return [
         "# The first call: the wait beyond the compiled call (seconds)", "",
-        f"{environment['backend']}, jax {environment['versions']['jax']}, {environment['date']}; "
-        "medians over fresh processes (`python -m benchmarks.first_call`). "
-        "Targets (issue 40): new model <= 2, new batch <= 0.5, new process <= 1, "
-        "gradient <= 4 (and <= 2x the forward first call), spot and quad64 <= 1.5.", "",
-        "| case | B | compiled call | new model | (trace / lower / XLA) | new batch (B/10) | "
-        f"{FEW_ROWS} rows | new process | gradient (first grad / first forward) | programs, "
-        "largest: instructions, while loops, fusions |",
-        "|---|---:|---:|---:|---|---:|---:|---:|---|---|",
-        *map(row, records),
+        f"{environment['backend']}, {mode}, jax {environment['versions']['jax']}, "
+        f"{environment['date']}; medians over fresh processes (`python -m benchmarks.first_call`). "
+        "Targets (issue 62): new model <= 2 (with a slow row), new batch <= 0.5, new process "
+        "<= 1, gradient <= 4 (and <= 2x the forward first call), spot <= 1.5, quad64 <= 2.5.", "",
+        "| case | B | compiled call | new model | (trace / lower / XLA) | ahead after | "
+        f"new batch (B/10) | {FEW_ROWS} rows | new process (trace / lower / XLA) | "
+        "gradient (first grad / first forward) | programs, largest: instructions, while "
+        "loops, fusions |",
+        "|---|---:|---:|---:|---|---:|---:|---:|---|---|---|",
+        *map(row, records), "",
+        "The new model's first call per program (thread: the caller's, or fixedopt's "
+        "`ahead`; traces counted):", "",
+        "| case | program | thread | traces | trace / lower / XLA |",
+        "|---|---|---|---:|---|",
+        *(line for r in records for line in program_rows(r)),
     ]  # fmt: skip
 
 
@@ -271,23 +226,40 @@ def main() -> None:
     parser.add_argument("--child", nargs=2, metavar=("CASE", "ROLE"), help=argparse.SUPPRESS)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cases", nargs="*", default=list(BATCHES), choices=BATCHES)
+    parser.add_argument("--float32", action="store_true", help="every case in float32, x64 off")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: B/10, 1 repeat")
+    parser.add_argument(
+        "--no-ahead",
+        action="store_true",
+        help="a tail compiled by the call that has it (before issue 62)",
+    )
     parser.add_argument("--label", default="")
     parser.add_argument("--out", type=pathlib.Path, default=RESULTS, help="results folder")
     args = parser.parse_args()
+    if args.float32:
+        first_call_cases.use_float32()
+    else:
+        jax.config.update("jax_enable_x64", True)
     if args.child:
-        print(json.dumps(child(*args.child)))
+        with no_compiles_ahead() if args.no_ahead else contextlib.nullcontext():
+            print(json.dumps(child(*args.child, quick=args.quick)))
         return
+    options = (("--float32", args.float32), ("--quick", args.quick), ("--no-ahead", args.no_ahead))
+    flags = [flag for flag, on in options if on]
+    repeats = 1 if args.quick else args.repeats
     records = []
     for case in args.cases:
-        runs = [measure(case) for _ in range(args.repeats)]
-        medians = {k: statistics.median(r[k] for r in runs) for k in runs[0] if k != "case"}
-        records.append({"case": case, **medians, **program_size(case), "repeats": args.repeats,
-                        "runs": runs})  # fmt: skip
+        runs = [measure(case, flags) for _ in range(repeats)]
+        numbers = [k for k, v in runs[0].items() if isinstance(v, float | int)]
+        medians = {k: statistics.median(r[k] for r in runs) for k in numbers}
+        size = {} if args.quick else program_size(case, flags)
+        records.append({"case": case, **medians, **size, "repeats": repeats, "runs": runs})
         print(json.dumps(records[-1] | {"runs": None}), flush=True)
     env = timing.environment()
-    label = f"-{args.label}" if args.label else ""
+    mode = "float32" if args.float32 else "float64"
+    label = "".join(f"-{part}" for part in ("float32" * args.float32, args.label) if part)
     stem = args.out / f"{env['backend']}-first_call{label}-{env['date']}"
-    timing.write_markdown(stem, markdown(records, env))
+    timing.write_markdown(stem, markdown(records, env, mode))
     stem.with_suffix(".json").write_text(json.dumps({"environment": env, "records": records},
                                                     indent=1))  # fmt: skip
 

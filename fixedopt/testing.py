@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+from fixedopt._driver import ahead as _ahead
 from fixedopt._driver import engine as _engine
 from fixedopt._solvers import small_linalg as _small_linalg
 
@@ -34,6 +35,49 @@ def compiled_solves() -> int:
       0
     """
     return _engine.compiled_programs()
+
+
+def wait_for_compiles_ahead() -> None:
+    """Wait until every program fixedopt compiles ahead in its own thread is compiled.
+
+    On the CPU, the first call of a batch of more than 8 rows also starts compiling,
+    in a thread, the program that solves a block's slow last rows again (its tail);
+    the call may return before that compile ends. A benchmark that times the calls
+    after a first one waits for it here first, so that they run on a machine that
+    compiles nothing else.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> import fixedopt
+      >>> from fixedopt.testing import wait_for_compiles_ahead
+      >>> x0 = jnp.zeros((40, 3))
+      >>> _ = fixedopt.minimize(lambda x: jnp.sum((x - 1.0) ** 2), x0, x0 > 0, batched=True)
+      >>> wait_for_compiles_ahead()  # the tail's program, compiled meanwhile
+    """
+    _ahead.settle()
+
+
+@contextlib.contextmanager
+def no_compiles_ahead() -> Iterator[None]:
+    """Within this block, fixedopt compiles nothing ahead in its own thread: a CPU
+    block's tail is compiled by the call that first has one, as before issue 62 (for
+    a benchmark's comparison; the results are the same, bit for bit).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> import fixedopt
+      >>> from fixedopt.testing import no_compiles_ahead
+      >>> x0 = jnp.zeros((40, 3))
+      >>> with no_compiles_ahead():
+      ...     sol = fixedopt.minimize(lambda x: jnp.sum((x - 1.0) ** 2), x0, x0 > 0, batched=True)
+      >>> print(sol.x[0].round(6))
+      [1. 1. 1.]
+    """
+    before, _ahead.enabled[0] = _ahead.enabled[0], False
+    try:
+        yield
+    finally:
+        _ahead.enabled[0] = before
 
 
 @contextlib.contextmanager

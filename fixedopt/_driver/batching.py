@@ -20,14 +20,15 @@ count travelling as data (the lanes never take a padded row; :mod:`fixedopt._num
   (:mod:`fixedopt._driver.machine`), the block stops and those rows are solved again
   from their starts, ``tail_lanes`` rows
   wide (every trip of the block's lanes costs all of them: 0.40 ms for 64 lanes of the
-  spectra fit, where the lone row's step costs 24-37 us), a program compiled the
-  first time a model has such a tail;
+  spectra fit, where the lone row's step costs 24-37 us), a program compiled in a
+  thread while a model's first block compiles and runs (:mod:`fixedopt._driver.ahead`),
+  not inside the call that first has a tail;
 - **elsewhere, the next power of two** (:func:`fixedopt._numerics.buckets.bucket`): an
   accelerator's lanes grow with the batch (its trips cost about the same whatever
   their width), so a batch is one call, compiled once for each bucket.
 
 So a model compiles two solves on the CPU, whatever the batch sizes: one for at most 8
-rows, one for more (and a third, its tail's, if a batch has one). Not padded: a solve
+rows, one for more, and a third, its tail's, compiled ahead beside the second. Not padded: a solve
 traced inside a transformation of the caller (its program is recompiled for a new
 ``B`` anyway, and a pad there is work in the caller's program), an explicit
 ``lanes >= B`` (every row in a lane: a padded row would take its steps), and a batch
@@ -38,6 +39,7 @@ strong) keep the bucket.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -46,6 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fixedopt._contract.status import busy
+from fixedopt._driver import ahead
 from fixedopt._driver.machine import Schedule, block_rows
 from fixedopt._driver.plan import Inputs, Plan
 from fixedopt._inputs import arrays
@@ -93,22 +96,52 @@ def solve_rows(
         padded = buckets.pad_rows(leaves, bucket, flags, plan.backend) if bucket > batch else leaves
         solution = solve(block_inputs(padded, asarray(batch)))
         return solution if bucket == batch else buckets.first_rows(solution, batch, plan.backend)
+    return _in_blocks(compiled, plan, schedule, (leaves, flags), block_inputs, size)
+
+
+def _in_blocks(
+    compiled: Callable[[Plan, Schedule, Inputs], Solution],
+    plan: Plan,
+    schedule: Schedule,
+    batched: tuple[tuple[Any, ...], tuple[bool, ...]],
+    block_inputs: Callable[[tuple[Any, ...], jax.Array | None], Inputs],
+    size: int,
+) -> Solution:
+    """The batch's rows (``batched``: every leaf, and whether it has the batch axis) in
+    blocks of ``size`` rows, each block's tail solved again (the module's rules)."""
+    leaves, flags = batched
+    batch = next(leaf for leaf, flag in zip(leaves, flags) if flag).shape[0]
     tail_lanes = schedule.defaults.tail_lanes
     block_schedule = schedule._replace(tail=True)
     tail_schedule = schedule._replace(lanes=tail_lanes)
 
+    def tail_inputs(block: tuple[Any, ...], rows: np.ndarray) -> Inputs:
+        """The tail's inputs: ``rows`` of ``block``, as tail_lanes rows (a copy of the
+        first where fewer)."""
+        taken = np.resize(rows, tail_lanes)
+        tail = tuple(np.asarray(leaf)[taken] if flag else leaf
+                     for leaf, flag in zip(block, flags))  # fmt: skip
+        return block_inputs(tail, None)
+
     def solve_block(block: tuple[Any, ...], count: int) -> Solution:
-        solution = compiled(plan, block_schedule, block_inputs(block, asarray(count)))
+        inputs = block_inputs(block, arrays.asarray(count, jnp.int32))
+        # The tail's program compiles in a thread while the block's does (the first
+        # time), once the block's is traced and lowered (fixedopt._driver.ahead); not
+        # where no row runs tail_patience steps (Gpufit's protocol: 10), with no tail.
+        if int(np.asarray(inputs.stopping.max_steps)) >= schedule.defaults.tail_patience:
+            traced = functools.partial(compiled.lower, plan, block_schedule, inputs)  # type: ignore[attr-defined]
+            tail_inputs_ahead = tail_inputs(block, np.arange(tail_lanes))
+            ahead.start(traced, compiled, plan, tail_schedule, tail_inputs_ahead)
+        solution = compiled(plan, block_schedule, inputs)
         status = np.asarray(solution.status)[:count]
         rows = np.flatnonzero(busy(status))  # the tail, left RUNNING or PENDING
         if rows.size == 0:
             return solution
-        # The block's slow last rows (at most tail_lanes): solved again on their own, as
-        # tail_lanes rows (a copy of the first where fewer), and put in their places.
-        taken = np.resize(rows, tail_lanes)
-        tail = tuple(np.asarray(leaf)[taken] if flag else leaf
-                     for leaf, flag in zip(block, flags))  # fmt: skip
-        alone = compiled(plan, tail_schedule, block_inputs(tail, None))
+        # The block's slow last rows (at most tail_lanes): solved again on their own
+        # and put in their places.
+        tail = tail_inputs(block, rows)
+        ahead.wait(compiled, plan, tail_schedule, tail)
+        alone = compiled(plan, tail_schedule, tail)
         put: Solution = jax.tree.map(lambda a, b: _put_rows(a, b, rows), solution, alone)
         return put
 

@@ -1,9 +1,14 @@
 """The tail: when a CPU block's queue has ended and its last rows (at most
 ``TAIL_LANES``) have run alone for ``TAIL_PATIENCE`` trips, the block stops and they are
 solved again through ``TAIL_LANES`` lanes (``fixedopt._driver.batching``), a program
-compiled the first time a model has such a tail. What holds: the other rows keep their
-bits; a row solved again agrees to rounding with the same row solved alone, takes its
-own steps (``max_steps`` holds); fixed entries keep their bits; nothing else compiles."""
+compiled in a thread while a model's first block compiles (``fixedopt._driver.ahead``).
+What holds: the other rows keep their bits; a row solved again agrees to rounding with
+the same row solved alone, takes its own steps (``max_steps`` holds); fixed entries
+keep their bits; nothing else compiles; the call that first has a tail traces no tail
+program in its own thread, and its rows are those of a tail program compiled there."""
+
+import contextlib
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -11,8 +16,9 @@ import numpy as np
 
 import fixedopt
 from fixedopt import Status
+from fixedopt._driver import engine
 from fixedopt._driver.machine import CPU
-from fixedopt.testing import compiled_solves
+from fixedopt.testing import compiled_solves, no_compiles_ahead, wait_for_compiles_ahead
 from tests.helpers import assert_rows_identical, bits, quadratic, quadratic_rows
 
 TAIL_LANES, TAIL_PATIENCE = CPU.tail_lanes, CPU.tail_patience
@@ -48,7 +54,7 @@ def test_a_slow_last_row_finishes_in_the_tail():
     assert compiled_solves() == before + 1
     x0, fixed, args = rows(slow=True)
     tailed = solve(x0, fixed, args)
-    assert compiled_solves() == before + 2, "the tail's program: compiled now"
+    assert compiled_solves() == before + 2, "the tail's program: called now"
     assert int(tailed.steps[SLOW]) > 2 * int(np.max(clean.steps)), "not a straggler"
     # Solved again: the slow row, and perhaps one more (still running when the block
     # stopped); the rest keep their bits.
@@ -152,7 +158,7 @@ def test_a_slow_last_fit_finishes_in_the_tail_with_its_covariance():
     before = compiled_solves()
     y, p0, fixed = spectra(far=True)
     tailed = fit(y, p0, fixed)
-    assert compiled_solves() == before + 1, "the tail's program: compiled now"
+    assert compiled_solves() == before + 1, "the tail's program: called now"
     steps = np.asarray(tailed[2].solution.steps)
     assert steps[SLOW] > np.max(steps[:SLOW]) + TAIL_PATIENCE, "not a straggler"
 
@@ -166,3 +172,65 @@ def test_a_slow_last_fit_finishes_in_the_tail_with_its_covariance():
     assert int(tailed[2].solution.status[SLOW]) == int(alone[2].solution.status)
     np.testing.assert_allclose(tailed[0][SLOW], alone[0], rtol=1e-6)
     np.testing.assert_allclose(tailed[1][SLOW], alone[1], rtol=1e-4, atol=1e-12)
+
+
+@contextlib.contextmanager
+def traced_here(ahead=False):
+    """The names of the functions JAX traces for a program in this thread meanwhile
+    (``ahead``: in fixedopt's thread that compiles ahead)."""
+    names, here = [], threading.current_thread()
+
+    def listen(event, seconds, **kwargs):
+        thread = threading.current_thread()
+        mine = thread.name.startswith("fixedopt-ahead") if ahead else thread is here
+        if event.endswith("jaxpr_trace_duration") and mine:
+            names.append(str(kwargs.get("fun_name")))
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        yield names
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+
+
+def test_the_tails_program_compiles_ahead_of_the_first_tail():
+    """The first batch of a model has a slow row: the call traces one solve in its own
+    thread (the block's), the tail's program having compiled in fixedopt's thread
+    meanwhile; the rows equal, bit for bit, those of the tail's program compiled in the
+    caller's thread (no compile ahead, the solves' caches cleared)."""
+
+    def objective(x, curvature, center, weight):  # new here: its programs compile here
+        return (1 - weight) * quadratic(x, curvature, center) + weight * valley(x)
+
+    def solve():
+        x0, fixed, args = rows(slow=True)
+        return fixedopt.minimize(objective, x0, fixed, args=args, batched=True)
+
+    with traced_here() as traced:
+        tailed = solve()
+    assert traced.count("_solve") == 1, traced
+    assert int(tailed.status[SLOW]) == Status.CONVERGED
+
+    engine.clear_compiled()
+    jax.clear_caches()
+    with no_compiles_ahead(), traced_here() as traced:
+        here = solve()
+    assert traced.count("_solve") == 2, traced  # the block's, then the tail's
+    assert_rows_identical(here, tailed)
+
+
+def test_nothing_compiles_ahead_where_no_row_runs_long_enough_for_a_tail():
+    """``max_steps`` below ``TAIL_PATIENCE`` (Gpufit's protocol: 10): no row can run
+    alone that long, so no tail's program is compiled for nothing."""
+
+    def objective(x, curvature, center, weight):  # new here: its programs compile here
+        return (1 - weight) * quadratic(x, curvature, center) + weight * valley(x)
+
+    x0, fixed, args = rows(slow=True)
+    with traced_here(ahead=True) as traced:
+        limited = fixedopt.minimize(
+            objective, x0, fixed, args=args, batched=True, max_steps=TAIL_PATIENCE - 1
+        )
+        wait_for_compiles_ahead()
+    assert traced == []
+    assert int(limited.status[SLOW]) == Status.MAX_STEPS

@@ -3,6 +3,7 @@
 its covariance."""
 
 import contextlib
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -16,12 +17,16 @@ from fixedopt._inputs import arrays
 
 @contextlib.contextmanager
 def lowered_programs():
-    """The names of the programs JAX lowers inside the block (a program served by the
-    persistent cache is lowered too: its key is the lowered module)."""
+    """The names of the programs JAX lowers inside the block, in this thread (a program
+    served by the persistent cache is lowered too: its key is the lowered module; a CPU
+    block's tail is lowered in fixedopt's own thread, maybe for an earlier test's solve)."""
     names: list[str] = []
+    here = threading.current_thread()
 
     def listen(event, duration, **kwargs):
-        if event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+        if event == "/jax/core/compile/jaxpr_to_mlir_module_duration" and (
+            threading.current_thread() is here
+        ):
             names.append(str(kwargs.get("fun_name", "?")))
 
     monitoring.register_event_duration_secs_listener(listen)

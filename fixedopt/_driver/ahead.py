@@ -1,0 +1,128 @@
+"""A program compiled ahead, in a thread, while the caller's own program compiles and runs.
+
+A CPU block's tail (:mod:`fixedopt._driver.batching`) is solved by a program of its own,
+``tail_lanes`` rows wide. Compiled when a batch first has a tail, it sat inside the
+user's first call whenever the first batch of real data had a slow row (1.2 s of a
+5.7 s first call of the spectra fit, issue 62). So the first time a block program is
+called for a model and shapes, the tail's program is traced, lowered and compiled in a
+thread (:func:`start`), once the block's program is traced and lowered: its XLA compile
+(which releases the interpreter) and its run go on meanwhile, so the tail's program is
+ready, or nearly, when a tail needs it (:func:`wait`). It is the same program as before
+(the same ``jit``, plan, schedule and argument types): the call then finds it in
+``jit``'s caches, its results bit for bit those of a program compiled in the caller's
+thread. A model that never has a tail has compiled it for nothing, on another core.
+The thread runs niced (Linux), below the caller's work. What it buys needs an idle
+core: on a 2-core machine at load 12 the first call of ``benchmarks.first_call``'s
+``spectra_slow`` (B = 200) took 1.08x the time of the same tree with
+``fixedopt.testing.no_compiles_ahead`` (6.62-6.95 s against 6.15-6.38 s, 3 pairs in
+turn): the two compiles shared the busy cores.
+
+The thread sees the caller's JAX settings only where they are passed to it: 64-bit
+mode, the matmul precision and the default device are (the settings a solve's trace
+reads); under any other setting of the caller's own the thread's program may differ,
+and the tail's call then compiles its own, as before: time lost, never a result.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import jax
+
+
+# One thread: the compiles ahead queue behind each other rather than crowd the caller's.
+# Its thread is joined at the interpreter's exit (not a daemon: XLA is not stopped mid-way).
+def _yield_to_the_caller() -> None:
+    """The thread's own compile work at a lower priority than the caller's (Linux sets
+    a thread's niceness; elsewhere nothing)."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+
+
+_POOL = ThreadPoolExecutor(
+    max_workers=1, thread_name_prefix="fixedopt-ahead", initializer=_yield_to_the_caller
+)
+# The programs started, newest last: a key once started is not compiled again (jit's
+# caches hold it); the oldest forgotten past this many.
+_MOST = 256
+_started: collections.OrderedDict[Any, Future[None]] = collections.OrderedDict()
+_lock = threading.Lock()
+# Off (fixedopt.testing.no_compiles_ahead): the call that first has a tail compiles it.
+enabled = [True]
+
+
+def start(before: Callable[[], Any], compiled: Callable[..., Any], *args: Any) -> None:
+    """Trace, lower and compile ``compiled(*args)`` (a ``jax.jit`` function whose first
+    arguments are static) in the thread, unless started before for the same argument
+    types; nothing is run. ``before()`` is called first, here, when the thread starts:
+    the caller's own program traced and lowered (``jit(f).lower(...)``, which ``jit``'s
+    caches keep for the call), so that the thread's trace, which holds the interpreter,
+    runs while XLA compiles the caller's program, not while it is traced."""
+    if not enabled[0]:
+        return
+    key, done = _key(compiled, args), Future[None]()  # done: when the thread has compiled
+    with _lock:
+        if key in _started:
+            return
+        _started[key] = done
+        while len(_started) > _MOST:
+            _started.popitem(last=False)
+    try:
+        before()
+        future = _POOL.submit(_compile, compiled, args, _settings())
+    except BaseException:
+        done.set_result(None)  # nothing to wait for: the call compiles its own
+        raise
+    future.add_done_callback(lambda _: done.set_result(None))
+
+
+def wait(compiled: Callable[..., Any], *args: Any) -> None:
+    """Wait for ``compiled(*args)``'s compile ahead, if one was started: the call then
+    finds it compiled, rather than compile it a second time meanwhile. A compile that
+    failed in the thread is left to the call (it raises there, as it would have)."""
+    with _lock:
+        future = _started.get(_key(compiled, args))
+    if future is not None:
+        future.result()  # its result None, also where the thread's compile failed
+
+
+def settle() -> None:
+    """Wait for every compile ahead started so far (a benchmark's timed calls after a
+    first one, say, then run on a machine that compiles nothing else)."""
+    with _lock:
+        futures = list(_started.values())
+    for future in futures:
+        future.result()
+
+
+def _compile(compiled: Any, args: tuple[Any, ...], settings: tuple[Any, ...]) -> None:
+    x64, precision, device = settings
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(jax.enable_x64(x64))
+        if precision is not None:
+            stack.enter_context(jax.default_matmul_precision(precision))
+        if device is not None:
+            stack.enter_context(jax.default_device(device))
+        compiled.lower(*args).compile()
+
+
+def _settings() -> tuple[Any, ...]:
+    """The caller's settings that a solve's trace reads (this thread's values)."""
+    config: Any = jax.config  # their attributes are unannotated in jax
+    return (
+        bool(config.jax_enable_x64),
+        config.jax_default_matmul_precision,
+        config.jax_default_device,
+    )
+
+
+def _key(compiled: Any, args: tuple[Any, ...]) -> Any:
+    """The program's identity: the function, static arguments, argument types, settings."""
+    leaves, tree = jax.tree.flatten(args[-1])
+    return (compiled, *args[:-1], tree, tuple(jax.typeof(leaf) for leaf in leaves), _settings())
