@@ -65,7 +65,8 @@ def test_a_maximum_or_saddle_start_is_not_converged(name, dtype):
 
 # Not done: the driver does not check a least-squares solver's starts (loop.checks):
 # the check's second derivatives of the model grew each least-squares program by half
-# and the spectra's first call 2.1 -> 2.9 s. Such a start still reports CONVERGED.
+# (the spectra's solve compiled in 2.3 s, not 1.1 s; docs/decisions.md, "Stationary
+# starts of least squares"). Such a start still reports CONVERGED.
 @pytest.mark.xfail(strict=True, reason="least-squares starts are not checked (loop.checks)")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", LEAST_SQUARES)
