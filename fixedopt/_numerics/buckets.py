@@ -96,15 +96,15 @@ def chunks_here(leaves: Any) -> bool:
 
 
 def map_in_chunks(compute: Any, inputs: tuple[Any, ...], batched: tuple[bool, ...],
-                  batch: int, size: int | None = None) -> Any:  # fmt: skip
-    """``compute(*inputs)``, run by :func:`in_chunks` (chunks of ``size`` rows) where
-    :func:`chunks_here` (else in one call): ``batched`` flags the leaves of ``inputs``
-    (in ``jax.tree.leaves`` order) that have the batch axis of ``batch`` rows."""
+                  batch: int) -> Any:  # fmt: skip
+    """``compute(*inputs)``, run by :func:`in_chunks` where :func:`chunks_here` (else in
+    one call): ``batched`` flags the leaves of ``inputs`` (in ``jax.tree.leaves`` order)
+    that have the batch axis of ``batch`` rows."""
     leaves, treedef = jax.tree.flatten(inputs)
     if not chunks_here(leaves):
         return compute(*inputs)
     return in_chunks(lambda chunk, _: compute(*jax.tree.unflatten(treedef, chunk)),
-                     tuple(leaves), batched, batch, size)  # fmt: skip
+                     tuple(leaves), batched, batch)  # fmt: skip
 
 
 def in_chunks(

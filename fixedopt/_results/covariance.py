@@ -12,9 +12,7 @@ gradient pushes against: :func:`fixedopt._fixing.mask.active_set`, the solve's
 ``Solution.at_bound``) is flagged; with ``at_bound="free"`` (the default,
 ``curve_fit``'s and lmfit's convention) it stays in ``F``, with ``at_bound="fixed"`` it
 is held like a fixed one (the covariance conditional on the bound). The inverse comes
-from a QR factorization of ``J`` (differentiable): for a few parameters a Householder QR
-written elementwise, taken where every row's rank is certified full
-(:mod:`fixedopt._results.small_inverse`), else LAPACK's (``inverse_normal_matrix``).
+from a QR factorization of ``J`` (differentiable; see ``inverse_normal_matrix``).
 The rank is counted as ``curve_fit`` does, singular values above
 ``eps * max(m, n) * s_max``, but of ``J_F`` with unit columns, so that it does not
 depend on the units of the parameters; when fewer than the free parameters pass, the row is
@@ -45,7 +43,6 @@ from fixedopt._inputs.checks import boolean, one_of
 from fixedopt._inputs.validate import Bounds, Mask, PyTree, batch_size
 from fixedopt._numerics import buckets, cpu_compiler
 from fixedopt._objective.arguments import args_tuple
-from fixedopt._results import small_inverse
 from fixedopt._results.free_block import (
     Constraints,
     ResidualFun,
@@ -63,11 +60,6 @@ from fixedopt._results.solution_fields import SolutionFields
 
 AT_BOUND = ("free", "fixed")
 AT_BOUND_DEFAULT = "free"  # measured: docs/decisions.md, "Error bars with a bound active"
-# A large batch's covariance runs in chunks of this many rows (a smaller one, of
-# buckets.CHUNK_ROWS): each chunk is a call with its own overhead and host copies,
-# which for an elementwise inverse cost more than its rows (Gpufit's spot, 100,000
-# fits: 391 chunks of 256 rows took 1.5x the time of 49 of 2048, measured under load).
-LARGE_CHUNK = 2048
 # ``(x, args) -> anything``: of one row, computed beside its covariance (covariance_and).
 Derived = Callable[[PyTree, tuple[Any, ...]], PyTree]
 
@@ -284,8 +276,7 @@ def _computed(
     """:func:`_compiled` of ``data`` (``x, constraints, sigma, args``). A batch called
     at the top level on the CPU is computed in chunks of a fixed number of rows
     (:func:`fixedopt._numerics.buckets.in_chunks`), so that a new batch size compiles
-    nothing new; of :data:`LARGE_CHUNK` rows for a batch of at least four of them
-    (a second program, for large batches only)."""
+    nothing new."""
     compute = functools.partial(_compiled, residual_fun, batched, rule, axes, derived)
     if not batched:
         result: tuple[Covariance, PyTree] = compute(*data)
@@ -293,9 +284,9 @@ def _computed(
     # Every leaf has the batch axis but the shared leaves of args (axis None).
     shared = jax.tree.leaves(axes, is_leaf=lambda axis: axis is None)
     flags = (True,) * (len(jax.tree.leaves(data)) - len(shared)) + tuple(a == 0 for a in shared)
-    batch = batch_size(data[0], "sol.x")
-    size = LARGE_CHUNK if batch >= 4 * LARGE_CHUNK else None
-    chunked: tuple[Covariance, PyTree] = buckets.map_in_chunks(compute, data, flags, batch, size)
+    chunked: tuple[Covariance, PyTree] = buckets.map_in_chunks(
+        compute, data, flags, batch_size(data[0], "sol.x")
+    )
     return chunked
 
 
@@ -311,62 +302,32 @@ def _row_covariances(
     args: tuple[Any, ...],
 ) -> tuple[Covariance, PyTree]:
     """The covariance of one row (of each row, ``batched``), ``index`` left None, and
-    ``derived`` of it; ``axes`` are the ``vmap`` axes of ``args``. The inverse is
-    :func:`~fixedopt._results.small_inverse.certified_inverse`'s elementwise one where
-    every row's rank is certified full, else the SVD and QR path for all (a ``cond``
-    on the whole batch, not per row: a vmapped ``cond`` would run both)."""
+    ``derived`` of it; ``axes`` are the ``vmap`` axes of ``args``."""
 
     def one(
         x: PyTree, constraints: Constraints, sigma: jax.Array | None, args: PyTree
-    ) -> tuple[_Pieces, PyTree]:
-        found = _pieces(residual_fun, rule, x, constraints, sigma, args)
+    ) -> tuple[Covariance, PyTree]:
+        found = _row(residual_fun, rule, x, constraints, sigma, args)
         return found, (None if derived is None else derived(x, args))
 
-    def over_rows(f: Callable[..., Any]) -> Callable[..., Any]:
-        return jax.vmap(f) if batched else f
-
-    if batched:
-        sigma_axis = None if sigma is None else 0
-        pieces, extra = jax.vmap(one, in_axes=(0, 0, sigma_axis, axes))(x, constraints, sigma, args)
-    else:
-        pieces, extra = one(x, constraints, sigma, args)
-    inverse = functools.partial(_inverse, rule.pseudo_inverse)
-    if small_inverse.is_small(pieces.jacobian.shape[-1]):
-        quick, certified = over_rows(_certified)(pieces)
-        found = jax.lax.cond(jnp.all(certified), lambda: quick, lambda: over_rows(inverse)(pieces))
-    else:
-        found = over_rows(inverse)(pieces)
-    finish = functools.partial(_finished, rule)
-    return over_rows(finish)(x, constraints, pieces, found), extra
+    if not batched:
+        return one(x, constraints, sigma, args)
+    sigma_axis = None if sigma is None else 0
+    return jax.vmap(one, in_axes=(0, 0, sigma_axis, axes))(x, constraints, sigma, args)
 
 
 # Compiled with XLA:CPU's elemental emitter at the top level (fixedopt._numerics.cpu_compiler).
 _compiled = cpu_compiler.jit_for_cpu(_row_covariances, static_argnums=(0, 1, 2, 3, 4))
 
 
-class _Pieces(NamedTuple):
-    """One row's covariance before its inverse: the weighted ``residual``, ``jacobian``
-    with unit columns (held ones 0) and its ``column_scale``, the bound-active and the
-    ``frozen`` (held) entries, the ``zero`` free columns, ``n_free`` and ``dof``."""
-
-    residual: jax.Array
-    jacobian: jax.Array
-    column_scale: jax.Array
-    at_bound: jax.Array
-    frozen: jax.Array
-    zero: jax.Array
-    n_free: jax.Array
-    dof: jax.Array
-
-
-def _pieces(
+def _row(
     residual_fun: ResidualFun,
     rule: _Rule,
     x: PyTree,
     constraints: Constraints,
     sigma: jax.Array | None,
     args: PyTree,
-) -> _Pieces:
+) -> Covariance:
     flat_x, unravel = ravel_pytree(x)
     fixed = ravel_pytree(constraints.fixed)[0]
 
@@ -383,69 +344,30 @@ def _pieces(
     jacobian = jnp.where(frozen[None, :], 0.0, jacobian)  # held: zero columns too
     points = residual.size if sigma is None else npoints(sigma, residual_fun, flat_x, unravel, args)
     n_free = jnp.sum(~frozen)
+    dof = points - n_free
     # Unit columns: the rank test and the inverse then do not depend on the units of
     # the parameters (in float32, columns 1e6 apart passed for rank-deficient).
     squared = jnp.sum(jacobian**2, axis=0)  # 0 at frozen columns: kept off the sqrt,
     column_scale = jnp.sqrt(jnp.where(squared > 0, squared, 1.0))  # whose slope is inf
     jacobian = jacobian / column_scale[None, :]
     zero = (squared == 0) & ~frozen  # a free parameter the residuals do not depend on
-    return _Pieces(residual, jacobian, column_scale, at_bound, frozen, zero, n_free,
-                   points - n_free)  # fmt: skip
-
-
-def _certified(pieces: _Pieces) -> tuple[_Inverse, jax.Array]:
-    """One row's :class:`_Inverse` by the elementwise inverse, and whether it is
-    ``certified``: the free columns but the zero ones have full rank (so the zero
-    ones are the parameters the data cannot determine)."""
-    held = pieces.frozen | pieces.zero
-    unscaled, certified = small_inverse.certified_inverse(pieces.jacobian, held)
-    unscaled = jnp.where(held[:, None] | held[None, :], 0.0, unscaled)
-    return _Inverse(unscaled, pieces.n_free - jnp.sum(pieces.zero), pieces.zero), certified
-
-
-class _Inverse(NamedTuple):
-    """One row's ``(J_F^T J_F)^{-1}`` of the unit columns (``unscaled``), the ``rank``
-    of its free block and the parameters the data cannot determine."""
-
-    unscaled: jax.Array
-    rank: jax.Array
-    undetermined: jax.Array
-
-
-def _inverse(pseudo_inverse: bool, pieces: _Pieces) -> _Inverse:
-    """One row's :class:`_Inverse` by LAPACK: the rank by an SVD, ``(J_F^T J_F)^{-1}``
-    from a QR, and with ``pseudo_inverse`` the SVD's pseudo-inverse where collinear."""
-    frozen, zero = pieces.frozen, pieces.zero
-    svd = numerical_rank(jax.lax.stop_gradient(pieces.jacobian))
-    rank, largest, pseudo, undetermined = svd
-    undetermined = (undetermined | zero) & ~frozen & (rank < pieces.n_free)
+    rank, largest, pseudo, undetermined = numerical_rank(jax.lax.stop_gradient(jacobian))
+    undetermined = (undetermined | zero) & ~frozen & (rank < n_free)
+    rank_deficient = rank < n_free
     # The QR reads the SVD's largest singular value, so it runs after the SVD: jaxlib
     # 0.10's CPU LAPACK kernels deadlock when two run side by side on a 2-core pool (seen:
     # gesdd and geqrf, both in ParallelBatchMap; an optimization_barrier did not order
     # them). tests/test_hlo.py checks the dependency. Zero columns are held out of the
     # QR (the pseudo-inverse of a zero column is 0; leastsq's R is singular there).
-    unscaled = inverse_normal_matrix(pieces.jacobian, frozen | zero, largest)
+    unscaled = inverse_normal_matrix(jacobian, frozen | zero, largest)
     unscaled = jnp.where(zero[:, None] | zero[None, :], 0.0, unscaled)
-    if pseudo_inverse:  # collinear columns beyond the zero ones: the SVD's
-        collinear = rank < pieces.n_free - jnp.sum(zero)
+    if rule.pseudo_inverse:  # collinear columns beyond the zero ones: the SVD's
+        collinear = rank < n_free - jnp.sum(zero)
         unscaled = jnp.where(collinear, pseudo, unscaled)
-    return _Inverse(unscaled, rank, undetermined)
-
-
-def _finished(
-    rule: _Rule,
-    x: PyTree,
-    constraints: Constraints,
-    pieces: _Pieces,
-    inverse: _Inverse,
-) -> Covariance:
-    """One row's :class:`Covariance` from its :class:`_Inverse`."""
-    unravel = ravel_pytree(x)[1]
-    frozen, residual, dof = pieces.frozen, pieces.residual, pieces.dof
-    unscaled, rank, undetermined = inverse
-    rank_deficient = rank < pieces.n_free
-    singular = jnp.zeros((), bool) if rule.pseudo_inverse else rank_deficient
-    unscaled = unscaled / (pieces.column_scale[:, None] * pieces.column_scale[None, :])
+        singular = jnp.zeros((), bool)
+    else:
+        singular = rank_deficient
+    unscaled = unscaled / (column_scale[:, None] * column_scale[None, :])
     variance = residual_variance(rule.absolute_sigma, residual, dof)
     both_free = ~frozen[:, None] & ~frozen[None, :]
     block = jnp.where(jnp.isinf(variance) | singular, jnp.inf, variance * unscaled)
@@ -467,6 +389,6 @@ def _finished(
         dof=dof.astype(jnp.int32),
         residual_variance=variance,
         fixed=constraints.fixed,
-        at_bound=unravel_mask(pieces.at_bound, constraints.fixed),
+        at_bound=unravel_mask(at_bound, constraints.fixed),
         index=None,
     )
