@@ -157,8 +157,7 @@ def iterate_lanes(
     layout = _layout(one_row[0], started)
     if folds and not schedule.folds(width, x.shape[1]):
         folds, start_row = False, start_row_jitted()  # wide lanes: traced again, plain
-    # the refill's start of its rows (one evaluation each), PENDING a check where a test holds
-    start_rows = _checked(solver, start_row)
+    start_rows = _checked(solver, start_row)  # the refill's start, PENDING where a test holds
     tail_lanes, patience = schedule.defaults.tail_lanes, schedule.defaults.tail_patience
 
     def advance_lanes(data: Any, state: Packed, iteration: jax.Array) -> Packed:

@@ -191,6 +191,7 @@ def power_of_two(size: jax.Array) -> jax.Array:
       >>> reduce.power_of_two(jnp.array([3.0, 0.0, 1e-20])).tolist()
       [4.0, 1.0, 1.3552527156068805e-20]
     """
+    size = jax.lax.stop_gradient(size)  # a unit: piecewise constant, its derivative 0
     _, exponent = jnp.frexp(size)
     usable = jnp.isfinite(size) & (size > 0)
     return jnp.where(usable, jnp.ldexp(jnp.ones_like(size), exponent), 1.0).astype(size.dtype)

@@ -320,6 +320,21 @@ def _row_covariances(
 _compiled = cpu_compiler.jit_for_cpu(_row_covariances, static_argnums=(0, 1, 2, 3, 4))
 
 
+def _unknowable(
+    block: jax.Array, undetermined: jax.Array, residual: jax.Array, constraints: Constraints
+) -> jax.Array:
+    """``block`` with what the row cannot know: a parameter the data cannot determine
+    has no finite error, whatever s^2 (0 for data fitted exactly: an all-zero signal),
+    and its covariances with the others neither (inf); a row whose residuals are not
+    finite at x (NaN data, a model that turned non-finite) has no covariance, even where
+    the variance is taken as 1 (absolute_sigma: the Poisson Fisher information reads the
+    model alone), nor has a row whose solve failed, at the finite point it stopped at
+    (NaN)."""
+    block = jnp.where(undetermined[:, None] | undetermined[None, :], jnp.inf, block)
+    finite = jnp.all(jnp.isfinite(residual))
+    return jnp.where(~finite | no_fit(constraints), jnp.nan, block)
+
+
 def _row(
     residual_fun: ResidualFun,
     rule: _Rule,
@@ -371,16 +386,7 @@ def _row(
     variance = residual_variance(rule.absolute_sigma, residual, dof)
     both_free = ~frozen[:, None] & ~frozen[None, :]
     block = jnp.where(jnp.isinf(variance) | singular, jnp.inf, variance * unscaled)
-    # A parameter the data cannot determine has no finite error, whatever s^2 (0 for
-    # data fitted exactly: an all-zero signal); its covariances with the others neither.
-    block = jnp.where(undetermined[:, None] | undetermined[None, :], jnp.inf, block)
-    # A row whose residuals are not finite at x (NaN data, a model that turned
-    # non-finite) has no covariance, even where the variance is taken as 1
-    # (absolute_sigma: the Poisson Fisher information reads the model alone); nor has
-    # a row whose solve failed, at the finite point it stopped at.
-    finite = jnp.all(jnp.isfinite(residual))
-    block = jnp.where(~finite | no_fit(constraints), jnp.nan, block)
-    cov = jnp.where(both_free, block, 0.0)
+    cov = jnp.where(both_free, _unknowable(block, undetermined, residual, constraints), 0.0)
     stderr = jnp.sqrt(jnp.diagonal(cov))
     return Covariance(
         covariance=cov,

@@ -202,9 +202,14 @@ def residual_norm(residual: jax.Array, squared: jax.Array) -> jax.Array:
     1e-20 in float32 has a norm, though its square underflows."""
     finfo = jnp.finfo(squared.dtype)
     in_range = (squared >= finfo.tiny / finfo.eps) & (squared <= finfo.max * finfo.eps)
-    return jnp.where(
-        in_range, jnp.sqrt(squared), reduce.scaled_norm(residual).astype(squared.dtype)
-    )
+    scaled = ~in_range & (squared > 0)
+    safe = jnp.where(scaled, residual, jnp.ones_like(residual))  # derivatives stay finite
+    scaled_norm = reduce.scaled_norm(safe).astype(squared.dtype)
+    # sqrt's slope at 0 is inf: 0 * inf would make an unrolled derivative NaN where the
+    # residuals vanish (a row at an exact fit), through a branch jnp.where leaves out.
+    positive = squared > 0
+    root = jnp.where(positive, jnp.sqrt(jnp.where(positive, squared, 1.0)), 0.0)
+    return jnp.where(scaled, scaled_norm, root)
 
 
 def residual_unit(value: jax.Array, norm: jax.Array) -> jax.Array:

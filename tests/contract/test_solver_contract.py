@@ -176,5 +176,7 @@ def test_a_solver_that_asks_no_mode_runs_the_modes_loops():
         return str(jax.make_jaxpr(x_of)(jnp.ones(3)))
 
     implicit, unrolled = program(fixedopt.Implicit()), program("unroll")
-    assert "while[" in implicit and "scan[" not in implicit
+    # (the check of a start's curvature holds a short scan of its own in both programs:
+    # fixedopt._solvers.certify, conjugate gradients)
+    assert "while[" in implicit
     assert "scan[" in unrolled and "while[" not in unrolled

@@ -61,6 +61,8 @@ def scipy_reduced(x0, fixed, y, loss):
 
 def fit(data, fixed, start, **options):
     options = {"loss": "soft_l1", "f_scale": F_SCALE, "gtol": 1e-12, "max_steps": 500} | options
+    if options["loss"] == "linear":  # f_scale has no effect there (and is warned of)
+        del options["f_scale"]
     return fixedopt.least_squares(
         residual, jnp.asarray(start), jnp.asarray(fixed), args=(jnp.asarray(data),),
         batched=True, **options,

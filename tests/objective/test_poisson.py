@@ -174,7 +174,7 @@ def test_least_squares_poisson_takes_the_model_and_the_counts():
 def test_poisson_in_both_dtypes(dtype):
     _params, counts, start = simulate(8, seed=7)
     popt, _, result = fixedopt.curve_fit(
-        spot, PIXELS.astype(dtype), counts, start.astype(dtype), batched=True,
+        spot, PIXELS.astype(dtype), counts.astype(dtype), start.astype(dtype), batched=True,
         estimator="poisson", result=True,
     )  # fmt: skip
     assert popt.dtype == dtype and np.all(np.asarray(result.solution.converged))
