@@ -202,7 +202,7 @@ def residual_norm(residual: jax.Array, squared: jax.Array) -> jax.Array:
     1e-20 in float32 has a norm, though its square underflows."""
     finfo = jnp.finfo(squared.dtype)
     in_range = (squared >= finfo.tiny / finfo.eps) & (squared <= finfo.max * finfo.eps)
-    scaled = ~in_range & (squared > 0)
+    scaled = ~in_range & jnp.any(residual != 0)  # |r|^2 may underflow to 0
     safe = jnp.where(scaled, residual, jnp.ones_like(residual))  # derivatives stay finite
     scaled_norm = reduce.scaled_norm(safe).astype(squared.dtype)
     # sqrt's slope at 0 is inf: 0 * inf would make an unrolled derivative NaN where the
