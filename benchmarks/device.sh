@@ -45,7 +45,7 @@ for suite in "$@"; do
         command=(python3 -m pytest -p no:cacheprovider -o addopts=-q tests/test_device.py
             tests/driver/test_machine.py --junitxml "$results/tests.xml" --durations=8)
     else
-        command=(python3 -m benchmarks.run --suite "$suite" "${quick[@]}" --out "$results")
+        command=(python3 -m benchmarks.run --suite "$suite" "${quick[@]}" ${BENCH_ARGS:-} --out "$results")
     fi
     timeout "${SUITE_SECONDS:-240}" "${command[@]}" 2>&1 | tee -a "$results/device.log"
     [ "${PIPESTATUS[0]}" = 0 ] || status=1
