@@ -19,8 +19,7 @@ import fixedopt
 from benchmarks import timing
 from benchmarks.suites import Plan, grid, run_plan
 from benchmarks.tiny import GPUFIT
-from fixedopt.testing_problems import gaussian_fits
-from fixedopt.testing_problems._small_fits import gaussian_model
+from fixedopt.testing_problems import gaussian_fits, gaussian_model
 
 METHODS = ("scipy-lbfgsb-loop", "jaxopt-lbfgsb-vmap", "optax-lbfgs-vmap-mask", "tfp-lbfgs-batch",
            "fixedopt-mask", "fixedopt-split")  # fmt: skip
