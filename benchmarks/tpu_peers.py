@@ -8,7 +8,9 @@ against plain adam. Made for one TPU v5e chip (``bash benchmarks/device.sh tpu_p
 jaxopt and TFP carried as wheels: ``make device-wheels DEVICE_PYTHON=3.11``); runs on any
 backend (``--quick``: a smoke run on a CPU)."""
 
+import dataclasses
 import json
+import os
 
 import jax
 import jax.numpy as jnp
@@ -23,9 +25,13 @@ from fixedopt.testing_problems import gaussian_fits, gaussian_model
 
 METHODS = ("scipy-lbfgsb-loop", "jaxopt-lbfgsb-vmap", "optax-lbfgs-vmap-mask", "tfp-lbfgs-batch",
            "fixedopt-mask", "fixedopt-split")  # fmt: skip
-SIZES = ((16_384, 8), (16_384, 64), (2_048, 512))
-FULL = Plan(grid(("quad", "rosen"), SIZES, METHODS, "float32"), loop_rows=32, jaxopt_work=2**20)
+SIZES = ((16_384, 64), (16_384, 8), (2_048, 512))
+CASES = grid(("quad",), SIZES, METHODS, "float32") + grid(("rosen",), SIZES, METHODS, "float32")
+FULL = Plan(CASES, loop_rows=32, jaxopt_work=2**20)
 QUICK = Plan(grid(("quad", "rosen"), ((16, 8),), METHODS, "float32"), loop_rows=4, jaxopt_work=64)
+# The parts to run (a device call has 10 minutes: the suite in two calls, say
+# PARTS=quad,mle then PARTS=rosen,adam); all by default.
+PARTS = ("quad", "rosen", "mle", "adam")
 ADAM_STEPS = 100
 
 
@@ -100,16 +106,23 @@ def keep_fixed_adam(entries: int, repeats: int) -> dict:
 
 
 def run(quick: bool, args=None) -> list[dict]:
-    """The suite (quick: 16 rows of n = 8, 1e3 spots, 2^16 entries: a smoke run)."""
-    records = run_plan(QUICK if quick else FULL, args)
-    for count in (10**3,) if quick else (10**6, 10**7):
-        records.append(gpufit_mle(count, 1 if quick else 3))
-        shown(records[-1:])
-    records.append(keep_fixed_adam(2**16 if quick else 2**24, 3 if quick else 7))
-    shown(records[-1:])
+    """The suite (quick: 16 rows of n = 8, 1e3 spots, 2^16 entries: a smoke run), each
+    record printed as soon as it is measured; ``PARTS`` (environment) picks parts."""
+    parts = os.environ.get("PARTS", ",".join(PARTS)).split(",")
+    plan, records = QUICK if quick else FULL, []
+    for case in plan.cases:
+        if case.problems[0] in parts:
+            records += shown(run_plan(dataclasses.replace(plan, cases=(case,)), args))
+    if "mle" in parts:
+        for count in (10**3,) if quick else (10**6, 10**7):
+            records += shown([gpufit_mle(count, 1 if quick else 3)])
+    if "adam" in parts:
+        records += shown([keep_fixed_adam(2**16 if quick else 2**24, 3 if quick else 7)])
     return records
 
 
-def shown(records: list[dict]) -> None:
+def shown(records: list[dict]) -> list[dict]:
+    """``records``, each printed as a line of JSON (a run cut short keeps them in its log)."""
     for record in records:
         print(json.dumps(record, default=str), flush=True)
+    return records
