@@ -193,11 +193,31 @@ def traced_here(ahead=False):
         jax.monitoring.unregister_event_duration_listener(listen)
 
 
-def test_the_tails_program_compiles_ahead_of_the_first_tail():
+@contextlib.contextmanager
+def persistent_cache(folder):
+    """JAX's persistent compilation cache in ``folder`` meanwhile (every program
+    written), then the suite's own again."""
+    from jax.experimental.compilation_cache import compilation_cache
+
+    config = jax.config
+    saved = config.jax_compilation_cache_dir, config.jax_persistent_cache_min_compile_time_secs
+    config.update("jax_compilation_cache_dir", str(folder))
+    config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    compilation_cache.reset_cache()
+    try:
+        yield
+    finally:
+        config.update("jax_compilation_cache_dir", saved[0])
+        config.update("jax_persistent_cache_min_compile_time_secs", saved[1])
+        compilation_cache.reset_cache()
+
+
+def test_the_tails_program_compiles_ahead_of_the_first_tail(tmp_path):
     """The first batch of a model has a slow row: the call traces one solve in its own
     thread (the block's), the tail's program having compiled in fixedopt's thread
     meanwhile; the rows equal, bit for bit, those of the tail's program compiled in the
-    caller's thread (no compile ahead, the solves' caches cleared)."""
+    caller's thread (no compile ahead, the solves' caches cleared). A persistent cache
+    of its own: the suite's may hold the tail from an earlier run."""
 
     def objective(x, curvature, center, weight):  # new here: its programs compile here
         return (1 - weight) * quadratic(x, curvature, center) + weight * valley(x)
@@ -206,7 +226,7 @@ def test_the_tails_program_compiles_ahead_of_the_first_tail():
         x0, fixed, args = rows(slow=True)
         return fixedopt.minimize(objective, x0, fixed, args=args, batched=True)
 
-    with traced_here() as traced:
+    with persistent_cache(tmp_path), traced_here() as traced:
         tailed = solve()
     assert traced.count("_solve") == 1, traced
     assert int(tailed.status[SLOW]) == Status.CONVERGED
@@ -234,3 +254,38 @@ def test_nothing_compiles_ahead_where_no_row_runs_long_enough_for_a_tail():
         wait_for_compiles_ahead()
     assert traced == []
     assert int(limited.status[SLOW]) == Status.MAX_STEPS
+
+
+def test_nothing_compiles_ahead_where_the_blocks_program_came_from_the_cache(tmp_path):
+    """A new process of a model compiled before (here: every in-memory program and
+    compile ahead forgotten): the tail's program compiled ahead is in the persistent
+    cache, and marked there, so the thread traces nothing (it traced and lowered the
+    tail in every such process); a tail then comes from the cache, its rows bit for bit."""
+    from fixedopt._driver import ahead
+
+    def objective(x, curvature, center, weight):  # new here: its programs compile here
+        return (1 - weight) * quadratic(x, curvature, center) + 2.0 * weight * valley(x)
+
+    def solve(slow):
+        x0, fixed, args = rows(slow=slow)
+        return fixedopt.minimize(objective, x0, fixed, args=args, batched=True)
+
+    def new_process():
+        wait_for_compiles_ahead()
+        engine.clear_compiled()
+        jax.clear_caches()
+        ahead._started.clear()
+
+    with persistent_cache(tmp_path):
+        with traced_here(ahead=True) as traced:
+            first = solve(slow=True)
+            wait_for_compiles_ahead()
+        assert traced.count("_solve") == 1, traced  # a new model: its tail compiled ahead
+        new_process()
+        with traced_here(ahead=True) as traced:
+            clean = solve(slow=False)
+            wait_for_compiles_ahead()
+        assert traced == [], traced
+        new_process()
+        assert_rows_identical(solve(slow=True), first)
+    assert int(clean.status[SLOW]) == Status.CONVERGED
