@@ -216,20 +216,35 @@ def test_the_tails_program_compiles_ahead_of_the_first_tail(tmp_path):
     """The first batch of a model has a slow row: the call traces one solve in its own
     thread (the block's), the tail's program having compiled in fixedopt's thread
     meanwhile; the rows equal, bit for bit, those of the tail's program compiled in the
-    caller's thread (no compile ahead, the solves' caches cleared). A persistent cache
-    of its own: the suite's may hold the tail from an earlier run."""
+    caller's thread (no compile ahead, the solves' caches cleared). A new process (here:
+    every in-memory program and compile ahead forgotten) finds the tail marked in the
+    persistent cache: its thread traces nothing (it had traced and lowered the tail in
+    every new process), a tail comes from the cache, its rows bit for bit. A persistent
+    cache of its own: the suite's may hold the tail and its mark from an earlier run."""
+    from fixedopt._driver import ahead
 
     def objective(x, curvature, center, weight):  # new here: its programs compile here
         return (1 - weight) * quadratic(x, curvature, center) + weight * valley(x)
 
-    def solve():
-        x0, fixed, args = rows(slow=True)
+    def solve(slow=True):
+        x0, fixed, args = rows(slow=slow)
         return fixedopt.minimize(objective, x0, fixed, args=args, batched=True)
 
-    with persistent_cache(tmp_path), traced_here() as traced:
-        tailed = solve()
-    assert traced.count("_solve") == 1, traced
+    with persistent_cache(tmp_path):
+        with traced_here() as traced:
+            tailed = solve()
+        assert traced.count("_solve") == 1, traced
+        for slow in (False, True):
+            wait_for_compiles_ahead()  # a new process:
+            engine.clear_compiled()
+            jax.clear_caches()
+            ahead._started.clear()
+            with traced_here(ahead=True) as traced:
+                again = solve(slow)
+                wait_for_compiles_ahead()
+            assert traced == [], traced
     assert int(tailed.status[SLOW]) == Status.CONVERGED
+    assert_rows_identical(again, tailed)
 
     engine.clear_compiled()
     jax.clear_caches()
@@ -254,38 +269,3 @@ def test_nothing_compiles_ahead_where_no_row_runs_long_enough_for_a_tail():
         wait_for_compiles_ahead()
     assert traced == []
     assert int(limited.status[SLOW]) == Status.MAX_STEPS
-
-
-def test_nothing_compiles_ahead_where_the_blocks_program_came_from_the_cache(tmp_path):
-    """A new process of a model compiled before (here: every in-memory program and
-    compile ahead forgotten): the tail's program compiled ahead is in the persistent
-    cache, and marked there, so the thread traces nothing (it traced and lowered the
-    tail in every such process); a tail then comes from the cache, its rows bit for bit."""
-    from fixedopt._driver import ahead
-
-    def objective(x, curvature, center, weight):  # new here: its programs compile here
-        return (1 - weight) * quadratic(x, curvature, center) + 2.0 * weight * valley(x)
-
-    def solve(slow):
-        x0, fixed, args = rows(slow=slow)
-        return fixedopt.minimize(objective, x0, fixed, args=args, batched=True)
-
-    def new_process():
-        wait_for_compiles_ahead()
-        engine.clear_compiled()
-        jax.clear_caches()
-        ahead._started.clear()
-
-    with persistent_cache(tmp_path):
-        with traced_here(ahead=True) as traced:
-            first = solve(slow=True)
-            wait_for_compiles_ahead()
-        assert traced.count("_solve") == 1, traced  # a new model: its tail compiled ahead
-        new_process()
-        with traced_here(ahead=True) as traced:
-            clean = solve(slow=False)
-            wait_for_compiles_ahead()
-        assert traced == [], traced
-        new_process()
-        assert_rows_identical(solve(slow=True), first)
-    assert int(clean.status[SLOW]) == Status.CONVERGED
