@@ -79,28 +79,29 @@ def per_program():
 
 
 def timed(call) -> tuple[float, dict]:
-    """Wall seconds of ``call()`` (blocked until ready), its compile stages, in all and
-    per program."""
+    """Wall seconds of ``call()`` (blocked until ready), its process CPU seconds (every
+    thread: what a loaded machine cannot blur), its compile stages, in all and per
+    program."""
     with timing.compile_monitor() as found, per_program() as programs:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         jax.block_until_ready(call())
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     listed = [{"program": name, "thread": thread, **entry}
               for (name, thread), entry in programs.items()]  # fmt: skip
     return seconds, {**{stage: found[event] for stage, event in STAGES.items()},
-                     "programs": listed}  # fmt: skip
+                     "cpu_s": cpu, "programs": listed}  # fmt: skip
 
 
 def wait(call) -> dict:
     """The first call's wall time, its compile stages, what fixedopt's thread still
     compiled after it, and its wait beyond the median of three compiled calls."""
     first, found = timed(call)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     wait_for_compiles_ahead()
-    after = time.perf_counter() - start
+    after, cpu_after = time.perf_counter() - start, time.process_time() - cpu
     again = statistics.median(timed(call)[0] for _ in range(3))
     return {"first_s": first, "compiled_s": again, "wait_s": first - again,
-            "ahead_after_s": after, **found}  # fmt: skip
+            "ahead_after_s": after, "ahead_after_cpu_s": cpu_after, **found}  # fmt: skip
 
 
 def child(case: str, role: str, quick: bool) -> dict:
@@ -112,10 +113,11 @@ def child(case: str, role: str, quick: bool) -> dict:
         return {}
     first = wait(calls["call"])
     if role == "again":  # the persistent cache's call: what it still traces and lowers
-        return {"new_process_s": first["wait_s"],
+        return {"new_process_s": first["wait_s"], "new_process_cpu_s": first["cpu_s"],
                 **{f"again_{stage}_s": first[stage] for stage in STAGES}}  # fmt: skip
     record = {"B": batch, "compiled_s": first["compiled_s"], "new_model_s": first["wait_s"],
               "ahead_after_s": first["ahead_after_s"], "programs": first["programs"],
+              "new_model_cpu_s": first["cpu_s"], "ahead_after_cpu_s": first["ahead_after_cpu_s"],
               "new_batch_s": wait(BUILDERS[case](other)["call"])["wait_s"],
               "few_rows_s": wait(BUILDERS[case](FEW_ROWS)["call"])["wait_s"],
               **{f"{stage}_s": first[stage] for stage in STAGES}}  # fmt: skip
@@ -184,6 +186,12 @@ def row(r: dict) -> str:
     )
 
 
+def cpu_row(r: dict) -> str:
+    """One case's process CPU seconds (NaN in a record made before they were counted)."""
+    keys = ("new_model_cpu_s", "ahead_after_cpu_s", "new_process_cpu_s")
+    return f"| {r['case']} | " + " | ".join(f"{r.get(k, float('nan')):.2f}" for k in keys) + " |"
+
+
 def program_rows(r: dict) -> list[str]:
     """The case's first call per program (its median run), the slowest first; the
     programs under 0.05 s in one line."""
@@ -213,6 +221,11 @@ def markdown(records: list[dict], environment: dict, mode: str) -> list[str]:
         "loops, fusions |",
         "|---|---:|---:|---:|---|---:|---:|---:|---|---|---|",
         *map(row, records), "",
+        "Process CPU seconds, every thread (a loaded machine's wall times are noise; "
+        "these are not): the new model's first call, what fixedopt's `ahead` thread "
+        "spent after it, the new process's first call:", "",
+        "| case | new model | ahead after | new process |", "|---|---:|---:|---:|",
+        *map(cpu_row, records), "",
         "The new model's first call per program (thread: the caller's, or fixedopt's "
         "`ahead`; traces counted):", "",
         "| case | program | thread | traces | trace / lower / XLA |",

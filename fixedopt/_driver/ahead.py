@@ -17,6 +17,15 @@ core: on a 2-core machine at load 12 the first call of ``benchmarks.first_call``
 ``fixedopt.testing.no_compiles_ahead`` (6.62-6.95 s against 6.15-6.38 s, 3 pairs in
 turn): the two compiles shared the busy cores.
 
+Not again in a new process once done (a model compiled before): where JAX's persistent
+cache is a folder, a tail compiled ahead leaves a mark there named by its block's
+lowered program (and the versions of jax and jaxlib), so a process whose block is
+marked finds the tail's program in the cache when a tail needs it, and its thread
+traces nothing (the tail's trace and lowering had cost 0.35-0.43 s of process CPU in
+every new process of the spectra, whose cached call takes 1.5-1.7 s, under load).
+A mark whose program the cache has dropped costs only the time: the tail compiles in
+the call that has one, as without the thread.
+
 The thread sees the caller's JAX settings only where they are passed to it: 64-bit
 mode, the matmul precision and the default device are (the settings a solve's trace
 reads); under any other setting of the caller's own the thread's program may differ,
@@ -27,13 +36,16 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import hashlib
 import os
+import pathlib
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import jax
+import jaxlib.version
 
 
 # One thread: the compiles ahead queue behind each other rather than crowd the caller's.
@@ -63,7 +75,8 @@ def start(before: Callable[[], Any], compiled: Callable[..., Any], *args: Any) -
     types; nothing is run. ``before()`` is called first, here, when the thread starts:
     the caller's own program traced and lowered (``jit(f).lower(...)``, which ``jit``'s
     caches keep for the call), so that the thread's trace, which holds the interpreter,
-    runs while XLA compiles the caller's program, not while it is traced."""
+    runs while XLA compiles the caller's program, not while it is traced; the lowered
+    program it returns names the mark of the module's rule."""
     if not enabled[0]:
         return
     key, done = _key(compiled, args), Future[None]()  # done: when the thread has compiled
@@ -74,8 +87,8 @@ def start(before: Callable[[], Any], compiled: Callable[..., Any], *args: Any) -
         while len(_started) > _MOST:
             _started.popitem(last=False)
     try:
-        before()
-        future = _POOL.submit(_compile, compiled, args, _settings())
+        lowered = before()
+        future = _POOL.submit(_compile, compiled, args, _settings(), lowered)
     except BaseException:
         done.set_result(None)  # nothing to wait for: the call compiles its own
         raise
@@ -101,7 +114,10 @@ def settle() -> None:
         future.result()
 
 
-def _compile(compiled: Any, args: tuple[Any, ...], settings: tuple[Any, ...]) -> None:
+def _compile(compiled: Any, args: tuple[Any, ...], settings: tuple[Any, ...], beside: Any) -> None:
+    mark = _mark(beside)
+    if mark is not None and mark.exists():
+        return  # compiled ahead in an earlier process: in the persistent cache
     x64, precision, device = settings
     with contextlib.ExitStack() as stack:
         stack.enter_context(jax.enable_x64(x64))
@@ -110,6 +126,25 @@ def _compile(compiled: Any, args: tuple[Any, ...], settings: tuple[Any, ...]) ->
         if device is not None:
             stack.enter_context(jax.default_device(device))
         compiled.lower(*args).compile()
+    if mark is not None:
+        with contextlib.suppress(OSError):
+            mark.parent.mkdir(exist_ok=True)
+            mark.touch()
+
+
+def _mark(beside: Any) -> pathlib.Path | None:
+    """The mark of a tail compiled ahead beside the program ``beside`` (a
+    ``jax.stages.Lowered``) in JAX's persistent cache folder; None where the cache is
+    off, not a local folder, or ``beside`` not a lowered program."""
+    config: Any = jax.config
+    folder = config.jax_compilation_cache_dir
+    if not (folder and config.jax_enable_compilation_cache and hasattr(beside, "as_text")):
+        return None
+    if "://" in str(folder):  # a cache in the cloud: no marks
+        return None
+    versions = f"{jax.__version__} {jaxlib.version.__version__} {jax.default_backend()}\n"
+    digest = hashlib.sha256((versions + beside.as_text()).encode()).hexdigest()
+    return pathlib.Path(folder) / "fixedopt-tails" / digest
 
 
 def _settings() -> tuple[Any, ...]:

@@ -193,23 +193,58 @@ def traced_here(ahead=False):
         jax.monitoring.unregister_event_duration_listener(listen)
 
 
-def test_the_tails_program_compiles_ahead_of_the_first_tail():
+@contextlib.contextmanager
+def persistent_cache(folder):
+    """JAX's persistent compilation cache in ``folder`` meanwhile (every program
+    written), then the suite's own again."""
+    from jax.experimental.compilation_cache import compilation_cache
+
+    config = jax.config
+    saved = config.jax_compilation_cache_dir, config.jax_persistent_cache_min_compile_time_secs
+    config.update("jax_compilation_cache_dir", str(folder))
+    config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    compilation_cache.reset_cache()
+    try:
+        yield
+    finally:
+        config.update("jax_compilation_cache_dir", saved[0])
+        config.update("jax_persistent_cache_min_compile_time_secs", saved[1])
+        compilation_cache.reset_cache()
+
+
+def test_the_tails_program_compiles_ahead_of_the_first_tail(tmp_path):
     """The first batch of a model has a slow row: the call traces one solve in its own
     thread (the block's), the tail's program having compiled in fixedopt's thread
     meanwhile; the rows equal, bit for bit, those of the tail's program compiled in the
-    caller's thread (no compile ahead, the solves' caches cleared)."""
+    caller's thread (no compile ahead, the solves' caches cleared). A new process (here:
+    every in-memory program and compile ahead forgotten) finds the tail marked in the
+    persistent cache: its thread traces nothing (it had traced and lowered the tail in
+    every new process), a tail comes from the cache, its rows bit for bit. A persistent
+    cache of its own: the suite's may hold the tail and its mark from an earlier run."""
+    from fixedopt._driver import ahead
 
     def objective(x, curvature, center, weight):  # new here: its programs compile here
         return (1 - weight) * quadratic(x, curvature, center) + weight * valley(x)
 
-    def solve():
-        x0, fixed, args = rows(slow=True)
+    def solve(slow=True):
+        x0, fixed, args = rows(slow=slow)
         return fixedopt.minimize(objective, x0, fixed, args=args, batched=True)
 
-    with traced_here() as traced:
-        tailed = solve()
-    assert traced.count("_solve") == 1, traced
+    with persistent_cache(tmp_path):
+        with traced_here() as traced:
+            tailed = solve()
+        assert traced.count("_solve") == 1, traced
+        for slow in (False, True):
+            wait_for_compiles_ahead()  # a new process:
+            engine.clear_compiled()
+            jax.clear_caches()
+            ahead._started.clear()
+            with traced_here(ahead=True) as traced:
+                again = solve(slow)
+                wait_for_compiles_ahead()
+            assert traced == [], traced
     assert int(tailed.status[SLOW]) == Status.CONVERGED
+    assert_rows_identical(again, tailed)
 
     engine.clear_compiled()
     jax.clear_caches()

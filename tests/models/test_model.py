@@ -61,6 +61,23 @@ def test_composition_equals_lmfits(op):
         np.testing.assert_allclose(parts[key], expected[key], rtol=1e-12)
 
 
+def test_models_made_alike_are_equal_and_others_not():
+    """A model made again equals the first (so it finds the programs compiled for
+    it); a different function, prefix, option, operator or operand order does not."""
+    made = lambda: models.GaussianModel(prefix="g_") + models.LinearModel()
+    assert made() == made() and hash(made()) == hash(made())
+    assert models.GaussianModel(prefix="g_") != models.GaussianModel(prefix="h_")
+    assert models.GaussianModel() != models.LorentzianModel()
+    assert models.LinearModel() + models.GaussianModel(prefix="g_") != made()
+    assert models.LinearModel() - models.GaussianModel(prefix="g_") != (
+        models.LinearModel() + models.GaussianModel(prefix="g_")
+    )
+    step = lambda form: models.StepModel(form=form)
+    assert step("erf") == step("erf") and step("erf") != step("linear")
+    unhashable = models.Model(lambda x, a=1.0, table="": a * x, table=[1.0])  # a list
+    assert unhashable == unhashable and unhashable != models.Model(unhashable.func, table=[1.0])
+
+
 def test_a_name_in_both_operands_is_refused():
     with pytest.raises(ValueError, match="use a prefix"):
         models.GaussianModel() + models.LorentzianModel()
