@@ -129,6 +129,10 @@ def _cg_inverse(matvec: Matvec) -> Inverse:
     return apply
 
 
+# Conjugate gradients' iterates: x, the residual, the direction, |residual|^2, trips.
+_Iterates = tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]
+
+
 def _conjugate_gradients(matvec: Matvec, b: jax.Array) -> jax.Array:
     """``x`` with ``matvec(x) = b`` by conjugate gradients from 0 (Hestenes and Stiefel,
     1952), until ``|b - matvec(x)| <= 1e-12 |b|`` or ``10 n`` iterations (as
@@ -138,10 +142,10 @@ def _conjugate_gradients(matvec: Matvec, b: jax.Array) -> jax.Array:
     limit = 1e-24 * jnp.vdot(b, b)
     most = 10 * b.shape[0]
 
-    def going(state: tuple[jax.Array, ...]) -> jax.Array:
+    def going(state: _Iterates) -> jax.Array:
         return (state[3] > limit) & (state[4] < most)
 
-    def trip(state: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
+    def trip(state: _Iterates) -> _Iterates:
         x, residual, direction, squared, trips = state
         product = matvec(direction)
         alpha = squared / jnp.vdot(direction, product)
@@ -150,7 +154,7 @@ def _conjugate_gradients(matvec: Matvec, b: jax.Array) -> jax.Array:
         direction = residual + (new_squared / squared) * direction
         return x, residual, direction, new_squared, trips + 1
 
-    start = (jnp.zeros_like(b), b, b, jnp.vdot(b, b), jnp.zeros((), jnp.int32))
+    start: _Iterates = (jnp.zeros_like(b), b, b, jnp.vdot(b, b), jnp.zeros((), jnp.int32))
     solution: jax.Array = jax.lax.while_loop(going, trip, start)[0]
     return solution
 
