@@ -37,10 +37,12 @@ class KeepFixedState(NamedTuple):
 
     @property
     def b1(self) -> NoReturn:
+        """Raises: schedule-free's ``b1`` is in ``inner_state`` (see the class)."""
         raise AttributeError(_SCHEDULE_FREE.format(name="b1"))
 
     @property
     def z(self) -> NoReturn:
+        """Raises: schedule-free's ``z`` is in ``inner_state`` (see the class)."""
         raise AttributeError(_SCHEDULE_FREE.format(name="z"))
 
 
