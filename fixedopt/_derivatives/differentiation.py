@@ -24,7 +24,9 @@ from __future__ import annotations
 import abc
 import dataclasses
 import functools
+import inspect
 import sys
+import types
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
@@ -335,11 +337,13 @@ def differentiation_option(differentiate: object) -> Differentiation:
 
 def captured_values(fun: Any, depth: int = 0) -> list[tuple[str, Any]]:
     """``(where, value)`` of the array leaves ``fun`` closes over: its closure cells,
-    a ``functools.partial``'s arguments, and those of the function a wrapper holds
-    (``fun``, ``func``, ``__wrapped__``), a few levels deep."""
+    a ``functools.partial``'s arguments, a callable object's attributes (a bound
+    method's object's), and those of the functions a wrapper holds (``fun``, ``func``,
+    ``__wrapped__``, ``curve_fit``'s model), a few levels deep."""
     found: list[tuple[str, Any]] = []
     if depth > 4:
         return found
+    found += _attribute_values(fun, depth)
     code = getattr(fun, "__code__", None)
     cells = getattr(fun, "__closure__", None) or ()
     names = code.co_freevars if code is not None else ()
@@ -356,6 +360,32 @@ def captured_values(fun: Any, depth: int = 0) -> list[tuple[str, Any]]:
         inner = getattr(fun, attribute, None)
         if callable(inner) and inner is not fun:
             found += captured_values(inner, depth + 1)
+    return found
+
+
+_WRAPPED = ("fun", "func", "__wrapped__")  # followed by captured_values itself
+
+
+def _attribute_values(fun: Any, depth: int) -> list[tuple[str, Any]]:
+    """``(where, value)`` of the array leaves held in the attributes of a callable
+    object (a class instance with ``__call__``, a dataclass), or of a bound method's
+    object; the functions among them are followed (:func:`captured_values`)."""
+    owner = getattr(fun, "__self__", None) if inspect.ismethod(fun) else fun
+    if owner is None or isinstance(owner, (type, types.ModuleType)) or inspect.isroutine(owner):
+        return []
+    if dataclasses.is_dataclass(owner):
+        attributes = {field.name: getattr(owner, field.name, None)
+                      for field in dataclasses.fields(owner)}  # fmt: skip
+    else:
+        attributes = dict(getattr(owner, "__dict__", {}))
+    found: list[tuple[str, Any]] = []
+    for name, value in attributes.items():
+        if owner is fun and name in _WRAPPED:
+            continue
+        if callable(value) and not isinstance(value, jax.Array):
+            found += captured_values(value, depth + 1)
+        else:
+            found += [(f"its attribute `{name}`", leaf) for leaf in jax.tree.leaves(value)]
     return found
 
 

@@ -114,15 +114,49 @@ def pseudo_inverse(hessian: jax.Array, frozen: jax.Array) -> tuple[Inverse, jax.
 
 def _cg_inverse(matvec: Matvec) -> Inverse:
     """``u -> H^+ u`` by conjugate gradients from 0 (the minimum-norm solution of a
-    consistent singular system; 0 for ``u = 0``)."""
+    consistent singular system; 0 for ``u = 0``), as a ``custom_linear_solve``: reverse
+    mode solves with the cotangent. Not ``jax.scipy.sparse.linalg.cg``: it passes ``u``
+    and its start through one ``device_put``, which makes the start a tangent too, and
+    reverse mode then cannot transpose the solve (JAX 0.10: ``NotImplementedError``,
+    for every row of more than :data:`DENSE_UP_TO` entries)."""
 
     def apply(u: jax.Array) -> jax.Array:
-        solution: jax.Array = jax.scipy.sparse.linalg.cg(
-            matvec, u, tol=1e-12, maxiter=10 * u.shape[0]
-        )[0]
+        solution: jax.Array = jax.lax.custom_linear_solve(
+            matvec, u, _conjugate_gradients, symmetric=True
+        )
         return solution
 
     return apply
+
+
+# Conjugate gradients' iterates: x, the residual, the direction, |residual|^2, trips.
+_Iterates = tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]
+
+
+def _conjugate_gradients(matvec: Matvec, b: jax.Array) -> jax.Array:
+    """``x`` with ``matvec(x) = b`` by conjugate gradients from 0 (Hestenes and Stiefel,
+    1952), until ``|b - matvec(x)| <= 1e-12 |b|`` or ``10 n`` iterations (as
+    ``jax.scipy.sparse.linalg.cg(tol=1e-12)`` before). The residual starts as ``b``,
+    with no product: ``b = 0`` (a row whose derivative is not defined, its Hessian
+    NaN) gives 0; a residual that is not finite ends the loop."""
+    limit = 1e-24 * jnp.vdot(b, b)
+    most = 10 * b.shape[0]
+
+    def going(state: _Iterates) -> jax.Array:
+        return (state[3] > limit) & (state[4] < most)
+
+    def trip(state: _Iterates) -> _Iterates:
+        x, residual, direction, squared, trips = state
+        product = matvec(direction)
+        alpha = squared / jnp.vdot(direction, product)
+        x, residual = x + alpha * direction, residual - alpha * product
+        new_squared = jnp.vdot(residual, residual)
+        direction = residual + (new_squared / squared) * direction
+        return x, residual, direction, new_squared, trips + 1
+
+    start: _Iterates = (jnp.zeros_like(b), b, b, jnp.vdot(b, b), jnp.zeros((), jnp.int32))
+    solution: jax.Array = jax.lax.while_loop(going, trip, start)[0]
+    return solution
 
 
 def _gated(defined: jax.Array, tangents: PyTree) -> PyTree:

@@ -174,6 +174,14 @@ def start_outside(p0: jax.Array, bounds: tuple[Any, Any] | None, batched: bool) 
     start = np.asarray(concrete[0])
     dtype = start.dtype
     lo, hi = (np.broadcast_to(np.asarray(b).astype(dtype), start.shape) for b in concrete[1:])
+    crossed = lo > hi  # no start fits: the bounds are the mistake, said first
+    if np.any(crossed):
+        index = tuple(int(i) for i in np.argwhere(crossed)[0])
+        where = f"row {index[0]}, entry {index[1]}" if batched else f"entry {index[0]}"
+        raise ValueError(
+            f"`bounds`: lower must not exceed upper, got lower={lo[index]} > "
+            f"upper={hi[index]} ({where}); equal bounds hold an entry at that value"
+        )
     out = (start < lo) | (start > hi)
     if np.any(out):
         index = tuple(int(i) for i in np.argwhere(out)[0])

@@ -1,9 +1,10 @@
-"""``least_squares``' ``residual_fun`` (and ``jac``) when JAX cannot trace them: run
-on the host (:mod:`fixedopt._objective.host_callback`), as in ``curve_fit``
-(:mod:`fixedopt._entry.host_model`), for ``x0`` of one array per problem, ``(n,)``
-(``(B, n)`` batched): derivatives by scipy's finite differences (``jac`` one of
-``'2-point'``, ``'3-point'``, ``'cs'``; ``'2-point'`` when None) or the user's
-``jac``, called on the host too."""
+"""``least_squares``' ``residual_fun`` (and ``jac``), or ``minimize``'s scalar ``fun``,
+when JAX cannot trace them: run on the host (:mod:`fixedopt._objective.host_callback`),
+as in ``curve_fit`` (:mod:`fixedopt._entry.host_model`), for ``x0`` of one array per
+problem, ``(n,)`` (``(B, n)`` batched): derivatives by scipy's finite differences
+(``jac`` one of ``'2-point'``, ``'3-point'``, ``'cs'``; ``'2-point'`` when None, as
+scipy's ``least_squares`` and ``minimize``) or the user's ``jac``, called on the host
+too (``least_squares`` only)."""
 
 from __future__ import annotations
 
@@ -47,11 +48,13 @@ class HostResiduals:
 
 
 def runnable_residuals(
-    fun: Callable[..., Any], jac: Any, x0: Any, options: dict[str, Any]
-) -> tuple[Callable[..., Any], Any]:
-    """``(residual_fun, jac)``: as given if JAX traces them (or ``x0`` is not one
-    array per problem, or ``vectorized=True``), else ``residual_fun`` on the host with
-    ``jac`` folded in (then None)."""
+    fun: Callable[..., Any], jac: Any, x0: Any, options: dict[str, Any],
+    name: str = "residual_fun",
+) -> tuple[Callable[..., Any], Any]:  # fmt: skip
+    """``(fun, jac)``: as given if JAX traces them (or ``x0`` is not one array per
+    problem, or ``vectorized=True``), else ``fun`` on the host with ``jac`` folded in
+    (then None). ``name``: the argument's name in the warning (``"fun"`` for
+    ``minimize``'s scalar objective, whose gradient is then the ``(1, n)`` Jacobian)."""
     probe = _probe(x0, options)
     if probe is None:
         return fun, jac
@@ -75,11 +78,26 @@ def runnable_residuals(
             remember_traced(key)
         return fun, jac
     scheme = jac if isinstance(jac, str) and jac in SCHEMES else "2-point"
-    warn_on_host(fun, "residual_fun", error, None if user_jac is not None else scheme)
+    warn_on_host(fun, name, error, None if user_jac is not None else scheme)
     host_jac = _Residuals(user_jac) if user_jac is not None else None
     bounds = shared_bounds(options.get("bounds"), x.size)
     call = HostCall(_Residuals(fun), host_jac, scheme, bounds, ((args, x),))
     return HostResiduals(call), None
+
+
+def runnable_objective(
+    fun: Callable[..., Any], jac: Any, x0: Any, options: dict[str, Any]
+) -> Callable[..., Any]:
+    """``minimize``'s ``fun``, on the host if JAX cannot trace it, its gradient by
+    ``jac``'s finite differences (:func:`runnable_residuals`); ``jac`` checked: None
+    or a scheme of :data:`~fixedopt._objective.differences.SCHEMES`."""
+    if jac is not None and not (isinstance(jac, str) and jac in SCHEMES):
+        raise ValueError(
+            f"`jac` must be None or one of {SCHEMES} (the finite differences of a `fun` "
+            f"run on the host; a `fun` JAX traces has JAX's exact gradient), got {jac!r}"
+        )
+    runnable, _ = runnable_residuals(fun, jac, x0, options, name="fun")
+    return runnable
 
 
 def _probe(x0: Any, options: dict[str, Any]) -> tuple[np.ndarray, tuple[Any, ...]] | None:

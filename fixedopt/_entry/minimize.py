@@ -9,7 +9,7 @@ import jax
 from jax.typing import ArrayLike
 
 from fixedopt._entry.describe import SolveOptions, describe, least_squares_data, with_options
-from fixedopt._entry.host_residuals import runnable_residuals
+from fixedopt._entry.host_residuals import runnable_objective, runnable_residuals
 from fixedopt._entry.row_mask import run_rows, where_rows
 from fixedopt._inputs.checks import boolean
 from fixedopt._results.solution import Solution
@@ -17,7 +17,12 @@ from fixedopt._results.solution import Solution
 
 @with_options
 def minimize(
-    fun: Callable[..., Any], x0: Any, fixed: Any, **options: Unpack[SolveOptions]
+    fun: Callable[..., Any],
+    x0: Any,
+    fixed: Any,
+    *,
+    jac: str | None = None,
+    **options: Unpack[SolveOptions],
 ) -> Solution:
     """Minimize ``fun`` over ``x`` with fixed entries pinned and the rest in bounds.
 
@@ -30,6 +35,14 @@ def minimize(
         (same shape, batch axis included; rows may differ), a Python ``bool`` per leaf,
         a tree prefix of those, or a callable ``x0 -> mask``. A new mask with the same
         shapes never recompiles.
+      jac: how the gradient of a ``fun`` JAX cannot trace is taken: ``fun`` written
+        with NumPy (``np.exp``), with a Python ``if`` on a value, or keeping state
+        runs on the host through ``jax.pure_callback`` (one Python call per problem
+        and evaluation; a :class:`fixedopt.HostFunctionWarning` says so once), for
+        ``x0`` of one array per problem, and its gradient is scipy's finite
+        differences: ``"2-point"`` (None: scipy's default), ``"3-point"`` or
+        ``"cs"``, their points within ``bounds`` shared by every row. A ``fun``
+        JAX traces ignores ``jac``: its gradient is JAX's, exact.
       **options: the keywords below, shared with :func:`fixedopt.least_squares`.
 
     Keyword Args:
@@ -157,6 +170,7 @@ def minimize(
     """
     given, nan = _without_nan_option(dict(options))
     where = given.pop("where", None)
+    fun = runnable_objective(fun, jac, x0, given)  # on the host?
     plan, inputs = describe(fun, x0, fixed, given, caller="minimize")
     return _finished(run_rows(plan, inputs, where_rows(where, plan, inputs)), nan)
 

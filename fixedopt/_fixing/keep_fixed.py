@@ -3,22 +3,47 @@
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 import optax
 
 from fixedopt._fixing import mask as _mask
 from fixedopt._fixing.bitselect import select_constant
 from fixedopt._inputs import validate as _validate
+from fixedopt._inputs.notices import caller_stacklevel
 from fixedopt._inputs.validate import Mask, PyTree
+
+_SCHEDULE_FREE = (
+    "`{name}`: a fixedopt.KeepFixedState holds its optimizer's state in `inner_state`, "
+    "where a schedule-free optimizer's z is zero at fixed entries, so "
+    "optax.contrib.schedule_free_eval_params would return params / b1 there: use "
+    "fixedopt.schedule_free_eval_params(state, params, fixed)"
+)
 
 
 class KeepFixedState(NamedTuple):
-    """State of :func:`keep_fixed`: the wrapped optimizer's state, unchanged in form."""
+    """State of :func:`keep_fixed`: the wrapped optimizer's state, unchanged in form.
+
+    Reading ``b1`` or ``z`` (what ``optax.contrib.schedule_free_eval_params`` reads)
+    raises an ``AttributeError`` that names :func:`fixedopt.schedule_free_eval_params`.
+    """
 
     inner_state: optax.OptState
+
+    @property
+    def b1(self) -> NoReturn:
+        """Raises: schedule-free's ``b1`` is in ``inner_state`` (see the class)."""
+        raise AttributeError(_SCHEDULE_FREE.format(name="b1"))
+
+    @property
+    def z(self) -> NoReturn:
+        """Raises: schedule-free's ``z`` is in ``inner_state`` (see the class)."""
+        raise AttributeError(_SCHEDULE_FREE.format(name="z"))
 
 
 def _freeze_updates(mask: Mask, updates: PyTree) -> PyTree:
@@ -70,7 +95,8 @@ def keep_fixed(
     Limits (what ``keep_fixed`` cannot do for you):
 
     * With ``optax.apply_updates``, a fixed entry is ``x + (-0.0)``: bit-identical to
-      ``x`` except that XLA on the CPU flushes a subnormal ``x`` to ``±0``;
+      ``x`` except that XLA on the CPU flushes a subnormal ``x`` to ``±0`` (``init``
+      warns where concrete parameters hold one at a fixed entry);
       :func:`fixedopt.apply_updates` selects instead and is exact for every value.
     * What an optimizer keeps of the parameters in its state is in its own view,
       zeros at fixed entries: for schedule-free, take the evaluation parameters from
@@ -113,7 +139,9 @@ def keep_fixed(
         # The inner optimizer sees the free entries alone, from its first state on:
         # what it keeps of the parameters (prodigy's and DoG's starting point,
         # schedule-free's z) holds zeros at fixed entries, as its updates will see.
-        return KeepFixedState(inner_state=inner.init(_zero_fixed(mask_for(params, params), params)))
+        mask = mask_for(params, params)
+        warn_if_subnormal_fixed(mask, params)
+        return KeepFixedState(inner_state=inner.init(_zero_fixed(mask, params)))
 
     def update(
         updates: PyTree, state: KeepFixedState, params: PyTree | None = None, **extra_args: Any
@@ -132,6 +160,39 @@ def keep_fixed(
         return _freeze_updates(mask, updates), KeepFixedState(inner_state=inner_state)
 
     return optax.GradientTransformationExtraArgs(init, update)
+
+
+def warn_if_subnormal_fixed(mask: Mask, params: PyTree) -> None:
+    """A ``UserWarning`` where concrete ``params`` hold a subnormal value at a fixed
+    entry and XLA flushes subnormals to zero here (the CPU does): ``x + (-0.0)``, what
+    ``optax.apply_updates`` computes there, is then ``±0``, not ``x``. Traced
+    parameters are not checked."""
+    leaves, masks = jax.tree.leaves(params), jax.tree.leaves(mask)
+    if any(isinstance(a, jax.core.Tracer) for a in (*leaves, *masks)):
+        return
+    for m, p in zip(masks, leaves):
+        p = np.asarray(p)
+        if not jnp.issubdtype(p.dtype, jnp.floating):
+            continue
+        tiny = jnp.finfo(p.dtype).tiny
+        subnormal = np.broadcast_to(np.asarray(m), p.shape) & (p != 0) & (np.abs(p) < tiny)
+        if np.any(subnormal) and _flushes(p.dtype):
+            warnings.warn(
+                f"`params` hold {int(np.sum(subnormal))} subnormal value(s) at fixed entries "
+                f"(below {tiny:.3g} in {p.dtype}), which XLA flushes to zero on this "
+                "backend: optax.apply_updates would turn them into ±0. Use "
+                "fixedopt.apply_updates(params, updates, fixed), exact for every value",
+                UserWarning,
+                stacklevel=caller_stacklevel(),
+            )
+            return
+
+
+@functools.cache
+def _flushes(dtype: np.dtype[Any]) -> bool:
+    """Whether XLA on the default backend flushes a subnormal ``x`` in ``x + (-0.0)``."""
+    smallest = np.array(jnp.finfo(dtype).smallest_subnormal, dtype)
+    return bool(jax.jit(lambda x: x + jnp.asarray(-0.0, dtype))(smallest) == 0)
 
 
 def apply_updates(params: PyTree, updates: PyTree, fixed: Mask) -> PyTree:

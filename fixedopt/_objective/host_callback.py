@@ -202,13 +202,25 @@ class HostCall:
         def value(p: jax.Array) -> jax.Array:
             return self._callback("value", tree, leaves, p, shape)
 
+        size = int(np.prod(shape, dtype=int))
+
+        @jax.custom_jvp
+        def jacobian(p: jax.Array) -> jax.Array:
+            return self._callback("jacobian", tree, leaves, p, (size, p.shape[-1]))
+
+        @jacobian.defjvp
+        def curvature(primals: Any, tangents: Any) -> tuple[jax.Array, jax.Array]:
+            # Second derivatives (minimize's Hessian-vector products: its start
+            # check, L-BFGS's certification) by differences of the Jacobian.
+            (p,), (dp,) = primals, tangents
+            both = jax.numpy.concatenate([p, dp.astype(p.dtype)], axis=-1)
+            changed = self._callback("direction", tree, leaves, both, (size, p.shape[-1]))
+            return jacobian(p), changed
+
         @value.defjvp
         def rule(primals: Any, tangents: Any) -> tuple[jax.Array, jax.Array]:
             (p,), (dp,) = primals, tangents
-            out = value(p)
-            size = int(np.prod(shape, dtype=int))
-            matrix = self._callback("jacobian", tree, leaves, p, (size, p.shape[-1]))
-            return out, (matrix @ dp).reshape(shape)
+            return value(p), (jacobian(p) @ dp).reshape(shape)
 
         out: jax.Array = value(p)
         return out
@@ -218,7 +230,7 @@ class HostCall:
     ) -> jax.Array:
         dtype = np.dtype(p.dtype)
         core = [np.ndim(a) for a in leaves]
-        one = self.value if what == "value" else self.jacobian
+        one = {"value": self.value, "jacobian": self.jacobian, "direction": self.direction}[what]
 
         def host(leaves: list[Any], p: np.ndarray) -> np.ndarray:
             return _each(
@@ -260,6 +272,22 @@ class HostCall:
                 f"shape {(size, p.size)}, got shape {np.shape(matrix)}"
             )
         return np.reshape(matrix, (size, p.size))
+
+    def direction(self, x: Any, both: np.ndarray, dtype: Any) -> np.ndarray:
+        """The Jacobian's derivative in the direction ``v`` (``both``: ``p`` and ``v``
+        joined), by central differences of :meth:`jacobian` with the step
+        ``eps ** (1/4) max(1, |p|)`` along ``v / |v|`` (the Jacobian itself carries
+        errors of about ``eps ** (1/2)``: the step balances them against the
+        differences' own, ``O(step^2)``); 0 for ``v = 0``."""
+        p, v = np.split(np.asarray(both, dtype), 2)
+        length = float(np.linalg.norm(v))
+        if length == 0.0 or not np.isfinite(length):
+            return np.zeros((self.value(x, p, dtype).size, p.size), dtype) * length
+        eps = float(np.finfo(dtype).eps)
+        step = eps**0.25 * max(1.0, float(np.linalg.norm(p)))
+        ahead, behind = p + (step / length) * v, p - (step / length) * v
+        change = self.jacobian(x, ahead, dtype) - self.jacobian(x, behind, dtype)
+        return (change * (length / (2 * step))).astype(dtype)  # type: ignore[no-any-return]
 
     def output_shape(
         self, tree: Any, shapes: list[tuple[int, ...]], k: int, dtype: Any

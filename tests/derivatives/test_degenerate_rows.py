@@ -207,3 +207,28 @@ def test_a_closure_over_a_differentiated_value_names_args():
     ).x.sum()
     np.testing.assert_allclose(jax.grad(through_args)(jnp.array([1.0, 2.0])), [1.0, 1.0], atol=1e-8)
     np.testing.assert_allclose(jax.vmap(loss)(jnp.ones((2, 2))), [2.0, 2.0], atol=1e-8)
+
+
+class _Shifted:
+    """A callable object holding the value differentiated as an attribute."""
+
+    def __init__(self, c):
+        self.c = c
+
+    def __call__(self, x):
+        return jnp.sum((x - self.c) ** 2)
+
+
+def test_a_callable_object_or_a_curve_fit_model_over_a_differentiated_value_names_it():
+    """Issue 63: these ended in JAX's UnexpectedTracerError."""
+    by_object = lambda c: fixedopt.minimize(_Shifted(c), jnp.zeros(2), False).x.sum()
+    with pytest.raises(ValueError, match=r"differentiated \(its attribute `c`\).*through `args`"):
+        jax.grad(by_object)(jnp.array([1.0, 2.0]))
+    t = jnp.linspace(0.0, 1.0, 5)
+
+    def fitted(c):
+        model = lambda t, a: a * t + c
+        return fixedopt.curve_fit(model, t, 2.0 * t, p0=[1.0])[0].sum()
+
+    with pytest.raises(ValueError, match=r"differentiated \(`c`\)"):
+        jax.grad(fitted)(1.0)

@@ -40,6 +40,14 @@ def test_a_start_outside_the_bounds_is_scipys_error_naming_p0_row_and_entry():
         fixedopt.curve_fit(decay, T, np.stack([Y] * 3), rows, bounds=(0.0, 2.5), batched=True)
 
 
+def test_crossed_bounds_are_named_before_the_start():
+    """lower > upper: no start fits, so the bounds are the mistake (issue 63's probe:
+    it was reported as a start outside ``[2.0, 1.0]``)."""
+    message = "`bounds`: lower must not exceed upper, got lower=2.0 > upper=1.0 (entry 1)"
+    with pytest.raises(ValueError, match="^" + re.escape(message)):
+        fixedopt.curve_fit(decay, T, Y, [1.0, 1.5], bounds=([0.0, 2.0], [5.0, 1.0]))
+
+
 def test_a_traced_start_outside_the_bounds_stops_its_row_infeasible():
     """Under ``jit`` the start cannot be read: its row stops INFEASIBLE at its start
     (NaN pcov), never projected; the other rows fit."""

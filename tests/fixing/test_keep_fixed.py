@@ -240,12 +240,17 @@ def test_apply_updates_keeps_subnormal_fixed_values_bit_for_bit():
     params = jnp.array([tiny, -tiny, 1.0])
     fixed = jnp.array([True, True, False])
     tx = fixedopt.keep_fixed(optax.adamw(0.1, weight_decay=0.3), fixed)
-    state = tx.init(params)
+    # init warns (issue 63): optax.apply_updates would flush them to zero here.
+    with pytest.warns(UserWarning, match=r"2 subnormal value\(s\) at fixed entries"):
+        state = tx.init(params)
+    updates, _ = tx.update(jnp.ones(3), state, params)
+    assert float(optax.apply_updates(params, updates)[0]) == 0.0  # what it warns of
     for _ in range(3):
         updates, state = tx.update(jnp.ones(3), state, params)
         params = jax.jit(fixedopt.apply_updates)(params, updates, fixed)
     assert bits(params)[0] == bits(jnp.array(tiny)) and bits(params)[1] == bits(jnp.array(-tiny))
     assert float(params[2]) != 1.0
+    tx.init(jnp.array([1.0, 2.0, tiny]))  # a free subnormal: no warning (it moves anyway)
 
 
 NORM_BASED = {  # each reads the parameters across entries: norms, distances, dot products
@@ -307,6 +312,10 @@ def test_schedule_free_eval_params_keep_fixed_entries_and_match_the_reduced_prob
     assert np.all(np.asarray(expected) != np.asarray(free))  # evaluation differs from params
     with pytest.raises(ValueError, match="holds no optax"):
         fixedopt.schedule_free_eval_params(optax.adam(0.1).init(params), params, fixed)
+    # optax's own function on keep_fixed's state names ours (it raised a bare
+    # AttributeError: 'KeepFixedState' object has no attribute 'b1').
+    with pytest.raises(AttributeError, match=r"use fixedopt.schedule_free_eval_params\(state"):
+        optax.contrib.schedule_free_eval_params(state, params)
 
 
 # Derivatives through keep_fixed (meta-learning through an optax loop): the fixed
