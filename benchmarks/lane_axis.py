@@ -4,6 +4,9 @@ through fixedopt's layouts (``machine.forced_layout``: ``rows-major``, the lanes
 today; ``rows-minor``, the whole batch with the batch last; ``lanes-minor``, the lanes
 with their step computed batch-last), beside a plain ``jax.numpy`` Levenberg-Marquardt
 with the batch last and no tests (``reference``), and the Poisson MLE of the same spot.
+``rows-minor`` shrinks its batch as rows stop (``minor.sizes``, once by default;
+``shrinks N``: N times); ``rows-minor whole`` steps the whole batch until its last
+row stops.
 
 Each case: fits/s (median of 3 compiled calls), compile seconds, steps, statuses, the
 optimized program's fusions, transposes and copies, and max |x - x_cpu| / |x_cpu| over
@@ -11,9 +14,11 @@ the first rows against fixedopt's default solve on the CPU of the same process.
 
     python -m benchmarks.lane_axis            # writes $OUT/lane_axis.{json,md}
     python -m benchmarks.lane_axis --quick    # 1e4 fits: a smoke run, also on a CPU
+    SUITE_SECONDS=290 bash benchmarks/device.sh lane_axis   # on the chip, as a suite
 """
 
 import argparse
+import importlib
 import json
 import os
 import pathlib
@@ -27,12 +32,14 @@ import numpy as np
 
 import fixedopt
 from benchmarks import timing
-from fixedopt._driver import machine
-from fixedopt.testing_problems import gaussian_fits
-from fixedopt.testing_problems._small_fits import PIXEL_X, PIXEL_Y, gaussian_model
+from fixedopt.testing_problems import SPOT_GRID, gaussian_fits, gaussian_model
+
+# A study's switch: the layout forced past the machine profile (not a user's option).
+machine = importlib.import_module("fixedopt._driver.machine")
+minor = importlib.import_module("fixedopt._driver.minor")
+PIXEL_Y, PIXEL_X = (a.ravel() for a in np.mgrid[0:SPOT_GRID, 0:SPOT_GRID].astype(np.float32))
 
 GPUFIT = {"ftol": 1e-4, "gtol": 0.0, "xtol": 0.0, "max_steps": 10}
-LAYOUTS = ("rows-minor", "lanes-minor", "rows-major")
 CPU_ROWS = 4096  # rows compared with the CPU's solve
 BUDGET_S = 270.0  # cases not started past this are skipped
 
@@ -48,12 +55,15 @@ def expected(p):
 def fixedopt_solve(estimator: str, lanes=None):
     """The jittable batched solve: least squares, or the Poisson MLE of counts."""
 
+    # New functions: each program traced anew (a layout's constants are read in the trace).
+    fun = (lambda p: expected(p)) if estimator == "poisson" else (lambda p, d: residual(p, d))
+
     def solve(x0, fixed, data):
         extra = {} if lanes is None else {"lanes": lanes}
         if estimator == "poisson":
-            return fixedopt.least_squares(expected, x0, fixed, batched=True, counts=data,
+            return fixedopt.least_squares(fun, x0, fixed, batched=True, counts=data,
                                           estimator="poisson", **GPUFIT, **extra)  # fmt: skip
-        return fixedopt.least_squares(residual, x0, fixed, args=(data,), batched=True,
+        return fixedopt.least_squares(fun, x0, fixed, args=(data,), batched=True,
                                       **GPUFIT, **extra)  # fmt: skip
 
     return solve
@@ -151,16 +161,29 @@ def compared(x, steps, status, cpu) -> dict:
     return record
 
 
-def fixedopt_case(estimator, layout, fits, data, cpu, lanes=None) -> dict:
+def fixedopt_case(estimator, layout, fits, data, cpu, lanes=None, shrinks=1) -> dict:
+    """fixedopt's solve in ``layout``; ``shrinks``: rows-minor's batch shrinks this many
+    times at most as rows stop (0: the whole batch to the last row)."""
     solve = fixedopt_solve(estimator, lanes)
     inputs = tuple(jnp.asarray(a) for a in (fits.x0, fits.fixed, data))
-    with machine.forced_layout(layout), timing.compile_monitor() as compiles:
-        compiled = jax.jit(solve).lower(*inputs).compile()
+    given = minor.SHRINKS
+    minor.SHRINKS = shrinks
+    try:
+        with machine.forced_layout(layout), timing.compile_monitor() as compiles:
+            compiled = jax.jit(solve).lower(*inputs).compile()
+        fewest = machine.schedule(fixedopt.LevenbergMarquardt(), None, jax.default_backend())
+        # of the rows (a TPU pads them to a power of 2)
+        sizes = minor.sizes(fits.x0.shape[0], fewest.defaults.fewest_lanes)
+    finally:
+        minor.SHRINKS = given
     seconds, solution = timed(compiled, inputs)
     status, steps = np.asarray(solution.status), np.asarray(solution.steps)
     x = np.asarray(solution.x)
     rows = fits.x0.shape[0]
-    statuses = {s.name: int(np.sum(status == s)) for s in fixedopt.Status if np.any(status == s)}
+    statuses = " ".join(f"{s.name}:{np.sum(status == s)}" for s in fixedopt.Status
+                        if np.any(status == s))  # fmt: skip
+    if layout == "rows-minor":
+        layout += f" {sizes}"
     return {"method": "fixedopt", "estimator": estimator, "layout": layout,
             "lanes": lanes, "B": rows, "fits_per_s": rows / seconds, "seconds": seconds,
             "compile_s": compiles["seconds"], "steps_mean": float(np.mean(steps)),
@@ -191,21 +214,25 @@ def cases(quick: bool):
     pfits, counts = poisson_fits(small)
     pcpu = cpu_solution("poisson", pfits.x0, pfits.fixed, counts)
 
-    def squares(layout, fits=fits, cpu=cpu, lanes=None):
-        return lambda: fixedopt_case("least_squares", layout, fits, fits.data, cpu, lanes)
+    def squares(layout, fits=fits, cpu=cpu, lanes=None, shrinks=1):
+        return lambda: fixedopt_case("least_squares", layout, fits, fits.data, cpu, lanes,
+                                     shrinks)  # fmt: skip
 
     def poisson(layout):
         return lambda: fixedopt_case("poisson", layout, pfits, counts, pcpu)
 
-    yield "reference", lambda: reference_case(fits, cpu)
-    for layout in LAYOUTS:
-        yield layout, squares(layout)
-    yield "poisson rows-minor", poisson("rows-minor")
-    yield "poisson lanes-minor", poisson("lanes-minor")
     big = gaussian_fits(large)
     big_cpu = cpu_solution("least_squares", big.x0, big.fixed, big.data)
+    yield "reference", lambda: reference_case(fits, cpu)
+    yield "rows-minor", squares("rows-minor")
+    yield "rows-minor whole", squares("rows-minor", shrinks=0)
+    yield "lanes-minor", squares("lanes-minor")
+    yield "rows-major", squares("rows-major")
     yield "rows-minor 1e7", squares("rows-minor", big, big_cpu)
     yield "reference 1e7", lambda: reference_case(big, big_cpu)
+    yield "poisson rows-minor", poisson("rows-minor")
+    yield "rows-minor 1e7 shrinks 2", squares("rows-minor", big, big_cpu, shrinks=2)
+    yield "poisson lanes-minor", poisson("lanes-minor")
     yield "lanes-minor 1e7", squares("lanes-minor", big, big_cpu)
     yield "lanes-minor 2^18", squares("lanes-minor", lanes=1 << 18)
     yield "poisson rows-major", poisson("rows-major")
@@ -223,12 +250,9 @@ def markdown(records: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    quick = parser.parse_args().quick
-    out = pathlib.Path(os.environ.get("OUT") or "lane_axis_out")
-    out.mkdir(parents=True, exist_ok=True)
+def run(quick: bool, args=None, out: pathlib.Path | None = None) -> list[dict]:
+    """Every case, each record printed as a line of JSON when measured (and written to
+    ``out`` after each), cases not started within ``BUDGET_S`` skipped."""
     began, records = time.perf_counter(), []
     print("jax", jax.__version__, jax.devices(), flush=True)
     for label, case in cases(quick):
@@ -242,8 +266,19 @@ def main() -> None:
         record["elapsed_s"] = time.perf_counter() - began
         records.append(record)
         print(json.dumps(record, default=str), flush=True)
-        (out / "lane_axis.json").write_text(json.dumps(records, indent=1, default=str))
-        (out / "lane_axis.md").write_text(markdown(records))
+        if out is not None:
+            (out / "lane_axis.json").write_text(json.dumps(records, indent=1, default=str))
+            (out / "lane_axis.md").write_text(markdown(records))
+    return records
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    quick = parser.parse_args().quick
+    out = pathlib.Path(os.environ.get("OUT") or "lane_axis_out")
+    out.mkdir(parents=True, exist_ok=True)
+    run(quick, out=out)
 
 
 if __name__ == "__main__":

@@ -131,7 +131,10 @@ def _solve_traced(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
     if plan.differentiate.through_lanes and _minor(plan, schedule):
         # The batch on the minor axis (fixedopt._driver.minor), stepped whole.
         stopped = plan.differentiate.stop(rows)
-        rows_final = iterate_minor(solver, objective.problem, stopped, start, stopping)
+        fewest = schedule.defaults.fewest_lanes
+        rows_final = iterate_minor(
+            solver, objective.problem, stopped, start, stopping, inputs.batch, fewest
+        )
     elif plan.differentiate.through_lanes:
         # The lanes carry the rows' data round the loop: as the solver sees them
         # (stopped under Implicit), or their tangents go round it too (a jvp of the

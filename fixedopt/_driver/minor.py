@@ -14,10 +14,14 @@ carry is ``(..., B)`` arrays, full tiles.
 Every row takes the steps of :func:`fixedopt._driver.loop.advance` (the solver's step,
 the failure policy, the convergence tests and statuses), as in the lanes
 (:mod:`fixedopt._driver.lanes`); a row that has stopped keeps its state (the step
-computed for it is dropped), and the loop ends when no row runs. There is no refill:
-a trip costs every row of the batch, so the batch costs as many trips as its slowest
-row. A row's result depends on its own data only, whatever its neighbours (the same
-elementwise program for every row).
+computed for it is dropped), and the loop ends when no row runs. A trip costs every
+row of the batch, stopped or not; so once at most ``1 / SHRINK`` of the rows run,
+they are gathered into a batch of that size (static), which goes on (shrinking in
+turn, ``SHRINKS`` times at most, to no fewer than the profile's fewest lanes), and
+its rows are put back in their places: the batch costs about as many trips of its
+whole size as its rows' typical steps, not its slowest row's. A row's result
+depends on its own data only, whatever its neighbours and whichever batch it runs
+in (the same elementwise program for every row).
 
 Chosen by the machine profile (:attr:`fixedopt._driver.machine.Schedule.layout`,
 ``ROWS_MINOR``), never by the user.
@@ -33,6 +37,7 @@ import jax.numpy as jnp
 
 from fixedopt._contract.solver import Problem, Solver, StepContext
 from fixedopt._contract.status import PENDING, RUNNING, Status, busy
+from fixedopt._driver.lane_checks import first_true
 from fixedopt._driver.lanes import LastState
 from fixedopt._driver.loop import LoopState, Stopping, advance, certify, checks, start, to_certify
 from fixedopt._numerics import reduce
@@ -46,12 +51,17 @@ def iterate_minor(
     rows: Rows,
     x: jax.Array,
     stopping: Stopping,
+    count: jax.Array | None = None,
+    fewest: int = 1,
 ) -> LastState:
     """Run every row of a batch (``rows``' leaves and ``x``, ``(B, n)``, rows first)
     until each stops, the batch held on the minor axis; the :class:`LastState` of every
-    row, rows first."""
+    row, rows first. ``count``: the rows to solve, where the batch is padded beyond
+    them (``fixedopt._driver.batching``): the others stop at their start, their
+    reports for the caller to drop. ``fewest``: the batch shrinks to no fewer rows
+    (:func:`sizes`)."""
     minor_rows, minor_x = jax.tree.map(_to_minor, (rows, x))
-    final = _iterate(solver, problem_of, minor_rows, minor_x, stopping)
+    final = _iterate(solver, problem_of, minor_rows, minor_x, stopping, count, fewest)
     reported: LastState = jax.tree.map(_to_major, final)
     return reported
 
@@ -69,12 +79,38 @@ def _by_row(function: Callable[..., Any]) -> Callable[..., Any]:
     return jax.vmap(function, in_axes=-1, out_axes=-1)
 
 
+# The batch shrinks as its rows stop: once at most 1/SHRINK of its rows run, they are
+# gathered into a batch of that size (static) and go on there; at most SHRINKS times,
+# as each batch size is a loop of its own in the program (the step compiled again:
+# five on the CPU took 2m49s to compile, one 20 s, under load).
+SHRINK = 8
+SHRINKS = 1
+
+
+def sizes(total: int, fewest: int) -> tuple[int, ...]:
+    """The sizes a batch of ``total`` rows shrinks to, in turn, none below ``fewest``
+    (static; the machine profile's ``Backend.fewest_lanes``: a trip of fewer rows
+    costs about as much on an accelerator)."""
+    found: list[int] = []
+    size = total // SHRINK
+    while size >= max(fewest, 1) and len(found) < SHRINKS:
+        found.append(size)
+        size //= SHRINK
+    return tuple(found)
+
+
+_STOPPED = int(Status.CONVERGED)  # a row that is not solved (a pad, an empty slot)
+Carry = tuple[jax.Array, LoopState]  # (the loop's trips so far, the rows' states)
+
+
 def _iterate(
     solver: Solver[Any],
     problem_of: Callable[[Rows], Problem],
     rows: Rows,
     x: jax.Array,
     stopping: Stopping,
+    count: jax.Array | None,
+    fewest: int,
 ) -> LastState:
     """:func:`iterate_minor` on batch-last ``rows`` and ``x`` (``(n, B)``)."""
 
@@ -88,7 +124,7 @@ def _iterate(
 
     step_rows = jax.vmap(step_row, in_axes=(-1, -1, -1, None), out_axes=-1)
 
-    def body(carry: tuple[jax.Array, LoopState]) -> tuple[jax.Array, LoopState]:
+    def trip(rows: Rows, carry: Carry) -> Carry:
         iteration, state = carry
         running = state.status == RUNNING
         stepped = step_rows(rows, state, running, iteration)
@@ -101,14 +137,41 @@ def _iterate(
             state = _certify_waiting(solver, problem_of, stopping, rows, state)
         return iteration + 1, state
 
-    def going(carry: tuple[jax.Array, LoopState]) -> jax.Array:
-        return reduce.any_true(busy(carry[1].status))
-
     first = _by_row(start_row)(rows, x)
     if checks(solver):  # starts that met a test are checked before any step
         first = _certify_waiting(solver, problem_of, stopping, rows, first)
-    _, final = jax.lax.while_loop(going, body, (jnp.zeros((), jnp.int32), first))
+    if count is not None:  # padded rows: stopped from the start
+        padded = jnp.arange(x.shape[-1]) >= count
+        first = first._replace(status=jnp.where(padded, _STOPPED, first.status))
+    carry = (jnp.zeros((), jnp.int32), first)
+    _, final = _shrinking(trip, rows, carry, sizes(x.shape[-1], fewest))
     return LastState(*final[: len(LastState._fields)])
+
+
+def _shrinking(
+    trip: Callable[[Rows, Carry], Carry], rows: Rows, carry: Carry, smaller: tuple[int, ...]
+) -> Carry:
+    """Trips of the batch until no row runs, or until at most ``smaller[0]`` do: those
+    are then gathered into a batch of ``smaller[0]`` rows that goes on (shrinking to
+    the sizes after it), and put back in their places."""
+    limit = smaller[0] if smaller else 0
+
+    def going(carry: Carry) -> jax.Array:
+        return reduce.total(busy(carry[1].status), dtype=jnp.int32) > limit
+
+    carry = jax.lax.while_loop(going, lambda carry: trip(rows, carry), carry)
+    if not smaller:
+        return carry
+    iteration, state = carry
+    total = state.status.shape[-1]
+    index = first_true(busy(state.status), limit)  # padded with total
+    inside = jnp.minimum(index, total - 1)
+    part_rows, part = jax.tree.map(lambda a: jnp.take(a, inside, axis=-1), (rows, state))
+    # A slot left empty holds a copy of the last row, stopped: its results are dropped.
+    part = part._replace(status=jnp.where(index < total, part.status, _STOPPED))
+    iteration, part = _shrinking(trip, part_rows, (iteration, part), smaller[1:])
+    put = jax.tree.map(lambda a, b: a.at[..., index].set(b, mode="drop"), state, part)
+    return iteration, put
 
 
 def _where(rows: jax.Array, new: jax.Array, old: jax.Array) -> jax.Array:

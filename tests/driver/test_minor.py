@@ -113,3 +113,24 @@ def test_minimize_in_the_minor_layout_certifies_as_the_lanes():
 def test_forced_layout_is_checked():
     with pytest.raises(ValueError, match="`layout`"), machine.forced_layout("columns"):
         pass
+
+
+def test_a_shrinking_batch_gives_each_row_the_same_bits(monkeypatch):
+    """Rows gathered into a smaller batch as others stop (here 40 -> 20 -> 10 -> 5)
+    take the same steps to the same bits as in the whole batch to the end; the
+    iteration count goes on across the batches."""
+    from fixedopt._driver import minor
+
+    x0, fixed, data = spots(np.float32)
+    options = {"ftol": 1e-8, "max_steps": 30, "lanes": ROWS}  # lanes: no padded rows
+
+    def solve(shrinks):
+        residual = lambda p, d: spot_residual(p, d)  # a new function: traced anew
+        monkeypatch.setattr(minor, "sizes", lambda total, fewest: (20, 10, 5) if shrinks else ())
+        with machine.forced_layout(machine.ROWS_MINOR):
+            return fixedopt.least_squares(residual, x0, fixed, args=(data,), batched=True,
+                                          **options)  # fmt: skip
+
+    shrunk, whole = solve(True), solve(False)
+    assert len(np.unique(whole.steps)) >= 3  # rows stop at different trips
+    assert_rows_identical(shrunk, whole)
