@@ -190,12 +190,20 @@ def forced_layout(layout: str) -> Iterator[None]:
         _forced_layout.pop()
 
 
-def layout(solver: Solver[Any], backend: str) -> str:
-    """The rows' layout of a solve by ``solver`` on ``backend``: :data:`ROWS_MAJOR`
-    unless forced (:func:`forced_layout`)."""
+# Where the batch runs on the minor axis by default: a least-squares solver on a TPU
+# (issue 61; docs/decisions.md, "The batch on a TPU's lanes").
+MINOR_BACKENDS = frozenset({"tpu"})
+
+
+def layout(solver: Solver[Any], lanes: int | None, backend: str) -> str:
+    """The rows' layout of a solve by ``solver`` through ``lanes`` on ``backend``:
+    :data:`ROWS_MINOR` for a least-squares solver on a backend of
+    :data:`MINOR_BACKENDS` unless the user asked for lanes, else :data:`ROWS_MAJOR`;
+    or as forced (:func:`forced_layout`)."""
     if _forced_layout:
         return _forced_layout[-1]
-    return ROWS_MAJOR
+    minor = backend in MINOR_BACKENDS and solver.needs_residuals and lanes is None
+    return ROWS_MINOR if minor else ROWS_MAJOR
 
 
 class Schedule(NamedTuple):
@@ -233,7 +241,7 @@ def schedule(solver: Solver[Any], lanes: int | None, backend: str, tail: bool = 
         backend=backend,
         defaults=tuned,
         precision=matmul_precision(backend),
-        layout=layout(solver, backend),
+        layout=layout(solver, lanes, backend),
         lanes=lanes,
         refill_cost=1.0 / solver.evaluations_per_step,
         tail=tail,

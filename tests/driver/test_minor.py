@@ -47,14 +47,15 @@ def bounds_of(x0):
     return lower, upper
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("bounded", [False, True], ids=["free", "bounded"])
+@pytest.mark.parametrize(("dtype", "bounded"), [(np.float32, True), (np.float64, False)],
+                         ids=["float32-bounded", "float64-free"])  # fmt: skip
 def test_the_minor_layout_takes_the_lanes_steps(dtype, bounded):
     """Every row takes the same steps to the same status as through the lanes, its
     fixed entries bit-identical to their values, its point equal to rounding (the same
-    elementwise program; XLA fuses it otherwise)."""
+    elementwise program; XLA fuses it otherwise). (``lanes`` the batch: no padded rows,
+    a smaller program.)"""
     x0, fixed, data = spots(dtype)
-    options = {"bounds": bounds_of(x0)} if bounded else {}
+    options = {"lanes": ROWS} | ({"bounds": bounds_of(x0)} if bounded else {})
     minor = solve_spots(machine.ROWS_MINOR, x0, fixed, data, **options)
     lanes = solve_spots(machine.ROWS_MAJOR, x0, fixed, data, **options)
     np.testing.assert_array_equal(minor.status, lanes.status)
@@ -88,9 +89,9 @@ def test_a_rows_result_is_its_own_and_a_nan_row_stops_alone():
 def test_a_new_mask_compiles_nothing():
     """The mask is data: a new one reuses the compiled minor-layout solve."""
     x0, fixed, data = spots(np.float64, rows=24)
-    solve_spots(machine.ROWS_MINOR, x0, fixed, data)
+    solve_spots(machine.ROWS_MINOR, x0, fixed, data, lanes=24)
     before = engine.compiled_programs()
-    solution = solve_spots(machine.ROWS_MINOR, x0, ~fixed, data)
+    solution = solve_spots(machine.ROWS_MINOR, x0, ~fixed, data, lanes=24)
     assert engine.compiled_programs() == before
     np.testing.assert_array_equal(bits(solution.x[~fixed]), bits(x0[~fixed]))
 
@@ -102,7 +103,8 @@ def test_minimize_in_the_minor_layout_certifies_as_the_lanes():
     solutions = {}
     for layout in (machine.ROWS_MINOR, machine.ROWS_MAJOR):
         with machine.forced_layout(layout):
-            solutions[layout] = fixedopt.minimize(quadratic, x0, fixed, args=args, batched=True)
+            solutions[layout] = fixedopt.minimize(quadratic, x0, fixed, args=args, batched=True,
+                                                  lanes=24)  # fmt: skip
     minor, lanes = solutions[machine.ROWS_MINOR], solutions[machine.ROWS_MAJOR]
     np.testing.assert_array_equal(minor.status, lanes.status)
     np.testing.assert_array_equal(minor.steps, lanes.steps)
@@ -134,3 +136,16 @@ def test_a_shrinking_batch_gives_each_row_the_same_bits(monkeypatch):
     shrunk, whole = solve(True), solve(False)
     assert len(np.unique(whole.steps)) >= 3  # rows stop at different trips
     assert_rows_identical(shrunk, whole)
+
+
+def test_the_profile_puts_a_tpus_least_squares_batch_on_the_minor_axis():
+    """A least-squares solver on a TPU, unless lanes are asked for; the lanes elsewhere
+    (the CPU measured slower batch-last: docs/decisions.md) and for ``minimize``."""
+    lm = fixedopt.LevenbergMarquardt()
+    assert machine.schedule(lm, None, "tpu").layout == machine.ROWS_MINOR
+    assert machine.schedule(lm, 1024, "tpu").layout == machine.ROWS_MAJOR
+    assert machine.schedule(fixedopt.LBFGS(), None, "tpu").layout == machine.ROWS_MAJOR
+    for backend in ("cpu", "gpu"):
+        assert machine.schedule(lm, None, backend).layout == machine.ROWS_MAJOR
+    with machine.forced_layout(machine.ROWS_MINOR):
+        assert machine.schedule(lm, None, "cpu").layout == machine.ROWS_MINOR
