@@ -161,13 +161,14 @@ def compared(x, steps, status, cpu) -> dict:
     return record
 
 
-def fixedopt_case(estimator, layout, fits, data, cpu, lanes=None, shrinks=1) -> dict:
+def fixedopt_case(estimator, layout, fits, data, cpu, lanes=None, shrinks=1, chunk=None) -> dict:
     """fixedopt's solve in ``layout``; ``shrinks``: rows-minor's batch shrinks this many
-    times at most as rows stop (0: the whole batch to the last row)."""
+    times at most as rows stop (0: the whole batch to the last row); ``chunk``: its
+    rows a loop holds (None: ``minor.CHUNK``)."""
     solve = fixedopt_solve(estimator, lanes)
     inputs = tuple(jnp.asarray(a) for a in (fits.x0, fits.fixed, data))
-    given = minor.SHRINKS
-    minor.SHRINKS = shrinks
+    given = minor.SHRINKS, minor.CHUNK
+    minor.SHRINKS, minor.CHUNK = shrinks, chunk or given[1]
     try:
         with machine.forced_layout(layout), timing.compile_monitor() as compiles:
             compiled = jax.jit(solve).lower(*inputs).compile()
@@ -175,7 +176,7 @@ def fixedopt_case(estimator, layout, fits, data, cpu, lanes=None, shrinks=1) -> 
         # of the rows (a TPU pads them to a power of 2)
         sizes = minor.sizes(fits.x0.shape[0], fewest.defaults.fewest_lanes)
     finally:
-        minor.SHRINKS = given
+        minor.SHRINKS, minor.CHUNK = given
     seconds, solution = timed(compiled, inputs)
     status, steps = np.asarray(solution.status), np.asarray(solution.steps)
     x = np.asarray(solution.x)
@@ -183,7 +184,7 @@ def fixedopt_case(estimator, layout, fits, data, cpu, lanes=None, shrinks=1) -> 
     statuses = " ".join(f"{s.name}:{np.sum(status == s)}" for s in fixedopt.Status
                         if np.any(status == s))  # fmt: skip
     if layout == "rows-minor":
-        layout += f" {sizes}"
+        layout += f" {sizes} chunk {chunk or minor.CHUNK}"
     return {"method": "fixedopt", "estimator": estimator, "layout": layout,
             "lanes": lanes, "B": rows, "fits_per_s": rows / seconds, "seconds": seconds,
             "compile_s": compiles["seconds"], "steps_mean": float(np.mean(steps)),
@@ -214,9 +215,9 @@ def cases(quick: bool):
     pfits, counts = poisson_fits(small)
     pcpu = cpu_solution("poisson", pfits.x0, pfits.fixed, counts)
 
-    def squares(layout, fits=fits, cpu=cpu, lanes=None, shrinks=1):
+    def squares(layout, fits=fits, cpu=cpu, lanes=None, shrinks=1, chunk=None):
         return lambda: fixedopt_case("least_squares", layout, fits, fits.data, cpu, lanes,
-                                     shrinks)  # fmt: skip
+                                     shrinks, chunk)  # fmt: skip
 
     def poisson(layout):
         return lambda: fixedopt_case("poisson", layout, pfits, counts, pcpu)
@@ -236,6 +237,7 @@ def cases(quick: bool):
     yield "lanes-minor 1e7", squares("lanes-minor", big, big_cpu)
     yield "lanes-minor 2^18", squares("lanes-minor", lanes=1 << 18)
     yield "poisson rows-major", poisson("rows-major")
+    yield "rows-minor 1e7 one chunk", squares("rows-minor", big, big_cpu, chunk=1 << 24)
 
 
 def markdown(records: list[dict]) -> str:

@@ -55,15 +55,48 @@ def iterate_minor(
     fewest: int = 1,
 ) -> LastState:
     """Run every row of a batch (``rows``' leaves and ``x``, ``(B, n)``, rows first)
-    until each stops, the batch held on the minor axis; the :class:`LastState` of every
-    row, rows first. ``count``: the rows to solve, where the batch is padded beyond
-    them (``fixedopt._driver.batching``): the others stop at their start, their
-    reports for the caller to drop. ``fewest``: the batch shrinks to no fewer rows
-    (:func:`sizes`)."""
-    minor_rows, minor_x = jax.tree.map(_to_minor, (rows, x))
-    final = _iterate(solver, problem_of, minor_rows, minor_x, stopping, count, fewest)
-    reported: LastState = jax.tree.map(_to_major, final)
-    return reported
+    until each stops, the batch held on the minor axis, in chunks of at most ``CHUNK``
+    rows one after the other; the :class:`LastState` of every row, rows first.
+    ``count``: the rows to solve, where the batch is padded beyond them
+    (``fixedopt._driver.batching``): the others stop at their start, their reports for
+    the caller to drop. ``fewest``: the batch shrinks to no fewer rows (:func:`sizes`)."""
+    total = x.shape[0]
+    if total <= CHUNK:
+        minor_rows, minor_x = jax.tree.map(_to_minor, (rows, x))
+        final = _iterate(solver, problem_of, minor_rows, minor_x, stopping, count, fewest)
+        reported: LastState = jax.tree.map(_to_major, final)
+        return reported
+    chunks = -(-total // CHUNK)
+    padded = jax.tree.map(lambda a: _chunked(a, chunks), (rows, x))
+    solving = total if count is None else count
+
+    def chunk(index_and_rows: tuple[jax.Array, tuple[Rows, jax.Array]]) -> LastState:
+        index, (rows, x) = index_and_rows
+        left = solving - index * CHUNK  # this chunk's rows to solve (none where <= 0)
+        return _iterate(solver, problem_of, rows, x, stopping, left, fewest)
+
+    final = jax.lax.map(chunk, (jnp.arange(chunks), padded))
+    every: LastState = jax.tree.map(lambda a: _unchunked(a, total), final)
+    return every
+
+
+# The most rows one loop holds: a larger batch runs in chunks of this many, one after
+# the other (its loop's working set, a few hundred bytes a row, stays ~1 GiB).
+CHUNK = 1 << 22
+
+
+def _chunked(a: jax.Array, chunks: int) -> jax.Array:
+    """The rows of ``a`` (``(B, ...)``) padded with copies of row 0 to ``chunks`` chunks,
+    as ``(chunks, ..., CHUNK)``: each chunk batch-last."""
+    extra = chunks * CHUNK - a.shape[0]
+    grown = jnp.concatenate([a, jnp.broadcast_to(a[:1], (extra, *a.shape[1:]))])
+    return jnp.moveaxis(grown.reshape(chunks, CHUNK, *a.shape[1:]), 1, -1)
+
+
+def _unchunked(a: jax.Array, total: int) -> jax.Array:
+    """The first ``total`` rows of chunked ``a`` (``(chunks, ..., CHUNK)``), rows first."""
+    rows = jnp.moveaxis(a, -1, 1)
+    return rows.reshape(-1, *rows.shape[2:])[:total]
 
 
 def _to_minor(a: jax.Array) -> jax.Array:

@@ -117,25 +117,27 @@ def test_forced_layout_is_checked():
         pass
 
 
-def test_a_shrinking_batch_gives_each_row_the_same_bits(monkeypatch):
-    """Rows gathered into a smaller batch as others stop (here 40 -> 20 -> 10 -> 5)
-    take the same steps to the same bits as in the whole batch to the end; the
-    iteration count goes on across the batches."""
+def test_a_shrinking_or_chunked_batch_gives_each_row_the_same_bits(monkeypatch):
+    """Rows gathered into a smaller batch as others stop (here 40 -> 20 -> 10 -> 5), or
+    solved in chunks (of 16 rows, the last padded), take the same steps to the same
+    bits as in the whole batch to the end."""
     from fixedopt._driver import minor
 
     x0, fixed, data = spots(np.float32)
     options = {"ftol": 1e-8, "max_steps": 30, "lanes": ROWS}  # lanes: no padded rows
 
-    def solve(shrinks):
+    def solve(sizes, chunk):
         residual = lambda p, d: spot_residual(p, d)  # a new function: traced anew
-        monkeypatch.setattr(minor, "sizes", lambda total, fewest: (20, 10, 5) if shrinks else ())
+        monkeypatch.setattr(minor, "sizes", lambda total, fewest: sizes)
+        monkeypatch.setattr(minor, "CHUNK", chunk)
         with machine.forced_layout(machine.ROWS_MINOR):
             return fixedopt.least_squares(residual, x0, fixed, args=(data,), batched=True,
                                           **options)  # fmt: skip
 
-    shrunk, whole = solve(True), solve(False)
+    whole = solve((), ROWS)
     assert len(np.unique(whole.steps)) >= 3  # rows stop at different trips
-    assert_rows_identical(shrunk, whole)
+    assert_rows_identical(solve((20, 10, 5), ROWS), whole)
+    assert_rows_identical(solve((), 16), whole)
 
 
 def test_the_profile_puts_a_tpus_least_squares_batch_on_the_minor_axis():
