@@ -1,9 +1,9 @@
 """The batch on the lane (minor) axis, on one chip (issue 61 items 1, 6): Gpufit's
 protocol (2D Gaussian on 5x5 pixels, 5 parameters, float32, max_steps 10, ftol 1e-4)
 through fixedopt's layouts (``machine.forced_layout``: ``rows-major``, the lanes as
-today; ``rows-minor``, the whole batch with the batch last; ``lanes-minor``, the lanes
-with their step computed batch-last), beside a plain ``jax.numpy`` Levenberg-Marquardt
-with the batch last and no tests (``reference``), and the Poisson MLE of the same spot.
+today; ``rows-minor``, the whole batch with the batch last), beside a plain
+``jax.numpy`` Levenberg-Marquardt with the batch last and no tests (``reference``),
+and the Poisson MLE of the same spot.
 ``rows-minor`` shrinks its batch as rows stop (``minor.sizes``, once by default;
 ``shrinks N``: N times); ``rows-minor whole`` steps the whole batch until its last
 row stops.
@@ -227,15 +227,11 @@ def cases(quick: bool):
     yield "reference", lambda: reference_case(fits, cpu)
     yield "rows-minor", squares("rows-minor")
     yield "rows-minor whole", squares("rows-minor", shrinks=0)
-    yield "lanes-minor", squares("lanes-minor")
     yield "rows-major", squares("rows-major")
     yield "rows-minor 1e7", squares("rows-minor", big, big_cpu)
     yield "reference 1e7", lambda: reference_case(big, big_cpu)
     yield "poisson rows-minor", poisson("rows-minor")
     yield "rows-minor 1e7 shrinks 2", squares("rows-minor", big, big_cpu, shrinks=2)
-    yield "poisson lanes-minor", poisson("lanes-minor")
-    yield "lanes-minor 1e7", squares("lanes-minor", big, big_cpu)
-    yield "lanes-minor 2^18", squares("lanes-minor", lanes=1 << 18)
     yield "poisson rows-major", poisson("rows-major")
     yield "rows-minor 1e7 one chunk", squares("rows-minor", big, big_cpu, chunk=1 << 24)
 

@@ -58,7 +58,7 @@ from fixedopt._driver.loop import (
     start,
     to_certify,
 )  # fmt: skip
-from fixedopt._driver.machine import LANES_MINOR, Schedule
+from fixedopt._driver.machine import Schedule
 from fixedopt._driver.packing import Packed, Packing
 from fixedopt._driver.progress import Progress, report_lanes
 from fixedopt._inputs import arrays
@@ -160,10 +160,8 @@ def iterate_lanes(
     start_rows = _checked(solver, start_row)  # the refill's start, PENDING where a test holds
     tail_lanes, patience = schedule.defaults.tail_lanes, schedule.defaults.tail_patience
 
-    minor = schedule.layout == LANES_MINOR
-
     def advance_lanes(data: Any, state: Packed, iteration: jax.Array) -> Packed:
-        return _advance(solver, problem_of, stopping, layout, data, state, iteration, minor)
+        return _advance(solver, problem_of, stopping, layout, data, state, iteration)
 
     report = functools.partial(_report, layout, limit, progress)
     if width == total:
@@ -267,10 +265,8 @@ def _advance(
     data: Any,
     packed: Packed,
     iteration: jax.Array,
-    minor: bool = False,
 ) -> Packed:
-    """One step of every running lane (``minor``: computed with the lanes on the
-    minor axis, ``machine.LANES_MINOR``). A stopped lane keeps what it reports; its
+    """One step of every running lane. A stopped lane keeps what it reports; its
     solver state is never read again, so it takes the new one (keeping the old would
     stream the whole L-BFGS history through a select). A row that the step leaves
     CONVERGED waits, PENDING, for its certification
@@ -283,13 +279,7 @@ def _advance(
         new = advance(solver, problem_of(row), state, stopping, context, check=False)
         return _waiting(solver, new)
 
-    if minor:
-        last = jax.tree.map(lambda a: jnp.moveaxis(a, 0, -1), (data, state, running))
-        stepped = jax.vmap(one, in_axes=-1, out_axes=-1)(*last)
-        stepped = jax.tree.map(lambda a: jnp.moveaxis(a, -1, 0), stepped)
-    else:
-        stepped = jax.vmap(one)(data, state, running)
-    new = layout.state.pack(stepped)
+    new = layout.state.pack(jax.vmap(one)(data, state, running))
     # A waiting lane keeps what it reports; its solver state is the inactive step's,
     # which leaves what the check reads unchanged (Solver.certify).
     new = layout.state.select(running, new, packed, layout.always_new)

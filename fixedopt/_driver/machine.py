@@ -162,9 +162,7 @@ def defaults(backend: str) -> Backend:
 # together (fixedopt._driver.minor; issue 61: a TPU's tiles are 128 entries wide).
 ROWS_MAJOR = "rows-major"
 ROWS_MINOR = "rows-minor"
-# The lanes, their step computed with the lanes on the minor axis (a transpose each trip).
-LANES_MINOR = "lanes-minor"
-LAYOUTS = (ROWS_MAJOR, ROWS_MINOR, LANES_MINOR)
+LAYOUTS = (ROWS_MAJOR, ROWS_MINOR)
 _forced_layout: list[str] = []  # tests' and benchmarks' choice (forced_layout), innermost last
 
 
@@ -190,20 +188,14 @@ def forced_layout(layout: str) -> Iterator[None]:
         _forced_layout.pop()
 
 
-# Where the batch runs on the minor axis by default: a least-squares solver on a TPU
-# (issue 61; docs/decisions.md, "The batch on a TPU's lanes").
-MINOR_BACKENDS = frozenset({"tpu"})
-
-
-def layout(solver: Solver[Any], lanes: int | None, backend: str) -> str:
-    """The rows' layout of a solve by ``solver`` through ``lanes`` on ``backend``:
-    :data:`ROWS_MINOR` for a least-squares solver on a backend of
-    :data:`MINOR_BACKENDS` unless the user asked for lanes, else :data:`ROWS_MAJOR`;
-    or as forced (:func:`forced_layout`)."""
+def layout() -> str:
+    """The rows' layout of a solve: :data:`ROWS_MAJOR`, or as forced
+    (:func:`forced_layout`). :data:`ROWS_MINOR` is no backend's default yet: on a TPU
+    v5e it ran Gpufit's protocol 1.7x faster but compiled 6x longer (54.6 s), and the
+    CPU ran it 1.3-1.5x slower (docs/decisions.md, "The batch on a TPU's lanes")."""
     if _forced_layout:
         return _forced_layout[-1]
-    minor = backend in MINOR_BACKENDS and solver.needs_residuals and lanes is None
-    return ROWS_MINOR if minor else ROWS_MAJOR
+    return ROWS_MAJOR
 
 
 class Schedule(NamedTuple):
@@ -241,7 +233,7 @@ def schedule(solver: Solver[Any], lanes: int | None, backend: str, tail: bool = 
         backend=backend,
         defaults=tuned,
         precision=matmul_precision(backend),
-        layout=layout(solver, lanes, backend),
+        layout=layout(),
         lanes=lanes,
         refill_cost=1.0 / solver.evaluations_per_step,
         tail=tail,

@@ -144,14 +144,11 @@ def test_a_shrinking_or_chunked_batch_gives_each_row_the_same_bits(monkeypatch):
     assert_rows_identical(solve((), 16), whole)
 
 
-def test_the_profile_puts_a_tpus_least_squares_batch_on_the_minor_axis():
-    """A least-squares solver on a TPU, unless lanes are asked for; the lanes elsewhere
-    (the CPU measured slower batch-last: docs/decisions.md) and for ``minimize``."""
-    lm = fixedopt.LevenbergMarquardt()
-    assert machine.schedule(lm, None, "tpu").layout == machine.ROWS_MINOR
-    assert machine.schedule(lm, 1024, "tpu").layout == machine.ROWS_MAJOR
-    assert machine.schedule(fixedopt.LBFGS(), None, "tpu").layout == machine.ROWS_MAJOR
-    for backend in ("cpu", "gpu"):
-        assert machine.schedule(lm, None, backend).layout == machine.ROWS_MAJOR
+def test_no_profile_puts_the_batch_on_the_minor_axis_yet():
+    """Measured, the minor axis lost on the CPU and compiled 6x longer on a TPU
+    (docs/decisions.md, "The batch on a TPU's lanes"): only forced."""
+    for solver in (fixedopt.LevenbergMarquardt(), fixedopt.LBFGS()):
+        for backend in ("cpu", "gpu", "tpu"):
+            assert machine.schedule(solver, None, backend).layout == machine.ROWS_MAJOR
     with machine.forced_layout(machine.ROWS_MINOR):
-        assert machine.schedule(lm, None, "cpu").layout == machine.ROWS_MINOR
+        assert machine.schedule(fixedopt.LBFGS(), 8, "cpu").layout == machine.ROWS_MINOR
