@@ -19,14 +19,24 @@ import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)  # before any array exists: float64 available
 
-from benchmarks import ase, curve_fit, deblur, report, status_truth, tiny, tpu, tpu_peers  # noqa: E402
+from benchmarks import (  # noqa: E402
+    ase,
+    curve_fit,
+    deblur,
+    lane_axis,
+    report,
+    status_truth,
+    tiny,
+    tpu,
+    tpu_peers,
+)
 from benchmarks.suites import PLANS, run_plan  # noqa: E402
 from benchmarks.timing import environment  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 OWN = {"status_truth": status_truth.run, "ase": ase.run, "curve_fit": curve_fit.run,
        "deblur": deblur.run, "tiny": tiny.run, "tiny_large": tiny.run_large,
-       "tpu": tpu.run, "tpu_peers": tpu_peers.run}  # fmt: skip
+       "tpu": tpu.run, "tpu_peers": tpu_peers.run, "lane_axis": lane_axis.run}  # fmt: skip
 
 
 def parse(argv) -> argparse.Namespace:
