@@ -23,7 +23,6 @@ from benchmarks import (  # noqa: E402
     ase,
     curve_fit,
     deblur,
-    lane_axis,
     report,
     status_truth,
     tiny,
@@ -36,7 +35,7 @@ from benchmarks.timing import environment  # noqa: E402
 RESULTS = pathlib.Path(__file__).parent / "results"
 OWN = {"status_truth": status_truth.run, "ase": ase.run, "curve_fit": curve_fit.run,
        "deblur": deblur.run, "tiny": tiny.run, "tiny_large": tiny.run_large,
-       "tpu": tpu.run, "tpu_peers": tpu_peers.run, "lane_axis": lane_axis.run}  # fmt: skip
+       "tpu": tpu.run, "tpu_peers": tpu_peers.run}  # fmt: skip
 
 
 def parse(argv) -> argparse.Namespace:

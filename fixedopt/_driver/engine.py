@@ -20,7 +20,6 @@ from fixedopt._driver import batching, cache, machine
 from fixedopt._driver.lanes import LastState, iterate_lanes
 from fixedopt._driver.loop import LoopState, iterate
 from fixedopt._driver.machine import Schedule
-from fixedopt._driver.minor import iterate_minor
 from fixedopt._driver.plan import Inputs, Plan
 from fixedopt._fixing.mask import active_set, unravel_mask
 from fixedopt._inputs.validate import PyTree
@@ -128,14 +127,7 @@ def _solve_traced(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
 
     start = jax.vmap(objective.start)(rows)
     rows_final: LoopState | LastState
-    if plan.differentiate.through_lanes and _minor(plan, schedule):
-        # The batch on the minor axis (fixedopt._driver.minor), stepped whole.
-        stopped = plan.differentiate.stop(rows)
-        fewest = schedule.defaults.fewest_lanes
-        rows_final = iterate_minor(
-            solver, objective.problem, stopped, start, stopping, inputs.batch, fewest
-        )
-    elif plan.differentiate.through_lanes:
+    if plan.differentiate.through_lanes:
         # The lanes carry the rows' data round the loop: as the solver sees them
         # (stopped under Implicit), or their tangents go round it too (a jvp of the
         # whole loop body, which XLA compiles and runs for nothing).
@@ -157,12 +149,6 @@ def _solve_traced(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
 
         rows_final = jax.vmap(one)(rows, start)
     return _solution(rows_final, jax.vmap(finish)(rows, rows_final))
-
-
-def _minor(plan: Plan, schedule: Schedule) -> bool:
-    """Whether the batch runs on the minor axis (``machine.ROWS_MINOR``): where the
-    schedule says so and no progress is reported (the lanes report it)."""
-    return schedule.layout == machine.ROWS_MINOR and plan.progress is None
 
 
 def _step_bytes(objective: Objective, x: jax.Array) -> int:

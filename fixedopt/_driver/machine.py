@@ -157,45 +157,9 @@ def defaults(backend: str) -> Backend:
     return BACKENDS.get(backend, GPU)
 
 
-# The rows' layout: a row's entries along the minor axis, through the lanes
-# (fixedopt._driver.lanes); or the batch along the minor axis, the whole batch stepped
-# together (fixedopt._driver.minor; issue 61: a TPU's tiles are 128 entries wide).
+# The rows' layout in the lanes: a row's entries along the minor axis (the one value so
+# far); the TPU's small rows want the batch there ("rows-minor", issue 61).
 ROWS_MAJOR = "rows-major"
-ROWS_MINOR = "rows-minor"
-LAYOUTS = (ROWS_MAJOR, ROWS_MINOR)
-_forced_layout: list[str] = []  # tests' and benchmarks' choice (forced_layout), innermost last
-
-
-@contextlib.contextmanager
-def forced_layout(layout: str) -> Iterator[None]:
-    """Solves scheduled inside take ``layout`` (one of :data:`LAYOUTS`) whatever their
-    backend: for tests and benchmarks, not a user's option (the profile chooses).
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> from fixedopt._driver import machine
-      >>> from fixedopt._solvers.levenberg_marquardt import LevenbergMarquardt
-      >>> with machine.forced_layout(machine.ROWS_MINOR):
-      ...     print(machine.schedule(LevenbergMarquardt(), None, "cpu").layout)
-      rows-minor
-    """
-    if layout not in LAYOUTS:
-        raise ValueError(f"`layout` must be one of {LAYOUTS}, got {layout!r}")
-    _forced_layout.append(layout)
-    try:
-        yield
-    finally:
-        _forced_layout.pop()
-
-
-def layout() -> str:
-    """The rows' layout of a solve: :data:`ROWS_MAJOR`, or as forced
-    (:func:`forced_layout`). :data:`ROWS_MINOR` is no backend's default yet: on a TPU
-    v5e it ran Gpufit's protocol 1.7x faster but compiled 6x longer (54.6 s), and the
-    CPU ran it 1.3-1.5x slower (docs/decisions.md, "The batch on a TPU's lanes")."""
-    if _forced_layout:
-        return _forced_layout[-1]
-    return ROWS_MAJOR
 
 
 class Schedule(NamedTuple):
@@ -204,7 +168,7 @@ class Schedule(NamedTuple):
     backend: str  # the platform compiled for
     defaults: Backend  # its tuned numbers
     precision: str | None  # the matmul precision traced at (None: JAX's, untouched)
-    layout: str  # the rows' layout (ROWS_MAJOR: lanes; ROWS_MINOR: the batch minor)
+    layout: str  # the rows' layout in the lanes (ROWS_MAJOR)
     lanes: int | None  # the lanes asked for (None: :meth:`width` of a row's bytes)
     refill_cost: float  # a refill (one evaluation a row) in steps of the solver
     tail: bool  # a CPU block: stop when its tail is left (fixedopt._driver.batching)
@@ -233,7 +197,7 @@ def schedule(solver: Solver[Any], lanes: int | None, backend: str, tail: bool = 
         backend=backend,
         defaults=tuned,
         precision=matmul_precision(backend),
-        layout=layout(),
+        layout=ROWS_MAJOR,
         lanes=lanes,
         refill_cost=1.0 / solver.evaluations_per_step,
         tail=tail,
