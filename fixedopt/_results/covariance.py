@@ -12,7 +12,12 @@ gradient pushes against: :func:`fixedopt._fixing.mask.active_set`, the solve's
 ``Solution.at_bound``) is flagged; with ``at_bound="free"`` (the default,
 ``curve_fit``'s and lmfit's convention) it stays in ``F``, with ``at_bound="fixed"`` it
 is held like a fixed one (the covariance conditional on the bound). The inverse comes
-from a QR factorization of ``J`` (differentiable; see ``inverse_normal_matrix``).
+from a QR factorization of ``J`` (differentiable): for a small block, a Householder QR
+written elementwise, taken for each row whose full rank it certifies; else, and for the
+rows it does not certify, LAPACK's (:mod:`fixedopt._results.row_covariance`). Each
+row's choice and its sums are its own: a row's covariance has the same bits alone, in
+any batch and in any order (on the CPU at the top level; its programs' reductions do not
+depend on the batch's size, ``cpu_compiler.ROW_WISE_OPTIONS``).
 The rank is counted as ``curve_fit`` does, singular values above
 ``eps * max(m, n) * s_max``, but of ``J_F`` with unit columns, so that it does not
 depend on the units of the parameters; when fewer than the free parameters pass, the row is
@@ -43,7 +48,7 @@ from fixedopt._inputs.validate import Bounds, Mask, PyTree, batch_size
 from fixedopt._numerics import buckets, cpu_compiler
 from fixedopt._objective.arguments import args_tuple
 from fixedopt._results import small_inverse
-from fixedopt._results.covariance_fields import Covariance
+from fixedopt._results.covariance_fields import Covariance as Covariance
 from fixedopt._results.free_block import (
     Constraints,
     ResidualFun,
@@ -257,7 +262,8 @@ def _on_host(
     rows around it (a choice for a whole chunk changed a row's last bits with its
     neighbours: docs/decisions.md, "Why the covariance was slow"), and the exact
     program compiles only for a batch that needs it."""
-    found, certified, extra = buckets.in_chunks(run(QUICK), leaves, flags, batch)
+    size = _chunk_rows(leaves, flags, batch)
+    found, certified, extra = buckets.in_chunks(run(QUICK), leaves, flags, batch, size)
     redo = np.flatnonzero(~np.asarray(certified))
     if redo.size == 0:
         return found, extra
@@ -267,10 +273,28 @@ def _on_host(
     def put(every: jax.Array, some: jax.Array) -> jax.Array:
         host = np.array(every)
         host[redo] = np.asarray(some)
-        return jax.device_put(host)
+        put_back: jax.Array = jax.device_put(host)
+        return put_back
 
     joined: Covariance = jax.tree.map(put, found, exact)
     return joined, extra
+
+
+# A large batch runs in chunks of up to this many bytes of its rows' inputs, of at most
+# LARGE_ROWS rows, where it has four of them or more: a call's overhead costs more than
+# small rows do (Gpufit's spot, 100,000 fits: 391 calls of 256 rows took 1.5x the time of
+# 49 of 2048, measured under load by an earlier try). A row's result is the same in any
+# chunk: the programs' sums do not depend on the batch's size (ROW_WISE_OPTIONS).
+LARGE_BYTES = 1 << 22
+LARGE_ROWS = 4096
+
+
+def _chunk_rows(leaves: tuple[Any, ...], flags: tuple[bool, ...], batch: int) -> int | None:
+    """Rows per chunk of a large batch (None: :func:`buckets.in_chunks`' own)."""
+    row_bytes = sum(np.dtype(leaf.dtype).itemsize * int(np.prod(np.shape(leaf)[1:]))
+                    for leaf, flag in zip(leaves, flags) if flag)  # fmt: skip
+    rows = min(LARGE_ROWS, 1 << max(LARGE_BYTES // max(row_bytes, 1), 1).bit_length() - 1)
+    return rows if rows > buckets.CHUNK_ROWS and batch >= 4 * rows else None
 
 
 def _row_size(x: PyTree, batched: bool) -> int:
@@ -323,8 +347,10 @@ def _row_covariances(
         return inverse
 
     certified = None
-    if path == EXACT:
+    if path == EXACT or not small_inverse.pays(*found.jacobian.shape[-2:]):
         inverse = exact()
+        if path != EXACT:  # a tall block: LAPACK's for every row, certified alike
+            certified = jnp.ones(found.n_free.shape, bool)
     else:
         quick, certified = over_rows(quick_inverse)(found)
         inverse = quick
@@ -335,5 +361,8 @@ def _row_covariances(
     return covariances, certified, extra
 
 
-# Compiled with XLA:CPU's elemental emitter at the top level (fixedopt._numerics.cpu_compiler).
-_compiled = cpu_compiler.jit_for_cpu(_row_covariances, static_argnums=(0, 1, 2, 3, 4, 5))
+# Compiled with XLA:CPU's elemental emitter at the top level, its reductions the same for
+# every batch size (fixedopt._numerics.cpu_compiler.ROW_WISE_OPTIONS).
+_compiled = cpu_compiler.jit_for_cpu(
+    _row_covariances, (0, 1, 2, 3, 4, 5), cpu_compiler.ROW_WISE_OPTIONS
+)

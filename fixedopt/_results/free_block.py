@@ -22,7 +22,6 @@ from fixedopt._inputs import arrays
 from fixedopt._inputs import validate as _validate
 from fixedopt._inputs.checks import optional_boolean
 from fixedopt._inputs.validate import Bounds, Mask, PyTree, fixed_arrays
-from fixedopt._numerics import ordered
 from fixedopt._objective.arguments import batched_args
 from fixedopt._results.solution_fields import SolutionFields
 
@@ -135,7 +134,7 @@ def residual_variance(absolute_sigma: bool, residual: jax.Array, dof: jax.Array)
     """``s^2 = sum(r^2) / dof`` (``inf`` for ``dof <= 0``), or 1 for ``absolute_sigma``."""
     if absolute_sigma:
         return jnp.ones((), residual.dtype)
-    rss = ordered.dot(residual, residual)  # the same bits in any batch
+    rss = jnp.dot(residual, residual)
     return jnp.where(dof > 0, rss / jnp.maximum(dof, 1), jnp.inf)
 
 
@@ -150,8 +149,8 @@ def numerical_rank(jacobian: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array
     cutoff = eps * max(jacobian.shape) * singular[0]
     kept = singular > cutoff
     inverse_square = jnp.where(kept, 1.0 / jnp.where(kept, singular, 1.0) ** 2, 0.0)
-    pseudo = ordered.matmul(vt.T * inverse_square[None, :], vt)
-    in_row_space = ordered.total(jnp.where(kept[:, None], vt**2, 0.0).T)
+    pseudo = (vt.T * inverse_square[None, :]) @ vt
+    in_row_space = jnp.sum(jnp.where(kept[:, None], vt**2, 0.0), axis=0)
     undetermined = 1.0 - in_row_space > jnp.sqrt(eps)
     return jnp.sum(kept), singular[0], pseudo, undetermined
 
@@ -169,4 +168,4 @@ def inverse_normal_matrix(jacobian: jax.Array, frozen: jax.Array, scale: jax.Arr
     r = jnp.linalg.qr(augmented, mode="r")
     identity = jnp.eye(r.shape[0], dtype=r.dtype)
     r_inverse = jax.scipy.linalg.solve_triangular(r, identity, lower=False)
-    return ordered.matmul(r_inverse, r_inverse.T)
+    return r_inverse @ r_inverse.T

@@ -16,7 +16,6 @@ from jax.flatten_util import ravel_pytree
 
 from fixedopt._fixing.mask import unravel_mask
 from fixedopt._inputs.validate import PyTree
-from fixedopt._numerics import ordered
 from fixedopt._results import small_inverse
 from fixedopt._results.covariance_fields import Covariance
 from fixedopt._results.free_block import (
@@ -85,14 +84,13 @@ def pieces(
         return r, r
 
     jacobian, residual = jax.jacfwd(weighted, has_aux=True)(flat_x)
-    gradient = lambda: ordered.total(jacobian.T * residual[None, :])  # J^T r
-    at_bound, frozen = held_entries(flat_x, constraints, rule.hold, gradient)
+    at_bound, frozen = held_entries(flat_x, constraints, rule.hold, lambda: residual @ jacobian)
     jacobian = jnp.where(frozen[None, :], 0.0, jacobian)  # held: zero columns too
     points = residual.size if sigma is None else npoints(sigma, residual_fun, flat_x, unravel, args)
     n_free = jnp.sum(~frozen)
     # Unit columns: the rank test and the inverse then do not depend on the units of
     # the parameters (in float32, columns 1e6 apart passed for rank-deficient).
-    squared = ordered.total(jacobian.T**2)  # 0 at frozen columns: kept off the sqrt,
+    squared = jnp.sum(jacobian**2, axis=0)  # 0 at frozen columns: kept off the sqrt,
     column_scale = jnp.sqrt(jnp.where(squared > 0, squared, 1.0))  # whose slope is inf
     jacobian = jacobian / column_scale[None, :]
     zero = (squared == 0) & ~frozen  # a free parameter the residuals do not depend on
