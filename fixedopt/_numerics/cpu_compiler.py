@@ -17,11 +17,28 @@ from fixedopt._numerics.trace_state import at_top_level
 CPU_OPTIONS: dict[str, Any] = {"xla_cpu_use_fusion_emitters": False}
 
 
+# Also for programs whose rows must round alike in any batch (the covariance): XLA:CPU
+# reduces a small array with its own loops, a long axis as a tree of partial sums and a
+# large array (about 4096 entries) in its YNN library, each adding in its own order, so
+# a row's sum changed in its last bits with the number of rows beside it. Without the
+# rewrite and YNN, a reduction is XLA's loop over the reduced axis for every size
+# (docs/decisions.md, "Why the covariance was slow").
+ROW_WISE_OPTIONS: dict[str, Any] = CPU_OPTIONS | {
+    "xla_disable_hlo_passes": "tree_reduction_rewriter",
+    "xla_cpu_experimental_ynn_fusion_type": "",
+}
+
+
+def accepted(options: dict[str, Any] | None = None) -> bool:
+    """Whether this jaxlib takes ``options`` (default :data:`CPU_OPTIONS`; XLA refuses
+    an option it does not know at compile time): one tiny program compiled once per
+    process and set of options."""
+    return _accepted(tuple(sorted((CPU_OPTIONS if options is None else options).items())))
+
+
 @functools.cache
-def accepted() -> bool:
-    """Whether this jaxlib takes :data:`CPU_OPTIONS` (XLA refuses an option it does
-    not know at compile time): one tiny program compiled once per process."""
-    probe = jax.jit(lambda x: x + 1, compiler_options=CPU_OPTIONS)
+def _accepted(options: tuple[tuple[str, Any], ...]) -> bool:
+    probe = jax.jit(lambda x: x + 1, compiler_options=dict(options))
     try:
         probe.lower(np.float32(0)).compile()
     except jax.errors.JaxRuntimeError:
@@ -29,17 +46,22 @@ def accepted() -> bool:
     return True
 
 
-def jit_for_cpu(function: Callable[..., Any], static_argnums: tuple[int, ...]) -> Any:
-    """``jax.jit(function, static_argnums=...)``, compiled with :data:`CPU_OPTIONS` where
-    it is called at the top level on the CPU (a nested program takes its caller's
-    options). Its ``plain`` and ``tuned`` are the two jits; ``_cache_size()`` counts
-    both one's and the other's compilations."""
+def jit_for_cpu(
+    function: Callable[..., Any],
+    static_argnums: tuple[int, ...],
+    options: dict[str, Any] | None = None,
+) -> Any:
+    """``jax.jit(function, static_argnums=...)``, compiled with ``options`` (default
+    :data:`CPU_OPTIONS`) where it is called at the top level on the CPU (a nested
+    program takes its caller's options). Its ``plain`` and ``tuned`` are the two jits;
+    ``_cache_size()`` counts both one's and the other's compilations."""
+    options = CPU_OPTIONS if options is None else options
     plain = jax.jit(function, static_argnums=static_argnums)
-    tuned = jax.jit(function, static_argnums=static_argnums, compiler_options=CPU_OPTIONS)
+    tuned = jax.jit(function, static_argnums=static_argnums, compiler_options=options)
 
     @functools.wraps(function)
     def call(*args: Any) -> Any:
-        here = jax.default_backend() == "cpu" and at_top_level() and accepted()
+        here = jax.default_backend() == "cpu" and at_top_level() and accepted(options)
         return (tuned if here else plain)(*args)
 
     call.plain, call.tuned = plain, tuned  # type: ignore[attr-defined]

@@ -12,7 +12,12 @@ gradient pushes against: :func:`fixedopt._fixing.mask.active_set`, the solve's
 ``Solution.at_bound``) is flagged; with ``at_bound="free"`` (the default,
 ``curve_fit``'s and lmfit's convention) it stays in ``F``, with ``at_bound="fixed"`` it
 is held like a fixed one (the covariance conditional on the bound). The inverse comes
-from a QR factorization of ``J`` (differentiable; see ``inverse_normal_matrix``).
+from a QR factorization of ``J`` (differentiable): for a small block, a Householder QR
+written elementwise, taken for each row whose full rank it certifies; else, and for the
+rows it does not certify, LAPACK's (:mod:`fixedopt._results.row_covariance`). Each
+row's choice and its sums are its own: a row's covariance has the same bits alone, in
+any batch and in any order (on the CPU at the top level; its programs' reductions do not
+depend on the batch's size, ``cpu_compiler.ROW_WISE_OPTIONS``).
 The rank is counted as ``curve_fit`` does, singular values above
 ``eps * max(m, n) * s_max``, but of ``J_F`` with unit columns, so that it does not
 depend on the units of the parameters; when fewer than the free parameters pass, the row is
@@ -30,31 +35,36 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jax.flatten_util import ravel_pytree
+import numpy as np
 from jax.typing import ArrayLike
 
-from fixedopt._fixing.mask import unravel_mask
 from fixedopt._inputs import arrays
 from fixedopt._inputs.checks import boolean, one_of
 from fixedopt._inputs.validate import Bounds, Mask, PyTree, batch_size
 from fixedopt._numerics import buckets, cpu_compiler
 from fixedopt._objective.arguments import args_tuple
+from fixedopt._results import small_inverse
+from fixedopt._results.covariance_fields import Covariance as Covariance
 from fixedopt._results.free_block import (
     Constraints,
     ResidualFun,
     args_in_axes,
     flat_index,
-    held_entries,
-    inverse_normal_matrix,
-    no_fit,
-    npoints,
-    numerical_rank,
-    residual_variance,
     solved_problem,
+)
+from fixedopt._results.row_covariance import (
+    Inverse,
+    Pieces,
+    Rule,
+    exact_inverse,
+    finished,
+    pieces,
+    quick_inverse,
+    select,
 )
 from fixedopt._results.solution_fields import SolutionFields
 
@@ -62,58 +72,6 @@ AT_BOUND = ("free", "fixed")
 AT_BOUND_DEFAULT = "free"  # measured: docs/decisions.md, "Error bars with a bound active"
 # ``(x, args) -> anything``: of one row, computed beside its covariance (covariance_and).
 Derived = Callable[[PyTree, tuple[Any, ...]], PyTree]
-
-
-class Covariance(NamedTuple):
-    """What :func:`fixedopt.covariance` returns; a pytree (works under ``jit``).
-
-    With ``batched=True`` every field but ``index`` has the leading batch axis.
-
-    Attributes:
-      covariance: ``(n, n)``, over the flat parameter vector ``ravel_pytree(x)``
-        (leaves in ``jax.tree.leaves`` order, each raveled in C order): entry
-        ``[index[a], index[b]]`` couples parameters ``a`` and ``b``. Rows and columns
-        of fixed parameters (and, with ``at_bound="fixed"``, bound-active ones) are
-        exactly 0.
-      stderr: the standard errors, a tree like ``x``; 0 where ``covariance``'s
-        diagonal is (fixed parameters), ``inf`` for a free parameter the data cannot
-        determine (a rank-deficient row), NaN on the free block of a row whose
-        residuals are not finite at ``x``, and of a :class:`fixedopt.Solution`'s row
-        whose solve failed (status ``NONFINITE`` or ``INFEASIBLE``).
-      rank_deficient: ``J_F`` has numerical rank below the number of free
-        parameters (its covariance does not exist): the row's free block is the
-        pseudo-inverse, ``inf`` for the parameters the data cannot determine (see
-        ``pseudo_inverse``).
-      dof: degrees of freedom ``m - n_free`` (``n_free`` counts the parameters in
-        ``F``: neither fixed nor, with ``at_bound="fixed"``, bound-active ones; ``m``
-        the residuals, less those of infinite ``sigma``, which weigh 0).
-        With ``dof <= 0`` and ``absolute_sigma=False`` the free block is ``inf``,
-        as in ``curve_fit``.
-      residual_variance: ``s^2``, the factor applied to ``(J_F^T J_F)^{-1}`` (1 with
-        ``absolute_sigma=True``).
-      fixed: the fixed mask, a tree of booleans like ``x``.
-      at_bound: the bound-active free entries (on a bound that the gradient pushes
-        against), flagged with either ``at_bound`` option (with ``"fixed"``, held like
-        fixed ones).
-      index: a tree like one row of ``x`` (no batch axis) of ``int32`` positions in
-        the flat vector.
-    """
-
-    covariance: jax.Array
-    stderr: PyTree
-    rank_deficient: jax.Array
-    dof: jax.Array
-    residual_variance: jax.Array
-    fixed: Mask
-    at_bound: PyTree
-    index: PyTree
-
-    def correlation(self) -> jax.Array:
-        """``covariance / outer(stderr, stderr)``; 0 where a standard error is 0."""
-        flat = jax.vmap(lambda t: ravel_pytree(t)[0]) if self.covariance.ndim == 3 else None
-        sd = flat(self.stderr) if flat else ravel_pytree(self.stderr)[0]
-        outer = sd[..., :, None] * sd[..., None, :]
-        return jnp.where(outer == 0, 0.0, self.covariance / jnp.where(outer == 0, 1.0, outer))
 
 
 def covariance(
@@ -237,7 +195,7 @@ def covariance_and(
     axes = args_in_axes(args, args_axes, batch) if batch is not None else None
     if sigma is not None:
         sigma = _check_sigma(sigma, batch)
-    rule = _Rule(absolute_sigma, at_bound == "fixed", boolean("pseudo_inverse", pseudo_inverse))
+    rule = Rule(absolute_sigma, at_bound == "fixed", boolean("pseudo_inverse", pseudo_inverse))
     data = (x, constraints, sigma, args)
     result, extra = _computed(residual_fun, batched, rule, axes, derived, data)
     row = jax.tree.map(arrays.one_row, x) if batched else x
@@ -256,19 +214,10 @@ def _check_sigma(value: ArrayLike, batch: int | None) -> jax.Array:
     return sigma
 
 
-class _Rule(NamedTuple):
-    """The static choices of a covariance: ``absolute_sigma``; ``hold`` bound-active
-    entries (``at_bound="fixed"``); ``pseudo_inverse`` for a rank-deficient row."""
-
-    absolute_sigma: bool
-    hold: bool
-    pseudo_inverse: bool
-
-
 def _computed(
     residual_fun: ResidualFun,
     batched: bool,
-    rule: _Rule,
+    rule: Rule,
     axes: PyTree,
     derived: Derived | None,
     data: tuple[PyTree, Constraints, jax.Array | None, tuple[Any, ...]],
@@ -276,125 +225,144 @@ def _computed(
     """:func:`_compiled` of ``data`` (``x, constraints, sigma, args``). A batch called
     at the top level on the CPU is computed in chunks of a fixed number of rows
     (:func:`fixedopt._numerics.buckets.in_chunks`), so that a new batch size compiles
-    nothing new."""
+    nothing new: a small free block's rows by the quick inverse, and those it does not
+    certify again by the exact one (:func:`_on_host`); elsewhere in one call, each row
+    by the quick inverse where it is certified (:data:`EITHER`)."""
     compute = functools.partial(_compiled, residual_fun, batched, rule, axes, derived)
+    small = small_inverse.is_small(_row_size(data[0], batched))
     if not batched:
-        result: tuple[Covariance, PyTree] = compute(*data)
-        return result
+        found, _, extra = compute(EITHER if small else EXACT, *data)
+        return found, extra
     # Every leaf has the batch axis but the shared leaves of args (axis None).
     shared = jax.tree.leaves(axes, is_leaf=lambda axis: axis is None)
     flags = (True,) * (len(jax.tree.leaves(data)) - len(shared)) + tuple(a == 0 for a in shared)
-    chunked: tuple[Covariance, PyTree] = buckets.map_in_chunks(
-        compute, data, flags, batch_size(data[0], "sol.x")
-    )
-    return chunked
+    batch = batch_size(data[0], "sol.x")
+    leaves, treedef = jax.tree.flatten(data)
+    if not buckets.chunks_here(leaves):
+        found, _, extra = compute(EITHER if small else EXACT, *data)
+        return found, extra
+
+    def run(path: str) -> Callable[[tuple[Any, ...], int], Any]:
+        return lambda chunk, _: compute(path, *jax.tree.unflatten(treedef, chunk))
+
+    if not small:
+        found, _, extra = buckets.in_chunks(run(EXACT), tuple(leaves), flags, batch)
+        return found, extra
+    return _on_host(run, tuple(leaves), flags, batch)
+
+
+def _on_host(
+    run: Callable[[str], Callable[[tuple[Any, ...], int], Any]],
+    leaves: tuple[Any, ...],
+    flags: tuple[bool, ...],
+    batch: int,
+) -> tuple[Covariance, PyTree]:
+    """Every row by the quick inverse, and the rows it did not certify again by the
+    exact one, gathered on the host: each row's covariance is its own, whatever the
+    rows around it (a choice for a whole chunk changed a row's last bits with its
+    neighbours: docs/decisions.md, "Why the covariance was slow"), and the exact
+    program compiles only for a batch that needs it."""
+    size = _chunk_rows(leaves, flags, batch)
+    found, certified, extra = buckets.in_chunks(run(QUICK), leaves, flags, batch, size)
+    redo = np.flatnonzero(~np.asarray(certified))
+    if redo.size == 0:
+        return found, extra
+    rows = tuple(np.asarray(leaf)[redo] if flag else leaf for leaf, flag in zip(leaves, flags))
+    exact, _, _ = buckets.in_chunks(run(EXACT), rows, flags, redo.size)
+
+    def put(every: jax.Array, some: jax.Array) -> jax.Array:
+        host = np.array(every)
+        host[redo] = np.asarray(some)
+        put_back: jax.Array = jax.device_put(host)
+        return put_back
+
+    joined: Covariance = jax.tree.map(put, found, exact)
+    return joined, extra
+
+
+# A large batch runs in chunks of up to this many bytes of its rows' inputs, of at most
+# LARGE_ROWS rows, where it has four of them or more: a call's overhead costs more than
+# small rows do (Gpufit's spot, 100,000 fits: 391 calls of 256 rows took 1.5x the time of
+# 49 of 2048, measured under load by an earlier try). A row's result is the same in any
+# chunk: the programs' sums do not depend on the batch's size (ROW_WISE_OPTIONS).
+LARGE_BYTES = 1 << 22
+LARGE_ROWS = 4096
+
+
+def _chunk_rows(leaves: tuple[Any, ...], flags: tuple[bool, ...], batch: int) -> int | None:
+    """Rows per chunk of a large batch (None: :func:`buckets.in_chunks`' own)."""
+    row_bytes = sum(np.dtype(leaf.dtype).itemsize * int(np.prod(np.shape(leaf)[1:]))
+                    for leaf, flag in zip(leaves, flags) if flag)  # fmt: skip
+    rows = min(LARGE_ROWS, 1 << max(LARGE_BYTES // max(row_bytes, 1), 1).bit_length() - 1)
+    return rows if rows > buckets.CHUNK_ROWS and batch >= 4 * rows else None
+
+
+def _row_size(x: PyTree, batched: bool) -> int:
+    """The number of entries of one row of ``x``."""
+    return sum(int(np.prod(jnp.shape(leaf)[1 if batched else 0 :])) for leaf in jax.tree.leaves(x))
+
+
+# The inverse a program takes: the quick one for every row (with its certificates),
+# the exact one, or each row's certified quick one else its exact one.
+QUICK, EXACT, EITHER = "quick", "exact", "either"
 
 
 def _row_covariances(
     residual_fun: ResidualFun,
     batched: bool,
-    rule: _Rule,
+    rule: Rule,
     axes: PyTree,
     derived: Derived | None,
+    path: str,
     x: PyTree,
     constraints: Constraints,
     sigma: jax.Array | None,
     args: tuple[Any, ...],
-) -> tuple[Covariance, PyTree]:
-    """The covariance of one row (of each row, ``batched``), ``index`` left None, and
-    ``derived`` of it; ``axes`` are the ``vmap`` axes of ``args``."""
+) -> tuple[Covariance, jax.Array | None, PyTree]:
+    """The covariance of one row (of each row, ``batched``), ``index`` left None, by
+    the inverse ``path`` names; the rows' certificates (None for :data:`EXACT`); and
+    ``derived`` of each row (not for :data:`EXACT`). ``axes`` are the ``vmap`` axes of
+    ``args``. :data:`EITHER` runs the exact inverse only where a row is not certified
+    (a ``cond`` on the batch, each row then picking its own: a vmapped ``cond`` would
+    run both)."""
+    with_derived = derived is not None and path != EXACT
 
     def one(
         x: PyTree, constraints: Constraints, sigma: jax.Array | None, args: PyTree
-    ) -> tuple[Covariance, PyTree]:
-        found = _row(residual_fun, rule, x, constraints, sigma, args)
-        return found, (None if derived is None else derived(x, args))
+    ) -> tuple[Pieces, PyTree]:
+        found = pieces(residual_fun, rule, x, constraints, sigma, args)
+        return found, (derived(x, args) if with_derived and derived is not None else None)
 
-    if not batched:
-        return one(x, constraints, sigma, args)
-    sigma_axis = None if sigma is None else 0
-    return jax.vmap(one, in_axes=(0, 0, sigma_axis, axes))(x, constraints, sigma, args)
+    def over_rows(f: Callable[..., Any]) -> Callable[..., Any]:
+        return jax.vmap(f) if batched else f
 
-
-# Compiled with XLA:CPU's elemental emitter at the top level (fixedopt._numerics.cpu_compiler).
-_compiled = cpu_compiler.jit_for_cpu(_row_covariances, static_argnums=(0, 1, 2, 3, 4))
-
-
-def _unknowable(
-    block: jax.Array, undetermined: jax.Array, residual: jax.Array, constraints: Constraints
-) -> jax.Array:
-    """``block`` with what the row cannot know: a parameter the data cannot determine
-    has no finite error, whatever s^2 (0 for data fitted exactly: an all-zero signal),
-    and its covariances with the others neither (inf); a row whose residuals are not
-    finite at x (NaN data, a model that turned non-finite) has no covariance, even where
-    the variance is taken as 1 (absolute_sigma: the Poisson Fisher information reads the
-    model alone), nor has a row whose solve failed, at the finite point it stopped at
-    (NaN)."""
-    block = jnp.where(undetermined[:, None] | undetermined[None, :], jnp.inf, block)
-    finite = jnp.all(jnp.isfinite(residual))
-    return jnp.where(~finite | no_fit(constraints), jnp.nan, block)
-
-
-def _row(
-    residual_fun: ResidualFun,
-    rule: _Rule,
-    x: PyTree,
-    constraints: Constraints,
-    sigma: jax.Array | None,
-    args: PyTree,
-) -> Covariance:
-    flat_x, unravel = ravel_pytree(x)
-    fixed = ravel_pytree(constraints.fixed)[0]
-
-    # Fixed entries read a constant: exact zero Jacobian columns. An infinite sigma
-    # (curve_fit's nan_policy="omit" in a batch) weighs its residual 0. Twice: jacfwd
-    # (has_aux=True) gives the residuals with their Jacobian, from one trace.
-    def weighted(flat: jax.Array) -> tuple[jax.Array, jax.Array]:
-        r = residual_fun(unravel(jnp.where(fixed, flat_x, flat)), *args)
-        r = jnp.ravel(r if sigma is None else jnp.where(jnp.isinf(sigma), 0.0, r / sigma))
-        return r, r
-
-    jacobian, residual = jax.jacfwd(weighted, has_aux=True)(flat_x)
-    at_bound, frozen = held_entries(flat_x, constraints, rule.hold, lambda: residual @ jacobian)
-    jacobian = jnp.where(frozen[None, :], 0.0, jacobian)  # held: zero columns too
-    points = residual.size if sigma is None else npoints(sigma, residual_fun, flat_x, unravel, args)
-    n_free = jnp.sum(~frozen)
-    dof = points - n_free
-    # Unit columns: the rank test and the inverse then do not depend on the units of
-    # the parameters (in float32, columns 1e6 apart passed for rank-deficient).
-    squared = jnp.sum(jacobian**2, axis=0)  # 0 at frozen columns: kept off the sqrt,
-    column_scale = jnp.sqrt(jnp.where(squared > 0, squared, 1.0))  # whose slope is inf
-    jacobian = jacobian / column_scale[None, :]
-    zero = (squared == 0) & ~frozen  # a free parameter the residuals do not depend on
-    rank, largest, pseudo, undetermined = numerical_rank(jax.lax.stop_gradient(jacobian))
-    undetermined = (undetermined | zero) & ~frozen & (rank < n_free)
-    rank_deficient = rank < n_free
-    # The QR reads the SVD's largest singular value, so it runs after the SVD: jaxlib
-    # 0.10's CPU LAPACK kernels deadlock when two run side by side on a 2-core pool (seen:
-    # gesdd and geqrf, both in ParallelBatchMap; an optimization_barrier did not order
-    # them). tests/test_hlo.py checks the dependency. Zero columns are held out of the
-    # QR (the pseudo-inverse of a zero column is 0; leastsq's R is singular there).
-    unscaled = inverse_normal_matrix(jacobian, frozen | zero, largest)
-    unscaled = jnp.where(zero[:, None] | zero[None, :], 0.0, unscaled)
-    if rule.pseudo_inverse:  # collinear columns beyond the zero ones: the SVD's
-        collinear = rank < n_free - jnp.sum(zero)
-        unscaled = jnp.where(collinear, pseudo, unscaled)
-        singular = jnp.zeros((), bool)
+    if batched:
+        sigma_axis = None if sigma is None else 0
+        found, extra = jax.vmap(one, in_axes=(0, 0, sigma_axis, axes))(x, constraints, sigma, args)
     else:
-        singular = rank_deficient
-    unscaled = unscaled / (column_scale[:, None] * column_scale[None, :])
-    variance = residual_variance(rule.absolute_sigma, residual, dof)
-    both_free = ~frozen[:, None] & ~frozen[None, :]
-    block = jnp.where(jnp.isinf(variance) | singular, jnp.inf, variance * unscaled)
-    cov = jnp.where(both_free, _unknowable(block, undetermined, residual, constraints), 0.0)
-    stderr = jnp.sqrt(jnp.diagonal(cov))
-    return Covariance(
-        covariance=cov,
-        stderr=unravel(stderr),
-        rank_deficient=rank_deficient,
-        dof=dof.astype(jnp.int32),
-        residual_variance=variance,
-        fixed=constraints.fixed,
-        at_bound=unravel_mask(at_bound, constraints.fixed),
-        index=None,
-    )
+        found, extra = one(x, constraints, sigma, args)
+
+    def exact() -> Inverse:
+        inverse: Inverse = over_rows(functools.partial(exact_inverse, rule.pseudo_inverse))(found)
+        return inverse
+
+    certified = None
+    if path == EXACT or not small_inverse.pays(*found.jacobian.shape[-2:]):
+        inverse = exact()
+        if path != EXACT:  # a tall block: LAPACK's for every row, certified alike
+            certified = jnp.ones(found.n_free.shape, bool)
+    else:
+        quick, certified = over_rows(quick_inverse)(found)
+        inverse = quick
+        if path == EITHER:
+            inverse = jax.lax.cond(jnp.all(certified), lambda: quick,
+                                   lambda: select(certified, quick, exact()))  # fmt: skip
+    covariances = over_rows(functools.partial(finished, rule))(x, constraints, found, inverse)
+    return covariances, certified, extra
+
+
+# Compiled with XLA:CPU's elemental emitter at the top level, its reductions the same for
+# every batch size (fixedopt._numerics.cpu_compiler.ROW_WISE_OPTIONS).
+_compiled = cpu_compiler.jit_for_cpu(
+    _row_covariances, (0, 1, 2, 3, 4, 5), cpu_compiler.ROW_WISE_OPTIONS
+)
