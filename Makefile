@@ -17,7 +17,7 @@ TEST_WORKERS ?= auto
 test: $(VENV)/.installed-test
 	$(PY) -m ruff check fixedopt tests benchmarks docs
 	$(PY) -m mypy
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # On a TPU or GPU machine (JAX, pytest and hypothesis installed there; fixedopt from this
 # checkout): the float32 slice of tests/test_device.py, in one process (a chip admits one

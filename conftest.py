@@ -20,6 +20,10 @@ if "FIXEDOPT_CACHE" not in os.environ or os.environ.get("FIXEDOPT_TEST_CACHE") =
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_rank_promotion", "raise")
 
+from fixedopt.testing import no_compiles_ahead  # noqa: E402  (after the settings above)
+
+TESTS = pathlib.Path(__file__).resolve().parent / "tests"
+
 
 @pytest.fixture(autouse=True, scope="module")
 def _release_compiled_programs():
@@ -30,3 +34,52 @@ def _release_compiled_programs():
     the suite (twice, at the same test); with it the suite runs through."""
     yield
     jax.clear_caches()
+
+
+@pytest.fixture(autouse=True)
+def _no_compiles_ahead(request):
+    """A test's CPU block compiles its tail's program in the call that first has a tail
+    (``fixedopt.testing.no_compiles_ahead``), not ahead in fixedopt's thread at every
+    first call of a model, where it is compiled for nothing unless a tail comes: on CI's
+    two busy cores that thread has no idle core to use, and nearly every batched test
+    compiled two solves for one. The results are the same, bit for bit
+    (``tests/driver/test_tail.py``, which keeps the default, as do the doctests and tests
+    marked ``compiles_ahead``)."""
+    if request.node.get_closest_marker("compiles_ahead") or not request.node.path.is_relative_to(
+        TESTS
+    ):
+        yield
+        return
+    with no_compiles_ahead():
+        yield
+
+
+# `make test` runs the modules on two processes, a module at a time to whichever is free
+# (pytest-xdist's --dist loadfile, in the order collected: --no-loadscope-reorder). The
+# longest modules go first and the doctests, ~30 short modules, last, so that neither
+# process idles at the end behind a long module (greedy scheduling, longest first).
+# Measured on CI's run (seconds of one process; a module missing here is shorter).
+LONGEST_FIRST = (
+    "tests/test_benchmarks.py",
+    "tests/test_notebooks.py",
+    "tests/driver/test_lanes.py",
+    "tests/driver/test_statuses.py",
+    "tests/objective/test_split.py",
+    "tests/entry/test_solver_guarantees.py",
+    "tests/entry/test_minimize_reference.py",
+    "tests/objective/test_vectorized.py",
+    "tests/solvers/test_solver_exactness.py",
+    "tests/test_docs.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    """The modules of :data:`LONGEST_FIRST` first, in its order; then the other test
+    modules as collected; the doctests of ``fixedopt/`` last."""
+    rank = {path: place for place, path in enumerate(LONGEST_FIRST)}
+
+    def place(item):
+        path = item.nodeid.split("::")[0]
+        return rank.get(path, len(rank) + path.startswith("fixedopt/"))
+
+    items.sort(key=place)  # stable: a module's tests keep their order

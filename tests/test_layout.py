@@ -338,3 +338,12 @@ def test_importing_the_public_modules_compiles_nothing():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           cwd=ROOT, timeout=120, check=True)  # fmt: skip
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_the_modules_the_suite_runs_first_exist():
+    """conftest.py's LONGEST_FIRST names test modules (a renamed one would silently run
+    in its collected place)."""
+    import conftest
+
+    missing = [path for path in conftest.LONGEST_FIRST if not (ROOT / path).is_file()]
+    assert not missing, missing

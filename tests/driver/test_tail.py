@@ -13,6 +13,7 @@ import threading
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import fixedopt
 from fixedopt import Status
@@ -22,6 +23,7 @@ from fixedopt.testing import compiled_solves, no_compiles_ahead, wait_for_compil
 from tests.helpers import assert_rows_identical, bits, quadratic, quadratic_rows
 
 TAIL_LANES, TAIL_PATIENCE = CPU.tail_lanes, CPU.tail_patience
+pytestmark = pytest.mark.compiles_ahead  # the tail as a user's call has it (conftest.py)
 
 SLOW = 199  # the last row of the queue: it runs alone once the others have stopped
 
