@@ -141,6 +141,9 @@ RUNNING = -1  # internal: the loop goes on while a row's status is RUNNING
 # internal: a lane's row is CONVERGED but waits for its verdict to be certified
 # (fixedopt._driver.lanes); it takes no step meanwhile.
 PENDING = -2
+# internal: a row that claims CONVERGED and has left the loop for its check after it
+# (fixedopt._driver.after_loop); stopped, as far as the loop is concerned.
+CLAIMED = -3
 
 
 def busy(status: Any) -> Any:

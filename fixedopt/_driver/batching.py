@@ -57,7 +57,8 @@ from fixedopt._numerics.trace_state import at_top_level
 from fixedopt._results.solution import Solution
 
 # The fields of Inputs whose every leaf has the batch axis (a batch pads them).
-ROW_FIELDS = ("x0", "fixed", "fixed_values", "bounds", "sigma", "counts", "split_index")
+ROW_FIELDS = ("x0", "fixed", "fixed_values", "bounds", "sigma", "counts", "split_index",
+              "resume")  # fmt: skip
 
 
 def solve_rows(
@@ -99,6 +100,23 @@ def solve_rows(
     return _in_blocks(compiled, plan, schedule, (leaves, flags), block_inputs, size)
 
 
+def rows_for(plan: Plan, schedule: Schedule, inputs: Inputs, count: int) -> int:
+    """How many rows a batch of ``count`` of ``inputs``' rows must have to run through the
+    program that :func:`solve_rows` runs for all of them (``fixedopt._driver.after_loop``
+    fills the others with rows that take no step): a CPU block's program takes any
+    batch of more than 8 rows; every other program is ``inputs``' size."""
+    batch = int(jax.tree.leaves(inputs.x0)[0].shape[0])
+    if plan.batched_args is None or batch <= buckets.SMALLEST or plan.lanes is not None:
+        return batch
+    own = [leaf for name in ROW_FIELDS for leaf in jax.tree.leaves(getattr(inputs, name))]
+    args = jax.tree.leaves(inputs.args)
+    leaves, flags = (*own, *args), (True,) * len(own) + tuple(plan.batched_args)
+    if not buckets.on_one_device(list(leaves)):
+        return batch
+    blocks = _block_size(plan, schedule, leaves, flags) is not None
+    return max(count, buckets.SMALLEST + 1) if blocks else batch
+
+
 def _in_blocks(
     compiled: Callable[[Plan, Schedule, Inputs], Solution],
     plan: Plan,
@@ -134,7 +152,7 @@ def _in_blocks(
             ahead.start(traced, compiled, plan, tail_schedule, tail_inputs_ahead)
         solution = compiled(plan, block_schedule, inputs)
         status = np.asarray(solution.status)[:count]
-        rows = np.flatnonzero(busy(status))  # the tail, left RUNNING or PENDING
+        rows = np.flatnonzero(busy(status))  # the tail, left RUNNING or PENDING (not CLAIMED)
         if rows.size == 0:
             return solution
         # The block's slow last rows (at most tail_lanes): solved again on their own

@@ -16,9 +16,9 @@ from jax.flatten_util import ravel_pytree
 from fixedopt._contract.status import Status
 from fixedopt._derivatives.differentiation import captured_values
 from fixedopt._derivatives.implicit import DerivativeProblem
-from fixedopt._driver import batching, cache, machine
+from fixedopt._driver import after_loop, batching, cache, machine
 from fixedopt._driver.lanes import LastState, iterate_lanes
-from fixedopt._driver.loop import LoopState, iterate
+from fixedopt._driver.loop import LoopState, Resume, iterate
 from fixedopt._driver.machine import Schedule
 from fixedopt._driver.plan import Inputs, Plan
 from fixedopt._fixing.mask import active_set, unravel_mask
@@ -88,7 +88,14 @@ def _run_compiled(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
     nested program)."""
     tuned = bool(schedule.compiler_options) and at_top_level()
     compiled = _compiled_for_cpu if tuned else _compiled
-    return batching.solve_rows(compiled, plan, schedule, inputs)
+
+    def solve(inputs: Inputs) -> Solution:
+        return batching.solve_rows(compiled, plan, schedule, inputs)
+
+    if after_loop.applies(plan, inputs):  # claims of CONVERGED checked after the loop
+        rows_for = functools.partial(batching.rows_for, plan, schedule, inputs)
+        return after_loop.solve_checked(solve, _set_up, plan, inputs, rows_for)
+    return solve(inputs)
 
 
 def compiled_programs() -> int:
@@ -122,7 +129,8 @@ def _solve_traced(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
     finish = functools.partial(_finish, objective)
     if plan.batched_args is None:
         start = objective.start(rows)
-        final = iterate(solver, objective.problem(rows), start, stopping, plan.max_trips)
+        problem = objective.problem(rows)
+        final = iterate(solver, problem, start, stopping, plan.max_trips, inputs.resume)
         return _solution(final, finish(rows, final))
 
     start = jax.vmap(objective.start)(rows)
@@ -141,13 +149,14 @@ def _solve_traced(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
             plan.progress,
             inputs.batch,
             _step_bytes(objective, start),
+            inputs.resume,
         )
     else:
 
-        def one(row: RowData, x: jax.Array) -> LoopState:
-            return iterate(solver, objective.problem(row), x, stopping, plan.max_trips)
+        def one(row: RowData, x: jax.Array, resume: Resume | None) -> LoopState:
+            return iterate(solver, objective.problem(row), x, stopping, plan.max_trips, resume)
 
-        rows_final = jax.vmap(one)(rows, start)
+        rows_final = jax.vmap(one)(rows, start, inputs.resume)
     return _solution(rows_final, jax.vmap(finish)(rows, rows_final))
 
 

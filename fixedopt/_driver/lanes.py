@@ -52,9 +52,11 @@ from fixedopt._contract.status import PENDING, RUNNING, busy
 from fixedopt._driver.lane_checks import certify_some
 from fixedopt._driver.loop import (
     LoopState,
+    Resume,
     Stopping,
     advance,
     checks,
+    claim,
     start,
     to_certify,
 )  # fmt: skip
@@ -112,6 +114,7 @@ def iterate_lanes(
     progress: Progress | None = None,
     count: jax.Array | None = None,
     step_bytes: int = 0,
+    resume: Resume | None = None,
 ) -> LastState:
     """Run every row of a batch through the schedule's lanes until each row stops (or,
     with ``schedule.tail``, until a tail is left).
@@ -135,6 +138,10 @@ def iterate_lanes(
         copies of row 0 that they are), for the caller to drop. None: every row.
       step_bytes: the bytes a row's step holds in memory beyond its data and loop
         state (a least-squares row's Jacobian): its working set sets the default width.
+      resume: where each row goes on from (:class:`~fixedopt._driver.loop.Resume`,
+        ``(B,)`` leaves), its claims of CONVERGED then leaving the loop CLAIMED for
+        their check after it (``fixedopt._driver.after_loop``); None: checked in the
+        lanes (:mod:`fixedopt._driver.lane_checks`).
 
     Returns:
       The :class:`LastState` of every row, ``(B, ...)`` leaves.
@@ -145,33 +152,36 @@ def iterate_lanes(
     # at narrow enough lanes, known once the state's size sets the width.
     folds = schedule.folds(1, x.shape[1])
 
-    def start_row_jitted() -> Callable[[Any, jax.Array], LoopState]:
-        return jax.jit(lambda row, x: start(solver, problem_of(row), x, stopping))
+    after = resume is not None  # static: claims are checked after the loop
+
+    def start_row_jitted() -> Callable[[Any, jax.Array, Resume | None], LoopState]:
+        return jax.jit(lambda row, x, go_on: start(solver, problem_of(row), x, stopping, go_on))
 
     # Jitted, one row is traced once: for its shapes here and for the refill's start.
     start_row = start_row_jitted()
-    one_row = jax.tree.map(arrays.one_row, (rows, x))
+    one_row = jax.tree.map(arrays.one_row, (rows, x, resume))
     with reduce.folding(folds):
         started = jax.eval_shape(start_row, *one_row)  # one row's loop state (shapes)
-    width = schedule.width(total, _bytes((one_row, started)) + step_bytes)
+    width = schedule.width(total, _bytes((one_row[:2], started)) + step_bytes)
     layout = _layout(one_row[0], started)
     if folds and not schedule.folds(width, x.shape[1]):
         folds, start_row = False, start_row_jitted()  # wide lanes: traced again, plain
-    start_rows = _checked(solver, start_row)  # the refill's start, PENDING where a test holds
+    # The refill's start, PENDING (CLAIMED: after) where a test holds.
+    start_rows = _checked(solver, start_row, after)
     tail_lanes, patience = schedule.defaults.tail_lanes, schedule.defaults.tail_patience
 
     def advance_lanes(data: Any, state: Packed, iteration: jax.Array) -> Packed:
-        return _advance(solver, problem_of, stopping, layout, data, state, iteration)
+        return _advance(solver, problem_of, stopping, layout, data, state, iteration, after)
 
     report = functools.partial(_report, layout, limit, progress)
     if width == total:
         # Rows padded beyond count (at most 8 rows in all) take their steps, dropped.
         with reduce.folding(folds):
-            return _whole_batch(start_rows, advance_lanes, report, layout, rows, x)
+            return _whole_batch(start_rows, advance_lanes, report, layout, rows, x, resume)
     tail = schedule.tail and width > tail_lanes
 
     def refill(lanes: Lanes, last: jax.Array) -> Lanes:
-        return _refill(lanes, rows, x, start_rows, layout, limit, last)
+        return _refill(lanes, rows, (x, resume), start_rows, layout, limit, last)
 
     def body(lanes: Lanes) -> Lanes:
         # Refill first: the first trip fills the empty lanes, so the rows are started
@@ -265,19 +275,21 @@ def _advance(
     data: Any,
     packed: Packed,
     iteration: jax.Array,
+    after: bool = False,
 ) -> Packed:
     """One step of every running lane. A stopped lane keeps what it reports; its
     solver state is never read again, so it takes the new one (keeping the old would
     stream the whole L-BFGS history through a select). A row that the step leaves
     CONVERGED waits, PENDING, for its certification
-    (:func:`~fixedopt._driver.lane_checks.certify_some`)."""
+    (:func:`~fixedopt._driver.lane_checks.certify_some`); with ``after`` (static) it
+    leaves its lane, CLAIMED, for its check after the loop."""
     state: LoopState = layout.state.unpack(packed)
     running = state.status == RUNNING
 
     def one(row: Any, state: LoopState, running: jax.Array) -> LoopState:
         context = StepContext(running, iteration)
         new = advance(solver, problem_of(row), state, stopping, context, check=False)
-        return _waiting(solver, new)
+        return claim(solver, new) if after else _waiting(solver, new)
 
     new = layout.state.pack(jax.vmap(one)(data, state, running))
     # A waiting lane keeps what it reports; its solver state is the inactive step's,
@@ -287,7 +299,7 @@ def _advance(
     # met a test (to_certify), PENDING here or when refilled.
     return (
         certify_some(solver, problem_of, stopping, layout.state, data, new)
-        if checks(solver)
+        if checks(solver) and not after
         else new
     )
 
@@ -300,21 +312,27 @@ def _waiting(solver: Solver[Any], state: LoopState) -> LoopState:
 
 
 def _checked(
-    solver: Solver[Any], start_row: Callable[[Any, jax.Array], LoopState]
-) -> Callable[[Any, jax.Array], LoopState]:
-    """``(rows, x) -> states`` of rows started by ``start_row``, each PENDING where its
-    start met a convergence test (``to_certify``: a maximum or saddle point passes the
-    gradient tests too): the lanes' check looks at its curvature."""
-    return lambda rows, x: _waiting(solver, jax.vmap(start_row)(rows, x))
+    solver: Solver[Any],
+    start_row: Callable[[Any, jax.Array, Resume | None], LoopState],
+    after: bool,
+) -> Callable[[Any, jax.Array, Resume | None], LoopState]:
+    """``(rows, x, resume) -> states`` of rows started by ``start_row``, each PENDING
+    where its start met a convergence test (``to_certify``: a maximum or saddle point
+    passes the gradient tests too): the lanes' check looks at its curvature. With
+    ``after`` (static) ``start_row`` has made them CLAIMED already."""
+    if after:
+        return jax.vmap(start_row)
+    return lambda rows, x, resume: _waiting(solver, jax.vmap(start_row)(rows, x, resume))
 
 
 def _whole_batch(
-    start_rows: Callable[[Any, jax.Array], LoopState],
+    start_rows: Callable[[Any, jax.Array, Resume | None], LoopState],
     advance_lanes: Callable[[Any, Packed, jax.Array], Packed],
     report: Callable[[Packed, jax.Array, int], None],
     layout: LaneLayout,
     rows: Any,
     x: jax.Array,
+    resume: Resume | None,
 ) -> LastState:
     """Every row in its own lane from the start: no refill, no writes."""
     total = x.shape[0]
@@ -333,7 +351,7 @@ def _whole_batch(
     def going(carry: tuple[jax.Array, Packed, Any]) -> jax.Array:
         return reduce.any_true(busy(layout.state.unpack(carry[1]).status))
 
-    initial = (jnp.zeros((), jnp.int32), layout.state.pack(start_rows(rows, x)), rows)
+    initial = (jnp.zeros((), jnp.int32), layout.state.pack(start_rows(rows, x, resume)), rows)
     final: LoopState = layout.state.unpack(jax.lax.while_loop(going, body, initial)[1])
     return _reported(final)
 
@@ -392,8 +410,8 @@ def _write(
 def _refill(
     lanes: Lanes,
     rows: Any,
-    x: jax.Array,
-    start_rows: Callable[[Any, jax.Array], LoopState],
+    starts: tuple[jax.Array, Resume | None],
+    start_rows: Callable[[Any, jax.Array, Resume | None], LoopState],
     layout: LaneLayout,
     limit: jax.Array | int,
     last: jax.Array,
@@ -404,6 +422,7 @@ def _refill(
     The ``k``-th idle lane (in lane order: stopped, or holding no row) takes row
     ``queued + k`` while that is below ``limit`` (the queue's end); an idle lane left
     without a row holds row ``B`` (none), as does every lane after the last trip."""
+    x = starts[0]
     total = x.shape[0]
     idle = ~busy(layout.state.unpack(lanes.state).status) | last
     results = _write(lanes.results, lanes.row, lanes.state, idle & (lanes.row < total), layout)
@@ -412,7 +431,8 @@ def _refill(
     source = jnp.where(takes, new_row, 0)
     gathered = layout.data.pack(jax.tree.map(lambda a: a[source], rows))
     data = layout.data.select(takes, gathered, lanes.data)
-    started = layout.state.pack(start_rows(layout.data.unpack(data), x[source]))
+    x_taken, resume = jax.tree.map(lambda a: a[source], starts)
+    started = layout.state.pack(start_rows(layout.data.unpack(data), x_taken, resume))
     state = layout.state.select(takes, started, lanes.state)
     row = jnp.where(takes, new_row, jnp.where(idle, total, lanes.row))
     queued = jnp.minimum(lanes.queued + jnp.sum(idle), limit).astype(jnp.int32)

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 
 from fixedopt._contract.solver import Certificate, Problem, Solver, Step, StepContext
 from fixedopt._contract.status import (
+    CLAIMED,
     PENDING,
     RUNNING,
     Reason,
@@ -86,6 +87,17 @@ class LoopState(NamedTuple):
     initial_value: jax.Array  # f(x0), the scale of the last-resort PRECISION test
     doubted: jax.Array  # f where the solver's certification last rejected a verdict (inf: never)
     solver_state: Any
+
+
+class Resume(NamedTuple):
+    """Where a row's loop goes on from, per row (traced): a row sent back to the loop
+    after its claim was shown wrong (``fixedopt._driver.after_loop``) keeps its steps,
+    the value of its last rejected claim and ``f(x0)``; a fresh row has 0, ``inf`` and
+    NaN (its own start's value). A row whose ``steps`` are ``max_steps`` takes none."""
+
+    steps: jax.Array
+    doubted: jax.Array
+    initial_value: jax.Array
 
 
 class Tests(NamedTuple):
@@ -166,11 +178,14 @@ def _start_outside(problem: Problem, x: jax.Array) -> jax.Array:
     return reduce.any_true(outside & ~problem.fixed)
 
 
-def start(solver: AnySolver, problem: Problem, x: jax.Array, stopping: Stopping) -> LoopState:
+def start(solver: AnySolver, problem: Problem, x: jax.Array, stopping: Stopping,
+          resume: Resume | None = None) -> LoopState:  # fmt: skip
     """Project the starting point, evaluate it, and give the row its first status
-    (:func:`begin`)."""
+    (:func:`begin`); with ``resume``, the row's loop goes on from there (:class:`Resume`),
+    and a claim of CONVERGED there ends it (:func:`claim`)."""
     value, grad, solver_state = solver.start(problem, problem.project(x))
-    return begin(solver, problem, x, value, grad, solver_state, stopping)
+    state = begin(solver, problem, x, value, grad, solver_state, stopping, resume)
+    return state if resume is None else claim(solver, state)
 
 
 def begin(
@@ -181,6 +196,7 @@ def begin(
     grad: jax.Array,
     solver_state: Any,
     stopping: Stopping,
+    resume: Resume | None = None,
 ) -> LoopState:
     """The row's first loop state from its start ``given`` and the objective's ``value``,
     ``grad`` and the solver's state at its projection (``solver.start`` there), with
@@ -197,16 +213,20 @@ def begin(
     gradient = solver.gradient_measure(problem, x, value, grad, solver_state, None)
     tests = Tests(grad_norm, gradient, infinite, infinite, infinite)
     zero = jnp.zeros((), jnp.int32)
-    status, reason = _verdict(outcome, tests, zero, stopping)
+    steps, doubted, initial_value = zero, infinite, value
+    if resume is not None:
+        steps, doubted = resume.steps.astype(jnp.int32), resume.doubted.astype(value.dtype)
+        given = resume.initial_value.astype(value.dtype)
+        initial_value = jnp.where(jnp.isnan(given), value, given)
+    status, reason = _verdict(outcome, tests, steps, stopping)
     infeasible = _infeasible(problem) | outside
     status = jnp.where(infeasible, Status.INFEASIBLE, status).astype(jnp.int32)
     reason = jnp.where(infeasible, Reason.NONE, reason).astype(jnp.int32)
     # A start kept outside its bounds was not evaluated there: its row reports NaN.
     x = jnp.where(outside, given, x)
     value, grad, grad_norm = (jnp.where(outside, jnp.nan, a) for a in (value, grad, grad_norm))
-    return LoopState(
-        x, value, grad, grad_norm, zero, status, reason, infinite, value, infinite, solver_state
-    )
+    return LoopState(x, value, grad, grad_norm, steps, status, reason, infinite, initial_value,
+                     doubted, solver_state)  # fmt: skip
 
 
 def _relative_reduction(
@@ -281,12 +301,20 @@ def certifies(solver: AnySolver) -> bool:
 
 
 def checks(solver: AnySolver) -> bool:
-    """Whether the driver checks the solver's verdicts at all (static): those it
-    certifies, and the starts of a ``minimize`` solver that certifies nothing (by
+    """Whether the driver checks the solver's verdicts inside its loop (static): those
+    it certifies, and the starts of a ``minimize`` solver that certifies nothing (by
     their curvature). Not a least-squares solver's starts: the check's second
     derivatives of the model grew every least-squares program by half and a new
-    model's first call 1.7x (docs/decisions.md, "Stationary starts of least squares")."""
+    model's first call 1.7x (docs/decisions.md, "Stationary starts of least squares").
+    A solve whose rows leave the loop to be checked after it (:class:`Resume` given,
+    ``fixedopt._driver.after_loop``) checks every solver's in a program of its own."""
     return certifies(solver) or not solver.needs_residuals
+
+
+def claim(solver: AnySolver, state: LoopState) -> LoopState:
+    """``state``, CLAIMED (it leaves the loop) where its verdict is one the driver
+    checks (:func:`to_certify`), checked after the loop."""
+    return state._replace(status=jnp.where(to_certify(solver, state), CLAIMED, state.status))
 
 
 def to_certify(solver: AnySolver, state: LoopState) -> jax.Array:
@@ -302,7 +330,8 @@ def to_certify(solver: AnySolver, state: LoopState) -> jax.Array:
     return converged & ((state.steps == 0) | jnp.isfinite(state.doubted))
 
 
-def certify(solver: AnySolver, problem: Problem, state: LoopState, stopping: Stopping) -> LoopState:
+def certify(solver: AnySolver, problem: Problem, state: LoopState, stopping: Stopping,
+            after: bool = False) -> LoopState:  # fmt: skip
     """The row's CONVERGED verdict, checked by ``solver.certify``.
 
     The verdict holds if half the certified Newton decrement (the reduction a Newton
@@ -318,7 +347,9 @@ def certify(solver: AnySolver, problem: Problem, state: LoopState, stopping: Sto
     certifies nothing (:func:`fixedopt._solvers.certify.curvature_check`); a start
     shown no minimum is left along the check's step
     (:func:`fixedopt._driver.leave_start.leave_start`), counted as a step, or stops
-    STALLED where no point along it is lower.
+    STALLED where no point along it is lower. ``after`` (static): the check after the
+    loop (``fixedopt._driver.after_loop``), where every row shown wrong is left so, its
+    solver to start again from the lower point.
     """
     # Not differentiated (Unroll): the check decides and steers; its linear algebra
     # (an elimination with pivots floored) has no useful derivative.
@@ -351,22 +382,24 @@ def certify(solver: AnySolver, problem: Problem, state: LoopState, stopping: Sto
     )
     # A start, or a row whose check found negative curvature: no step of its solver
     # would leave a saddle point (its gradient there is 0).
-    leaving = ~holds & ((state.steps == 0) | jnp.isinf(decrement))
-    return _left_start(solver, problem, checked_state, leaving, step, stopping)
+    leaving = ~holds & (after | (state.steps == 0) | jnp.isinf(decrement))
+    return _left_start(solver, problem, checked_state, leaving, step, stopping, after)
 
 
 def _left_start(solver: AnySolver, problem: Problem, state: LoopState, leaving: jax.Array,
-                step: jax.Array, stopping: Stopping) -> LoopState:  # fmt: skip
+                step: jax.Array, stopping: Stopping, after: bool = False) -> LoopState:  # fmt: skip
     """``state``, or where ``leaving`` (a point shown no minimum), the row at the
     first lower point along ``step`` after one more step, RUNNING, or STALLED if none
-    is lower."""
+    is lower; ``after`` (static), where none is lower, the status ``state`` has (its
+    solver starts again there if it has progressed since its last rejected claim)."""
     found, x, value, grad, solver_state = leave_start(
         solver, problem, leaving, state.x, state.value, step, state.solver_state
     )
     moved = leaving & found
     steps = state.steps + 1
     going = jnp.where(steps >= stopping.max_steps, Status.MAX_STEPS, RUNNING)
-    status = jnp.where(moved, going, jnp.where(leaving, Status.STALLED, state.status))
+    unmoved = state.status if after else jnp.where(leaving, Status.STALLED, state.status)
+    status = jnp.where(moved, going, unmoved)
     left = state._replace(x=x, value=value, grad=grad, grad_norm=problem.grad_norm(x, grad),
                           steps=steps, solver_state=solver_state)  # fmt: skip
     chosen: LoopState = jax.tree.map(lambda a, b: jnp.where(moved, a, b), left, state)
@@ -379,12 +412,22 @@ def iterate(
     x: jax.Array,
     stopping: Stopping,
     max_trips: int | None = None,
+    resume: Resume | None = None,
 ) -> LoopState:
     """Run ``solver`` on one row from ``x`` until its status is no longer RUNNING.
 
     The loop is ``problem.differentiate``'s; ``max_trips`` is ``max_steps`` where that
     loop needs a static trip count (``Differentiation.static_max_steps``), else None.
+    With ``resume`` the row goes on from there (:class:`Resume`), and a verdict to be
+    checked ends the loop, CLAIMED (:func:`claim`): its check comes after it
+    (``fixedopt._driver.after_loop``), so the loop's program holds none.
     """
+    if resume is not None:
+        return problem.differentiate.loop(
+            lambda state: busy(state.status),
+            lambda state: claim(solver, advance(solver, problem, state, stopping, check=False)),
+            start(solver, problem, x, stopping, resume), max_trips,
+        )  # fmt: skip
     if not checks(solver):
         return problem.differentiate.loop(
             lambda state: busy(state.status),

@@ -10,7 +10,7 @@ import jax
 
 from fixedopt._contract.solver import Solver
 from fixedopt._derivatives.differentiation import IMPLICIT, Differentiation
-from fixedopt._driver.loop import Stopping
+from fixedopt._driver.loop import Resume, Stopping
 from fixedopt._driver.progress import Progress
 from fixedopt._inputs.validate import Bounds, PyTree
 from fixedopt._objective.losses import Loss
@@ -48,3 +48,5 @@ class Inputs(NamedTuple):
     split_index: jax.Array | None  # strategy="split": each row's packed free positions
     stopping: Stopping  # the tolerances and max_steps, in the dtype of x0
     batch: jax.Array | None = None  # rows padded (_driver.batching): the true batch size
+    # Where each row's loop goes on from (_driver.after_loop); None: claims checked inside
+    resume: Resume | None = None

@@ -279,40 +279,72 @@ def conjugate_gradient_parts(
     return jnp.where(negative, jnp.inf, decrement), step, negative
 
 
+Preconditioner = Callable[[jax.Array], HessianTimes]  # free -> (r -> an approximation of H^-1 r)
+
+
+def free_hessian_check(
+    problem: Problem,
+    x: jax.Array,
+    value: jax.Array,
+    grad: jax.Array,
+    preconditioner: Preconditioner,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(decrement, step, negative)`` of the true Hessian on the free entries at ``x``
+    (those neither fixed nor pressed against a bound), the one check every verdict's
+    certification runs (``LBFGS.certify``, ``GradientDescent.certify``,
+    :func:`curvature_check`).
+
+    Up to ``CERTIFY_FULL_N`` entries from the whole Hessian (:func:`newton_parts`, in
+    float64 where :func:`wider_check` allows); above, a few conjugate-gradient
+    iterations (:func:`conjugate_gradient_parts`) preconditioned by
+    ``preconditioner(free)`` (called only there: the solver's model of ``H^-1``), from
+    the gradient, or from a probe of ones at a stationary point. ``step`` is 0 on the
+    fixed entries and where it is not finite (a float64 step beyond the row's range).
+    """
+    margin = jnp.minimum(problem.grad_norm(x, grad), 1e-3)
+    free = ~problem.fixed & ~problem.at_bound(x, grad, margin)
+    full = x.shape[0] <= CERTIFY_FULL_N
+    if full:  # the whole Hessian: in float64 for a narrower row where it can be
+        value_at, grad_at, product = checked_point(problem, x, value, grad)
+    else:
+        value_at, grad_at, product = value, grad, hessian_times(problem, x)
+
+    def free_product(v: jax.Array) -> jax.Array:
+        return jnp.where(free, product(v), 0.0)
+
+    g = jnp.where(free, grad_at, 0.0)
+    if full:
+        decrement, step, negative = newton_parts(free_product, g, value_at, free)
+    else:
+        precondition = preconditioner(free)
+        decrement, step, negative = conjugate_gradient_parts(
+            free_product,
+            lambda r: jnp.where(free, precondition(r), 0.0),
+            g,
+            value_at,
+            free.astype(x.dtype),  # the probe at a stationary point
+        )
+    step = jnp.where(problem.fixed | ~jnp.isfinite(step), 0.0, step.astype(x.dtype))
+    return decrement.astype(value.dtype), step, negative
+
+
+def identity(free: jax.Array) -> HessianTimes:
+    """The preconditioner of a check without a model of ``H^-1``: none."""
+    return lambda r: r
+
+
 def curvature_check(
     problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array
 ) -> tuple[jax.Array, jax.Array]:
     """``(decrement, step)`` of a row whose own solver certifies nothing, at a start
     that already met a convergence test: ``inf`` and a step downhill along a direction
-    of clearly negative curvature where the Hessian on the free entries (those not
-    pressed against a bound) has one (a maximum, a saddle point), else 0 (the
-    verdict stands: the solver's own test decided).
-
-    Up to ``CERTIFY_FULL_N`` free-block entries from the whole Hessian
-    (:func:`newton_parts`, in float64 where :func:`wider_check` allows); above, a few
-    conjugate-gradient iterations from the gradient, or from a probe of ones at a
-    stationary point (:func:`conjugate_gradient_parts`). None of this runs where the
+    of clearly negative curvature where the Hessian on the free entries has one (a
+    maximum, a saddle point), else 0 (the verdict stands: the solver's own test
+    decided). :func:`free_hessian_check`, unpreconditioned. None of this runs where the
     objective has no Hessian-vector products: the decrement is then 0.
     """
     if not problem.hessian_products:
         return jnp.zeros((), value.dtype), jnp.zeros_like(x)
-    margin = jnp.minimum(problem.grad_norm(x, grad), 1e-3)
-    free = ~problem.fixed & ~problem.at_bound(x, grad, margin)
-    if x.shape[0] <= CERTIFY_FULL_N:
-        value_at, grad_at, product = checked_point(problem, x, value, grad)
-        g = jnp.where(free, grad_at, 0.0)
-        _, step, negative = newton_parts(
-            lambda v: jnp.where(free, product(v), 0.0), g, value_at, free
-        )
-    else:
-        product = hessian_times(problem, x)
-        _, step, negative = conjugate_gradient_parts(
-            lambda v: jnp.where(free, product(v), 0.0),
-            lambda r: jnp.where(free, r, 0.0),
-            jnp.where(free, grad, 0.0),
-            value,
-            free.astype(x.dtype),
-        )
-    step = jnp.where(problem.fixed | ~jnp.isfinite(step), 0.0, step.astype(x.dtype))
+    _, step, negative = free_hessian_check(problem, x, value, grad, identity)
     decrement = jnp.where(negative, jnp.inf, 0.0).astype(value.dtype)
     return decrement, step

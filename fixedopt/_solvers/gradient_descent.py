@@ -11,13 +11,7 @@ import jax.numpy as jnp
 from fixedopt._contract.solver import Certificate, Problem, Solver, Step, StepContext
 from fixedopt._inputs.checks import positive_int, set_option
 from fixedopt._numerics import reduce
-from fixedopt._solvers.certify import (
-    CERTIFY_FULL_N,
-    checked_point,
-    conjugate_gradient_parts,
-    hessian_times,
-    newton_check,
-)
+from fixedopt._solvers.certify import HessianTimes, free_hessian_check
 from fixedopt._solvers.linesearch import (
     SearchStart,
     first_step,
@@ -99,34 +93,16 @@ class GradientDescent(Solver[GradientDescentState]):
     ) -> Certificate[GradientDescentState] | None:  # fmt: skip
         """The Newton decrement ``g.H^-1 g`` of the true Hessian at ``x`` (``inf``
         where it has clearly negative curvature), as :meth:`fixedopt.LBFGS.certify`
-        computes it: the whole Hessian up to ``CERTIFY_FULL_N`` entries (in float64
-        for a narrower row where it can be), above a lower bound from a few
-        conjugate-gradient iterations preconditioned by the trial step. A row shown
+        computes it (``free_hessian_check`` of ``fixedopt/_solvers/certify.py``),
+        above ``CERTIFY_FULL_N`` entries preconditioned by the trial step. A row shown
         wrong goes on with its own steps (a saddle point: along the check's step,
         ``fixedopt._driver.loop.certify``). None where the problem has no
         Hessian-vector products."""
         if not problem.hessian_products:
             return None
-        margin = jnp.minimum(problem.grad_norm(x, grad), 1e-3)
-        free = ~problem.fixed & ~problem.at_bound(x, grad, margin)
-        if x.shape[0] <= CERTIFY_FULL_N:
-            value_at, grad_at, product = checked_point(problem, x, value, grad)
-        else:
-            value_at, grad_at, product = value, grad, hessian_times(problem, x)
 
-        def free_product(v: jax.Array) -> jax.Array:
-            return jnp.where(free, product(v), 0.0)
+        def preconditioner(free: jax.Array) -> HessianTimes:
+            return lambda r: state.trial_step * r
 
-        g = jnp.where(free, grad_at, 0.0)
-        if x.shape[0] <= CERTIFY_FULL_N:
-            decrement, step = newton_check(free_product, g, value_at, free)
-        else:
-            decrement, step, _ = conjugate_gradient_parts(
-                free_product,
-                lambda r: jnp.where(free, state.trial_step * r, 0.0),
-                g,
-                value_at,
-                free.astype(x.dtype),
-            )
-        step = jnp.where(problem.fixed | ~jnp.isfinite(step), 0.0, step.astype(x.dtype))
-        return Certificate(decrement.astype(value.dtype), step, state)
+        decrement, step, _ = free_hessian_check(problem, x, value, grad, preconditioner)
+        return Certificate(decrement, step, state)

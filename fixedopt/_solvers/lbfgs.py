@@ -20,13 +20,7 @@ from fixedopt._contract.solver import (
 )
 from fixedopt._inputs.checks import one_of, positive_int, set_option
 from fixedopt._numerics import reduce
-from fixedopt._solvers.certify import (
-    CERTIFY_FULL_N,
-    checked_point,
-    conjugate_gradient_parts,
-    hessian_times,
-    newton_check,
-)
+from fixedopt._solvers.certify import HessianTimes, free_hessian_check
 from fixedopt._solvers.lbfgs_memory import LBFGSState, pairs_in, remember, two_loop
 from fixedopt._solvers.linesearch import (
     LineSearch,
@@ -184,51 +178,28 @@ class LBFGS(Solver[LBFGSState]):
         directions its steps did not explore (a soft parameter the first steps did
         not move), and only curvature measured along them can tell.
 
-        At most ``CERTIFY_FULL_N`` entries, from the whole Hessian (``n``
-        Hessian-vector products): ``newton_check`` of ``fixedopt/_solvers/certify.py``;
-        in float64 for a narrower row where JAX's x64 is on (``checked_point``: a float32
+        ``free_hessian_check`` of ``fixedopt/_solvers/certify.py``: at most
+        ``CERTIFY_FULL_N`` entries from the whole Hessian (``n`` Hessian-vector
+        products), in float64 for a narrower row where JAX's x64 is on (a float32
         check cannot resolve a valley whose curvature is below float32's epsilon of the
-        largest, and passes rows far from its bottom).
-        Above, a lower bound from a few preconditioned conjugate-gradient iterations:
-        ``conjugate_gradient_check`` there, preconditioned
-        by the model's own inverse Hessian. The row goes on along the Newton (or
+        largest, and passes rows far from its bottom); above, a lower bound from a few
+        conjugate-gradient iterations preconditioned by the model's own inverse Hessian
+        (the two-loop recursion of its pairs). The row goes on along the Newton (or
         truncated-Newton, or negative-curvature) step, whose line search then stores
         a curvature pair along it; the model must pass its test again. None (no
         check) where the problem has no Hessian-vector products (``vectorized=True``).
         """
         if not problem.hessian_products:
             return None
-        margin = jnp.minimum(problem.grad_norm(x, grad), 1e-3)
-        free = ~problem.fixed & ~problem.at_bound(x, grad, margin)
         scale = initial_scale(self.scaling, state.gamma, state.diagonal, problem.fixed)
-        full = x.shape[0] <= CERTIFY_FULL_N
-        if full:  # the whole Hessian: in float64 for a narrower row where it can be
-            value_at, grad_at, product = checked_point(problem, x, value, grad)
-        else:
-            value_at, grad_at, product = value, grad, hessian_times(problem, x)
 
-        def free_product(v: jax.Array) -> jax.Array:
-            return jnp.where(free, product(v), 0.0)
-
-        g = jnp.where(free, grad_at, 0.0)
-        if full:
-            decrement, step = newton_check(free_product, g, value_at, free)
-        else:
+        def preconditioner(free: jax.Array) -> HessianTimes:
             s_history, y_history, rho = pairs_in(state, free)
+            # The pairs' order matters little to a preconditioner: from slot 0.
+            slot = jnp.zeros((), jnp.int32)
+            return lambda r: two_loop(r, s_history, y_history, rho, slot, scale)
 
-            def precondition(r: jax.Array) -> jax.Array:
-                # The pairs' order matters little to a preconditioner: from slot 0.
-                h = two_loop(r, s_history, y_history, rho, jnp.zeros((), jnp.int32), scale)
-                return jnp.where(free, h, 0.0)
-
-            # From a probe of ones where the gradient is 0 (a stationary start).
-            probe = free.astype(x.dtype)
-            decrement, step, _ = conjugate_gradient_parts(
-                free_product, precondition, g, value_at, probe
-            )
-        decrement, step = decrement.astype(value.dtype), step.astype(x.dtype)
-        # A float64 step beyond the row's range is no step (inf after the cast).
-        step = jnp.where(problem.fixed | ~jnp.isfinite(step), 0.0, step)
+        decrement, step, _ = free_hessian_check(problem, x, value, grad, preconditioner)
         steepest = jnp.where(problem.fixed, 0.0, -scale * grad)
         # At a stationary point (a start) the step along negative curvature is kept.
         stationary = problem.grad_norm(x, grad) == 0

@@ -301,7 +301,9 @@ def test_a_float32_row_is_checked_in_float64_where_x64_is_on(monkeypatch):
     rate vanishes and the amplitude and offset cancel, at 3x the minimum. The scaled
     Hessian's curvature along it (2e-10 of the largest) is below float32's epsilon.
     Checked in float64 (x64 is on in this suite), the row is not CONVERGED there; the
-    float32 check (the ablation) passed it."""
+    float32 check (the ablation) passed it at 3x the minimum in the lanes' own check;
+    checked after the loop, a row that check keeps sending on stops STALLED after
+    ``after_loop.PASSES`` passes instead, still far from the minimum."""
     x0, fixed, y = testing_problems.decay_batch()
     factor = np.array([1e6, 1.0, 1e6])
     best = testing_problems.reference_fits(x0, fixed, y, testing_problems.decay)[3] * factor
@@ -320,7 +322,7 @@ def test_a_float32_row_is_checked_in_float64_where_x64_is_on(monkeypatch):
     assert not converged or gap <= allowed, gap
     monkeypatch.setattr(fixedopt._solvers.certify, "wider_check", lambda problem, x: None)
     converged, gap = solve()
-    assert converged and gap > 1.0, (converged, gap)
+    assert gap > 1.0, (converged, gap)
 
 
 def test_the_check_stays_in_the_row_dtype_where_the_objective_takes_no_float64():
