@@ -10,9 +10,8 @@ of that bound (``levenberg_marquardt._trapped``), and the row reaches its minimu
 Rows 16 and 106 (xfail; truthful under AVX2's rounding): a fast T2 (about 2 ms) below
 the first echo (10 ms) leaves a long, curved valley; the fit stops 3-4e-4 of the cost
 above its minimum (allowed: 3.45e-4), where MINPACK's cosine is 1.7e-4 in float64 too:
-the test is met,
-and only second derivatives see the gap (Newton decrement 7.5e-6 and 4.1e-6 of the
-cost, against the certification's 3.45e-6).
+the test is met, and only second derivatives see the gap (Newton decrement 7.5e-6 and
+4.1e-6 of the cost, against the certification's 3.45e-6).
 
 Each row is judged as the suite judges it: scipy's trf in float64 from the returned
 point; a CONVERGED row must be within ``sqrt(eps)`` of that minimum's cost (or
