@@ -1,6 +1,6 @@
 """Levenberg–Marquardt on the free block of the Jacobian: Moré's scaling, Nielsen's
-damping update, and the bounds (an entry whose Jacobian column vanishes on a bound it
-reached stops short of that bound from then on).
+damping update, and the bounds (an entry whose landing on a bound made a Jacobian
+column vanish stops short of that bound from then on).
 
 Each step solves the damped normal equations
 (:mod:`fixedopt._solvers.normal_equations`) from ``J^T J`` at the point, which the state
@@ -57,7 +57,7 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
     ``max(1/3, 1 - (2 rho - 1)^3)``, rejected ones grow it by a doubling factor
     (Nielsen 1999; Madsen, Nielsen, Tingleff 2004). Bounds: entries at a bound whose
     gradient points out are held for the iteration, trial points are projected (an
-    entry whose column of ``J`` vanishes on the bound it reached steps back from it
+    entry whose landing on a bound made a column of ``J`` vanish steps back from it
     instead, as scipy's trf does: :func:`short_of_bounds`).
     Convergence follows MINPACK's tests (see :class:`fixedopt.Reason`), with the
     predicted reduction that ``ftol`` reads taken as the larger of the damped step's
@@ -255,25 +255,29 @@ def short_of_bounds(
 def _trapped(
     problem: Problem, x: jax.Array, trial: jax.Array, normal: jax.Array, trial_normal: jax.Array
 ) -> jax.Array:
-    """The free entries (``(n,)``, boolean) that the trial put on a bound where their
-    column of ``J`` is exactly zero, though it was not at ``x`` (``normal`` and
-    ``trial_normal`` are ``J^T J`` at ``x`` and at the trial).
+    """The free entries (``(n,)``, boolean) that the trial put on a bound where a
+    column of ``J`` (theirs or another free entry's) is exactly zero, though it was not
+    at ``x`` (``normal`` and ``trial_normal`` are ``J^T J`` at ``x`` and at the trial).
 
-    There the entry's gradient is zero whatever the other parameters become, and no
-    first-order step can take it off the bound: ``c**2`` clipped to ``c = 0`` by a long
+    There that column's entry has a zero gradient whatever the others become, and no
+    first-order step sees the way off the bound: ``c**2`` clipped to ``c = 0`` by a long
     first step held scipy's ``test_dtypes2`` (batched) CONVERGED at a saddle of the
     bounded problem, at 5x to 1600x scipy's cost, though the cost fell as ``c`` moved
-    inward once the others had settled. Such an entry is marked to stop short of its
-    bounds from then on (:func:`short_of_bounds`), and the trial is taken again: one
-    more evaluation, where such a bound is met. Elsewhere entries land on their
-    bounds exactly (the active set)."""
+    inward once the others had settled. Another entry's column alike: a float32
+    bi-exponential voxel's fast fraction clipped to 0 left its fast T2 without a
+    column, CONVERGED (GTOL) at a saddle 0.66% above the minimum (a fraction and its
+    T2 must move together). Such an entry is marked to stop short of its bounds from
+    then on (:func:`short_of_bounds`), and the trial is taken again: one more
+    evaluation, where such a bound is met. Elsewhere entries land on their bounds
+    exactly (the active set)."""
     if problem.lower is None or problem.upper is None:
         return jnp.zeros(x.shape, bool)
     on_bound = (trial == problem.lower) | (trial == problem.upper)
     landed = on_bound & (trial != x) & ~problem.fixed
     column, trial_column = jnp.diagonal(normal), jnp.diagonal(trial_normal)
-    vanished: jax.Array = landed & (column != 0) & (trial_column == 0)
-    return vanished
+    vanished = (column != 0) & (trial_column == 0) & ~problem.fixed
+    trapped: jax.Array = landed & reduce.any_true(vanished)
+    return trapped
 
 
 STEP_BACK = 0.995  # scipy's trf: theta = max(0.995, 1 - |g|) of the way to a bound
