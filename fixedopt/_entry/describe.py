@@ -127,9 +127,8 @@ def describe(
     least_squares = caller == "least_squares"
     solver = options["solver"] or (LevenbergMarquardt() if least_squares else LBFGS())
     check_solver(solver, needs_residuals=least_squares, caller=caller)
-    named = ("fixed_values", "bounds", "args")
-    warn_if_float64_dropped({"x0": x0, "sigma": sigma, "counts": counts}
-                            | {name: options[name] for name in named})  # fmt: skip
+    given = {"x0": x0} | {name: options[name] for name in ("fixed_values", "bounds", "args")}
+    warn_if_float64_dropped(given | {"sigma": sigma, "counts": counts})
     _check_options(options, solver)
     fun = hashable_function(fun, "residual_fun" if least_squares else "fun")
     data = _inputs(x0, fixed, options, least_squares, sigma, counts)
