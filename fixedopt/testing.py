@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from fixedopt._driver import ahead as _ahead
 from fixedopt._driver import engine as _engine
-from fixedopt._solvers import small_linalg as _small_linalg
+from fixedopt._driver import machine as _machine
 
 
 def compiled_solves() -> int:
@@ -85,7 +85,8 @@ def lapack_solves() -> Iterator[None]:
     """Within this block, least-squares steps solve every free block with LAPACK.
 
     Free blocks of up to 16 entries are normally solved by unrolled elementwise
-    arithmetic that XLA fuses (``fixedopt._solvers.small_linalg``); inside this block the
+    arithmetic that XLA fuses (``fixedopt._solvers.small_linalg``, up to the machine
+    profile's ``Kernels.small_n``, here set to 0 for every backend); inside this block the
     solvers call LAPACK's Cholesky and XLA's dot instead, as larger blocks do. Both
     give the same steps to rounding: the block exists so that benchmarks and tests
     can compare the two programs in one process. Compiled solves are dropped on
@@ -103,11 +104,13 @@ def lapack_solves() -> Iterator[None]:
       >>> print(sol.x.round(6))
       [2. 1.]
     """
-    saved = _small_linalg.SMALL_N
-    _small_linalg.SMALL_N = 0
+    saved = dict(_machine.BACKENDS)
+    for name, backend in saved.items():
+        kernels = backend.kernels._replace(small_n=0)
+        _machine.BACKENDS[name] = backend._replace(kernels=kernels)
     _engine.clear_compiled()
     try:
         yield
     finally:
-        _small_linalg.SMALL_N = saved
+        _machine.BACKENDS.update(saved)
         _engine.clear_compiled()

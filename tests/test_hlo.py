@@ -12,7 +12,7 @@ import optax
 import pytest
 
 import fixedopt
-from fixedopt._solvers import small_linalg as _small_linalg
+from fixedopt.testing import lapack_solves
 
 BATCH, N = 16, 24
 _rng = np.random.default_rng(0)
@@ -48,14 +48,13 @@ def test_no_per_row_copy_of_a_shared_matrix(solver):
     assert re.search(rf"\[{N},{N}\]", hlo)
 
 
-def test_levenberg_marquardt_factors_its_two_systems_in_one_lapack_call(monkeypatch):
+def test_levenberg_marquardt_factors_its_two_systems_in_one_lapack_call():
     """The damped step and the undamped step of the xtol test are factored in ONE
     batched Cholesky: two independent LAPACK calls in one loop body can deadlock
     jaxlib's CPU thread pool (each blocks in ParallelBatchMap waiting for pool threads
     the other holds; it hung a 2-core machine). One factorization, then its two
-    dependent triangular solves. (Free blocks above ``SMALL_N`` take this path; the
+    dependent triangular solves. (Free blocks above ``Kernels.small_n`` take this path; the
     threshold is lowered so that the program stays small.)"""
-    monkeypatch.setattr(_small_linalg, "SMALL_N", 0)
     t = jnp.linspace(0.0, 1.0, 20)
 
     def residuals(p, y):
@@ -65,7 +64,8 @@ def test_levenberg_marquardt_factors_its_two_systems_in_one_lapack_call(monkeypa
         return fixedopt.least_squares(residuals, x0, jnp.zeros((8, 3), bool), args=(y,),
                                       batched=True)  # fmt: skip
 
-    hlo = jax.jit(solve).lower(jnp.ones((8, 3)), jnp.ones((8, 20))).compile().as_text()
+    with lapack_solves():
+        hlo = jax.jit(solve).lower(jnp.ones((8, 3)), jnp.ones((8, 20))).compile().as_text()
     targets = re.findall(r'custom_call_target="([^"]+)"', hlo)
     assert sum("potrf" in target for target in targets) == 1, targets
 

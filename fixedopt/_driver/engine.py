@@ -23,7 +23,7 @@ from fixedopt._driver.machine import Schedule
 from fixedopt._driver.plan import Inputs, Plan
 from fixedopt._fixing.mask import active_set, unravel_mask
 from fixedopt._inputs.validate import PyTree
-from fixedopt._numerics import cpu_compiler, reduce
+from fixedopt._numerics import cpu_compiler, kernels
 from fixedopt._numerics.trace_state import at_top_level
 from fixedopt._objective.call_note import name_of
 from fixedopt._objective.fit_data import Weighted
@@ -118,12 +118,12 @@ def _solve(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
     ``fixed`` and ``bounds`` are left None for :func:`run` to attach: the inputs
     themselves (a compiled program would return copies of them).
     """
-    with reduce.summing(schedule.summing):
+    with kernels.using(schedule.defaults.kernels):
         return _solve_traced(plan, schedule, inputs)
 
 
 def _solve_traced(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
-    """:func:`_solve`'s trace, inside its schedule's reduction settings."""
+    """:func:`_solve`'s trace, inside its schedule's kernels."""
     solver, stopping = plan.solver, inputs.stopping
     objective, rows = _set_up(plan, inputs)
     finish = functools.partial(_finish, objective)

@@ -7,10 +7,12 @@ from one row's bytes), CPU blocks and their tail, folding and summing of reducti
 the compiler options, and when the lanes refill. The tuned numbers are the
 per-backend :class:`Backend` defaults below (:data:`CPU`, :data:`GPU`, :data:`TPU`),
 each beside its reason and the measurement that set it (a heading of
-``docs/decisions.md``). The thresholds of XLA:CPU's kernels themselves (reductions'
-``FOLD`` and ``YNN_ENTRIES`` in ``fixedopt._numerics.reduce``, the small solves'
-``SMALL_N`` ... ``SUMMED_N`` in ``fixedopt._solvers.small_linalg``) stay beside the code
-they shape; a backend turns them on or off here (``folds``, ``sums_together``).
+``docs/decisions.md``), the thresholds of XLA:CPU's kernels among them: where the
+reductions fold (``fixedopt._numerics.reduce``) and where the small solves and the
+normal sums take their elementwise paths (``fixedopt._solvers.small_linalg``). Those
+modules sit below the driver: the engine gives them the backend's
+:class:`~fixedopt._numerics.kernels.Kernels` as static context around the solve's trace
+(``fixedopt._numerics.kernels.using``).
 
 **Matmul precision.** On a TPU, JAX's default precision runs a float32 matrix product
 in bfloat16 passes (about three digits; a GPU with TF32 keeps about four). A user's
@@ -36,7 +38,8 @@ from typing import Any, NamedTuple
 import jax
 
 from fixedopt._contract.solver import Solver
-from fixedopt._numerics import cpu_compiler, reduce
+from fixedopt._numerics import cpu_compiler
+from fixedopt._numerics.kernels import Kernels
 
 # The backends whose float32 matmuls drop bits at JAX's default precision: a TPU's
 # bfloat16 passes, an NVIDIA GPU's TF32 (Ampere and later). ``jax.default_backend()``
@@ -107,8 +110,8 @@ class Backend(NamedTuple):
     blocks: bool  # a batch runs as blocks of one compiled size, its tail solved again
     tail_lanes: int  # a block's tail: at most this many rows left running alone ...
     tail_patience: int  # ... for this many trips stop the block
-    folds: bool  # reductions along a row fold to FOLD entries where XLA would split them
-    sums_together: bool  # many sums over one axis as one variadic reduction
+    ynn_entries: int  # reductions of rows x length below this fold (where kernels.fold)
+    kernels: Kernels  # the thresholds its traces read (fixedopt._numerics.kernels)
     tuned_compiler: bool  # least-squares solves compile with cpu_compiler.CPU_OPTIONS
 
 
@@ -131,12 +134,37 @@ CPU = Backend(
     # (docs/decisions.md, "One degenerate spectrum in 2,000").
     tail_lanes=2,
     tail_patience=16,
-    # Folding: 1.28x-1.35x at n = 64, 1.41x at 128, 1.48x at 256 (docs/decisions.md,
-    # "Row reductions folded to 32 entries"); where it applies: fixedopt._numerics.reduce.
-    folds=True,
-    # Summing together: LM on Gpufit's Gaussian 1.42x, a 128-bin decay 1.6x
-    # (docs/decisions.md, "When the normal sums are one reduction").
-    sums_together=True,
+    # Folding pays where XLA:CPU's tree-reduction rewrite splits a reduction in three,
+    # below the arrays its YNN library takes: seen 4000 entries rewritten, 4096 to YNN,
+    # at lengths 40 to 200 (docs/decisions.md, "Row reductions folded to 32 entries").
+    ynn_entries=4096,
+    kernels=Kernels(
+        # Rows longer than 32 fold to 32 entries: the rewrite leaves reductions of at most
+        # 32 alone; 1.28x-1.35x at n = 64, 1.41x at 128, 1.48x at 256 (docs/decisions.md,
+        # "Row reductions folded to 32 entries").
+        fold=32,
+        # Up to 8 chunks (n = 256); n = 512 folded cost 0.35 s of compile for 1.16x
+        # (the same decision).
+        fold_chunks=8,
+        # Free blocks up to 16 unknowns solved elementwise, not by a LAPACK call per
+        # batch, which cannot fuse (docs/decisions.md, "Small normal-equation solves").
+        small_n=16,
+        # Unrolled up to 5 unknowns: XLA:CPU compiles the unrolled solve into ~n^2 / 1.2
+        # kernels (n = 5: 0.4 s of compile, 8: 0.9 s, 16: 4.2 s); above, a rolled
+        # elimination compiles in 0.2 s and runs 2-3x slower alone, a few percent of a
+        # step (docs/decisions.md, "Small normal-equation solves").
+        roll_above=5,
+        # Products with a Jacobian unrolled up to 1024 multiply-adds (its Gram matrix's
+        # m n (n + 1) / 2): Gpufit's 5x5 Gaussian (375 terms) LM ~2x faster at 1e5 fits;
+        # a 128-bin decay (1920 terms) faster and sooner compiled with the dots.
+        product_terms=1024,
+        # J^T J, J^T r and |r|^2 as one reduction: up to 10 columns where the products
+        # unroll, any Jacobian up to 7: Gpufit's Gaussian 1.42x, a 128-bin decay 1.6x,
+        # polynomials n = 6, 7, 8 1.13-1.4x, 1.2x, 1.0x; n = 12 0.9x (docs/decisions.md,
+        # "When the normal sums are one reduction").
+        summed_n=10,
+        summed_few_n=7,
+    ),
     # The elemental emitter: least-squares solves compile in 0.6-0.8x the time, run as
     # fast (docs/decisions.md, "XLA:CPU's elemental emitter for least-squares solves").
     tuned_compiler=True,
@@ -144,9 +172,12 @@ CPU = Backend(
 # An accelerator: 2^16 lanes (at most an eighth of the batch), kept while a cost model
 # fitted on an H200, where lanes=B ran 1.35x-5.2x faster, was too loose to set another
 # (docs/decisions.md, "Lane widths on an accelerator"); none of the CPU's tricks,
-# measured on XLA:CPU only (issue 61 measures the TPU).
+# measured on XLA:CPU only (issue 61 measures the TPU): no folding, no summing, no
+# rolled solve; the elementwise small solves and products (small_n, product_terms)
+# kept as the CPU measured them, until an accelerator is measured.
 GPU = Backend(fewest_lanes=1 << 16, most_lanes=1 << 16, cache_bytes=0, blocks=False,
-              tail_lanes=2, tail_patience=16, folds=False, sums_together=False,
+              tail_lanes=2, tail_patience=16, ynn_entries=0,
+              kernels=Kernels(small_n=16, product_terms=1024),
               tuned_compiler=False)  # fmt: skip
 TPU = GPU
 BACKENDS = {"cpu": CPU, "gpu": GPU, "cuda": GPU, "rocm": GPU, "tpu": TPU}
@@ -172,13 +203,14 @@ class Schedule(NamedTuple):
     lanes: int | None  # the lanes asked for (None: :meth:`width` of a row's bytes)
     refill_cost: float  # a refill (one evaluation a row) in steps of the solver
     tail: bool  # a CPU block: stop when its tail is left (fixedopt._driver.batching)
-    summing: bool  # sums traced inside reduce.summing(True)
     compiler_options: tuple[tuple[str, Any], ...]  # XLA's options at the top level
 
     def folds(self, rows: int, length: int) -> bool:
         """Whether reductions of ``rows`` rows of ``length`` entries fold
-        (``fixedopt._numerics.reduce.folding_helps``)."""
-        return self.defaults.folds and reduce.folding_helps(rows, length)
+        (``fixedopt._numerics.reduce.folding``): rows longer than ``Kernels.fold``, too
+        few entries in all for XLA:CPU's YNN (``Backend.ynn_entries``)."""
+        fold = self.defaults.kernels.fold
+        return 0 < fold < length and rows * length < self.defaults.ynn_entries
 
     def width(self, total: int, row_bytes: int) -> int:
         """The lanes for ``total`` rows whose step's working set is ``row_bytes`` each:
@@ -201,7 +233,6 @@ def schedule(solver: Solver[Any], lanes: int | None, backend: str, tail: bool = 
         lanes=lanes,
         refill_cost=1.0 / solver.evaluations_per_step,
         tail=tail,
-        summing=tuned.sums_together,
         compiler_options=tuple(sorted(options.items())),
     )
 

@@ -114,20 +114,25 @@ def describe(
     counts: Any = None,
 ) -> tuple[Plan, Inputs]:
     """The :class:`Plan` and :class:`Inputs` of ``caller(fun, x0, fixed, **options)``
-    (``caller``: ``"minimize"``, or ``"least_squares"`` with its ``loss`` and data)."""
+    (``caller``: ``"minimize"``, or ``"least_squares"`` with its ``loss`` and data).
+
+    ``options`` is the entry point's own ``**options`` dict: it is completed with
+    :data:`DEFAULTS` and its keywords replaced by their validated values in place, so
+    that the call's keywords are one dict on the way to the plan and the inputs."""
     unknown = sorted(set(options) - set(DEFAULTS))
     if unknown:
         raise TypeError(f"{caller}() got an unexpected keyword argument {unknown[0]!r}")
-    given = DEFAULTS | options
+    for name, default in DEFAULTS.items():
+        options.setdefault(name, default)
     least_squares = caller == "least_squares"
-    solver = given["solver"] or (LevenbergMarquardt() if least_squares else LBFGS())
+    solver = options["solver"] or (LevenbergMarquardt() if least_squares else LBFGS())
     check_solver(solver, needs_residuals=least_squares, caller=caller)
-    inputs = {"x0": x0} | {name: given[name] for name in ("fixed_values", "bounds", "args")}
-    warn_if_float64_dropped(inputs | {"sigma": sigma, "counts": counts})
-    given = _checked_scalars(given)
-    plan = _static_plan(fun, solver, least_squares, loss, given)
-    data = _inputs(x0, fixed, given, least_squares, sigma, counts)
-    plan = _with_rows(plan, data, given["batched"], given["args_axes"])
+    given = {"x0": x0} | {name: options[name] for name in ("fixed_values", "bounds", "args")}
+    warn_if_float64_dropped(given | {"sigma": sigma, "counts": counts})
+    _check_options(options, solver)
+    fun = hashable_function(fun, "residual_fun" if least_squares else "fun")
+    data = _inputs(x0, fixed, options, least_squares, sigma, counts)
+    plan = _plan(fun, solver, least_squares, loss, options, data)
     _warn_if_sigma_ambiguous(plan, data, sigma)
     return plan, data
 
@@ -163,63 +168,40 @@ def _warn_if_sigma_ambiguous(plan: Plan, inputs: Inputs, sigma: Any) -> None:
         )
 
 
-def _checked_scalars(given: dict[str, Any]) -> dict[str, Any]:
-    """``given`` with ``batched``, the tolerances and ``max_steps`` checked (as the
-    plan and the inputs both read them)."""
-    checked = {name: tolerance(name, given[name]) for name in TOLERANCES}
-    checked["batched"] = boolean("batched", given["batched"])
-    checked["max_steps"] = integer("max_steps", given["max_steps"], maximum=INT32_MAX)
-    return given | checked
-
-
-def _static_plan(
-    fun: Callable[..., Any],
-    solver: Solver[Any],
-    least_squares: bool,
-    loss: Loss | None,
-    given: dict[str, Any],
-) -> Plan:
-    """The :class:`Plan` of the static options in ``given`` (each validated; the
-    scalars by :func:`_checked_scalars`), before the rows are known."""
-    batched = given["batched"]
-    one_of("strategy", given["strategy"], STRATEGIES)
-    differentiate = differentiation_option(given["differentiate"])
-    lanes = _lanes(given, batched, differentiate)
-    if given["vectorized"] and getattr(solver, "scaling", None) == "hessian":
+def _check_options(options: dict[str, Any], solver: Solver[Any]) -> None:
+    """Each keyword of ``options`` that the plan or the inputs read as a Python value
+    (``batched``, the tolerances, ``max_steps``, ``strategy``, ``differentiate``,
+    ``lanes``, ``progress``) replaced by its validated value, in place; options that a
+    solve would ignore, rejected."""
+    checked = {name: tolerance(name, options[name]) for name in TOLERANCES}
+    checked["batched"] = boolean("batched", options["batched"])
+    checked["max_steps"] = integer("max_steps", options["max_steps"], maximum=INT32_MAX)
+    options.update(checked)
+    one_of("strategy", options["strategy"], STRATEGIES)
+    differentiate = differentiation_option(options["differentiate"])
+    options["lanes"] = _lanes(options, options["batched"], differentiate)
+    if options["vectorized"] and getattr(solver, "scaling", None) == "hessian":
         raise ValueError(
             '`vectorized=True` cannot run LBFGS(scaling="hessian"): its Hessian-vector '
             "products at the start would send a batch of tangents through the "
             'objective\'s batching rule; use scaling="auto" or vectorized=False'
         )
-    max_steps = given["max_steps"]
-    name = "residual_fun" if least_squares else "fun"
-    return Plan(
-        fun=hashable_function(fun, name),
-        solver=solver,
-        least_squares=least_squares,
-        loss=loss,
-        batched_args=None,
-        lanes=lanes,
-        backend=machine.platform(),
-        vectorized=given["vectorized"],
-        differentiate=differentiate,
-        max_trips=differentiate.static_max_steps(max_steps),
-        progress=progress_option(given["progress"]),
-    )
+    options["differentiate"] = differentiate
+    options["progress"] = progress_option(options["progress"])
 
 
 def _inputs(
-    x0: Any, fixed: Any, given: dict[str, Any], least_squares: bool, sigma: Any, counts: Any
+    x0: Any, fixed: Any, options: dict[str, Any], least_squares: bool, sigma: Any, counts: Any
 ) -> Inputs:
     """The :class:`Inputs` of a call: its data checked and normalized (trees like
     ``x0``; ``sigma`` and ``counts`` with the batch axis in a batch)."""
-    batched = given["batched"]
-    args = args_tuple(given["args"])
+    batched = options["batched"]
+    args = args_tuple(options["args"])
     validate.check_params(x0, "x0")
     mask = validate.fixed_arrays(fixed, x0)
-    values = given["fixed_values"]
+    values = options["fixed_values"]
     values = x0 if values is None else validate.normalize_values(values, x0)
-    bounds = validate.normalize_bounds(given["bounds"], x0)
+    bounds = validate.normalize_bounds(options["bounds"], x0)
     validate.check_values_in_bounds(mask, values, bounds)
     if least_squares:  # minimize projects a start, as scipy's L-BFGS-B does
         validate.check_start_in_bounds(mask, x0, bounds, batched)
@@ -230,37 +212,58 @@ def _inputs(
         sigma = row_data("sigma", sigma, batch, dtype, positive=True)
     if counts is not None:
         counts = row_data("counts", counts, batch, dtype, positive=False)
-    index = split_indices(mask, batched) if given["strategy"] == "split" else None
-    tolerances = tuple(given[name] for name in TOLERANCES)
-    stopping = stopping_rules(tolerances, given["max_steps"], dtype)
+    index = split_indices(mask, batched) if options["strategy"] == "split" else None
+    tolerances = tuple(options[name] for name in TOLERANCES)
+    stopping = stopping_rules(tolerances, options["max_steps"], dtype)
     return Inputs(x0, mask, values, bounds, args, sigma, counts, index, stopping)
 
 
-def _with_rows(plan: Plan, inputs: Inputs, batched: bool, args_axes: Any) -> Plan:
-    """``plan`` for the rows of ``inputs``: which ``args`` are per row, the lanes at
-    most the batch, and ``fun`` wrapped to name the call in its errors' notes."""
-    name = "residual_fun" if plan.least_squares else "fun"
-    if not batched:
-        return plan._replace(fun=UserFunction(plan.fun, name, None))
-    batch = validate.batch_size(inputs.x0)
-    named = {"x0": inputs.x0, "sigma": inputs.sigma, "counts": inputs.counts}
-    named = {key: value for key, value in named.items() if value is not None}
-    per_row = batched_args(inputs.args, args_axes, batch, named)
-    fun = UserFunction(plan.fun, name, batch)
-    if plan.vectorized:
-        check_rows_independent(fun, inputs.x0, inputs.args, per_row)
-    lanes = None if plan.lanes is None else min(plan.lanes, batch)
-    return plan._replace(fun=fun, batched_args=per_row, lanes=lanes)
+def _plan(
+    fun: Callable[..., Any],
+    solver: Solver[Any],
+    least_squares: bool,
+    loss: Loss | None,
+    options: dict[str, Any],
+    inputs: Inputs,
+) -> Plan:
+    """The :class:`Plan` of a call whose ``options`` are checked (:func:`_check_options`),
+    for the rows of ``inputs``: which ``args`` are per row, the lanes at most the batch,
+    and ``fun`` wrapped to name the call in its errors' notes."""
+    name = "residual_fun" if least_squares else "fun"
+    lanes, per_row, batch = options["lanes"], None, None
+    if options["batched"]:
+        batch = validate.batch_size(inputs.x0)
+        named = {"x0": inputs.x0, "sigma": inputs.sigma, "counts": inputs.counts}
+        named = {key: value for key, value in named.items() if value is not None}
+        per_row = batched_args(inputs.args, options["args_axes"], batch, named)
+        lanes = None if lanes is None else min(lanes, batch)
+    user_fun = UserFunction(fun, name, batch)
+    if per_row is not None and options["vectorized"]:
+        check_rows_independent(user_fun, inputs.x0, inputs.args, per_row)
+    differentiate = options["differentiate"]
+    return Plan(
+        fun=user_fun,
+        solver=solver,
+        least_squares=least_squares,
+        loss=loss,
+        batched_args=per_row,
+        lanes=lanes,
+        backend=machine.platform(),
+        vectorized=options["vectorized"],
+        differentiate=differentiate,
+        max_trips=differentiate.static_max_steps(options["max_steps"]),
+        progress=options["progress"],
+    )
 
 
-def _lanes(given: dict[str, Any], batched: bool, differentiate: Differentiation) -> int | None:
+def _lanes(options: dict[str, Any], batched: bool, differentiate: Differentiation) -> int | None:
     """``lanes``, validated; the options only a batch through lanes can use, checked."""
-    lanes: int | None = given["lanes"]
+    lanes: int | None = options["lanes"]
     if lanes is not None:
         lanes = integer("lanes", lanes, minimum=1, expected="None or an int >= 1")
-    vectorized = boolean("vectorized", given["vectorized"])
-    set_ = {"args_axes": given["args_axes"] is not None, "lanes": lanes is not None,
-            "progress": bool(given["progress"]), "vectorized": vectorized}  # fmt: skip
+    vectorized = boolean("vectorized", options["vectorized"])
+    set_ = {"args_axes": options["args_axes"] is not None, "lanes": lanes is not None,
+            "progress": bool(options["progress"]), "vectorized": vectorized}  # fmt: skip
     _reject([name for name, on in set_.items() if on], batched, "without batched=True")
     through_lanes = [name for name in ("lanes", "progress", "vectorized") if set_[name]]
     unrolled = 'with differentiate="unroll" (fixed-length scans)'
@@ -321,7 +324,8 @@ def least_squares_data(
 ) -> tuple[Callable[..., Any], Loss | None, dict[str, Any]]:
     """``least_squares``'s own keywords read: ``residual_fun`` with scipy's ``jac``
     (if given), the fit's :class:`Loss` (None: plain least squares), and ``options``
-    with scipy's ``max_nfev`` as ``max_steps``; ``x_scale`` checked."""
+    (the entry point's own dict) with scipy's ``max_nfev`` as ``max_steps``, set in
+    place; ``x_scale`` checked."""
     residual_fun = hashable_function(residual_fun, "residual_fun")
     if not (x_scale is None or (isinstance(x_scale, str) and x_scale == "jac")):
         raise ValueError(
@@ -331,7 +335,7 @@ def least_squares_data(
     if max_nfev is not None:
         if "max_steps" in options:  # given, even at its default: one would be dropped
             raise ValueError("give one of `max_steps` and `max_nfev` (the same limit)")
-        options = options | {"max_steps": max_nfev}
+        options["max_steps"] = max_nfev
     residual_fun = _with_jac(residual_fun, jac, x0)
     return residual_fun, fit_loss(estimator, loss, f_scale, sigma, counts), options
 

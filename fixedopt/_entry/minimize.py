@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Unpack
+from typing import Any, Unpack, cast
 
 import jax
 from jax.typing import ArrayLike
@@ -168,7 +168,7 @@ def minimize(
       >>> print(sol.converged)
       [ True  True]
     """
-    given, nan = _without_nan_option(dict(options))
+    given, nan = _without_nan_option(cast(dict[str, Any], options))
     where = given.pop("where", None)
     fun = runnable_objective(fun, jac, x0, given)  # on the host?
     plan, inputs = describe(fun, x0, fixed, given, caller="minimize")
@@ -250,7 +250,7 @@ def least_squares(
       [[ 2.  1.]
        [-1.  4.]]
     """
-    given, nan = _without_nan_option(dict(options))
+    given, nan = _without_nan_option(cast(dict[str, Any], options))
     where = given.pop("where", None)
     residual_fun, jac = runnable_residuals(residual_fun, jac, x0, given)  # on the host?
     residual_fun, fit_loss, given = least_squares_data(
@@ -265,7 +265,8 @@ def least_squares(
 
 
 def _without_nan_option(options: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-    """``options`` without ``nan_unconverged``, and its value (checked)."""
+    """``options`` (the entry point's own ``**options`` dict, the call's one dict of
+    keywords: changed in place) without ``nan_unconverged``, and its value (checked)."""
     return options, boolean("nan_unconverged", options.pop("nan_unconverged", False))
 
 

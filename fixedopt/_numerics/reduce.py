@@ -1,4 +1,5 @@
-"""Reductions along the last axis, folded to at most ``FOLD`` entries first.
+"""Reductions along the last axis, folded to at most ``fold`` entries first (the machine
+profile's ``Kernels.fold``: 32 on the CPU).
 
 XLA:CPU (jaxlib 0.10) gives a reduction to its YNN library when the array is large
 (about 4096 entries in all); a smaller one whose reduced axis is longer than 32 is
@@ -10,12 +11,12 @@ B = 1024, default lanes (W = 33): 100 of the program's 339 kernels, and 1.43x th
 time of the whole solve (with the rewrite switched off by XLA's
 ``--xla_disable_hlo_passes=tree_reduction_rewriter``: 150 ms against 215 ms).
 
-Here a vector of more than ``FOLD`` entries is first folded to ``FOLD``: its
-``FOLD``-wide chunks are combined elementwise (the last one padded with the
+Here a vector of more than ``fold`` entries is first folded to ``fold``: its
+``fold``-wide chunks are combined elementwise (the last one padded with the
 reduction's identity), which XLA fuses into the one kernel of the reduction that
 follows. The same summands, added as a tree reduction adds them (32 partial sums,
-then their sum): the rounding is of the same kind, not the same bits. Up to ``FOLD``
-entries nothing changes (the plain ``jnp`` reduction); above ``MOST_CHUNKS * FOLD``
+then their sum): the rounding is of the same kind, not the same bits. Up to ``fold``
+entries nothing changes (the plain ``jnp`` reduction); above ``fold_chunks * fold``
 neither: at the fewest lanes (8) such rows fill arrays that YNN takes, and folding
 n = 512 cost 0.35 s of compile for 1.16x. Measured (``docs/decisions.md``, "Row reductions
 folded to 32 entries"): 1.28x-1.35x at n = 64, 1.41x at 128, 1.48x at 256, the same
@@ -25,25 +26,26 @@ YNN (the decay fit, m = 128: folded, 1.09x for 0.2 s more compile).
 
 Folding is a trace-time switch, off unless a program is traced inside
 ``folding(True)``: the lanes (``fixedopt._driver.lanes``) turn it on where it pays, on
-the CPU (its machine profile, ``fixedopt._driver.machine``) when ``W x n`` stays below
-YNN's ``YNN_ENTRIES`` (:func:`folding_helps`). Where
+the CPU (its machine profile, ``fixedopt._driver.machine``, which holds these numbers
+and gives ``fold`` and ``fold_chunks`` to the trace: ``fixedopt._numerics.kernels``)
+when ``W x n`` stays below the entries YNN takes (``Backend.ynn_entries``). Where
 YNN takes the plain reduction it is the faster one (the whole batch of quad n = 64,
 B = 1024, as one ``vmap``: 475 ms plain against 612 ms folded), and no other backend
 runs this CPU trick.
 
 Many sums over one axis can be made one reduction (:func:`together`, XLA's variadic
-reduce): a least-squares step's ``J^T J``, ``J^T r`` and ``|r|^2`` are, on the CPU, where
-the engine traces inside ``summing(True)`` (``fixedopt._solvers.small_linalg.normal_sums``;
-the machine profile's ``Backend.sums_together``).
+reduce): a least-squares step's ``J^T J``, ``J^T r`` and ``|r|^2`` are, on the CPU
+(``fixedopt._solvers.small_linalg.normal_sums``; the machine profile's
+``Kernels.summed_n``).
 
 Every function reduces the last axis of its argument (one row's vector, or a batch of
 them; :func:`together` takes ``(m,)`` terms).
 
 Example:
   >>> import jax.numpy as jnp
-  >>> from fixedopt._numerics import reduce
+  >>> from fixedopt._numerics import kernels, reduce
   >>> v = jnp.arange(100.0)
-  >>> with reduce.folding(True):
+  >>> with kernels.using(kernels.Kernels(fold=32, fold_chunks=8)), reduce.folding(True):
   ...     float(reduce.total(v)), float(reduce.dot(v, v)), float(reduce.largest(-v))
   (4950.0, 328350.0, -0.0)
 """
@@ -58,20 +60,9 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-FOLD = 32  # XLA:CPU's tree-reduction rewrite leaves reductions of at most 32 alone
-MOST_CHUNKS = 8  # longer vectors: the plain reduction
-# XLA:CPU's YNN takes a reduction of this many entries in all (rows x length) or more
-# (seen: 4000 entries rewritten, 4096 to YNN, at lengths 40 to 200).
-YNN_ENTRIES = 4096
+from fixedopt._numerics import kernels
+
 _FOLDING = contextvars.ContextVar("fixedopt_folding", default=False)
-_TOGETHER = contextvars.ContextVar("fixedopt_summing_together", default=False)
-
-
-def folding_helps(rows: int, length: int) -> bool:
-    """Whether folding pays for ``rows`` rows of ``length`` entries reduced together on
-    XLA:CPU: where the reduction is too small for YNN (a backend folds at all where its
-    profile says so: ``fixedopt._driver.machine.Backend.folds``)."""
-    return length > FOLD and rows * length < YNN_ENTRIES
 
 
 @contextlib.contextmanager
@@ -82,22 +73,6 @@ def folding(on: bool) -> Iterator[None]:
         yield
     finally:
         _FOLDING.reset(token)
-
-
-@contextlib.contextmanager
-def summing(on: bool) -> Iterator[None]:
-    """Let the sums traced inside be computed together where a caller asks
-    (:func:`summing_together`), or not."""
-    token = _TOGETHER.set(on)
-    try:
-        yield
-    finally:
-        _TOGETHER.reset(token)
-
-
-def summing_together() -> bool:
-    """Whether this trace is inside ``summing(True)`` (static)."""
-    return _TOGETHER.get()
 
 
 @jax.custom_jvp
@@ -142,20 +117,24 @@ def _together_jvp(
 
 
 def _folds(a: jax.Array) -> bool:
-    """Whether the last axis of ``a`` is folded before it is reduced (static)."""
-    return _FOLDING.get() and FOLD < a.shape[-1] <= MOST_CHUNKS * FOLD
+    """Whether the last axis of ``a`` is folded before it is reduced (static): inside
+    ``folding(True)``, longer than the trace's ``Kernels.fold`` and at most its
+    ``fold_chunks`` chunks."""
+    tuned = kernels.current()
+    return _FOLDING.get() and tuned.fold < a.shape[-1] <= tuned.fold_chunks * tuned.fold
 
 
 def _fold(
     a: jax.Array, identity: ArrayLike, combine: Callable[[jax.Array, jax.Array], jax.Array]
 ) -> jax.Array:
-    """``a`` with its last axis folded to ``FOLD`` entries by ``combine``."""
-    chunks = -(-a.shape[-1] // FOLD)
-    padding = [(0, 0)] * (a.ndim - 1) + [(0, chunks * FOLD - a.shape[-1])]
+    """``a`` with its last axis folded to ``Kernels.fold`` entries by ``combine``."""
+    fold = kernels.current().fold
+    chunks = -(-a.shape[-1] // fold)
+    padding = [(0, 0)] * (a.ndim - 1) + [(0, chunks * fold - a.shape[-1])]
     a = jnp.pad(a, padding, constant_values=identity)
-    folded = a[..., :FOLD]
+    folded = a[..., :fold]
     for k in range(1, chunks):
-        folded = combine(folded, a[..., k * FOLD : (k + 1) * FOLD])
+        folded = combine(folded, a[..., k * fold : (k + 1) * fold])
     return folded
 
 

@@ -51,7 +51,7 @@ def free_block_step(
     step bounded where a Jacobian column vanishes. Entries that are not free get an
     identity row/column and a zero right-hand side: their step is 0. Half-precision
     inputs are solved in float32 (XLA has no half-precision Cholesky). Up to
-    ``fixedopt._solvers.small_linalg.SMALL_N`` entries, the solve is elementwise
+    ``Kernels.small_n`` entries (the trace's), the solve is elementwise
     arithmetic (no LAPACK call; see :mod:`fixedopt._solvers.small_linalg`).
     """
     return normal_equations_step(normal_matrix(jacobian), grad, free, damping, scale)

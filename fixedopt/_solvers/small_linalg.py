@@ -1,22 +1,28 @@
 """Small symmetric positive definite solves as elementwise arithmetic.
 
-For a system of ``n <= UNROLLED_N`` unknowns, :func:`spd_solve` writes the Cholesky
+For a small system of ``n`` unknowns, :func:`spd_solve` writes the Cholesky
 factorization and both triangular solves as a Python loop over the static ``n``: every
 operation reads and writes whole arrays of matrix entries. Under ``vmap`` each one is
 an elementwise operation over the batch, which XLA fuses into loop fusions with the
 arithmetic around it: no LAPACK custom call per tiny system, which cannot fuse, costs
 a call per batch and reads the matrices from memory again. The products with the
 Jacobian (the normal matrix, the gradient, the model's ``|J s|^2``) are unrolled the
-same way while they are small (:data:`PRODUCT_TERMS`); a Levenberg–Marquardt step's
+same way while they are small (``product_terms``); a Levenberg–Marquardt step's
 ``J^T J``, ``J^T r`` and ``|r|^2`` of a few columns are one reduction on the CPU
 (:func:`normal_sums`, where :func:`sums_together`).
 
 The operation count grows as ``n^3 / 6`` (the program's size too), and XLA:CPU splits
 the factorization into one loop fusion per few entries (every entry feeds several
 later ones): 26 kernels for two 5x5 systems, 56 for 8x8, each one LLVM compile. So
-from ``UNROLLED_N + 1`` to ``SMALL_N`` unknowns a CPU trace takes :func:`eliminated_solve`,
+from ``roll_above + 1`` to ``small_n`` unknowns a CPU trace takes :func:`eliminated_solve`,
 an elimination rolled in one ``fori_loop`` (11 kernels whatever ``n``), and past
-``SMALL_N`` the batched LAPACK path (``jax.scipy.linalg.cho_factor``) takes over.
+``small_n`` the batched LAPACK path (``jax.scipy.linalg.cho_factor``) takes over.
+
+The thresholds (``small_n``, ``roll_above``, ``product_terms``, ``summed_n``,
+``summed_few_n``) are the trace's :class:`~fixedopt._numerics.kernels.Kernels`: a
+backend's, from its machine profile (``fixedopt._driver.machine``, where each number
+stands beside the measurement that set it), inside a solve; outside one, ``PLAIN``
+(none: dots and LAPACK).
 
 Golub & Van Loan, *Matrix Computations*, 4th ed., Algorithm 4.2.1 (the ``gaxpy``
 Cholesky, here by columns), and 3.1.1-3.1.2 (the triangular solves).
@@ -27,51 +33,20 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from fixedopt._numerics import reduce
-
-# Free blocks of at most this many entries are solved here; larger ones by LAPACK.
-# 0 sends every solve to LAPACK and every product to XLA's dot (the path before).
-SMALL_N = 16
-# Up to this many entries the solve is unrolled into scalar arithmetic: the fastest to
-# run, but XLA:CPU compiles it into ~n^2 / 1.2 kernels (n = 5: 0.4 s of compile, 8: 0.9 s,
-# 10: 1.8 s, 16: 4.2 s). Above it, a rolled elimination (:func:`eliminated_solve`:
-# ``n`` trips of one rank-one update) compiles in 0.2 s whatever ``n``; it runs 2-3x
-# slower than the unrolled solve alone, a few percent of a least-squares step whose
-# model is not trivial (docs/decisions.md, "Small normal-equation solves"). Measured on
-# the CPU only: the rolled solve is taken where the solve is traced for the CPU (inside
-# ``reduce.summing(True)``, the engine's mark of its CPU traces); other backends keep
-# the unrolled solve up to SMALL_N, as before.
-UNROLLED_N = 5
-# Products with a tall (m, n) matrix are unrolled up to this many multiply-adds (the
-# Gram matrix's m n (n + 1) / 2). XLA:CPU runs a batch of tiny dots or reductions far
-# slower than the same sums written elementwise (Gpufit's 5x5 Gaussian, m = 25, n = 5:
-# 375 terms, LM ~2x faster at 1e5 fits), but the program grows with the count: for a
-# 128-bin decay (1920 terms) the dots were faster and compiled sooner (measured).
-PRODUCT_TERMS = 1024
-# J^T J, J^T r and |r|^2 of a Jacobian of at most SUMMED_FEW_N columns, or of at most
-# SUMMED_N whose products would otherwise be unrolled (PRODUCT_TERMS: few rows), are one
-# variadic reduction on the CPU (normal_sums; the rule: sums_together). Measured with
-# Levenberg-Marquardt, warm calls against the dot, then the compile: Gpufit's Gaussian
-# (n = 5, m = 25) 1.42x faster and 0.1 s sooner compiled, a 128-bin decay (n = 5)
-# 1.6x and the same, a cubic-to-septic polynomial on 301 points (n = 6, 7, 8) 1.13-1.4x,
-# 1.2x and 1.0x for 0.13, 0.3 and 0.3 s more compile, the spectra's two pseudo-Voigt
-# peaks (n = 8, 10; m = 301) 1.0x and 1.05x for 0.3 and 0.7-1.0 s more, rotated 2-D
-# Gaussians on 5x5 pixels (n = 6, 7) 1.2x for the same compile (2026-12-05; docs/decisions.md,
-# "When the normal sums are one reduction"); above 10 columns 0.9x (n = 12, 2026-12-03).
-SUMMED_N = 10
-SUMMED_FEW_N = 7
+from fixedopt._numerics import kernels, reduce
 
 
 def is_small(n: int) -> bool:
-    """Whether a system of ``n`` unknowns takes the unrolled path (read at trace time)."""
-    return n <= SMALL_N
+    """Whether a system of ``n`` unknowns is solved here, elementwise (read at trace
+    time): at most the trace's ``Kernels.small_n``."""
+    return n <= kernels.current().small_n
 
 
 def unrolls(matrix: jax.Array | jax.ShapeDtypeStruct) -> bool:
     """Whether products with this ``(m, n)`` matrix are unrolled: ``n`` small and
-    its Gram matrix at most ``PRODUCT_TERMS`` multiply-adds."""
+    its Gram matrix at most ``Kernels.product_terms`` multiply-adds."""
     m, n = matrix.shape
-    return is_small(n) and m * n * (n + 1) // 2 <= PRODUCT_TERMS
+    return is_small(n) and m * n * (n + 1) // 2 <= kernels.current().product_terms
 
 
 def gram(matrix: jax.Array) -> jax.Array:
@@ -91,11 +66,11 @@ def rmatvec(matrix: jax.Array, vector: jax.Array) -> jax.Array:
 
 def sums_together(matrix: jax.Array | jax.ShapeDtypeStruct) -> bool:
     """Whether :func:`normal_sums` of this ``(m, n)`` matrix is one reduction (read at
-    trace time): on the CPU (inside ``reduce.summing(True)``), up to ``SUMMED_FEW_N``
-    columns, or up to ``SUMMED_N`` where the products would otherwise be unrolled."""
-    n = matrix.shape[1]
-    few = n <= SUMMED_FEW_N or unrolls(matrix)
-    return 0 < n <= SUMMED_N and few and reduce.summing_together()
+    trace time): up to the trace's ``Kernels.summed_few_n`` columns, or up to its
+    ``summed_n`` where the products would otherwise be unrolled (on the CPU)."""
+    n, tuned = matrix.shape[1], kernels.current()
+    few = n <= tuned.summed_few_n or unrolls(matrix)
+    return 0 < n <= tuned.summed_n and few
 
 
 def normal_sums(matrix: jax.Array, vector: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -186,8 +161,9 @@ def spd_solve(matrix: jax.Array, rhs: jax.Array) -> jax.Array:
     """Solve ``matrix @ x = rhs`` for a symmetric positive definite ``(n, n)`` matrix.
 
     ``L y = rhs`` forward, then ``L^T x = y`` backward, with ``L`` from
-    :func:`cholesky_columns` (which reads only the lower triangle); in a CPU trace
-    above :data:`UNROLLED_N` unknowns, :func:`eliminated_solve`. The result has the
+    :func:`cholesky_columns` (which reads only the lower triangle); above the trace's
+    ``Kernels.roll_above`` unknowns (where it is not 0: a CPU's),
+    :func:`eliminated_solve`. The result has the
     dtype of ``rhs`` (NaN where the matrix is not positive definite, as LAPACK's factor).
 
     Example:
@@ -196,8 +172,8 @@ def spd_solve(matrix: jax.Array, rhs: jax.Array) -> jax.Array:
       >>> print(spd_solve(jnp.array([[4.0, 2.0], [2.0, 3.0]]), jnp.array([2.0, 1.0])))
       [0.5 0. ]
     """
-    n = matrix.shape[-1]
-    if n > UNROLLED_N and reduce.summing_together():
+    n, roll_above = matrix.shape[-1], kernels.current().roll_above
+    if 0 < roll_above < n:
         return eliminated_solve(matrix, rhs)
     lower = cholesky_columns(matrix)
     forward: list[jax.Array] = []

@@ -11,7 +11,8 @@ import pytest
 
 import fixedopt
 from fixedopt._driver import engine, machine
-from fixedopt._numerics import cpu_compiler
+from fixedopt._numerics import cpu_compiler, kernels, reduce
+from fixedopt._solvers import small_linalg
 
 LM, LBFGS = fixedopt.LevenbergMarquardt(), fixedopt.LBFGS()
 
@@ -20,7 +21,8 @@ def test_a_cpu_schedule_takes_the_cpus_tricks():
     schedule = machine.schedule(LM, None, "cpu")
     assert schedule.defaults is machine.CPU and schedule.layout == machine.ROWS_MAJOR
     assert schedule.precision is None  # a CPU's float32 products are float32
-    assert schedule.summing and schedule.folds(1, 64) and not schedule.folds(1024, 64)
+    assert schedule.defaults.kernels.summed_n and schedule.folds(1, 64)
+    assert not schedule.folds(1024, 64)
     assert dict(schedule.compiler_options) == fixedopt.compiler_options(LM)
     assert dict(schedule.compiler_options) == (
         cpu_compiler.CPU_OPTIONS if cpu_compiler.accepted() else {}
@@ -33,7 +35,7 @@ def test_an_accelerators_schedule_takes_none_of_them(backend):
     schedule = machine.schedule(LM, None, backend)
     assert schedule.defaults is machine.GPU and not schedule.defaults.blocks
     assert schedule.precision == ("highest" if backend in machine.REDUCED_FLOAT32_MATMULS else None)
-    assert not schedule.summing and not schedule.folds(1, 64)
+    assert not schedule.defaults.kernels.summed_n and not schedule.folds(1, 64)
     assert schedule.compiler_options == ()
     assert schedule.width(10**7, 100) == 1 << 16
 
@@ -76,3 +78,17 @@ def test_the_solver_contract_mentions_no_scheduling():
     fields = {f.name for f in dataclasses.fields(fixedopt.LBFGS)}
     assert not {"refill_cost", "starts_in_step"} & (fields | set(vars(fixedopt.Solver)))
     assert fixedopt.StepContext._fields == ("active", "iteration")
+
+
+def test_the_kernels_thresholds_live_in_the_machine_profile():
+    """The numbers that choose XLA:CPU's kernels (where reductions fold, where the small
+    solves and the normal sums take their elementwise paths) are the profile's, given to
+    the trace (``fixedopt._numerics.kernels``); the modules they shape hold none."""
+    for module in (reduce, small_linalg):
+        constants = [name for name, value in vars(module).items()
+                     if name.isupper() and isinstance(value, int)]  # fmt: skip
+        assert constants == [], module.__name__
+    assert all(machine.CPU.kernels) and machine.CPU.ynn_entries  # every CPU kernel on
+    gpu = machine.GPU.kernels
+    assert not (gpu.fold or gpu.roll_above or gpu.summed_n) and gpu.small_n
+    assert kernels.current() == kernels.PLAIN  # outside a solve: none

@@ -11,14 +11,16 @@ import numpy as np
 import pytest
 
 import fixedopt
-from fixedopt._numerics import reduce
+from fixedopt._driver import machine
+from fixedopt._numerics import kernels, reduce
 
 LENGTHS = [1, 31, 32, 33, 64, 100, 256, 257, 1025]
 
 
 @pytest.fixture(params=[True, False], ids=["folded", "plain"])
 def folding(request):
-    with reduce.folding(request.param):
+    """Folding on or off, at the CPU's width (its machine profile's kernels)."""
+    with kernels.using(machine.CPU.kernels), reduce.folding(request.param):
         yield request.param
 
 
@@ -86,8 +88,6 @@ def test_a_row_reduction_in_the_lanes_shape_is_one_kernel(folding):
 
 
 def test_folding_is_on_for_narrow_lanes_on_the_cpu_only():
-    from fixedopt._driver import machine
-
     cpu = machine.schedule(fixedopt.LBFGS(), None, "cpu")
     assert cpu.folds(33, 64)
     assert not cpu.folds(33, 32)  # nothing to fold
@@ -114,7 +114,7 @@ def test_the_lanes_fold_where_it_pays(monkeypatch, lanes):
     the line search, the refill, the certification); switched off, it held 35 more. The
     whole batch (256 x 64 entries, YNN's) does not fold: the same program either way."""
     folded = _solve_program(64, 256, lanes).count("reduce-window(")
-    monkeypatch.setattr(reduce, "folding_helps", lambda *args: False)
+    monkeypatch.setitem(machine.BACKENDS, "cpu", machine.CPU._replace(ynn_entries=0))
     plain = _solve_program(64, 256, lanes).count("reduce-window(")
     if lanes is None:
         assert folded <= 8 and plain >= folded + 30, (folded, plain)

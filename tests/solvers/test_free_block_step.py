@@ -25,7 +25,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fixedopt._solvers import small_linalg as _small_linalg
+from fixedopt._driver import machine
+from fixedopt._numerics import kernels
 from fixedopt._solvers.normal_equations import cauchy_reduction, free_block_step
 from tests.helpers import float16_compiles
 
@@ -36,11 +37,11 @@ TOLERANCE = 1e-11
 @pytest.fixture(autouse=True, scope="module", params=["unrolled", "lapack"])
 def linear_algebra_path(request):
     """Module-scoped (hypothesis rejects function-scoped fixtures): set by hand."""
-    saved = _small_linalg.SMALL_N
-    _small_linalg.SMALL_N = saved if request.param == "unrolled" else 0
+    # Unrolled: an accelerator's kernels (elementwise, never rolled); else none (LAPACK).
+    tuned = machine.GPU.kernels if request.param == "unrolled" else kernels.PLAIN
     both_steps.clear_cache()  # traced for the other path
-    yield request.param
-    _small_linalg.SMALL_N = saved
+    with kernels.using(tuned):
+        yield request.param
     both_steps.clear_cache()
 
 

@@ -15,8 +15,11 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from fixedopt._numerics import reduce
+from fixedopt._driver import machine
+from fixedopt._numerics import kernels
 from fixedopt._solvers import small_linalg
+
+CPU = machine.CPU.kernels  # the thresholds a CPU solve's trace reads
 
 CONDITION = 100.0
 SIZES = (1, 2, 3, 5, 8, 16)
@@ -86,7 +89,7 @@ def test_a_matrix_that_is_not_positive_definite_gives_nan_like_lapack():
 
 @pytest.mark.parametrize("n", SIZES)
 def test_the_rolled_elimination_matches_scipy_at_every_size(n):
-    """:func:`eliminated_solve`, which ``spd_solve`` takes above ``UNROLLED_N``, also
+    """:func:`eliminated_solve`, which ``spd_solve`` takes above ``roll_above``, also
     below it (float64, the scipy reference of the test above)."""
     rng = np.random.default_rng(100 + n)
     matrix, rhs = spd_matrix(rng, n), rng.normal(size=n)
@@ -100,7 +103,7 @@ def test_the_rolled_elimination_has_the_derivatives_of_a_solve():
     """Differentiated through (``differentiate="unroll"``), its power-of-two scaling
     is exact and adds nothing: the same derivatives as ``jnp.linalg.solve``'s."""
     rng = np.random.default_rng(11)
-    n = small_linalg.UNROLLED_N + 3
+    n = CPU.roll_above + 3
     matrix, rhs = jnp.asarray(spd_matrix(rng, n) * 1e6), jnp.asarray(rng.normal(size=n))
 
     def loss(solve):
@@ -114,7 +117,7 @@ def test_the_rolled_elimination_has_the_derivatives_of_a_solve():
 
 def test_an_indefinite_matrix_gives_nan_in_the_rolled_elimination_too():
     rng = np.random.default_rng(7)
-    n = small_linalg.UNROLLED_N + 2
+    n = CPU.roll_above + 2
     q, _ = np.linalg.qr(rng.normal(size=(n, n)))
     eigenvalues = np.linspace(1.0, 10.0, n)
     eigenvalues[3] = -0.5  # one negative eigenvalue: not positive definite
@@ -124,17 +127,20 @@ def test_an_indefinite_matrix_gives_nan_in_the_rolled_elimination_too():
 
 
 def test_only_a_cpu_trace_takes_the_rolled_elimination():
-    """Its choice rests on XLA:CPU's compile times: the engine marks its CPU traces with
-    ``reduce.summing(True)``; any other trace keeps the unrolled solve (no loop)."""
-    n = small_linalg.UNROLLED_N + 1
+    """Its choice rests on XLA:CPU's compile times: the CPU's profile sets
+    ``roll_above``; an accelerator's trace, and one outside a solve, keep the unrolled
+    solve (no loop)."""
+    n = CPU.roll_above + 1
     matrix, rhs = jnp.eye(n), jnp.ones(n)
 
     def loops() -> bool:  # a new function each time: traced anew (no cached trace)
         jaxpr = jax.make_jaxpr(lambda m, r: small_linalg.spd_solve(m, r))(matrix, rhs)
         return any(name in str(jaxpr) for name in ("scan", "while"))
 
-    with reduce.summing(True):
+    with kernels.using(CPU):
         assert loops()
+    with kernels.using(machine.GPU.kernels):
+        assert not loops()
     assert not loops()
 
 
@@ -156,7 +162,8 @@ def test_products_match_numpy(shape, dtype):
                          np.sum(a**2, axis=0)),
     }  # fmt: skip
     for name, (function, args, expected, magnitude) in cases.items():
-        actual = jax.jit(function)(*map(jnp.asarray, args))
+        with kernels.using(CPU):  # column_norms_squared unrolled where it would be
+            actual = jax.jit(function)(*map(jnp.asarray, args))
         assert actual.dtype == dtype, name
         bound = 4 * max(shape) * eps * magnitude
         assert np.all(np.abs(np.asarray(actual, np.float64) - expected) <= bound), name
@@ -164,14 +171,17 @@ def test_products_match_numpy(shape, dtype):
     np.testing.assert_array_equal(gram, gram.T)  # exactly symmetric
 
 
-def test_the_unrolled_path_is_taken_up_to_the_thresholds(monkeypatch):
-    assert small_linalg.is_small(16) and not small_linalg.is_small(17)
-    assert small_linalg.unrolls(jnp.zeros((25, 5))) and not small_linalg.unrolls(
-        jnp.zeros((25, 17))
-    )
-    assert not small_linalg.unrolls(jnp.zeros((128, 5)))  # too many terms: a dot
-    monkeypatch.setattr(small_linalg, "SMALL_N", 0)
-    assert not small_linalg.unrolls(jnp.zeros((25, 5)))
+def test_the_unrolled_path_is_taken_up_to_the_thresholds():
+    for tuned in (CPU, machine.GPU.kernels):
+        with kernels.using(tuned):
+            assert small_linalg.is_small(16) and not small_linalg.is_small(17)
+            assert small_linalg.unrolls(jnp.zeros((25, 5))) and not small_linalg.unrolls(
+                jnp.zeros((25, 17))
+            )
+            assert not small_linalg.unrolls(jnp.zeros((128, 5)))  # too many terms: a dot
+    with kernels.using(CPU._replace(small_n=0)):
+        assert not small_linalg.unrolls(jnp.zeros((25, 5)))
+    assert not small_linalg.is_small(1)  # outside a solve: LAPACK and dots
 
 
 @pytest.mark.parametrize("dtype", [*DTYPES, jnp.bfloat16], ids=lambda d: jnp.dtype(d).name)
@@ -182,14 +192,14 @@ def test_the_unrolled_path_is_taken_up_to_the_thresholds(monkeypatch):
 )  # fmt: skip
 def test_normal_sums_in_one_reduction_match_numpy(shape, together, dtype):
     """``J^T J`` (in float32 at least), ``J^T r`` and ``r.r`` (in their dtype), summed
-    together on the CPU path up to ``SUMMED_FEW_N`` columns, and up to ``SUMMED_N``
+    together on the CPU path up to ``summed_few_n`` columns, and up to ``summed_n``
     where the products would be unrolled (few rows); one by one else."""
     rng = np.random.default_rng(shape[0] + shape[1])
     jacobian = jnp.asarray(rng.normal(size=shape), dtype)
     residual = jnp.asarray(rng.normal(size=shape[0]), dtype)
     a, r = np.asarray(jacobian, np.float64), np.asarray(residual, np.float64)
     wide = jnp.promote_types(dtype, jnp.float32)
-    with reduce.summing(True):
+    with kernels.using(CPU):
         gram, gradient, squared = jax.jit(small_linalg.normal_sums)(jacobian, residual)
         jaxpr = jax.make_jaxpr(small_linalg.normal_sums)(jacobian, residual)
     summed = [e for e in jaxpr.eqns if e.primitive.name == "custom_jvp_call"]
@@ -214,7 +224,7 @@ def test_normal_sums_differentiate_as_the_sums_one_by_one():
     residual = jnp.asarray(rng.normal(size=25))
 
     def loss(summed, j, r):
-        with reduce.summing(summed):
+        with kernels.using(CPU if summed else CPU._replace(summed_n=0)):
             gram, gradient, squared = small_linalg.normal_sums(j, r)
         return jnp.sum(jnp.sin(gram)) + jnp.sum(gradient**3) + jnp.cos(squared)
 
