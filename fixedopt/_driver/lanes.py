@@ -148,17 +148,14 @@ def iterate_lanes(
     """
     total = x.shape[0]
     limit = total if count is None else count  # the queue's end
-    # Reductions along the rows fold where XLA:CPU would split them (_numerics.reduce):
-    # at narrow enough lanes, known once the state's size sets the width.
+    # Row reductions fold where XLA:CPU would split them, at narrow enough lanes.
     folds = schedule.folds(1, x.shape[1])
-
     after = resume is not None  # static: claims are checked after the loop
 
     def start_row_jitted() -> Callable[[Any, jax.Array, Resume | None], LoopState]:
         return jax.jit(lambda row, x, go_on: start(solver, problem_of(row), x, stopping, go_on))
 
-    # Jitted, one row is traced once: for its shapes here and for the refill's start.
-    start_row = start_row_jitted()
+    start_row = start_row_jitted()  # traced once: for its shapes and the refill's start
     one_row = jax.tree.map(arrays.one_row, (rows, x, resume))
     with reduce.folding(folds):
         started = jax.eval_shape(start_row, *one_row)  # one row's loop state (shapes)

@@ -114,6 +114,8 @@ def _probe(x0: Any, options: dict[str, Any]) -> tuple[np.ndarray, tuple[Any, ...
         return None
     if x.ndim != (2 if batched else 1) or not np.issubdtype(x.dtype, np.floating):
         return None
+    if batched and x.shape[0] == 0:  # an empty batch: no row to try the function on
+        return None
     if batched:
         axes = options.get("args_axes")
         if axes not in (None, 0):

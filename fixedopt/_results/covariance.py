@@ -321,11 +321,12 @@ def _row_covariances(
 ) -> tuple[Covariance, jax.Array | None, PyTree]:
     """The covariance of one row (of each row, ``batched``), ``index`` left None, by
     the inverse ``path`` names; the rows' certificates (None for :data:`EXACT`); and
-    ``derived`` of each row (not for :data:`EXACT`). ``axes`` are the ``vmap`` axes of
-    ``args``. :data:`EITHER` runs the exact inverse only where a row is not certified
-    (a ``cond`` on the batch, each row then picking its own: a vmapped ``cond`` would
-    run both)."""
-    with_derived = derived is not None and path != EXACT
+    ``derived`` of each row (also on :data:`EXACT`, the only path of a large free block;
+    for the rows :func:`_on_host` computes again it is computed twice and dropped).
+    ``axes`` are the ``vmap`` axes of ``args``. :data:`EITHER` runs the exact inverse
+    only where a row is not certified (a ``cond`` on the batch, each row then picking
+    its own: a vmapped ``cond`` would run both)."""
+    with_derived = derived is not None
 
     def one(
         x: PyTree, constraints: Constraints, sigma: jax.Array | None, args: PyTree
