@@ -176,19 +176,23 @@ def start_outside(p0: jax.Array, bounds: tuple[Any, Any] | None, batched: bool) 
     lo, hi = (np.broadcast_to(np.asarray(b).astype(dtype), start.shape) for b in concrete[1:])
     crossed = lo > hi  # no start fits: the bounds are the mistake, said first
     if np.any(crossed):
-        index = tuple(int(i) for i in np.argwhere(crossed)[0])
-        where = f"row {index[0]}, entry {index[1]}" if batched else f"entry {index[0]}"
+        index, where = _first(crossed, batched)
         raise ValueError(
             f"`bounds`: lower must not exceed upper, got lower={lo[index]} > "
             f"upper={hi[index]} ({where}); equal bounds hold an entry at that value"
         )
     out = (start < lo) | (start > hi)
     if np.any(out):
-        index = tuple(int(i) for i in np.argwhere(out)[0])
-        where = f"row {index[0]}, entry {index[1]}" if batched else f"entry {index[0]}"
+        index, where = _first(out, batched)
         raise ValueError(
             f"Initial guess is outside of provided bounds: `p0` ({where}) is "
             f"{start[index]}, outside [{lo[index]}, {hi[index]}]. Start inside the bounds "
             "(curve_fit does not move a start onto them)"
         )
     return None
+
+
+def _first(hits: np.ndarray, batched: bool) -> tuple[tuple[int, ...], str]:
+    """The index of the first true entry of ``hits`` and where it is, in words."""
+    index = tuple(int(i) for i in np.argwhere(hits)[0])
+    return index, f"row {index[0]}, entry {index[1]}" if batched else f"entry {index[0]}"
