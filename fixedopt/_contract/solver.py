@@ -203,6 +203,12 @@ class Solver(abc.ABC, Generic[State]):
     # the method, from which the driver weighs starting a row (one evaluation) against
     # a step (fixedopt._driver.machine.Schedule.refill_cost).
     evaluations_per_step: ClassVar[float] = 1.0
+    # True where every step the solver accepts lowers ``f`` in exact arithmetic (a line
+    # search's sufficient decrease, a trust region's reduction): the driver then stops a
+    # row whose accepted steps lower neither ``f`` nor its gradient's norm
+    # (``fixedopt._driver.loop.FLAT_STEPS`` of them in a row: rounding, not progress).
+    # False for a method that may go uphill (a fixed learning rate, momentum).
+    descends: ClassVar[bool] = False
 
     @abc.abstractmethod
     def init(self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array) -> State:

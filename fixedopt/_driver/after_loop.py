@@ -274,7 +274,8 @@ def _check_rows(set_up: SetUp, plan: Plan, chunk: tuple[Inputs, tuple[Any, ...]]
         state = LoopState(flat, value, grad, problem.grad_norm(flat, grad), steps,
                           jnp.asarray(Status.CONVERGED, jnp.int32), reason,
                           jnp.asarray(jnp.inf, value.dtype), initial,
-                          doubted.astype(value.dtype), solver_state)  # fmt: skip
+                          doubted.astype(value.dtype), solver_state,
+                          jnp.zeros((), jnp.int32))  # fmt: skip
         checked = certify(solver, problem, state, stopping, after=True)
         return Verdict(objective.unravel(checked.x), checked.status, checked.reason,
                        checked.steps, checked.doubted, checked.initial_value)  # fmt: skip

@@ -21,6 +21,7 @@ from fixedopt._contract.status import (
     CLAIMED,
     PENDING,
     RUNNING,
+    Outcome,
     Reason,
     Status,
     accepted,
@@ -87,6 +88,7 @@ class LoopState(NamedTuple):
     initial_value: jax.Array  # f(x0), the scale of the last-resort PRECISION test
     doubted: jax.Array  # f where the solver's certification last rejected a verdict (inf: never)
     solver_state: Any
+    flat_steps: jax.Array  # accepted steps in a row that lowered neither f nor the gradient
 
 
 class Resume(NamedTuple):
@@ -226,7 +228,7 @@ def begin(
     x = jnp.where(outside, given, x)
     value, grad, grad_norm = (jnp.where(outside, jnp.nan, a) for a in (value, grad, grad_norm))
     return LoopState(x, value, grad, grad_norm, steps, status, reason, infinite, initial_value,
-                     doubted, solver_state)  # fmt: skip
+                     doubted, solver_state, zero)  # fmt: skip
 
 
 def _relative_reduction(
@@ -279,15 +281,44 @@ def advance(
         value_drop=jnp.abs(value) / jnp.abs(state.initial_value),
     )
     steps = state.steps + 1
-    status, reason = _verdict(stop_status(step.outcome), tests, steps, stopping)
+    outcome, flat_steps = _rounding_only(solver, step.outcome, moved, state, value, grad_norm)
+    status, reason = _verdict(stop_status(outcome), tests, steps, stopping)
     new = LoopState(x, value, grad, grad_norm, steps, status, reason, gamma, state.initial_value,
-                    state.doubted, step.state)  # fmt: skip
+                    state.doubted, step.state, flat_steps)  # fmt: skip
     if not (check and checks(solver)):
         return new
     checked: LoopState = jax.lax.cond(
         to_certify(solver, new), lambda: certify(solver, problem, new, stopping), lambda: new
     )
     return checked
+
+
+# Accepted steps in a row that lower neither ``f`` nor its gradient's norm after which a
+# row of a descending solver stops (``Solver.descends``): its sufficient-decrease test is
+# met by rounding alone. A float32 quad n = 64 row at abs_gtol 1e-3 (beyond its
+# precision) repeated one value and gradient for 260 steps on the CPU and to max_steps
+# (5,000) on a TPU (docs/decisions.md, "Steps that only round").
+FLAT_STEPS = 4
+
+
+def _rounding_only(
+    solver: AnySolver,
+    outcome: jax.Array,
+    moved: jax.Array,
+    state: LoopState,
+    value: jax.Array,
+    grad_norm: jax.Array,
+) -> tuple[jax.Array, jax.Array]:
+    """The step's outcome, ``ACCEPT_AND_STOP`` (no progress at working precision: the
+    failure policy, then the loose test, decide) where it is the ``FLAT_STEPS``-th
+    accepted step in a row of a descending solver to lower neither ``f`` nor the
+    gradient's norm; and the count of such steps."""
+    if not solver.descends:
+        return outcome, state.flat_steps
+    flat = moved & ~(value < state.value) & ~(grad_norm < state.grad_norm)
+    flat_steps = jnp.where(flat, state.flat_steps + 1, 0).astype(jnp.int32)
+    stop = flat_steps >= FLAT_STEPS
+    return jnp.where(stop, Outcome.ACCEPT_AND_STOP, outcome).astype(jnp.int32), flat_steps
 
 
 # The share of the documented accuracy that a certified verdict may leave: a Newton step

@@ -59,6 +59,7 @@ class _LeastSquaresSolver(Solver[ResidualState]):
     measure is MINPACK's residual–Jacobian cosine, exact (no secant curvature)."""
 
     needs_residuals = True
+    descends = True
 
     def gradient_measure(
         self,

@@ -51,6 +51,7 @@ class GradientDescent(Solver[GradientDescentState]):
     """
 
     max_linesearch_steps: int = 30
+    descends = True
 
     def __post_init__(self) -> None:
         steps = positive_int("max_linesearch_steps", self.max_linesearch_steps)

@@ -115,6 +115,7 @@ class LBFGS(Solver[LBFGSState]):
     # the lanes refill at a quarter of a step's cost: quad n = 8 1.15x-1.17x faster than
     # at 1, n = 512 1.06x, n = 32 and 64 the same (docs/decisions.md, "The lanes' refill cost").
     evaluations_per_step: ClassVar[float] = 4.0
+    descends = True
 
     def __post_init__(self) -> None:
         set_option(self, "memory_size", positive_int("memory_size", self.memory_size))

@@ -99,6 +99,7 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
             )
 
     needs_residuals = True
+    descends = True
 
     def gradient_measure(
         self,
