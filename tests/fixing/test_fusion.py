@@ -92,7 +92,7 @@ def loop_programs():
 
 def loop_reads(hlo: str) -> list[list[str]]:
     """Per array-sized fusion of the while loop's body: the types of the arrays of
-    ``SIZE`` entries it reads and writes (its fused computation's signature)."""
+    ``SIZE`` entries it reads (its fused computation's parameters)."""
     signatures = dict(re.findall(r"^%(\S+) \((.*)\) -> .* \{$", hlo, re.MULTILINE))
     body = re.search(r"while\(.*body=%([^,\s]+)", hlo)[1]
     text = hlo[hlo.index(f"\n%{body} (") :]
