@@ -52,6 +52,13 @@ SECTIONS = {  # kind: (title, text)
                      "traded back (`jax.default_matmul_precision(\"default\")`). "
                      "`first_s`: the first call, `compile_s` within it."),
     "tpu_gpufit": ("Gpufit's protocol on an accelerator, both precisions", "As `tiny_fit`."),
+    "tpu_gpufit_mle": ("Gpufit's protocol by Poisson maximum likelihood (tpu_peers)",
+                       "`least_squares(estimator=\"poisson\")`, Gpufit's options; "
+                       "`rows_at_max_steps`: rows that took all `max_steps` (10)."),
+    "tpu_keep_fixed": ("keep_fixed(adam) against plain adam (tpu_peers)", "100 steps in one "
+                       "`fori_loop`, interleaved medians; `*_bytes_per_entry`: one donated "
+                       "step by XLA's cost analysis of this backend's program (floor 28); "
+                       "`loop_mask_bytes_per_entry`: what the mask adds to a loop step."),
     "tiny_published": ("Published reference figures (cited, NOT measured in this run)", ""),
     "tiny_fit": ("fixedopt fits", "Gpufit protocol (`options` gpufit): float32, ftol=1e-4 "
                  "(relative reduction of chi-square), max_steps=10, gtol=xtol=0 (Gpufit has no "

@@ -1,7 +1,7 @@
 """``python -m benchmarks.run --suite NAME [--quick] [--out DIR]``: run a suite (cpu, gpu, scale,
 status_truth, ase, curve_fit, tiny, tiny_large, deblur, tpu, tpu_peers; ``auto``, the
-default: cpu or gpu by backend), write ``<out>/<backend>-<suite>[-quick]-<date>.{json,md}``,
-plots."""
+default: cpu or gpu by backend), write ``<out>/<backend>-<suite>[-quick][-<tag>]-<date>``
+``.{json,md}`` and plots."""
 
 import os
 
@@ -47,6 +47,9 @@ def parse(argv) -> argparse.Namespace:
     parser.add_argument("--loop-repeats", type=int, default=3, help="timed calls (loops)")
     parser.add_argument("--gtol", type=float, help="float64 tolerance (default 1e-6; f32: 1e-3)")
     parser.add_argument("--max-steps", type=int, help="default: 5000")
+    parser.add_argument(
+        "--tag", default="", help="a label in the files' names (a share of a suite)"
+    )
     return parser.parse_args(argv)
 
 
@@ -64,7 +67,8 @@ def main(argv=None) -> pathlib.Path:
         records = OWN[name](args.quick, args)
     env["suite_wall_s"] = time.perf_counter() - start
     records = [env | r for r in records]
-    stem = args.out / f"{env['backend']}-{name}{'-quick' if args.quick else ''}-{env['date']}"
+    label = "".join(f"-{x}" for x in ("quick" * args.quick, args.tag) if x)
+    stem = args.out / f"{env['backend']}-{name}{label}-{env['date']}"
     args.out.mkdir(parents=True, exist_ok=True)
     stem.with_suffix(".json").write_text(json.dumps(records, indent=1, default=str) + "\n")
     stem.with_suffix(".md").write_text(report.markdown(records, title=stem.name))

@@ -1,12 +1,19 @@
 """The ``tpu_peers`` suite (issue 61, item 3): the mission's benchmark on an accelerator,
 float32 (a TPU has no float64 linear algebra). fixedopt's mask against its index
-splitting (``strategy="split"``: padded per-row free indices) on the same solver, beside
-jaxopt's L-BFGS-B, optax's L-BFGS and TFP's batched L-BFGS, on ``quad`` and ``rosen`` at
-n = 8, 64, 512 (the cpu suite's problems, methods and checks; scipy's loop on a subsample
-is the reference); Gpufit's protocol by Poisson maximum likelihood; ``keep_fixed(adam)``
-against plain adam. Made for one TPU v5e chip (``bash benchmarks/device.sh tpu_peers``,
-jaxopt and TFP carried as wheels: ``make device-wheels DEVICE_PYTHON=3.11``); runs on any
-backend (``--quick``: a smoke run on a CPU)."""
+splitting (``strategy="split"``: padded per-row free indices) on the same solver, and the
+whole batch as one loop (``fixedopt-mask-vmap``), beside jaxopt's L-BFGS-B, optax's L-BFGS
+and TFP's batched L-BFGS, on ``quad`` and ``rosen`` at n = 8, 64, 512 (the cpu suite's
+problems, methods and checks; scipy's loop on a subsample is the reference where it
+runs); Gpufit's protocol by Poisson maximum likelihood at 1e6 and 1e7 spots;
+``keep_fixed(adam)`` against plain adam. Each fixedopt record counts its rows' statuses
+and the rows that ran to ``max_steps`` (the first of them by index).
+
+Made for one TPU v5e chip (``bash benchmarks/device.sh tpu_peers``, jaxopt and TFP carried
+as wheels: ``make device-wheels DEVICE_PYTHON=3.11``); runs on any backend (``--quick``:
+a smoke run on a CPU). A device call has 10 minutes: the environment picks a share,
+comma-separated, all by default: ``PARTS`` (quad, rosen, mle, adam), ``SIZES`` (n of quad
+and rosen: 8, 64, 512), ``METHODS`` (those of :data:`METHODS`, in its order; without
+scipy's loop the first one listed is the reference)."""
 
 import dataclasses
 import json
@@ -19,20 +26,57 @@ import optax
 
 import fixedopt
 from benchmarks import timing
-from benchmarks.suites import Plan, grid, run_plan
+from benchmarks.cases import Case
+from benchmarks.methods import GTOL, WHOLE_BATCH, Settings, fixedopt_call, jitted
+from benchmarks.suites import Plan, run_plan
 from benchmarks.tiny import GPUFIT
 from fixedopt.testing_problems import gaussian_fits, gaussian_model
 
 METHODS = ("scipy-lbfgsb-loop", "jaxopt-lbfgsb-vmap", "optax-lbfgs-vmap-mask", "tfp-lbfgs-batch",
-           "fixedopt-mask", "fixedopt-split")  # fmt: skip
-SIZES = ((16_384, 64), (16_384, 8), (2_048, 512))
-CASES = grid(("quad",), SIZES, METHODS, "float32") + grid(("rosen",), SIZES, METHODS, "float32")
-FULL = Plan(CASES, loop_rows=32, jaxopt_work=2**20)
-QUICK = Plan(grid(("quad", "rosen"), ((16, 8),), METHODS, "float32"), loop_rows=4, jaxopt_work=64)
-# The parts to run (a device call has 10 minutes: the suite in two calls, say
-# PARTS=quad,mle then PARTS=rosen,adam); all by default.
+           "fixedopt-mask", "fixedopt-split", "fixedopt-mask-vmap")  # fmt: skip
+FIXEDOPT = {"fixedopt-mask": {}, "fixedopt-split": {"strategy": "split"},
+            "fixedopt-mask-vmap": {"lanes": WHOLE_BATCH}}  # fmt: skip
 PARTS = ("quad", "rosen", "mle", "adam")
+BATCH = {8: 16_384, 64: 16_384, 512: 2_048}  # rows per n (quick: 16, 8, 4)
+QUICK_BATCH = {8: 16, 64: 8, 512: 4}
+FULL = Plan(loop_rows=16, jaxopt_work=2**20)
+QUICK = Plan(loop_rows=4, jaxopt_work=64)
+SPOTS, QUICK_SPOTS = (10**6, 10**7), (10**3,)
 ADAM_STEPS = 100
+LISTED_ROWS = 32  # rows at max_steps named in a record, at most
+
+
+def chosen(variable: str, choices: tuple) -> tuple:
+    """The choices the environment ``variable`` names (comma-separated), in ``choices``'
+    order; all of them where it is unset or empty."""
+    named = [c.strip() for c in os.environ.get(variable, "").split(",") if c.strip()]
+    unknown = sorted(set(named) - {str(c) for c in choices})
+    if unknown:
+        raise ValueError(f"{variable}: unknown {unknown}; choose from {list(choices)}")
+    return tuple(c for c in choices if str(c) in named) if named else choices
+
+
+def outcome(solution, max_steps: int) -> dict:
+    """A batched fixedopt solve's rows: statuses counted, steps, the rows at ``max_steps``."""
+    codes, counts = np.unique(np.asarray(solution.status), return_counts=True)
+    steps = np.asarray(solution.steps)
+    capped = np.flatnonzero(steps >= max_steps)
+    names = (f"{fixedopt.Status(int(c)).name}:{k}" for c, k in zip(codes, counts))
+    return {"statuses": " ".join(names), "steps_median": float(np.median(steps)),
+            "steps_max": int(np.max(steps)), "rows_at_max_steps": int(capped.size),
+            "max_steps_rows": capped[:LISTED_ROWS].tolist()}  # fmt: skip
+
+
+def with_outcomes(records: list[dict], case: Case, settings: Settings) -> list[dict]:
+    """fixedopt's records of ``case`` with :func:`outcome` (one more solve each, compiled)."""
+    problem = case.make(case.problems[0])
+    for record in records:
+        options = FIXEDOPT.get(record.get("method"))
+        if options is not None and "skipped" not in record:
+            call, inputs = fixedopt_call(problem, settings, **options)
+            solve = call if options.get("strategy") == "split" else jitted(call)
+            record |= outcome(solve(*inputs), settings.max_steps)
+    return records
 
 
 def poisson_spots(count: int, seed: int = 1):
@@ -63,59 +107,81 @@ def gpufit_mle(count: int, repeats: int) -> dict:
     return {"kind": "tpu_gpufit_mle", "B": count, "fits_per_s": count / summary["time_median_s"],
             **summary, "compile_s": info["compile_s"], "median_abs_err_x0_px": float(error),
             "converged_frac": float(np.mean(np.asarray(outputs["mle"].converged))),
-            "steps_mean": float(np.mean(np.asarray(outputs["mle"].steps)))}  # fmt: skip
+            "steps_mean": float(np.mean(np.asarray(outputs["mle"].steps))),
+            **outcome(outputs["mle"], GPUFIT["max_steps"])}  # fmt: skip
+
+
+def adam_step(optimizer):
+    """One step of ``optimizer`` on ``sum((x - target)^2)``: ``(x, target, state)`` to
+    ``(x, state)``."""
+
+    def step(x, target, state):
+        updates, state = optimizer.update(2.0 * (x - target), state, x)
+        return optax.apply_updates(x, updates), state
+
+    return step
 
 
 def adam_run(optimizer, steps: int):
-    """``steps`` of ``optimizer`` on ``sum((x - t)^2)`` in one jitted ``fori_loop``."""
+    """``steps`` of ``optimizer`` from ``x`` in one jitted ``fori_loop``."""
 
     def run(x, target):
-        state = optimizer.init(x)
-
-        def body(_, carry):
-            x, state = carry
-            grad = 2.0 * (x - target)
-            updates, state = optimizer.update(grad, state, x)
-            return optax.apply_updates(x, updates), state
-
-        return jax.lax.fori_loop(0, steps, body, (x, state))[0]
+        step = lambda _, carry: adam_step(optimizer)(carry[0], target, carry[1])
+        return jax.lax.fori_loop(0, steps, step, (x, optimizer.init(x)))[0]
 
     return jax.jit(run)
 
 
+def bytes_accessed(program) -> float:
+    """XLA's count of the bytes a compiled program reads and writes (a loop's body once)."""
+    cost = program.cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost or {}  # a list in older JAX
+    return float(cost.get("bytes accessed", np.nan))
+
+
 def keep_fixed_adam(entries: int, repeats: int) -> dict:
-    """``keep_fixed(adam)`` against plain adam, 30% of ``entries`` fixed: time a step."""
+    """``keep_fixed(adam)`` against plain adam, 30% of ``entries`` fixed: time a step.
+    Bytes an entry by XLA's count of this backend's programs: one step, buffers donated
+    (adam's floor is 28: x, target, m, v read, x, m, v written; a step in several passes
+    reads some again), and what the mask adds to a step of the timed loop."""
     rng = np.random.default_rng(0)
     x, target = (jnp.asarray(rng.normal(size=entries), jnp.float32) for _ in range(2))
     fixed = jnp.asarray(rng.random(entries) < 0.3)
     adam = optax.adam(1e-2)
-    programs = {
-        "adam": adam_run(adam, ADAM_STEPS),
-        "keep_fixed_adam": adam_run(fixedopt.keep_fixed(adam, fixed), ADAM_STEPS),
-    }
-    calls = {k: (lambda p=p: jax.block_until_ready(p(x, target))) for k, p in programs.items()}
+    optimizers = {"adam": adam, "keep_fixed_adam": fixedopt.keep_fixed(adam, fixed)}
+    loops = {k: adam_run(o, ADAM_STEPS).lower(x, target).compile() for k, o in optimizers.items()}
+    calls = {k: (lambda p=p: jax.block_until_ready(p(x, target))) for k, p in loops.items()}
     record = timing.compared(calls, "adam", repeats, kind="tpu_keep_fixed", entries=entries,
                              steps=ADAM_STEPS)  # fmt: skip
     moved = np.asarray(calls["keep_fixed_adam"]())
     exact = np.array_equal(moved[np.asarray(fixed)].view(np.int32),
                            np.asarray(x)[np.asarray(fixed)].view(np.int32))  # fmt: skip
-    # adam reads x, m, v, the gradient's inputs and writes x, m, v: ~8 float32 a step.
-    step_s = record["adam_s"] / ADAM_STEPS if "adam_s" in record else None
-    bandwidth = 8 * 4 * entries / step_s if step_s else None
-    return record | {"fixed_exact": bool(exact), "adam_bytes_per_s": bandwidth}
+    for name, optimizer in optimizers.items():
+        step = jax.jit(adam_step(optimizer), donate_argnums=(0, 2))
+        step = step.lower(x, target, optimizer.init(x)).compile()
+        record[f"{name}_bytes_per_entry"] = bytes_accessed(step) / entries
+    added = bytes_accessed(loops["keep_fixed_adam"]) - bytes_accessed(loops["adam"])
+    bandwidth = 28 * entries * ADAM_STEPS / record["adam_s"]  # at adam's floor
+    return record | {"loop_mask_bytes_per_entry": added / entries, "fixed_exact": bool(exact),
+                     "adam_floor_bytes_per_s": bandwidth}  # fmt: skip
 
 
 def run(quick: bool, args=None) -> list[dict]:
-    """The suite (quick: 16 rows of n = 8, 1e3 spots, 2^16 entries: a smoke run), each
-    record printed as soon as it is measured; ``PARTS`` (environment) picks parts."""
-    parts = os.environ.get("PARTS", ",".join(PARTS)).split(",")
+    """The suite's share that ``PARTS``, ``SIZES`` and ``METHODS`` pick (quick: a smoke run,
+    16 rows of n = 8 unless ``SIZES`` says otherwise (8 of 64, 4 of 512), 1e3 spots, 2^16
+    entries), each record printed when measured."""
+    parts, methods = chosen("PARTS", PARTS), chosen("METHODS", METHODS)
+    batch = QUICK_BATCH if quick else BATCH
+    sizes = chosen("SIZES", tuple(batch)) if os.environ.get("SIZES") or not quick else (8,)
     plan, records = QUICK if quick else FULL, []
-    for case in plan.cases:
-        if case.problems[0] in parts:
-            records += shown(run_plan(dataclasses.replace(plan, cases=(case,)), args))
-    if "mle" in parts:
-        for count in (10**3,) if quick else (10**6, 10**7):
-            records += shown([gpufit_mle(count, 1 if quick else 3)])
+    settings = Settings(GTOL["float32"], args.max_steps or 5000, plan.loop_rows, plan.jaxopt_work)
+    for problem in ("quad", "rosen"):
+        for n in sizes if problem in parts else ():
+            case = Case((problem,), batch[n], n, methods, "float32")
+            measured = run_plan(dataclasses.replace(plan, cases=(case,)), args)
+            records += shown(with_outcomes(measured, case, settings))
+    for count in (QUICK_SPOTS if quick else SPOTS) if "mle" in parts else ():
+        records += shown([gpufit_mle(count, 1 if quick else 3)])
     if "adam" in parts:
         records += shown([keep_fixed_adam(2**16 if quick else 2**24, 3 if quick else 7)])
     return records

@@ -13,7 +13,6 @@ import numpy as np
 import optax
 
 from fixedopt._fixing import mask as _mask
-from fixedopt._fixing.bitselect import select_constant
 from fixedopt._inputs import validate as _validate
 from fixedopt._inputs.notices import caller_stacklevel
 from fixedopt._inputs.validate import Mask, PyTree
@@ -49,11 +48,20 @@ class KeepFixedState(NamedTuple):
 def _freeze_updates(mask: Mask, updates: PyTree) -> PyTree:
     # -0.0 rather than 0.0: x + (-0.0) == x bit for bit for every x, including -0.0,
     # whereas (-0.0) + 0.0 == +0.0 would flip the sign bit of a fixed negative zero.
-    return jax.tree.map(lambda m, u: select_constant(m, -0.0, u), mask, updates)
+    return jax.tree.map(lambda m, u: _select_constant(m, -0.0, u), mask, updates)
 
 
 def _zero_fixed(mask: Mask, tree: PyTree) -> PyTree:
-    return jax.tree.map(lambda m, t: select_constant(m, 0.0, t), mask, tree)
+    return jax.tree.map(lambda m, t: _select_constant(m, 0.0, t), mask, tree)
+
+
+def _select_constant(mask: bool | jax.Array, constant: float, x: jax.Array) -> jax.Array:
+    """``where(mask, constant, x)``: a select on the boolean mask itself, so that the
+    mask stays one byte an entry in memory. (Integer bit operations on a widened mask
+    cost more: XLA hoists the widening out of a training loop, or folds it into a
+    constant, and every step then reads 4-byte masks; ``docs/decisions.md``, "The
+    fixed mask read as one byte".)"""
+    return _mask.select(mask, jnp.asarray(constant, x.dtype), x)
 
 
 def _fixed_value_fn(

@@ -3,6 +3,8 @@
 Compiled-HLO structure, so it cannot regress silently: the masked Adam step and the
 masked objective have as many array-sized fusions (passes over memory) as the plain
 ones and store no other array: no mask widened to a float, no second masking pass.
+In a training loop each pass reads the boolean mask itself, one byte an entry, never
+a widened copy hoisted out of the loop or folded into a constant.
 """
 
 import re
@@ -67,3 +69,51 @@ def test_masked_program_makes_no_extra_pass(cases):
     assert written["plain"], "the parser found no array-sized result"
     assert all(kind.endswith(":fusion") for kind in written["masked"]), written
     assert written["masked"] == written["plain"], written
+
+
+def loop_programs():
+    """Ten Adam steps in a ``fori_loop``, plain and masked (the mask an argument, and
+    closed over: a constant of the program)."""
+    adam = optax.adam(1e-3)
+
+    def run(x, target, fixed=None):
+        optimizer = adam if fixed is None else fixedopt.keep_fixed(adam, fixed)
+
+        def body(_, carry):
+            x, state = carry
+            updates, state = optimizer.update(2.0 * (x - target), state, x)
+            return optax.apply_updates(x, updates), state
+
+        return jax.lax.fori_loop(0, 10, body, (x, optimizer.init(x)))[0]
+
+    return {"plain": (run, (X, GRAD)), "argument": (run, (X, GRAD, FIXED)),
+            "closed over": (lambda x, target: run(x, target, FIXED), (X, GRAD))}  # fmt: skip
+
+
+def loop_reads(hlo: str) -> list[list[str]]:
+    """Per array-sized fusion of the while loop's body: the types of the arrays of
+    ``SIZE`` entries it reads (its fused computation's parameters)."""
+    signatures = dict(re.findall(r"^%(\S+) \((.*)\) -> .* \{$", hlo, re.MULTILINE))
+    body = re.search(r"while\(.*body=%([^,\s]+)", hlo)[1]
+    text = hlo[hlo.index(f"\n%{body} (") :]
+    text = text[: text.index("\n}\n")]
+    found = []
+    for line in text.splitlines():
+        match = re.search(r"= (\S+) fusion\(.*calls=%([^,\s]+)", line)
+        if match:
+            types = re.findall(r": ([a-z0-9]+)\[" + str(SIZE) + r"\]", signatures[match[2]])
+            if types or match[1].endswith(f"[{SIZE}]{{0}}"):
+                found.append(sorted(types))
+    return found
+
+
+def test_masked_training_loop_reads_the_mask_as_bytes():
+    reads = {
+        name: loop_reads(jax.jit(fun).lower(*inputs).compile().as_text())
+        for name, (fun, inputs) in loop_programs().items()
+    }
+    assert reads["plain"] and all("f32" in r for r in reads["plain"]), reads
+    for name in ("argument", "closed over"):
+        # Each pass reads what the plain one reads, plus the mask as pred (1 byte).
+        assert [[t for t in r if t != "pred"] for r in reads[name]] == reads["plain"], reads
+        assert all(r.count("pred") <= 1 for r in reads[name]), reads

@@ -319,7 +319,7 @@ def test_schedule_free_eval_params_keep_fixed_entries_and_match_the_reduced_prob
 
 
 # Derivatives through keep_fixed (meta-learning through an optax loop): the fixed
-# entries' bit select must not hide the free entries' derivative (bit casts have none).
+# entries' select must not hide the free entries' derivative.
 SEPARABLE_FIXED = jnp.array([False, True, False, True, False])
 SEPARABLE_START = jnp.array([0.3, -1.0, 2.0, 0.5, -0.7])
 
