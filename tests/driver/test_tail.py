@@ -229,8 +229,10 @@ def test_the_tails_program_compiles_ahead_of_the_first_tail(tmp_path):
     caller's thread (no compile ahead, the solves' caches cleared). A new process (here:
     every in-memory program and compile ahead forgotten) finds the tail marked in the
     persistent cache: its thread traces nothing (it had traced and lowered the tail in
-    every new process), a tail comes from the cache, its rows bit for bit. A persistent
-    cache of its own: the suite's may hold the tail and its mark from an earlier run."""
+    every new process), and a tail that comes is not traced either (issue 62: the call
+    traces one solve, the tail runs the export its mark holds), its rows bit for bit. A
+    persistent cache of its own: the suite's may hold the tail and its mark from an
+    earlier run."""
     from fixedopt._driver import ahead
 
     def objective(x, curvature, center, weight):  # new here: its programs compile here
@@ -249,10 +251,11 @@ def test_the_tails_program_compiles_ahead_of_the_first_tail(tmp_path):
             engine.clear_compiled()
             jax.clear_caches()
             ahead._started.clear()
-            with traced_here(ahead=True) as traced:
+            with traced_here(ahead=True) as traced, traced_here() as here:
                 again = solve(slow)
                 wait_for_compiles_ahead()
             assert tail_traces(traced) == [], traced
+            assert here.count("_solve") == 1, here  # the block's: the tail is not traced
     assert int(tailed.status[SLOW]) == Status.CONVERGED
     assert_rows_identical(again, tailed)
 
