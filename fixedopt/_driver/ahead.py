@@ -149,10 +149,11 @@ def call(compiled: Callable[..., Any], *args: Any, like: Any) -> Any:
     if future is None:  # not compiled ahead (turned off): compiled by jit, as before
         return compiled(*args)
     future.result()
-    runner = _runner(key, compiled)
+    leaves = jax.tree.leaves(args[-1])
+    runner = _runner(key, compiled, leaves)
     if runner is None:
         return compiled(*args)
-    return jax.tree.unflatten(jax.tree.structure(like), runner(*jax.tree.leaves(args[-1])))
+    return jax.tree.unflatten(jax.tree.structure(like), runner(*leaves))
 
 
 def compiled_programs() -> int:
@@ -171,15 +172,19 @@ def forget() -> None:
         _marks.clear()
 
 
-def _runner(key: Any, compiled: Any) -> Any:
+def _runner(key: Any, compiled: Any, leaves: list[Any]) -> Any:
     """The export of ``key``'s program as a ``jit`` function: made here, or read from
-    its block's mark (a new process); None where there is none or it cannot be read."""
+    its block's mark (a new process); None where there is none, or it cannot be read,
+    or it takes other arguments than ``leaves``."""
     with _lock:
         runner, mark = _runners.get(key), _marks.get(key)
     if runner is not None or mark is None:
         return runner
     try:
         exported = pickle.loads(mark.read_bytes())
+        takes = [(aval.shape, aval.dtype) for aval in exported.in_avals]
+        if takes != [(jax.typeof(leaf).shape, jax.typeof(leaf).dtype) for leaf in leaves]:
+            raise ValueError("a mark of other arguments")
         runner = _export_runner(compiled, exported)
     except Exception:  # an empty (older) or unreadable mark: traced as before
         with _lock:
