@@ -44,3 +44,9 @@ def test_the_table_lists_the_first_calls_programs_by_thread():
         "| spectra_slow | _solve | ahead | 1 | 0.50 / 0.25 / 1.50 |",
         "| spectra_slow | 1 others | | 3 | 0.01 / 0.01 / 0.01 |",
     ]
+    cached = {"program": "tail", "thread": "caller", "count": 1, "trace": 0.0, "lower": 0.02,
+              "compile": 0.3}  # fmt: skip
+    record["runs"][0] |= {"new_process_s": 0.5, "again_programs": [cached]}
+    assert first_call.program_rows(record, "new_process") == [
+        "| spectra_slow | tail | caller | 1 | 0.00 / 0.02 / 0.30 |"
+    ]

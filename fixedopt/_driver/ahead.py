@@ -20,11 +20,18 @@ turn): the two compiles shared the busy cores.
 Not again in a new process once done (a model compiled before): where JAX's persistent
 cache is a folder, a tail compiled ahead leaves a mark there named by its block's
 lowered program (and the versions of jax and jaxlib), so a process whose block is
-marked finds the tail's program in the cache when a tail needs it, and its thread
-traces nothing (the tail's trace and lowering had cost 0.35-0.43 s of process CPU in
-every new process of the spectra, whose cached call takes 1.5-1.7 s, under load).
-A mark whose program the cache has dropped costs only the time: the tail compiles in
-the call that has one, as without the thread.
+marked compiles nothing ahead (the tail's trace and lowering had cost 0.35-0.43 s of
+process CPU in every new process of the spectra, whose cached call takes 1.5-1.7 s,
+under load). Nor is the tail traced again when one comes (issue 62: a cached call
+traces once): the tail is compiled ahead as ``jax.export`` makes it (one function of
+the flat inputs: the same StableHLO, so the same bits, as the ``jit`` call's program),
+the mark holds that export (pickled), and a new process runs it (:func:`call`): its
+lowering embeds the stored module (0.03 s against 0.3-0.4 s of trace and lowering, the
+spectra) and XLA's program comes from the persistent cache. A mark that cannot be read
+(an older one, empty), or whose program the cache has dropped, costs only the time:
+the tail is traced, or compiled, in the call that has one, as without the thread. A
+mark is code that the process runs, as the cache's programs are: keep the folder your
+own (:mod:`fixedopt._driver.cache`).
 
 The thread sees the caller's JAX settings only where they are passed to it: 64-bit
 mode, the matmul precision and the default device are (the settings a solve's trace
@@ -36,9 +43,11 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import hashlib
 import os
 import pathlib
+import pickle
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -67,16 +76,32 @@ _started: collections.OrderedDict[Any, Future[None]] = collections.OrderedDict()
 _lock = threading.Lock()
 # Off (fixedopt.testing.no_compiles_ahead): the call that first has a tail compiles it.
 enabled = [True]
+# The programs compiled ahead as exports (by key): jit functions of the flat inputs;
+# and the marks of the keys whose thread has run (None: no cache folder).
+_runners: dict[Any, Any] = {}
+_marks: dict[Any, pathlib.Path | None] = {}
+# The compiler options of a jit function given to start(export=True) (register()).
+_options: dict[Any, dict[str, Any] | None] = {}
 
 
-def start(before: Callable[[], Any], compiled: Callable[..., Any], *args: Any) -> None:
+def register(compiled: Callable[..., Any], options: dict[str, Any] | None) -> None:
+    """The XLA options that ``compiled`` (a ``jax.jit`` function) compiles with: its
+    export is compiled with the same (:func:`start`'s ``export``)."""
+    _options[compiled] = options
+
+
+def start(
+    before: Callable[[], Any], compiled: Callable[..., Any], *args: Any, export: bool = False
+) -> None:
     """Trace, lower and compile ``compiled(*args)`` (a ``jax.jit`` function whose first
     arguments are static) in the thread, unless started before for the same argument
     types; nothing is run. ``before()`` is called first, here, when the thread starts:
     the caller's own program traced and lowered (``jit(f).lower(...)``, which ``jit``'s
     caches keep for the call), so that the thread's trace, which holds the interpreter,
     runs while XLA compiles the caller's program, not while it is traced; the lowered
-    program it returns names the mark of the module's rule."""
+    program it returns names the mark of the module's rule. ``export``: compiled as
+    ``jax.export`` makes it and run by :func:`call` (``compiled`` registered, the last
+    argument its traced inputs), its export kept in the mark."""
     if not enabled[0]:
         return
     key, done = _key(compiled, args), Future[None]()  # done: when the thread has compiled
@@ -88,7 +113,7 @@ def start(before: Callable[[], Any], compiled: Callable[..., Any], *args: Any) -
             _started.popitem(last=False)
     try:
         lowered = before()
-        future = _POOL.submit(_compile, compiled, args, _settings(), lowered)
+        future = _POOL.submit(_compile, key, compiled, args, _settings(), lowered, export)
     except BaseException:
         done.set_result(None)  # nothing to wait for: the call compiles its own
         raise
@@ -114,22 +139,128 @@ def settle() -> None:
         future.result()
 
 
-def _compile(compiled: Any, args: tuple[Any, ...], settings: tuple[Any, ...], beside: Any) -> None:
+def call(compiled: Callable[..., Any], *args: Any, like: Any) -> Any:
+    """``compiled(*args)``, once its compile ahead (:func:`start`) is done: through its
+    export where one was made here or is held by its block's mark, else as ``jit``
+    compiles it. ``like``: a pytree of the structure of its result (the block's)."""
+    key = _key(compiled, args)
+    with _lock:
+        future = _started.get(key)
+    if future is None:  # not compiled ahead (turned off): compiled by jit, as before
+        return compiled(*args)
+    future.result()
+    leaves = jax.tree.leaves(args[-1])
+    runner = _runner(key, compiled, leaves)
+    if runner is None:
+        return compiled(*args)
+    return jax.tree.unflatten(jax.tree.structure(like), runner(*leaves))
+
+
+def compiled_programs() -> int:
+    """Programs compiled for the exports of :func:`call` (``_cache_size``: jit's own,
+    private count)."""
+    with _lock:
+        runners = list(_runners.values())
+    return sum(runner._cache_size() for runner in runners)
+
+
+def forget() -> None:
+    """Drop the exports made or read here (``fixedopt.testing``: every compiled solve
+    dropped); a key started before is then compiled by its call."""
+    with _lock:
+        _runners.clear()
+        _marks.clear()
+
+
+def _runner(key: Any, compiled: Any, leaves: list[Any]) -> Any:
+    """The export of ``key``'s program as a ``jit`` function: made here, or read from
+    its block's mark (a new process); None where there is none, or it cannot be read,
+    or it takes other arguments than ``leaves``."""
+    with _lock:
+        runner, mark = _runners.get(key), _marks.get(key)
+    if runner is not None or mark is None:
+        return runner
+    try:
+        exported = pickle.loads(mark.read_bytes())
+        takes = [(aval.shape, aval.dtype) for aval in exported.in_avals]
+        if takes != [(jax.typeof(leaf).shape, jax.typeof(leaf).dtype) for leaf in leaves]:
+            raise ValueError("a mark of other arguments")
+        runner = _export_runner(compiled, exported)
+    except Exception:  # an empty (older) or unreadable mark: traced as before
+        with _lock:
+            _marks[key] = None
+        return None
+    with _lock:
+        _runners[key] = runner
+    return runner
+
+
+def _export_runner(compiled: Any, exported: Any) -> Any:
+    """``exported`` as a ``jit`` function, with ``compiled``'s XLA options (named
+    ``tail`` in JAX's logs and in ``benchmarks.first_call``'s tables)."""
+
+    def tail(*leaves: Any) -> Any:
+        return exported.call(*leaves)
+
+    options = _options.get(compiled)
+    return jax.jit(tail, compiler_options=options) if options else jax.jit(tail)
+
+
+def _exported(compiled: Any, args: tuple[Any, ...]) -> Any:
+    """``compiled(*args)`` exported as one function of the last argument's leaves."""
+    static, inputs = args[:-1], args[-1]
+    leaves, tree = jax.tree.flatten(inputs)
+    traced = compiled.__wrapped__
+
+    def tail_exported(*leaves: Any) -> list[Any]:
+        return jax.tree.leaves(traced(*static, jax.tree.unflatten(tree, leaves)))
+
+    return jax.export.export(jax.jit(tail_exported))(*leaves)
+
+
+def _compile(
+    key: Any,
+    compiled: Any,
+    args: tuple[Any, ...],
+    settings: tuple[Any, ...],
+    beside: Any,
+    export: bool,
+) -> None:
     mark = _mark(beside)
+    with _lock:
+        _marks[key] = mark if export else None
     if mark is not None and mark.exists():
         return  # compiled ahead in an earlier process: in the persistent cache
     x64, precision, device = settings
+    exported = None
     with contextlib.ExitStack() as stack:
         stack.enter_context(jax.enable_x64(x64))
         if precision is not None:
             stack.enter_context(jax.default_matmul_precision(precision))
         if device is not None:
             stack.enter_context(jax.default_device(device))
-        compiled.lower(*args).compile()
+        if export:
+            with contextlib.suppress(Exception):  # a host callback, say: not exported
+                exported = _exported(compiled, args)
+        if exported is None:
+            compiled.lower(*args).compile()
+        else:
+            runner = _export_runner(compiled, exported)
+            runner.lower(*jax.tree.leaves(args[-1])).compile()
+            with _lock:
+                _runners[key] = runner
     if mark is not None:
-        with contextlib.suppress(OSError):
-            mark.parent.mkdir(exist_ok=True)
-            mark.touch()
+        _write_mark(mark, exported)
+
+
+def _write_mark(mark: pathlib.Path, exported: Any) -> None:
+    """The mark: the export pickled (empty where none was made), written whole."""
+    data = b"" if exported is None else pickle.dumps(dataclasses.replace(exported, _get_vjp=None))
+    with contextlib.suppress(OSError):
+        mark.parent.mkdir(exist_ok=True)
+        partial = mark.with_name(f"{mark.name}.{os.getpid()}.{threading.get_native_id()}")
+        partial.write_bytes(data)
+        os.replace(partial, mark)
 
 
 def _mark(beside: Any) -> pathlib.Path | None:

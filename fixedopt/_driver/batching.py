@@ -149,7 +149,7 @@ def _in_blocks(
         if int(np.asarray(inputs.stopping.max_steps)) >= schedule.defaults.tail_patience:
             traced = functools.partial(compiled.lower, plan, block_schedule, inputs)  # type: ignore[attr-defined]
             tail_inputs_ahead = tail_inputs(block, np.arange(tail_lanes))
-            ahead.start(traced, compiled, plan, tail_schedule, tail_inputs_ahead)
+            ahead.start(traced, compiled, plan, tail_schedule, tail_inputs_ahead, export=True)
         solution = compiled(plan, block_schedule, inputs)
         status = np.asarray(solution.status)[:count]
         rows = np.flatnonzero(busy(status))  # the tail, left RUNNING or PENDING (not CLAIMED)
@@ -158,8 +158,7 @@ def _in_blocks(
         # The block's slow last rows (at most tail_lanes): solved again on their own
         # and put in their places.
         tail = tail_inputs(block, rows)
-        ahead.wait(compiled, plan, tail_schedule, tail)
-        alone = compiled(plan, tail_schedule, tail)
+        alone = ahead.call(compiled, plan, tail_schedule, tail, like=solution)
         put: Solution = jax.tree.map(lambda a, b: _put_rows(a, b, rows), solution, alone)
         return put
 

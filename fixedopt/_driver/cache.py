@@ -17,9 +17,11 @@ compile to the same machine code. Where fixedopt sets the folder it also lowers
 ``jax_persistent_cache_min_compile_time_secs`` from JAX's 1 s to
 :data:`MIN_COMPILE_SECONDS` (unless you set it): a fit's covariance program compiles in
 about half a second, and compiled again in every process. The cache is trusted code:
-keep the folder your own. Beside JAX's entries, a folder ``fixedopt-tails`` holds an
-empty file for each CPU block whose tail's program was compiled ahead
-(:mod:`fixedopt._driver.ahead`): a new process does not compile it ahead again.
+keep the folder your own. Beside JAX's entries, a folder ``fixedopt-tails`` holds a
+file for each CPU block whose tail's program was compiled ahead
+(:mod:`fixedopt._driver.ahead`): that program's ``jax.export``, pickled, which a new
+process runs (unpickled: code, as the cache's programs are) rather than trace the
+tail again.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from jax.flatten_util import ravel_pytree
 from fixedopt._contract.status import Status
 from fixedopt._derivatives.differentiation import captured_values
 from fixedopt._derivatives.implicit import DerivativeProblem
-from fixedopt._driver import after_loop, batching, cache, machine
+from fixedopt._driver import after_loop, ahead, batching, cache, machine
 from fixedopt._driver.lanes import LastState, iterate_lanes
 from fixedopt._driver.loop import LoopState, Resume, iterate
 from fixedopt._driver.machine import Schedule
@@ -99,15 +99,18 @@ def _run_compiled(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
 
 
 def compiled_programs() -> int:
-    """Programs compiled so far for solves. ``_cache_size`` is jit's own count: private,
+    """Programs compiled so far for solves (a CPU block's tail as its export:
+    :mod:`fixedopt._driver.ahead`). ``_cache_size`` is jit's own count: private,
     so the stubs of ``jax.jit``'s result (``JitWrapped``) do not list it."""
-    return sum(c._cache_size() for c in (_compiled, _compiled_for_cpu))  # type: ignore[attr-defined]
+    own = sum(c._cache_size() for c in (_compiled, _compiled_for_cpu))  # type: ignore[attr-defined]
+    return own + ahead.compiled_programs()
 
 
 def clear_compiled() -> None:
     """Drop every compiled solve."""
     for compiled in (_compiled, _compiled_for_cpu):
         compiled.clear_cache()  # type: ignore[attr-defined]
+    ahead.forget()
 
 
 def _solve(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
@@ -178,6 +181,8 @@ _compiled = jax.jit(_solve, static_argnums=(0, 1))
 _compiled_for_cpu = jax.jit(
     _solve, static_argnums=(0, 1), compiler_options=cpu_compiler.CPU_OPTIONS
 )
+ahead.register(_compiled, None)  # a CPU block's tail: compiled ahead as an export
+ahead.register(_compiled_for_cpu, cpu_compiler.CPU_OPTIONS)
 
 
 def _set_up(plan: Plan, inputs: Inputs) -> tuple[Objective, RowData]:

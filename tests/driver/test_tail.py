@@ -229,8 +229,11 @@ def test_the_tails_program_compiles_ahead_of_the_first_tail(tmp_path):
     caller's thread (no compile ahead, the solves' caches cleared). A new process (here:
     every in-memory program and compile ahead forgotten) finds the tail marked in the
     persistent cache: its thread traces nothing (it had traced and lowered the tail in
-    every new process), a tail comes from the cache, its rows bit for bit. A persistent
-    cache of its own: the suite's may hold the tail and its mark from an earlier run."""
+    every new process), and a tail that comes is not traced either (issue 62: the call
+    traces one solve, the tail runs the export its mark holds), its rows bit for bit;
+    a mark that cannot be read costs the tail's trace, as before, not its bits. A
+    persistent cache of its own: the suite's may hold the tail and its mark from an
+    earlier run."""
     from fixedopt._driver import ahead
 
     def objective(x, curvature, center, weight):  # new here: its programs compile here
@@ -249,12 +252,24 @@ def test_the_tails_program_compiles_ahead_of_the_first_tail(tmp_path):
             engine.clear_compiled()
             jax.clear_caches()
             ahead._started.clear()
-            with traced_here(ahead=True) as traced:
+            with traced_here(ahead=True) as traced, traced_here() as here:
                 again = solve(slow)
                 wait_for_compiles_ahead()
             assert tail_traces(traced) == [], traced
+            assert here.count("_solve") == 1, here  # the block's: the tail is not traced
+        assert_rows_identical(again, tailed)
+        marks = list((tmp_path / "fixedopt-tails").iterdir())
+        assert len(marks) == 1 and marks[0].stat().st_size > 0, marks
+        marks[0].write_bytes(b"")  # an older fixedopt's mark (empty), or unreadable:
+        wait_for_compiles_ahead()
+        engine.clear_compiled()
+        jax.clear_caches()
+        ahead._started.clear()
+        with traced_here() as here:
+            unread = solve()
+        assert here.count("_solve") == 2, here  # the tail traced in the call, as before
+        assert_rows_identical(unread, tailed)
     assert int(tailed.status[SLOW]) == Status.CONVERGED
-    assert_rows_identical(again, tailed)
 
     engine.clear_compiled()
     jax.clear_caches()
