@@ -1,0 +1,419 @@
+"""Levenberg–Marquardt with the batch last, by construction: a whole batch of small
+least-squares rows stepped together on an accelerator (issue 61).
+
+A TPU holds an array in tiles of 8 x 128 over its last two axes: rows stored
+``(B, n)`` put Gpufit's 5 parameters on the 128-wide axis, most of each tile padding.
+Here every array of the loop has the batch last: parameters ``(n, B)``, residuals
+``(m, B)``, the Jacobian as ``n`` columns ``(m, B)``, ``J^T J`` as ``(n, n, B)``, and a
+row's scalars ``(B,)``. The normal sums, the unrolled Cholesky solve and the tests are
+elementwise arithmetic on ``(B,)`` vectors, with the formulas of
+:class:`~fixedopt._solvers.levenberg_marquardt.LevenbergMarquardt` and of the driver
+(:func:`fixedopt._driver.loop.start`, :func:`~fixedopt._driver.loop.advance`): the
+elementwise helpers are theirs, called on ``(B,)`` and ``(n, B)`` arrays; only their
+reductions over a row's entries are written here, along axis 0. Only the user's row
+function is mapped over the batch (:data:`EVALUATION`).
+
+The whole batch is one ``while`` loop that ends when no row runs; a stopped row keeps
+its state (the step computed for it is dropped). A row's result depends on its own
+data only. Chosen by the machine profile (:meth:`~fixedopt._driver.machine.Schedule.
+steps_batch_last`), never by the user: Levenberg–Marquardt on small rows on a TPU.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from fixedopt._contract.solver import Problem, Step
+from fixedopt._contract.status import RUNNING, Status, accepted, busy, stop_status, stops
+from fixedopt._driver.lanes import LastState
+from fixedopt._driver.loop import (
+    Resume,
+    Stopping,
+    Tests,
+    _relative_reduction,
+    _verdict,
+    claim,
+    objective_scale,
+)
+from fixedopt._numerics import bounds, reduce
+from fixedopt._objective.losses import flat_counts, split_data
+from fixedopt._objective.problem import Objective, RowData, _cast_floating
+from fixedopt._solvers.levenberg_marquardt import (
+    _UNDAMPED,
+    LevenbergMarquardt,
+    LevenbergMarquardtState,
+    _next_damping,
+    _outcome,
+    short_of_bounds,
+)
+from fixedopt._solvers.normal_equations import EPS_FACTOR, residual_unit
+
+# How a row's residuals meet the batch-last loop: "last", the row function mapped over
+# the last axis of the loop's arrays (``vmap(in_axes=-1, out_axes=-1)``) and its
+# Jacobian by forward-mode products of that map; "first", mapped over the rows of
+# ``(B, n)`` (``jacfwd`` per row) and transposed to the batch last once a step.
+EVALUATION = "last"
+# The most rows one loop holds: a larger batch runs in chunks of equal size, one
+# after the other (a row's loop state, data and Jacobian: about 1 kB for the spot).
+CHUNK = 1 << 21
+
+
+class Carry(NamedTuple):
+    """The loop's state of every row, batch last (``LoopState`` and the solver's)."""
+
+    x: jax.Array  # (n, B)
+    value: jax.Array  # (B,)
+    grad: jax.Array  # (n, B)
+    grad_norm: jax.Array
+    steps: jax.Array
+    status: jax.Array
+    reason: jax.Array
+    initial_value: jax.Array
+    doubted: jax.Array
+    solver: LevenbergMarquardtState  # normal (n, n, B), scale and short (n, B), ...
+
+
+def iterate_batch_last(
+    solver: LevenbergMarquardt,
+    objective: Objective,
+    rows: RowData,
+    x: jax.Array,
+    stopping: Stopping,
+    count: jax.Array | None = None,
+    resume: Resume | None = None,
+) -> LastState:
+    """Run every row (``rows`` and ``x``, ``(B, n)``: rows first, as the lanes take them)
+    until each stops; the :class:`LastState` of every row, rows first. ``count``: the
+    rows to solve (the others, a padding, stop at their start); ``resume``: where each
+    row goes on from, its claims leaving the loop CLAIMED (``fixedopt._driver.after_loop``)."""
+    total = x.shape[0]
+    solving = jnp.asarray(total if count is None else count)
+    if resume is None:
+        nothing = jnp.zeros((total,), x.dtype)
+        resume = Resume(nothing.astype(jnp.int32), nothing + jnp.inf, nothing + jnp.nan)
+        claims = False
+    else:
+        claims = True
+    chunks = -(-total // CHUNK)
+    size = -(-total // max(chunks, 1))
+    data = (rows, x, resume)
+
+    def solve(first: jax.Array, part: Any) -> LastState:
+        rows, x, resume = jax.tree.map(lambda a: jnp.moveaxis(a, 0, -1), part)
+        padded = first + jnp.arange(x.shape[-1]) >= solving
+        final = _iterate(solver, objective, rows, x, stopping, resume, padded, claims)
+        return LastState(*(jnp.moveaxis(a, -1, 0) for a in final[:7]))
+
+    if chunks <= 1:
+        return solve(jnp.zeros((), jnp.int32), data)
+    grown = jax.tree.map(lambda a: _chunked(a, chunks, size), data)
+    starts = jnp.arange(chunks, dtype=jnp.int32) * size
+    found = jax.lax.map(lambda c: solve(*c), (starts, grown))
+    return jax.tree.map(lambda a: a.reshape(-1, *a.shape[2:])[:total], found)
+
+
+def _chunked(a: jax.Array, chunks: int, size: int) -> jax.Array:
+    """``a`` (``(B, ...)``) padded with copies of row 0 to ``chunks * size`` rows, as
+    ``(chunks, size, ...)``."""
+    extra = chunks * size - a.shape[0]
+    grown = jnp.concatenate([a, jnp.broadcast_to(a[:1], (extra, *a.shape[1:]))])
+    return grown.reshape(chunks, size, *a.shape[1:])
+
+
+def _iterate(
+    solver: LevenbergMarquardt, objective: Objective, rows: RowData, x: jax.Array,
+    stopping: Stopping, resume: Resume, padded: jax.Array, claims: bool,
+) -> Carry:  # fmt: skip
+    """The loop on batch-last ``rows`` and ``x`` (``(n, B)``)."""
+    evaluate = _evaluation(objective, rows, x.shape[0])
+    problem = Problem(None, rows.fixed, rows.fixed_values, rows.lower, rows.upper)  # type: ignore[arg-type]
+    first = _start(solver, problem, evaluate, x, stopping, resume)
+    if claims:
+        first = claim(solver, first)  # type: ignore[arg-type]
+    first = first._replace(status=jnp.where(padded, Status.CONVERGED, first.status))
+
+    def trip(carry: Carry) -> Carry:
+        running = carry.status == RUNNING
+        new = _advance(solver, problem, evaluate, objective.loss is not None, carry, stopping)
+        if claims:
+            new = claim(solver, new)  # type: ignore[arg-type]
+        return jax.tree.map(lambda a, b: jnp.where(running, a, b), new, carry)
+
+    final: Carry = jax.lax.while_loop(lambda c: jnp.any(busy(c.status)), trip, first)
+    return final
+
+
+Evaluate = Any  # x (n, B) -> (value (B,), residual norm (B,), grad (n, B), J^T J (n, n, B))
+
+
+def _evaluation(objective: Objective, rows: RowData, n: int) -> Evaluate:
+    """The rows' evaluation at ``x`` (``(n, B)``): the cost, ``|r|``, ``J^T r`` and
+    ``J^T J`` of (rescaled, for the Poisson likelihood) residuals and Jacobian."""
+    rows = objective.differentiate.stop(rows)
+    loss = objective.loss
+
+    def residual(row: RowData, x: jax.Array) -> tuple[jax.Array, Any]:
+        args, counts = split_data(loss, objective.args_of(row.row_args))
+        out = objective.fun(objective.unravel(jnp.where(row.fixed, row.fixed_values, x)), *args)
+        return jnp.ravel(_cast_floating(out, x.dtype)), flat_counts(counts, objective.output_shape)
+
+    def jacobian(x: jax.Array) -> tuple[jax.Array, list[jax.Array], Any]:
+        if EVALUATION == "first":
+
+            def with_aux(row: RowData, x: jax.Array) -> tuple[jax.Array, Any]:
+                r, counts = residual(row, x)
+                return r, (r, counts)
+
+            first = jax.tree.map(lambda a: jnp.moveaxis(a, -1, 0), (rows, x))
+            jac, (r, counts) = jax.vmap(jax.jacfwd(with_aux, 1, has_aux=True))(*first)
+            jac, r = jnp.moveaxis(jac, 0, -1), r.T
+            return r, [jac[:, j] for j in range(n)], jax.tree.map(lambda a: a.T, counts)
+        mapped = jax.vmap(residual, in_axes=-1, out_axes=-1)
+        (r, counts), linear = jax.linearize(lambda x: mapped(rows, x), x)
+        units = jnp.eye(n, dtype=x.dtype)[:, :, None]
+        columns = [linear(jnp.broadcast_to(units[j], x.shape))[0] for j in range(n)]
+        return r, columns, counts
+
+    def evaluate(x: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+        r, columns, counts = jacobian(x)
+        if loss is not None:  # the Poisson likelihood: Fisher scoring's r and J
+            mu = r
+            root = jnp.sqrt(jnp.where(mu > 0, mu, 1.0))
+            r, columns = (mu - counts) / root, [c / root for c in columns]
+            value = jax.vmap(loss.cost, in_axes=-1)(mu, counts)
+        wide = jnp.promote_types(x.dtype, jnp.float32)
+        columns = [c.astype(wide) for c in columns]
+        normal = [[jnp.sum(columns[i] * columns[j], axis=0) for j in range(n)] for i in range(n)]
+        grad = jnp.stack([jnp.sum(c * r, axis=0) for c in columns]).astype(x.dtype)
+        squared = jnp.sum(r * r, axis=0)
+        if loss is None:
+            value = 0.5 * squared
+        return value, _residual_norm(r, squared), grad, jnp.stack([jnp.stack(a) for a in normal])
+
+    return evaluate
+
+
+def _start(solver: LevenbergMarquardt, problem: Problem, evaluate: Evaluate, given: jax.Array,
+           stopping: Stopping, resume: Resume) -> Carry:  # fmt: skip
+    """``loop.start`` and ``loop.begin`` of every row, with the solver's ``start``."""
+    x = problem.project(given)
+    value, norm, grad, normal = evaluate(x)
+    dtype = x.dtype
+    state = LevenbergMarquardtState(
+        normal, norm, jnp.full(value.shape, solver.initial_damping, dtype),
+        jnp.full(value.shape, 2.0, dtype), problem.free_part(_diagonal(normal).astype(dtype)),
+        jnp.zeros(value.shape, jnp.int32), jnp.zeros(x.shape, bool),
+    )  # fmt: skip
+    outside = jnp.zeros(value.shape, bool)
+    if problem.lower is not None and problem.upper is not None:
+        outside = jnp.any(((given < problem.lower) | (given > problem.upper)) & ~problem.fixed, 0)
+    grad_norm = _grad_norm(problem, x, grad)
+    finite = jnp.isfinite(value) & jnp.all(jnp.isfinite(grad), axis=0)
+    outcome = jnp.where(finite, RUNNING, Status.NONFINITE)
+    infinite = jnp.full(value.shape, jnp.inf, dtype)
+    tests = Tests(grad_norm, _cosine(problem, x, grad, state), infinite, infinite, infinite)
+    steps, doubted = resume.steps.astype(jnp.int32), resume.doubted.astype(dtype)
+    initial = resume.initial_value.astype(dtype)
+    initial_value = jnp.where(jnp.isnan(initial), value, initial)
+    status, reason = _verdict(outcome, tests, steps, stopping)
+    infeasible = _infeasible(problem) | outside
+    status = jnp.where(infeasible, Status.INFEASIBLE, status).astype(jnp.int32)
+    reason = jnp.where(infeasible, 0, reason).astype(jnp.int32)
+    x = jnp.where(outside, given, x)
+    value, grad_norm = (jnp.where(outside, jnp.nan, a) for a in (value, grad_norm))
+    grad = jnp.where(outside, jnp.nan, grad)
+    return Carry(x, value, grad, grad_norm, steps, status, reason, initial_value, doubted, state)
+
+
+def _advance(solver: LevenbergMarquardt, problem: Problem, evaluate: Evaluate, robust: bool,
+             carry: Carry, stopping: Stopping) -> Carry:  # fmt: skip
+    """``loop.advance`` of every row with the solver's step (:func:`_step`)."""
+    step = _step(solver, problem, evaluate, robust, carry)
+    moved = accepted(step.outcome)
+    pairs = ((step.x, carry.x), (step.value, carry.value), (step.grad, carry.grad))
+    x, value, grad = (jnp.where(moved, new, old) for new, old in pairs)
+    scale = objective_scale(carry.value, carry.initial_value, stopping.precision)
+    tests = Tests(
+        grad_norm=_grad_norm(problem, x, grad),
+        gradient=_cosine(problem, x, grad, step.state),
+        reduction=_relative_reduction(carry.value, value, step, scale),
+        relative_step=jnp.where(moved | stops(step.outcome), step.relative_step, jnp.inf),
+        value_drop=jnp.abs(value) / jnp.abs(carry.initial_value),
+    )
+    steps = carry.steps + 1
+    status, reason = _verdict(stop_status(step.outcome), tests, steps, stopping)
+    return Carry(x, value, grad, tests.grad_norm, steps, status, reason, carry.initial_value,
+                 carry.doubted, step.state)  # fmt: skip
+
+
+def _step(solver: LevenbergMarquardt, problem: Problem, evaluate: Evaluate, robust: bool,
+          carry: Carry) -> Step[LevenbergMarquardtState]:  # fmt: skip
+    """``LevenbergMarquardt.step`` of every row (least squares or Fisher scoring)."""
+    x, value, grad, state = carry.x, carry.value, carry.grad, carry.solver
+    free = ~problem.fixed & ~problem.at_bound(x, grad, 0.0)
+    step = _solve(state.normal, grad, free, state.damping, state.scale)
+    gauss_newton = _solve(state.normal, grad, free, _UNDAMPED, state.scale)
+    x_trial = short_of_bounds(problem, x, x + step, state.short)
+    step = problem.free_part(x_trial - x)
+    trial_value, trial_norm, trial_grad, normal = evaluate(x_trial)
+    unit = jnp.ones_like(value) if robust else residual_unit(value, state.residual_norm)
+    wide = (step / unit).astype(state.normal.dtype)
+    curvature = _quadratic(state.normal, wide).astype(x.dtype)  # |J s|^2
+    predicted = -(jnp.sum(grad / unit * (step / unit), axis=0) + 0.5 * curvature)
+    relative_step = _relative_step(problem, x, gauss_newton, state.scale)
+    old_value, new_value = value, trial_value
+    if not robust:  # the costs in that unit (the same where it is 1)
+        old_value = jnp.where(unit == 1, value, 0.5 * (state.residual_norm / unit) ** 2)
+        new_value = jnp.where(unit == 1, trial_value, 0.5 * (trial_norm / unit) ** 2)
+    gain = (old_value - new_value) / jnp.where(predicted > 0, predicted, 1.0)
+    finite = jnp.isfinite(trial_value) & jnp.all(jnp.isfinite(normal), axis=(0, 1))
+    trapped = _trapped(problem, x, x_trial, state.normal, normal)
+    any_trapped = jnp.any(trapped, axis=0)
+    accepted_ = finite & (predicted > 0) & (gain > 1e-4) & ~any_trapped
+    damping, growth = _next_damping(state, accepted_, gain, any_trapped)
+    scale = jnp.maximum(state.scale, problem.free_part(_diagonal(normal).astype(x.dtype)))
+    def keep(new: Any, old: jax.Array) -> jax.Array:
+        return jnp.where(accepted_, new, old)
+
+    new_state = LevenbergMarquardtState(
+        keep(normal, state.normal), keep(trial_norm, state.residual_norm), damping, growth,
+        keep(scale, state.scale), keep(0, state.walls + (~finite).astype(jnp.int32)),
+        state.short | trapped,
+    )  # fmt: skip
+    rounding = EPS_FACTOR * jnp.finfo(value.dtype).eps * old_value
+    no_progress = ~jnp.any(step != 0, axis=0) | ((predicted >= 0) & (predicted <= rounding))
+    spent, walled = new_state.damping > solver.max_damping, new_state.walls > 0
+    outcome = _outcome(accepted_, finite, no_progress, spent, walled)
+    cauchy = _cauchy(state.normal, grad, free, state.scale, solver.initial_damping)
+    predicted = jnp.maximum(jnp.maximum(predicted * unit**2, cauchy), 0.0)
+    return Step(x_trial, trial_value, trial_grad, new_state, outcome, predicted, relative_step)
+
+
+def _residual_norm(r: jax.Array, squared: jax.Array) -> jax.Array:
+    """``normal_equations.residual_norm`` of ``r`` (``(m, B)``), ``squared = |r|^2``."""
+    finfo = jnp.finfo(squared.dtype)
+    in_range = (squared >= finfo.tiny / finfo.eps) & (squared <= finfo.max * finfo.eps)
+    scaled = ~in_range & jnp.any(r != 0, axis=0)
+    safe = jnp.where(scaled, r, 1.0)
+    unit = reduce.power_of_two(jnp.max(jnp.abs(safe), axis=0, initial=0.0))
+    scaled_norm = (unit * jnp.sqrt(jnp.sum((safe / unit) ** 2, axis=0))).astype(squared.dtype)
+    positive = squared > 0
+    root = jnp.where(positive, jnp.sqrt(jnp.where(positive, squared, 1.0)), 0.0)
+    return jnp.where(scaled, scaled_norm, root)
+
+
+def _diagonal(normal: jax.Array) -> jax.Array:
+    """The diagonal ``(n, B)`` of ``J^T J`` (``(n, n, B)``)."""
+    return jnp.stack([normal[i, i] for i in range(normal.shape[0])])
+
+
+def _grad_norm(problem: Problem, x: jax.Array, grad: jax.Array) -> jax.Array:
+    """``Problem.grad_norm`` of every row."""
+    return jnp.max(jnp.abs(problem.projected_gradient(x, grad)), axis=0, initial=0.0)
+
+
+def _cosine(problem: Problem, x: jax.Array, grad: jax.Array,
+            state: LevenbergMarquardtState) -> jax.Array:  # fmt: skip
+    """``LevenbergMarquardt.gradient_measure`` (``normal_equations.cosine``) of every row."""
+    columns = problem.free_part(_diagonal(state.normal).astype(x.dtype))
+    magnitude = jnp.abs(problem.free_part(grad))
+    denominator = jnp.sqrt(columns) * state.residual_norm
+    ratio = magnitude / jnp.where(magnitude == 0, 1.0, denominator)
+    measure = jnp.where(magnitude == 0, 0.0, ratio)
+    if problem.lower is not None:
+        upper = jnp.inf if problem.upper is None else problem.upper
+        step = -problem.free_part(grad) / jnp.where(columns > 0, columns, 1.0)
+        share = bounds.box_share(x, step, problem.lower, upper)
+        measure = jnp.where(share == 0, 0.0, measure * bounds.reduction_share(share))
+    return jnp.max(measure, axis=0, initial=0.0)
+
+
+def _infeasible(problem: Problem) -> jax.Array:
+    """``loop._infeasible`` of every row."""
+    if problem.lower is None or problem.upper is None:
+        return jnp.zeros(problem.fixed.shape[1:], bool)
+    empty = ~(problem.lower <= problem.upper)
+    values = problem.fixed_values
+    outside = (values < problem.lower) | (values > problem.upper)
+    return jnp.any(empty & ~problem.fixed, axis=0) | jnp.any(outside & problem.fixed, axis=0)
+
+
+def _solve(normal: jax.Array, grad: jax.Array, free: jax.Array, damping: Any,
+           scale: jax.Array) -> jax.Array:  # fmt: skip
+    """``normal_equations.normal_equations_step`` of every row: ``(J^T J + damping D^2)
+    s = -g`` on the free entries, by the unrolled Cholesky factor of
+    ``small_linalg.spd_solve`` on ``(B,)`` vectors."""
+    n = grad.shape[0]
+    weight = jnp.maximum(damping * scale.astype(normal.dtype), jnp.finfo(normal.dtype).tiny)
+    lower: list[list[jax.Array]] = [[] for _ in range(n)]
+    for j in range(n):
+        for i in range(j, n):
+            entry = normal[i, j] + weight[j] if i == j else normal[i, j]
+            entry = jnp.where(free[i] & free[j], entry, 0.0)
+            if i == j:
+                entry = entry + jnp.where(free[j], 0.0, 1.0)
+            for k in range(j):
+                entry = entry - lower[i][k] * lower[j][k]
+            if i == j:
+                lower[j].append(jnp.sqrt(entry))
+                inverse = 1.0 / lower[j][j]
+            else:
+                lower[i].append(entry * inverse)
+    rhs = jnp.where(free, -grad, 0.0).astype(normal.dtype)
+    forward: list[jax.Array] = []
+    for i in range(n):
+        entry = rhs[i]
+        for k in range(i):
+            entry = entry - lower[i][k] * forward[k]
+        forward.append(entry / lower[i][i])
+    solution: list[Any] = [None] * n
+    for i in reversed(range(n)):
+        entry = forward[i]
+        for k in reversed(range(i + 1, n)):
+            entry = entry - lower[k][i] * solution[k]
+        solution[i] = entry / lower[i][i]
+    return jnp.where(free, jnp.stack(solution), 0.0).astype(grad.dtype)
+
+
+def _quadratic(normal: jax.Array, v: jax.Array) -> jax.Array:
+    """``v . (J^T J) v`` of every row (``(B,)``)."""
+    n = v.shape[0]
+    return sum((v[i] * sum((normal[i, j] * v[j] for j in range(n)), jnp.zeros_like(v[0]))
+                for i in range(n)), jnp.zeros_like(v[0]))  # fmt: skip
+
+
+def _relative_step(problem: Problem, x: jax.Array, step: jax.Array, scale: jax.Array) -> jax.Array:
+    """``normal_equations.relative_step_size`` of every row."""
+    d = jnp.sqrt(scale)
+    ds, dx = d * step, problem.free_part(d * x)
+    size = jnp.maximum(jnp.max(jnp.abs(ds), axis=0, initial=0.0),
+                       jnp.max(jnp.abs(dx), axis=0, initial=0.0))  # fmt: skip
+    unit = reduce.power_of_two(size)
+    step_norm = jnp.sqrt(jnp.sum((ds / unit) ** 2, axis=0))
+    x_norm = jnp.sqrt(jnp.sum((dx / unit) ** 2, axis=0))
+    return jnp.where(step_norm == 0, 0.0, step_norm / x_norm)
+
+
+def _trapped(problem: Problem, x: jax.Array, trial: jax.Array, normal: jax.Array,
+             trial_normal: jax.Array) -> jax.Array:  # fmt: skip
+    """``levenberg_marquardt._trapped`` of every row (``(n, B)``)."""
+    if problem.lower is None or problem.upper is None:
+        return jnp.zeros(x.shape, bool)
+    on_bound = (trial == problem.lower) | (trial == problem.upper)
+    landed = on_bound & (trial != x) & ~problem.fixed
+    column, trial_column = _diagonal(normal), _diagonal(trial_normal)
+    vanished = (column != 0) & (trial_column == 0) & ~problem.fixed
+    return landed & jnp.any(vanished, axis=0)
+
+
+def _cauchy(normal: jax.Array, grad: jax.Array, free: jax.Array, scale: jax.Array,
+            damping: float) -> jax.Array:  # fmt: skip
+    """``normal_equations.cauchy_reduction`` of every row."""
+    v = jnp.where(free & (scale > 0), grad / jnp.where(scale > 0, scale, 1.0), 0.0)
+    gv = jnp.sum(grad * v, axis=0)
+    curvature = _quadratic(normal, v.astype(normal.dtype)).astype(gv.dtype) + damping * gv
+    ratio = gv / jnp.where(curvature > 0, curvature, 1.0)
+    return jnp.where(curvature > 0, 0.5 * gv * ratio, 0.0)
