@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 
 from fixedopt._contract.solver import Problem, Step
-from fixedopt._contract.status import RUNNING, Status, accepted, busy, stop_status, stops
+from fixedopt._contract.status import CLAIMED, RUNNING, Status, accepted, busy, stop_status, stops
 from fixedopt._driver.lanes import LastState
 from fixedopt._driver.loop import (
     Resume,
@@ -35,8 +35,8 @@ from fixedopt._driver.loop import (
     Tests,
     _relative_reduction,
     _verdict,
-    claim,
     objective_scale,
+    to_certify,
 )
 from fixedopt._numerics import bounds, reduce
 from fixedopt._objective.losses import flat_counts, split_data
@@ -112,7 +112,8 @@ def iterate_batch_last(
     grown = jax.tree.map(lambda a: _chunked(a, chunks, size), data)
     starts = jnp.arange(chunks, dtype=jnp.int32) * size
     found = jax.lax.map(lambda c: solve(*c), (starts, grown))
-    return jax.tree.map(lambda a: a.reshape(-1, *a.shape[2:])[:total], found)
+    every: LastState = jax.tree.map(lambda a: a.reshape(-1, *a.shape[2:])[:total], found)
+    return every
 
 
 def _chunked(a: jax.Array, chunks: int, size: int) -> jax.Array:
@@ -132,18 +133,25 @@ def _iterate(
     problem = Problem(None, rows.fixed, rows.fixed_values, rows.lower, rows.upper)  # type: ignore[arg-type]
     first = _start(solver, problem, evaluate, x, stopping, resume)
     if claims:
-        first = claim(solver, first)  # type: ignore[arg-type]
+        first = _claim(solver, first)
     first = first._replace(status=jnp.where(padded, Status.CONVERGED, first.status))
 
     def trip(carry: Carry) -> Carry:
         running = carry.status == RUNNING
         new = _advance(solver, problem, evaluate, objective.loss is not None, carry, stopping)
         if claims:
-            new = claim(solver, new)  # type: ignore[arg-type]
-        return jax.tree.map(lambda a, b: jnp.where(running, a, b), new, carry)
+            new = _claim(solver, new)
+        kept: Carry = jax.tree.map(lambda a, b: _where(running, a, b), new, carry)
+        return kept
 
     final: Carry = jax.lax.while_loop(lambda c: jnp.any(busy(c.status)), trip, first)
     return final
+
+
+def _claim(solver: LevenbergMarquardt, carry: Carry) -> Carry:
+    """``loop.claim``: CLAIMED where the verdict is one the driver checks after the loop."""
+    claimed = to_certify(solver, carry)  # type: ignore[arg-type]  # its verdict's fields
+    return carry._replace(status=jnp.where(claimed, CLAIMED, carry.status))
 
 
 Evaluate = Any  # x (n, B) -> (value (B,), residual norm (B,), grad (n, B), J^T J (n, n, B))
@@ -222,9 +230,8 @@ def _start(solver: LevenbergMarquardt, problem: Problem, evaluate: Evaluate, giv
     infeasible = _infeasible(problem) | outside
     status = jnp.where(infeasible, Status.INFEASIBLE, status).astype(jnp.int32)
     reason = jnp.where(infeasible, 0, reason).astype(jnp.int32)
-    x = jnp.where(outside, given, x)
-    value, grad_norm = (jnp.where(outside, jnp.nan, a) for a in (value, grad_norm))
-    grad = jnp.where(outside, jnp.nan, grad)
+    x = _where(outside, given, x)
+    value, grad, grad_norm = (_where(outside, jnp.nan, a) for a in (value, grad, grad_norm))
     return Carry(x, value, grad, grad_norm, steps, status, reason, initial_value, doubted, state)
 
 
@@ -234,7 +241,7 @@ def _advance(solver: LevenbergMarquardt, problem: Problem, evaluate: Evaluate, r
     step = _step(solver, problem, evaluate, robust, carry)
     moved = accepted(step.outcome)
     pairs = ((step.x, carry.x), (step.value, carry.value), (step.grad, carry.grad))
-    x, value, grad = (jnp.where(moved, new, old) for new, old in pairs)
+    x, value, grad = (_where(moved, new, old) for new, old in pairs)
     scale = objective_scale(carry.value, carry.initial_value, stopping.precision)
     tests = Tests(
         grad_norm=_grad_norm(problem, x, grad),
@@ -260,9 +267,9 @@ def _step(solver: LevenbergMarquardt, problem: Problem, evaluate: Evaluate, robu
     step = problem.free_part(x_trial - x)
     trial_value, trial_norm, trial_grad, normal = evaluate(x_trial)
     unit = jnp.ones_like(value) if robust else residual_unit(value, state.residual_norm)
-    wide = (step / unit).astype(state.normal.dtype)
+    wide = (step / unit[None]).astype(state.normal.dtype)
     curvature = _quadratic(state.normal, wide).astype(x.dtype)  # |J s|^2
-    predicted = -(jnp.sum(grad / unit * (step / unit), axis=0) + 0.5 * curvature)
+    predicted = -(jnp.sum(grad / unit[None] * (step / unit[None]), axis=0) + 0.5 * curvature)
     relative_step = _relative_step(problem, x, gauss_newton, state.scale)
     old_value, new_value = value, trial_value
     if not robust:  # the costs in that unit (the same where it is 1)
@@ -275,8 +282,9 @@ def _step(solver: LevenbergMarquardt, problem: Problem, evaluate: Evaluate, robu
     accepted_ = finite & (predicted > 0) & (gain > 1e-4) & ~any_trapped
     damping, growth = _next_damping(state, accepted_, gain, any_trapped)
     scale = jnp.maximum(state.scale, problem.free_part(_diagonal(normal).astype(x.dtype)))
+
     def keep(new: Any, old: jax.Array) -> jax.Array:
-        return jnp.where(accepted_, new, old)
+        return _where(accepted_, new, old)
 
     new_state = LevenbergMarquardtState(
         keep(normal, state.normal), keep(trial_norm, state.residual_norm), damping, growth,
@@ -299,7 +307,8 @@ def _residual_norm(r: jax.Array, squared: jax.Array) -> jax.Array:
     scaled = ~in_range & jnp.any(r != 0, axis=0)
     safe = jnp.where(scaled, r, 1.0)
     unit = reduce.power_of_two(jnp.max(jnp.abs(safe), axis=0, initial=0.0))
-    scaled_norm = (unit * jnp.sqrt(jnp.sum((safe / unit) ** 2, axis=0))).astype(squared.dtype)
+    scaled_norm = unit * jnp.sqrt(jnp.sum((safe / unit[None]) ** 2, axis=0))
+    scaled_norm = scaled_norm.astype(squared.dtype)
     positive = squared > 0
     root = jnp.where(positive, jnp.sqrt(jnp.where(positive, squared, 1.0)), 0.0)
     return jnp.where(scaled, scaled_norm, root)
@@ -320,7 +329,7 @@ def _cosine(problem: Problem, x: jax.Array, grad: jax.Array,
     """``LevenbergMarquardt.gradient_measure`` (``normal_equations.cosine``) of every row."""
     columns = problem.free_part(_diagonal(state.normal).astype(x.dtype))
     magnitude = jnp.abs(problem.free_part(grad))
-    denominator = jnp.sqrt(columns) * state.residual_norm
+    denominator = jnp.sqrt(columns) * state.residual_norm[None]
     ratio = magnitude / jnp.where(magnitude == 0, 1.0, denominator)
     measure = jnp.where(magnitude == 0, 0.0, ratio)
     if problem.lower is not None:
@@ -347,6 +356,8 @@ def _solve(normal: jax.Array, grad: jax.Array, free: jax.Array, damping: Any,
     s = -g`` on the free entries, by the unrolled Cholesky factor of
     ``small_linalg.spd_solve`` on ``(B,)`` vectors."""
     n = grad.shape[0]
+    damping = jnp.asarray(damping, normal.dtype)
+    damping = damping[None] if damping.ndim else damping
     weight = jnp.maximum(damping * scale.astype(normal.dtype), jnp.finfo(normal.dtype).tiny)
     lower: list[list[jax.Array]] = [[] for _ in range(n)]
     for j in range(n):
@@ -392,8 +403,8 @@ def _relative_step(problem: Problem, x: jax.Array, step: jax.Array, scale: jax.A
     size = jnp.maximum(jnp.max(jnp.abs(ds), axis=0, initial=0.0),
                        jnp.max(jnp.abs(dx), axis=0, initial=0.0))  # fmt: skip
     unit = reduce.power_of_two(size)
-    step_norm = jnp.sqrt(jnp.sum((ds / unit) ** 2, axis=0))
-    x_norm = jnp.sqrt(jnp.sum((dx / unit) ** 2, axis=0))
+    step_norm = jnp.sqrt(jnp.sum((ds / unit[None]) ** 2, axis=0))
+    x_norm = jnp.sqrt(jnp.sum((dx / unit[None]) ** 2, axis=0))
     return jnp.where(step_norm == 0, 0.0, step_norm / x_norm)
 
 
@@ -406,7 +417,7 @@ def _trapped(problem: Problem, x: jax.Array, trial: jax.Array, normal: jax.Array
     landed = on_bound & (trial != x) & ~problem.fixed
     column, trial_column = _diagonal(normal), _diagonal(trial_normal)
     vanished = (column != 0) & (trial_column == 0) & ~problem.fixed
-    return landed & jnp.any(vanished, axis=0)
+    return landed & jnp.any(vanished, axis=0)[None]
 
 
 def _cauchy(normal: jax.Array, grad: jax.Array, free: jax.Array, scale: jax.Array,
@@ -417,3 +428,8 @@ def _cauchy(normal: jax.Array, grad: jax.Array, free: jax.Array, scale: jax.Arra
     curvature = _quadratic(normal, v.astype(normal.dtype)).astype(gv.dtype) + damping * gv
     ratio = gv / jnp.where(curvature > 0, curvature, 1.0)
     return jnp.where(curvature > 0, 0.5 * gv * ratio, 0.0)
+
+
+def _where(rows: jax.Array, new: Any, old: jax.Array) -> jax.Array:
+    """``new`` in the ``rows`` (a ``(B,)`` mask), ``old`` elsewhere; batch-last arrays."""
+    return jnp.where(rows.reshape((1,) * (jnp.ndim(old) - 1) + rows.shape), new, old)
