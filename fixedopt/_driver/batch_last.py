@@ -194,7 +194,8 @@ def _evaluation(objective: Objective, rows: RowData, n: int) -> Evaluate:
             value = jax.vmap(loss.cost, in_axes=-1)(mu, counts)
         wide = jnp.promote_types(x.dtype, jnp.float32)
         columns = [c.astype(wide) for c in columns]
-        normal = [[jnp.sum(columns[i] * columns[j], axis=0) for j in range(n)] for i in range(n)]
+        lower = [[jnp.sum(columns[i] * columns[j], axis=0) for j in range(i + 1)] for i in range(n)]
+        normal = [[lower[max(i, j)][min(i, j)] for j in range(n)] for i in range(n)]
         grad = jnp.stack([jnp.sum(c * r, axis=0) for c in columns]).astype(x.dtype)
         squared = jnp.sum(r * r, axis=0)
         if loss is None:
