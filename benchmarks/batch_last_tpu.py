@@ -178,6 +178,9 @@ def fixedopt_case(name, estimator, fits, data, cpu, layout=None, evaluation="las
                 compiled = jax.jit(solve).lower(*inputs).compile()
                 compile_s = time.perf_counter() - start
                 counts = hlo_counts(compiled)
+                if os.environ.get("OUT") and name in ("default (jit)", "poisson default (jit)"):
+                    path = pathlib.Path(os.environ["OUT"]) / f"hlo-{estimator}.txt"
+                    path.write_text(compiled.as_text())
                 seconds, s = median_seconds(lambda: compiled(*inputs))
     finally:
         batch_last.EVALUATION = given
