@@ -11,12 +11,15 @@ elementwise arithmetic on ``(B,)`` vectors, with the formulas of
 (:func:`fixedopt._driver.loop.start`, :func:`~fixedopt._driver.loop.advance`): the
 elementwise helpers are theirs, called on ``(B,)`` and ``(n, B)`` arrays; only their
 reductions over a row's entries are written here, along axis 0. Only the user's row
-function is mapped over the batch (:data:`EVALUATION`).
+function is mapped over the batch (``vmap(in_axes=-1, out_axes=-1)``), its Jacobian's
+columns the forward-mode products of that map (``jax.linearize``): on a TPU v5e 6.1M
+Gpufit fits/s, against 5.2M for ``jacfwd`` of each row batch-first and transposed once a
+step (docs/decisions.md, "Levenberg-Marquardt batch-last by construction").
 
 The whole batch is one ``while`` loop that ends when no row runs; a stopped row keeps
 its state (the step computed for it is dropped). A row's result depends on its own
 data only. Chosen by the machine profile (:meth:`~fixedopt._driver.machine.Schedule.
-steps_batch_last`), never by the user: Levenberg–Marquardt on small rows on a TPU.
+batch_last`), never by the user: Levenberg–Marquardt on small rows on a TPU.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import jax.numpy as jnp
 
 from fixedopt._contract.solver import Problem, Step
 from fixedopt._contract.status import CLAIMED, RUNNING, Status, accepted, busy, stop_status, stops
+from fixedopt._driver import batch_last_measures as measures
 from fixedopt._driver.lanes import LastState
 from fixedopt._driver.loop import (
     Resume,
@@ -38,7 +42,6 @@ from fixedopt._driver.loop import (
     objective_scale,
     to_certify,
 )
-from fixedopt._numerics import bounds, reduce
 from fixedopt._objective.losses import flat_counts, split_data
 from fixedopt._objective.problem import Objective, RowData, _cast_floating
 from fixedopt._solvers.levenberg_marquardt import (
@@ -51,11 +54,6 @@ from fixedopt._solvers.levenberg_marquardt import (
 )
 from fixedopt._solvers.normal_equations import EPS_FACTOR, residual_unit
 
-# How a row's residuals meet the batch-last loop: "last", the row function mapped over
-# the last axis of the loop's arrays (``vmap(in_axes=-1, out_axes=-1)``) and its
-# Jacobian by forward-mode products of that map; "first", mapped over the rows of
-# ``(B, n)`` (``jacfwd`` per row) and transposed to the batch last once a step.
-EVALUATION = "last"
 # The most rows one loop holds: a larger batch runs in chunks of equal size, one
 # after the other (a row's loop state, data and Jacobian: about 1 kB for the spot).
 CHUNK = 1 << 21
@@ -101,17 +99,17 @@ def iterate_batch_last(
     size = -(-total // max(chunks, 1))
     data = (rows, x, resume)
 
-    def solve(first: jax.Array, part: Any) -> LastState:
+    def part_solved(first: jax.Array, part: Any) -> LastState:
         rows, x, resume = jax.tree.map(lambda a: jnp.moveaxis(a, 0, -1), part)
         padded = first + jnp.arange(x.shape[-1]) >= solving
         final = _iterate(solver, objective, rows, x, stopping, resume, padded, claims)
         return LastState(*(jnp.moveaxis(a, -1, 0) for a in final[:7]))
 
     if chunks <= 1:
-        return solve(jnp.zeros((), jnp.int32), data)
+        return part_solved(jnp.zeros((), jnp.int32), data)
     grown = jax.tree.map(lambda a: _chunked(a, chunks, size), data)
     starts = jnp.arange(chunks, dtype=jnp.int32) * size
-    found = jax.lax.map(lambda c: solve(*c), (starts, grown))
+    found = jax.lax.map(lambda c: part_solved(*c), (starts, grown))
     every: LastState = jax.tree.map(lambda a: a.reshape(-1, *a.shape[2:])[:total], found)
     return every
 
@@ -169,16 +167,6 @@ def _evaluation(objective: Objective, rows: RowData, n: int) -> Evaluate:
         return jnp.ravel(_cast_floating(out, x.dtype)), flat_counts(counts, objective.output_shape)
 
     def jacobian(x: jax.Array) -> tuple[jax.Array, list[jax.Array], Any]:
-        if EVALUATION == "first":
-
-            def with_aux(row: RowData, x: jax.Array) -> tuple[jax.Array, Any]:
-                r, counts = residual(row, x)
-                return r, (r, counts)
-
-            first = jax.tree.map(lambda a: jnp.moveaxis(a, -1, 0), (rows, x))
-            jac, (r, counts) = jax.vmap(jax.jacfwd(with_aux, 1, has_aux=True))(*first)
-            jac, r = jnp.moveaxis(jac, 0, -1), r.T
-            return r, [jac[:, j] for j in range(n)], jax.tree.map(lambda a: a.T, counts)
         mapped = jax.vmap(residual, in_axes=-1, out_axes=-1)
         (r, counts), linear = jax.linearize(lambda x: mapped(rows, x), x)
         units = jnp.eye(n, dtype=x.dtype)[:, :, None]
@@ -200,7 +188,12 @@ def _evaluation(objective: Objective, rows: RowData, n: int) -> Evaluate:
         squared = jnp.sum(r * r, axis=0)
         if loss is None:
             value = 0.5 * squared
-        return value, _residual_norm(r, squared), grad, jnp.stack([jnp.stack(a) for a in normal])
+        return (
+            value,
+            measures.residual_norm(r, squared),
+            grad,
+            jnp.stack([jnp.stack(a) for a in normal]),
+        )
 
     return evaluate
 
@@ -213,22 +206,24 @@ def _start(solver: LevenbergMarquardt, problem: Problem, evaluate: Evaluate, giv
     dtype = x.dtype
     state = LevenbergMarquardtState(
         normal, norm, jnp.full(value.shape, solver.initial_damping, dtype),
-        jnp.full(value.shape, 2.0, dtype), problem.free_part(_diagonal(normal).astype(dtype)),
+        jnp.full(value.shape, 2.0, dtype),
+        problem.free_part(measures.diagonal(normal).astype(dtype)),
         jnp.zeros(value.shape, jnp.int32), jnp.zeros(x.shape, bool),
     )  # fmt: skip
     outside = jnp.zeros(value.shape, bool)
     if problem.lower is not None and problem.upper is not None:
         outside = jnp.any(((given < problem.lower) | (given > problem.upper)) & ~problem.fixed, 0)
-    grad_norm = _grad_norm(problem, x, grad)
+    grad_norm = measures.grad_norm(problem, x, grad)
     finite = jnp.isfinite(value) & jnp.all(jnp.isfinite(grad), axis=0)
     outcome = jnp.where(finite, RUNNING, Status.NONFINITE)
     infinite = jnp.full(value.shape, jnp.inf, dtype)
-    tests = Tests(grad_norm, _cosine(problem, x, grad, state), infinite, infinite, infinite)
+    gradient = measures.cosine(problem, x, grad, state)
+    tests = Tests(grad_norm, gradient, infinite, infinite, infinite)
     steps, doubted = resume.steps.astype(jnp.int32), resume.doubted.astype(dtype)
     initial = resume.initial_value.astype(dtype)
     initial_value = jnp.where(jnp.isnan(initial), value, initial)
     status, reason = _verdict(outcome, tests, steps, stopping)
-    infeasible = _infeasible(problem) | outside
+    infeasible = measures.infeasible(problem) | outside
     status = jnp.where(infeasible, Status.INFEASIBLE, status).astype(jnp.int32)
     reason = jnp.where(infeasible, 0, reason).astype(jnp.int32)
     x = _where(outside, given, x)
@@ -245,8 +240,8 @@ def _advance(solver: LevenbergMarquardt, problem: Problem, evaluate: Evaluate, r
     x, value, grad = (_where(moved, new, old) for new, old in pairs)
     scale = objective_scale(carry.value, carry.initial_value, stopping.precision)
     tests = Tests(
-        grad_norm=_grad_norm(problem, x, grad),
-        gradient=_cosine(problem, x, grad, step.state),
+        grad_norm=measures.grad_norm(problem, x, grad),
+        gradient=measures.cosine(problem, x, grad, step.state),
         reduction=_relative_reduction(carry.value, value, step, scale),
         relative_step=jnp.where(moved | stops(step.outcome), step.relative_step, jnp.inf),
         value_drop=jnp.abs(value) / jnp.abs(carry.initial_value),
@@ -262,27 +257,27 @@ def _step(solver: LevenbergMarquardt, problem: Problem, evaluate: Evaluate, robu
     """``LevenbergMarquardt.step`` of every row (least squares or Fisher scoring)."""
     x, value, grad, state = carry.x, carry.value, carry.grad, carry.solver
     free = ~problem.fixed & ~problem.at_bound(x, grad, 0.0)
-    step = _solve(state.normal, grad, free, state.damping, state.scale)
-    gauss_newton = _solve(state.normal, grad, free, _UNDAMPED, state.scale)
+    step = measures.solve(state.normal, grad, free, state.damping, state.scale)
+    gauss_newton = measures.solve(state.normal, grad, free, _UNDAMPED, state.scale)
     x_trial = short_of_bounds(problem, x, x + step, state.short)
     step = problem.free_part(x_trial - x)
     trial_value, trial_norm, trial_grad, normal = evaluate(x_trial)
     unit = jnp.ones_like(value) if robust else residual_unit(value, state.residual_norm)
     wide = (step / unit[None]).astype(state.normal.dtype)
-    curvature = _quadratic(state.normal, wide).astype(x.dtype)  # |J s|^2
+    curvature = measures.quadratic(state.normal, wide).astype(x.dtype)  # |J s|^2
     predicted = -(jnp.sum(grad / unit[None] * (step / unit[None]), axis=0) + 0.5 * curvature)
-    relative_step = _relative_step(problem, x, gauss_newton, state.scale)
+    relative_step = measures.relative_step(problem, x, gauss_newton, state.scale)
     old_value, new_value = value, trial_value
     if not robust:  # the costs in that unit (the same where it is 1)
         old_value = jnp.where(unit == 1, value, 0.5 * (state.residual_norm / unit) ** 2)
         new_value = jnp.where(unit == 1, trial_value, 0.5 * (trial_norm / unit) ** 2)
     gain = (old_value - new_value) / jnp.where(predicted > 0, predicted, 1.0)
     finite = jnp.isfinite(trial_value) & jnp.all(jnp.isfinite(normal), axis=(0, 1))
-    trapped = _trapped(problem, x, x_trial, state.normal, normal)
+    trapped = measures.trapped(problem, x, x_trial, state.normal, normal)
     any_trapped = jnp.any(trapped, axis=0)
     accepted_ = finite & (predicted > 0) & (gain > 1e-4) & ~any_trapped
     damping, growth = _next_damping(state, accepted_, gain, any_trapped)
-    scale = jnp.maximum(state.scale, problem.free_part(_diagonal(normal).astype(x.dtype)))
+    scale = jnp.maximum(state.scale, problem.free_part(measures.diagonal(normal).astype(x.dtype)))
 
     def keep(new: Any, old: jax.Array) -> jax.Array:
         return _where(accepted_, new, old)
@@ -296,139 +291,9 @@ def _step(solver: LevenbergMarquardt, problem: Problem, evaluate: Evaluate, robu
     no_progress = ~jnp.any(step != 0, axis=0) | ((predicted >= 0) & (predicted <= rounding))
     spent, walled = new_state.damping > solver.max_damping, new_state.walls > 0
     outcome = _outcome(accepted_, finite, no_progress, spent, walled)
-    cauchy = _cauchy(state.normal, grad, free, state.scale, solver.initial_damping)
+    cauchy = measures.cauchy(state.normal, grad, free, state.scale, solver.initial_damping)
     predicted = jnp.maximum(jnp.maximum(predicted * unit**2, cauchy), 0.0)
     return Step(x_trial, trial_value, trial_grad, new_state, outcome, predicted, relative_step)
-
-
-def _residual_norm(r: jax.Array, squared: jax.Array) -> jax.Array:
-    """``normal_equations.residual_norm`` of ``r`` (``(m, B)``), ``squared = |r|^2``."""
-    finfo = jnp.finfo(squared.dtype)
-    in_range = (squared >= finfo.tiny / finfo.eps) & (squared <= finfo.max * finfo.eps)
-    scaled = ~in_range & jnp.any(r != 0, axis=0)
-    safe = jnp.where(scaled, r, 1.0)
-    unit = reduce.power_of_two(jnp.max(jnp.abs(safe), axis=0, initial=0.0))
-    scaled_norm = unit * jnp.sqrt(jnp.sum((safe / unit[None]) ** 2, axis=0))
-    scaled_norm = scaled_norm.astype(squared.dtype)
-    positive = squared > 0
-    root = jnp.where(positive, jnp.sqrt(jnp.where(positive, squared, 1.0)), 0.0)
-    return jnp.where(scaled, scaled_norm, root)
-
-
-def _diagonal(normal: jax.Array) -> jax.Array:
-    """The diagonal ``(n, B)`` of ``J^T J`` (``(n, n, B)``)."""
-    return jnp.stack([normal[i, i] for i in range(normal.shape[0])])
-
-
-def _grad_norm(problem: Problem, x: jax.Array, grad: jax.Array) -> jax.Array:
-    """``Problem.grad_norm`` of every row."""
-    return jnp.max(jnp.abs(problem.projected_gradient(x, grad)), axis=0, initial=0.0)
-
-
-def _cosine(problem: Problem, x: jax.Array, grad: jax.Array,
-            state: LevenbergMarquardtState) -> jax.Array:  # fmt: skip
-    """``LevenbergMarquardt.gradient_measure`` (``normal_equations.cosine``) of every row."""
-    columns = problem.free_part(_diagonal(state.normal).astype(x.dtype))
-    magnitude = jnp.abs(problem.free_part(grad))
-    denominator = jnp.sqrt(columns) * state.residual_norm[None]
-    ratio = magnitude / jnp.where(magnitude == 0, 1.0, denominator)
-    measure = jnp.where(magnitude == 0, 0.0, ratio)
-    if problem.lower is not None:
-        upper = jnp.inf if problem.upper is None else problem.upper
-        step = -problem.free_part(grad) / jnp.where(columns > 0, columns, 1.0)
-        share = bounds.box_share(x, step, problem.lower, upper)
-        measure = jnp.where(share == 0, 0.0, measure * bounds.reduction_share(share))
-    return jnp.max(measure, axis=0, initial=0.0)
-
-
-def _infeasible(problem: Problem) -> jax.Array:
-    """``loop._infeasible`` of every row."""
-    if problem.lower is None or problem.upper is None:
-        return jnp.zeros(problem.fixed.shape[1:], bool)
-    empty = ~(problem.lower <= problem.upper)
-    values = problem.fixed_values
-    outside = (values < problem.lower) | (values > problem.upper)
-    return jnp.any(empty & ~problem.fixed, axis=0) | jnp.any(outside & problem.fixed, axis=0)
-
-
-def _solve(normal: jax.Array, grad: jax.Array, free: jax.Array, damping: Any,
-           scale: jax.Array) -> jax.Array:  # fmt: skip
-    """``normal_equations.normal_equations_step`` of every row: ``(J^T J + damping D^2)
-    s = -g`` on the free entries, by the unrolled Cholesky factor of
-    ``small_linalg.spd_solve`` on ``(B,)`` vectors."""
-    n = grad.shape[0]
-    damping = jnp.asarray(damping, normal.dtype)
-    damping = damping[None] if damping.ndim else damping
-    weight = jnp.maximum(damping * scale.astype(normal.dtype), jnp.finfo(normal.dtype).tiny)
-    lower: list[list[jax.Array]] = [[] for _ in range(n)]
-    for j in range(n):
-        for i in range(j, n):
-            entry = normal[i, j] + weight[j] if i == j else normal[i, j]
-            entry = jnp.where(free[i] & free[j], entry, 0.0)
-            if i == j:
-                entry = entry + jnp.where(free[j], 0.0, 1.0)
-            for k in range(j):
-                entry = entry - lower[i][k] * lower[j][k]
-            if i == j:
-                lower[j].append(jnp.sqrt(entry))
-                inverse = 1.0 / lower[j][j]
-            else:
-                lower[i].append(entry * inverse)
-    rhs = jnp.where(free, -grad, 0.0).astype(normal.dtype)
-    forward: list[jax.Array] = []
-    for i in range(n):
-        entry = rhs[i]
-        for k in range(i):
-            entry = entry - lower[i][k] * forward[k]
-        forward.append(entry / lower[i][i])
-    solution: list[Any] = [None] * n
-    for i in reversed(range(n)):
-        entry = forward[i]
-        for k in reversed(range(i + 1, n)):
-            entry = entry - lower[k][i] * solution[k]
-        solution[i] = entry / lower[i][i]
-    return jnp.where(free, jnp.stack(solution), 0.0).astype(grad.dtype)
-
-
-def _quadratic(normal: jax.Array, v: jax.Array) -> jax.Array:
-    """``v . (J^T J) v`` of every row (``(B,)``)."""
-    n = v.shape[0]
-    return sum((v[i] * sum((normal[i, j] * v[j] for j in range(n)), jnp.zeros_like(v[0]))
-                for i in range(n)), jnp.zeros_like(v[0]))  # fmt: skip
-
-
-def _relative_step(problem: Problem, x: jax.Array, step: jax.Array, scale: jax.Array) -> jax.Array:
-    """``normal_equations.relative_step_size`` of every row."""
-    d = jnp.sqrt(scale)
-    ds, dx = d * step, problem.free_part(d * x)
-    size = jnp.maximum(jnp.max(jnp.abs(ds), axis=0, initial=0.0),
-                       jnp.max(jnp.abs(dx), axis=0, initial=0.0))  # fmt: skip
-    unit = reduce.power_of_two(size)
-    step_norm = jnp.sqrt(jnp.sum((ds / unit[None]) ** 2, axis=0))
-    x_norm = jnp.sqrt(jnp.sum((dx / unit[None]) ** 2, axis=0))
-    return jnp.where(step_norm == 0, 0.0, step_norm / x_norm)
-
-
-def _trapped(problem: Problem, x: jax.Array, trial: jax.Array, normal: jax.Array,
-             trial_normal: jax.Array) -> jax.Array:  # fmt: skip
-    """``levenberg_marquardt._trapped`` of every row (``(n, B)``)."""
-    if problem.lower is None or problem.upper is None:
-        return jnp.zeros(x.shape, bool)
-    on_bound = (trial == problem.lower) | (trial == problem.upper)
-    landed = on_bound & (trial != x) & ~problem.fixed
-    column, trial_column = _diagonal(normal), _diagonal(trial_normal)
-    vanished = (column != 0) & (trial_column == 0) & ~problem.fixed
-    return landed & jnp.any(vanished, axis=0)[None]
-
-
-def _cauchy(normal: jax.Array, grad: jax.Array, free: jax.Array, scale: jax.Array,
-            damping: float) -> jax.Array:  # fmt: skip
-    """``normal_equations.cauchy_reduction`` of every row."""
-    v = jnp.where(free & (scale > 0), grad / jnp.where(scale > 0, scale, 1.0), 0.0)
-    gv = jnp.sum(grad * v, axis=0)
-    curvature = _quadratic(normal, v.astype(normal.dtype)).astype(gv.dtype) + damping * gv
-    ratio = gv / jnp.where(curvature > 0, curvature, 1.0)
-    return jnp.where(curvature > 0, 0.5 * gv * ratio, 0.0)
 
 
 def _where(rows: jax.Array, new: Any, old: jax.Array) -> jax.Array:
