@@ -1,8 +1,11 @@
 """Strict settings for the whole suite (tests and doctests): float64 available, no
 implicit rank promotion."""
 
+import json
 import os
 import pathlib
+import resource
+import time
 
 import jax
 import pytest
@@ -83,3 +86,55 @@ def pytest_collection_modifyitems(items):
         return rank.get(path, len(rank) + path.startswith("fixedopt/"))
 
     items.sort(key=place)  # stable: a module's tests keep their order
+
+
+# `--cost-report PATH`: where the suite's time goes, measured in each test process. A
+# line a test module, appended to PATH: the process's CPU seconds in its tests (those of
+# its subprocesses included: notebooks, benchmarks) and the XLA programs it compiled
+# (JAX's compile events; a persistent-cache hit compiles nothing). CPU seconds, not
+# wall: on a shared machine they still add up; summed over the modules and halved they
+# estimate `make test`'s two workers on an idle 2-core machine.
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+_costs: dict[str, dict[str, float]] = {}
+_compiles = [0]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--cost-report", metavar="PATH", default=None,
+                     help="append each test module's CPU seconds and compiled XLA "
+                          "programs to PATH, a JSON line a module")  # fmt: skip
+
+
+def pytest_configure(config):
+    if config.getoption("--cost-report"):
+        count = lambda event, _seconds, **_: _compiles.__setitem__(
+            0, _compiles[0] + (event == COMPILE_EVENT)
+        )
+        jax.monitoring.register_event_duration_secs_listener(count)
+
+
+def _cpu_seconds() -> float:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if not item.config.getoption("--cost-report"):
+        yield
+        return
+    cpu, programs = _cpu_seconds(), _compiles[0]
+    yield
+    cost = _costs.setdefault(item.nodeid.split("::")[0], {"cpu_s": 0.0, "programs": 0})
+    cost["cpu_s"] += _cpu_seconds() - cpu
+    cost["programs"] += _compiles[0] - programs
+
+
+def pytest_sessionfinish(session):
+    path = session.config.getoption("--cost-report")
+    if path and _costs:
+        with open(path, "a") as report:
+            for module, cost in _costs.items():
+                line = {"module": module, "cpu_s": round(cost["cpu_s"], 2),
+                        "programs": int(cost["programs"])}  # fmt: skip
+                report.write(json.dumps(line) + "\n")
