@@ -95,6 +95,7 @@ def pytest_collection_modifyitems(items):
 # wall: on a shared machine they still add up; summed over the modules and halved they
 # estimate `make test`'s two workers on an idle 2-core machine.
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
 _costs: dict[str, dict[str, float]] = {}
 _compiles = [0]
 
@@ -105,12 +106,18 @@ def pytest_addoption(parser):
                           "programs to PATH, a JSON line a module")  # fmt: skip
 
 
+def _compiled(event, *_, **__):
+    _compiles[0] += event == COMPILE_EVENT
+
+
+def _loaded(event, *_, **__):  # a persistent-cache hit fires the compile event too
+    _compiles[0] -= event == CACHE_HIT_EVENT
+
+
 def pytest_configure(config):
     if config.getoption("--cost-report"):
-        count = lambda event, _seconds, **_: _compiles.__setitem__(
-            0, _compiles[0] + (event == COMPILE_EVENT)
-        )
-        jax.monitoring.register_event_duration_secs_listener(count)
+        jax.monitoring.register_event_duration_secs_listener(_compiled)
+        jax.monitoring.register_event_listener(_loaded)
 
 
 def _cpu_seconds() -> float:
