@@ -57,6 +57,27 @@ def _no_compiles_ahead(request):
         yield
 
 
+@pytest.fixture(autouse=True)
+def _fewer_optimizations(request):
+    """A test marked ``fewer_optimizations`` compiles its programs without XLA's
+    expensive backend (LLVM) optimizations (``jax_disable_most_optimizations``): its
+    modules' programs run for milliseconds and compile for seconds, and the module takes
+    about half the CPU time (tests/objective/test_losses.py: 29.9 s against 14.7 s,
+    measured). Only for guarantees that no backend optimization changes: fixed entries'
+    bits (a select), and references (scipy's, closed forms) within tolerances far above
+    rounding. Not for rows that must round alike in different programs, statuses at
+    rounding's edge, or the compiled code itself (lanes, buckets, tails, HLO)."""
+    if not request.node.get_closest_marker("fewer_optimizations"):
+        yield
+        return
+    before = jax.config.read("jax_disable_most_optimizations")
+    jax.config.update("jax_disable_most_optimizations", True)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_disable_most_optimizations", before)
+
+
 # `make test` runs the modules on two processes, a module at a time to whichever is free
 # (pytest-xdist's --dist loadfile, in the order collected: --no-loadscope-reorder). The
 # longest modules go first and the doctests, ~30 short modules, last, so that neither
