@@ -12,12 +12,15 @@ demo: $(VENV)/.installed-core
 
 # mypy reads its settings from pyproject.toml ([tool.mypy]: strict, on fixedopt/).
 # The tests run in one process per core (pytest-xdist), a module to a process: most of
-# their time is XLA compiling, one core each.
+# their time is XLA compiling, one core each. Where it goes: make test
+# TEST_ARGS=--cost-report=cost.jsonl (conftest.py: CPU seconds and compiled programs of
+# each module, a JSON line each).
 TEST_WORKERS ?= auto
+TEST_ARGS ?=
 test: $(VENV)/.installed-test
 	$(PY) -m ruff check fixedopt tests benchmarks docs
 	$(PY) -m mypy
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(TEST_ARGS)
 
 # On a TPU or GPU machine (JAX, pytest and hypothesis installed there; fixedopt from this
 # checkout): the float32 slice of tests/test_device.py, in one process (a chip admits one

@@ -1,8 +1,11 @@
 """Strict settings for the whole suite (tests and doctests): float64 available, no
 implicit rank promotion."""
 
+import json
 import os
 import pathlib
+import resource
+import time
 
 import jax
 import pytest
@@ -54,6 +57,27 @@ def _no_compiles_ahead(request):
         yield
 
 
+@pytest.fixture(autouse=True)
+def _fewer_optimizations(request):
+    """A test marked ``fewer_optimizations`` compiles its programs without XLA's
+    expensive backend (LLVM) optimizations (``jax_disable_most_optimizations``): its
+    modules' programs run for milliseconds and compile for seconds, and the module takes
+    about half the CPU time (tests/objective/test_losses.py: 29.9 s against 14.7 s,
+    measured). Only for guarantees that no backend optimization changes: fixed entries'
+    bits (a select), and references (scipy's, closed forms) within tolerances far above
+    rounding. Not for rows that must round alike in different programs, statuses at
+    rounding's edge, or the compiled code itself (lanes, buckets, tails, HLO)."""
+    if not request.node.get_closest_marker("fewer_optimizations"):
+        yield
+        return
+    before = jax.config.read("jax_disable_most_optimizations")
+    jax.config.update("jax_disable_most_optimizations", True)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_disable_most_optimizations", before)
+
+
 # `make test` runs the modules on two processes, a module at a time to whichever is free
 # (pytest-xdist's --dist loadfile, in the order collected: --no-loadscope-reorder). The
 # longest modules go first and the doctests, ~30 short modules, last, so that neither
@@ -83,3 +107,62 @@ def pytest_collection_modifyitems(items):
         return rank.get(path, len(rank) + path.startswith("fixedopt/"))
 
     items.sort(key=place)  # stable: a module's tests keep their order
+
+
+# `--cost-report PATH`: where the suite's time goes, measured in each test process. A
+# line a test module, appended to PATH: the process's CPU seconds in its tests (those of
+# its subprocesses included: notebooks, benchmarks) and the XLA programs it compiled
+# (JAX's compile events; a persistent-cache hit compiles nothing). CPU seconds, not
+# wall: on a shared machine they still add up; summed over the modules and halved they
+# estimate `make test`'s two workers on an idle 2-core machine.
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
+_costs: dict[str, dict[str, float]] = {}
+_compiles = [0]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--cost-report", metavar="PATH", default=None,
+                     help="append each test module's CPU seconds and compiled XLA "
+                          "programs to PATH, a JSON line a module")  # fmt: skip
+
+
+def _compiled(event, *_, **__):
+    _compiles[0] += event == COMPILE_EVENT
+
+
+def _loaded(event, *_, **__):  # a persistent-cache hit fires the compile event too
+    _compiles[0] -= event == CACHE_HIT_EVENT
+
+
+def pytest_configure(config):
+    if config.getoption("--cost-report"):
+        jax.monitoring.register_event_duration_secs_listener(_compiled)
+        jax.monitoring.register_event_listener(_loaded)
+
+
+def _cpu_seconds() -> float:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if not item.config.getoption("--cost-report"):
+        yield
+        return
+    cpu, programs = _cpu_seconds(), _compiles[0]
+    yield
+    cost = _costs.setdefault(item.nodeid.split("::")[0], {"cpu_s": 0.0, "programs": 0})
+    cost["cpu_s"] += _cpu_seconds() - cpu
+    cost["programs"] += _compiles[0] - programs
+
+
+def pytest_sessionfinish(session):
+    path = session.config.getoption("--cost-report")
+    if path and _costs:
+        with open(path, "a") as report:
+            for module, cost in _costs.items():
+                line = {"module": module, "cpu_s": round(cost["cpu_s"], 2),
+                        "programs": int(cost["programs"])}  # fmt: skip
+                report.write(json.dumps(line) + "\n")

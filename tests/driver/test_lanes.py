@@ -15,6 +15,7 @@ from fixedopt import Status
 from fixedopt._contract.status import PENDING, RUNNING
 from fixedopt._driver.lane_checks import certify_due
 from fixedopt._driver.machine import CPU, default_width
+from fixedopt.testing import compiled_solves
 from tests.helpers import assert_rows_identical, bits, quadratic, quadratic_rows
 
 
@@ -124,7 +125,10 @@ def test_lanes_agree_with_the_whole_batch_at_once(solver, lanes):
 )
 def test_a_row_gets_the_same_bits_whoever_its_neighbours_are(solver):
     """Permute the batch, or solve a subset: with the same number of lanes each row
-    gets bit-identical results (the lane it runs in and when it starts differ)."""
+    gets bit-identical results (the lane it runs in and when it starts differ). The
+    subset, 76 of the 96 rows, runs in the whole batch's bucket of 128 rows (its
+    program); the next test's subset and ``tests/solvers/test_start.py``'s first rows
+    run in a smaller bucket, another program."""
     x0, fixed, args = batch_with_stragglers(batch=96)
     call = fixedopt.least_squares if solver.needs_residuals else fixedopt.minimize
     fun = (lambda x, c, t: jnp.sqrt(c) * (x - t)) if solver.needs_residuals else quadratic
@@ -134,11 +138,13 @@ def test_a_row_gets_the_same_bits_whoever_its_neighbours_are(solver):
         return call(fun, *picked[:2], args=picked[2], batched=True, solver=solver, lanes=8)
 
     everything = run(np.arange(96))
+    before = compiled_solves()
     permutation = np.random.default_rng(0).permutation(96)
     permuted = run(permutation)
     assert_rows_identical(everything, permuted, permutation, err_msg="permuted")
-    subset = np.arange(0, 96, 5)
+    subset = np.delete(np.arange(96), np.arange(0, 96, 5))
     assert_rows_identical(everything, run(subset), subset, err_msg="subset")
+    assert compiled_solves() == before  # the subset's bucket is the batch's
 
 
 @pytest.mark.parametrize("lanes", [64, 16])

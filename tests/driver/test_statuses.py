@@ -319,9 +319,10 @@ def test_a_fit_stopped_by_a_nan_wall_is_nonfinite_and_a_minimum_beside_one_conve
         sol = fixedopt.least_squares(walled, x0, False, args=(1.5,), solver=solver)
         assert bool(sol.converged)
         np.testing.assert_allclose(np.asarray(sol.x), [1.5, 1.0], rtol=1e-3)
+    root = lambda p, target: (jnp.sqrt(p[0]) - target) * (1.0 + t)  # one program
     for target, tolerance in ((0.1, 1e-3), (0.0, 1e-6)):
-        root = lambda p, target=target: (jnp.sqrt(p[0]) - target) * (1.0 + t)
-        sol = fixedopt.least_squares(root, jnp.ones(1, dtype), False, solver=solver)
+        sol = fixedopt.least_squares(root, jnp.ones(1, dtype), False, args=(target,),
+                                     solver=solver)  # fmt: skip
         assert bool(sol.converged), (target, Status(int(sol.status)).name)
         np.testing.assert_allclose(float(sol.x[0]), target**2, rtol=tolerance, atol=tolerance)
 

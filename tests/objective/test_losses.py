@@ -16,6 +16,9 @@ import scipy.optimize
 
 import fixedopt
 
+# XLA's expensive backend optimizations off: tolerances far above rounding (conftest.py)
+pytestmark = pytest.mark.fewer_optimizations
+
 T = np.linspace(0.0, 3.0, 40)
 LOSSES = ["linear", "soft_l1", "huber", "cauchy", "arctan"]
 F_SCALE = 0.1

@@ -11,6 +11,9 @@ import scipy.special
 
 import fixedopt
 
+# XLA's expensive backend optimizations off: tolerances far above rounding (conftest.py)
+pytestmark = pytest.mark.fewer_optimizations
+
 SIZE = 7
 ROWS, COLUMNS = np.mgrid[0:SIZE, 0:SIZE].astype(float)
 PIXELS = np.stack([COLUMNS.ravel(), ROWS.ravel()])  # (2, 49): x and y of each pixel

@@ -10,6 +10,9 @@ import fixedopt
 from fixedopt._objective.reparam import free_indices, packed_width
 from fixedopt.testing import compiled_solves
 
+# XLA's expensive backend optimizations off: tolerances far above rounding (conftest.py)
+pytestmark = pytest.mark.fewer_optimizations
+
 
 def coupled_quadratic(x, curvature, center):
     return 0.5 * jnp.sum(curvature * (x - center) ** 2) + 0.5 * jnp.sum(jnp.diff(x) ** 2)

@@ -14,6 +14,9 @@ from hypothesis import strategies as st
 import fixedopt
 from tests.helpers import SOLVERS, bits
 
+# XLA's expensive backend optimizations off: tolerances far above rounding (conftest.py)
+pytestmark = pytest.mark.fewer_optimizations
+
 BATCH, N = 4, 5
 
 

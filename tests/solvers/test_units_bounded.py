@@ -32,11 +32,16 @@ def test_a_bounded_unmixing_of_counts_leaves_its_start(dtype, counts):
     stopped CONVERGED after 0 steps at 100 counts in float32 (1e4 in float64)."""
     spectra = jnp.asarray(SPECTRA * counts, dtype)
     data = spectra @ jnp.asarray([0.3, 0.6], dtype)
-    model = lambda w, f1, f2: spectra @ jnp.stack([f1, f2])
+    # The spectra are the model's xdata, not constants of its program: one program
+    # for each dtype, whatever the counts.
+    model = lambda spectra, f1, f2: spectra @ jnp.stack([f1, f2])
     start = jnp.asarray([0.5, 0.5], dtype)
-    popt, _ = fixedopt.curve_fit(model, jnp.asarray(W, dtype), data, p0=start,
-                                 bounds=([0, 0], [1, 1]))  # fmt: skip
+    popt, _ = fixedopt.curve_fit(model, spectra, data, p0=start, bounds=([0, 0], [1, 1]))
     np.testing.assert_allclose(popt, [0.3, 0.6], rtol=100 * np.sqrt(np.finfo(dtype).eps))
+
+
+def _linear(x, matrix, data):
+    return matrix @ x - data
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -46,7 +51,8 @@ def test_a_linear_fit_in_a_box_reaches_scipys_solution_in_any_units(dtype, power
     the same point as scipy's ``lsq_linear`` (was CONVERGED at 0 from 30x, float32)."""
     scale = 10.0**power
     matrix, data = jnp.asarray(A * scale, dtype), jnp.asarray(B * scale, dtype)
-    solution = fixedopt.least_squares(lambda x: matrix @ x - data, jnp.zeros(3, dtype), False,
+    # The units travel as data (args): one program for each dtype, whatever the power.
+    solution = fixedopt.least_squares(_linear, jnp.zeros(3, dtype), False, args=(matrix, data),
                                       bounds=(-0.3, 0.3))  # fmt: skip
     assert solution.status == Status.CONVERGED and solution.steps > 0
     np.testing.assert_allclose(solution.x, BOX_SOLUTION, atol=1e-5)
