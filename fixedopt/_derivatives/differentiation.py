@@ -108,8 +108,9 @@ class Differentiation(abc.ABC):
         return FORWARD_GRADIENT_UP_TO
 
     @abc.abstractmethod
-    def check_captures(self, fun: Callable[..., Any], name: str) -> None:
-        """Raise a ``ValueError`` naming ``args`` if ``fun`` closes over a value being
+    def check_captures(self, fun: Callable[..., Any], name: str, inputs: str) -> None:
+        """Raise a ``ValueError`` naming ``name`` (the argument the user passed) and
+        ``inputs`` (where the value goes instead) if ``fun`` closes over a value being
         differentiated that this mode cannot differentiate with respect to."""
 
     @abc.abstractmethod
@@ -211,16 +212,17 @@ class Implicit(Differentiation):
         """The implicit derivatives (``fixedopt._derivatives.implicit.implicit_result``)."""
         return implicit_result(problem, *found)
 
-    def check_captures(self, fun: Callable[..., Any], name: str) -> None:
+    def check_captures(self, fun: Callable[..., Any], name: str, inputs: str) -> None:
         """ValueError if ``fun`` closes over a value being differentiated (a JAX tracer
         of ``jax.grad``, ``jax.jvp``...): the solve runs on its inputs stopped and the
-        rule differentiates with respect to ``args``, which it cannot see in a closure."""
+        rule differentiates with respect to ``args``, which it cannot see in a closure;
+        it names the argument the user passed and its inputs."""
         captured = [where for where, value in captured_values(fun) if _differentiated(value)]
         if captured:
             raise ValueError(
-                f"`{name}` closes over a value that is being differentiated ({captured[0]}); "
-                "the implicit derivative of a solve reaches only its inputs: pass the value "
-                f'through `args` (`{name}(x, *args)`), or use differentiate="unroll"'
+                f"`{name}` closes over a value that is being differentiated "
+                f"({captured[0]}); the implicit derivative of a solve reaches only its "
+                f'inputs: pass the value through {inputs}, or use differentiate="unroll"'
             )
 
     def check_differentiable(
@@ -301,7 +303,7 @@ class Unroll(Differentiation):
         """``max_steps``: the driver loop is a scan of that length."""
         return max_steps
 
-    def check_captures(self, fun: Callable[..., Any], name: str) -> None:
+    def check_captures(self, fun: Callable[..., Any], name: str, inputs: str) -> None:
         """Nothing to check: the iterations carry the derivatives of what ``fun``
         closes over."""
 

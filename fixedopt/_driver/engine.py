@@ -25,7 +25,7 @@ from fixedopt._fixing.mask import active_set, unravel_mask
 from fixedopt._inputs.validate import PyTree
 from fixedopt._numerics import cpu_compiler, kernels
 from fixedopt._numerics.trace_state import at_top_level
-from fixedopt._objective.call_note import name_of
+from fixedopt._objective.call_note import passed_as
 from fixedopt._objective.fit_data import Weighted
 from fixedopt._objective.problem import (
     Objective,
@@ -69,7 +69,8 @@ def _solve_then_differentiate(plan: Plan, schedule: Schedule, inputs: Inputs) ->
     (:func:`_with_derivatives`, a program of its own). Under ``jax.grad`` or
     ``jax.jvp`` alone the stopped inputs are concrete: the solve is then the plain
     call's own program (options, padded rows, caches), run at the top level."""
-    plan.differentiate.check_captures(plan.fun, name_of(plan.fun))
+    passed = passed_as(plan.fun)  # the argument the user passed, in their call's words
+    plan.differentiate.check_captures(plan.fun, passed.name, passed.inputs)
     stopped = plan.differentiate.stop(inputs)
     leaves = jax.tree.leaves(stopped) + [v for _, v in captured_values(plan.fun)]
     if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):

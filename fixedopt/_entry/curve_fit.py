@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -35,9 +35,14 @@ from fixedopt._inputs.checks import boolean, one_of
 from fixedopt._inputs.notices import warn_if_float64_dropped
 from fixedopt._inputs.validate import PyTree
 from fixedopt._objective.arguments import hashable_function
+from fixedopt._objective.call_note import Passed
 from fixedopt._objective.fit_data import ESTIMATORS
 from fixedopt._results.covariance import AT_BOUND, AT_BOUND_DEFAULT, Covariance, covariance
 from fixedopt._results.solution import Solution
+
+# what a message about the solve's function names: the user passed `f`, and a value
+# to differentiate reaches it through `xdata` (curve_fit has no `args`)
+_F = Passed("f", "`xdata` (a tuple such as `(x, c)` that `f` unpacks: `f(xdata, *params)`)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +50,7 @@ class _CurveResidual:
     """``f(x, *p) - y``: the residuals of one fit (hashed by the model)."""
 
     model: CurveFunction
+    passed: ClassVar[Passed] = _F
 
     def __call__(self, p: jax.Array, x: PyTree, y: jax.Array) -> jax.Array:
         return self.model(x, p) - y
@@ -56,6 +62,7 @@ class _Whitened:
     covariance (scipy's 2-D ``sigma``): the residuals of a generalized least squares."""
 
     model: CurveFunction
+    passed: ClassVar[Passed] = _F
 
     def __call__(self, p: jax.Array, x: PyTree, y: jax.Array, factor: jax.Array) -> jax.Array:
         residual = self.model(x, p) - y
@@ -67,6 +74,7 @@ class _Curve:
     """``f(x, *p)``: the model's expected counts (Poisson)."""
 
     model: CurveFunction
+    passed: ClassVar[Passed] = _F
 
     def __call__(self, p: jax.Array, x: PyTree) -> jax.Array:
         return self.model(x, p)

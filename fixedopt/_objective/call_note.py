@@ -40,6 +40,28 @@ def name_of(fun: Callable[..., Any]) -> str:
     return fun.name if isinstance(fun, UserFunction) else "fun"
 
 
+@dataclasses.dataclass(frozen=True)
+class Passed:
+    """How the user passed the function a solve calls, for a message that must name
+    what they wrote: ``name`` the argument of the call they made (``"fun"``,
+    ``"residual_fun"``, ``curve_fit``'s ``"f"``), ``inputs`` where a value to
+    differentiate goes instead of a closure, in that call's words. An entry point
+    that wraps the user's function declares it as the wrapper's ``passed``."""
+
+    name: str
+    inputs: str
+
+
+def passed_as(fun: Callable[..., Any]) -> Passed:
+    """The :class:`Passed` of ``fun`` (a :class:`UserFunction`): its wrapper's own,
+    else its ``name`` with ``args``."""
+    declared = getattr(fun.fun if isinstance(fun, UserFunction) else fun, "passed", None)
+    if isinstance(declared, Passed):
+        return declared
+    name = name_of(fun)
+    return Passed(name, f"`args` (`{name}(x, *args)`)")
+
+
 def count(number: int, noun: str) -> str:
     """``"1 row"``, ``"3 rows"``."""
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"

@@ -13,6 +13,8 @@ direction, so the point it reaches from a given start moves with the data exactl
 as the rule says.
 """
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -232,3 +234,32 @@ def test_a_callable_object_or_a_curve_fit_model_over_a_differentiated_value_name
 
     with pytest.raises(ValueError, match=r"differentiated \(`c`\)"):
         jax.grad(fitted)(1.0)
+
+
+def test_a_closure_message_names_the_argument_of_the_call_made():
+    """Issue 63/64: each entry point names the argument its user passed (curve_fit's
+    ``f``, least_squares' ``residual_fun``), with where the value goes instead (raised
+    before anything compiles)."""
+    t = jnp.linspace(0.0, 1.0, 5)
+
+    def fitted(c, **options):
+        model = lambda t, a: a * t + c
+        return fixedopt.curve_fit(model, t, 2.0 * t, p0=[1.0], **options)[0].sum()
+
+    curve_fit = r"^`f` closes over a value .*\(`c`\).* through `xdata` .*`f\(xdata, \*params\)`"
+    for options in ({}, {"sigma": jnp.full(5, 0.5)}, {"estimator": "poisson"}):
+        with pytest.raises(ValueError, match=curve_fit):
+            jax.grad(functools.partial(fitted, **options))(1.0)
+    residuals = lambda c: fixedopt.least_squares(lambda x: x - c, jnp.zeros(2), False).x.sum()
+    least_squares = r"^`residual_fun` closes over .*\(`c`\).* through `args` \(`residual_fun\(x"
+    with pytest.raises(ValueError, match=least_squares):
+        jax.grad(residuals)(jnp.ones(2))
+
+
+def test_curve_fit_differentiates_a_value_passed_in_xdata_as_its_message_advises():
+    """The advice of the message above holds: ``c`` in ``xdata`` is differentiated;
+    the closed form of ``y = a t + c`` fitted for ``a`` is ``da/dc = -sum t / sum t^2``."""
+    t = jnp.linspace(0.0, 1.0, 5)
+    model = lambda xdata, a: a * xdata[0] + xdata[1]
+    fitted = lambda c: fixedopt.curve_fit(model, (t, c), 2.0 * t + 1.0, p0=[1.0])[0][0]
+    np.testing.assert_allclose(jax.grad(fitted)(1.0), -jnp.sum(t) / jnp.sum(t**2), rtol=1e-5)
