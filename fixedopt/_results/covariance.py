@@ -11,11 +11,13 @@ they do not vary within the model. A bound-active parameter (on a bound that the
 gradient pushes against: :func:`fixedopt._fixing.mask.active_set`, the solve's
 ``Solution.at_bound``) is flagged; with ``at_bound="free"`` (the default,
 ``curve_fit``'s and lmfit's convention) it stays in ``F``, with ``at_bound="fixed"`` it
-is held like a fixed one (the covariance conditional on the bound). The inverse comes
-from a QR factorization of ``J`` (differentiable): for a small block, a Householder QR
-written elementwise, taken for each row whose full rank it certifies; else, and for the
-rows it does not certify, LAPACK's (:mod:`fixedopt._results.row_covariance`). Each
-row's choice and its sums are its own: a row's covariance has the same bits alone, in
+is held like a fixed one (the covariance conditional on the bound). For a small block
+the inverse comes from the normal equations ``J_F^T J_F`` (summed in float64 for float32
+under x64; :mod:`fixedopt._results.normal_inverse`) where its row is certified full rank
+and accurate, else from a Householder QR written elementwise where that certifies the
+rank, else (and for a large block) from LAPACK's QR and SVD
+(:mod:`fixedopt._results.row_covariance`); all differentiable. Each row's choice and
+its sums are its own: a row's covariance has the same bits alone, in
 any batch and in any order (on the CPU at the top level; its programs' reductions do not
 depend on the batch's size, ``cpu_compiler.ROW_WISE_OPTIONS``).
 The rank is counted as ``curve_fit`` does, singular values above
