@@ -24,6 +24,9 @@ def _conditioned(m, n, condition):
     return _unit_columns(left @ np.diag(np.geomspace(1.0, 1.0 / condition, n)) @ right)
 
 
+_quick = jax.jit(small_inverse.certified_inverse)
+
+
 def _inverse(dtype, jacobian, held):
     found, certified = jax.jit(normal_inverse.certified_inverse)(
         jnp.asarray(jacobian, dtype), jnp.asarray(held)
@@ -32,7 +35,7 @@ def _inverse(dtype, jacobian, held):
 
 
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
-@pytest.mark.parametrize("n", [1, 3, 5, 8])
+@pytest.mark.parametrize("n", [1, 5, 8])
 def test_the_inverse_of_a_full_rank_block_is_numpys(dtype, n):
     jacobian = _unit_columns(_rng.normal(size=(4 * n, n)))
     held = _rng.random(n) < 0.3
@@ -65,10 +68,10 @@ def test_an_ill_conditioned_float64_block_goes_on_to_the_qr():
     jacobian = _conditioned(25, 5, 1e5)
     held = np.zeros(5, bool)
     assert not _inverse(jnp.float64, jacobian, held)[1]
-    assert bool(small_inverse.certified_inverse(jnp.asarray(jacobian), jnp.asarray(held))[1])
+    assert bool(_quick(jnp.asarray(jacobian), jnp.asarray(held))[1])
     jacobian = _conditioned(25, 5, 30.0)
     found, certified = _inverse(jnp.float64, jacobian, held)
-    quick, _ = small_inverse.certified_inverse(jnp.asarray(jacobian), jnp.asarray(held))
+    quick, _ = _quick(jnp.asarray(jacobian), jnp.asarray(held))
     assert certified
     np.testing.assert_allclose(found, np.asarray(quick), rtol=1e-11, atol=1e-11 * found.max())
 
@@ -82,9 +85,7 @@ def test_float32_sums_in_float64_keep_the_qrs_accuracy():
     exact = np.linalg.inv(rounded.T @ rounded)
     found, certified = _inverse(jnp.float32, jacobian, np.zeros(5, bool))
     assert certified
-    quick, _ = small_inverse.certified_inverse(
-        jnp.asarray(rounded, jnp.float32), jnp.zeros(5, bool)
-    )
+    quick, _ = _quick(jnp.asarray(rounded, jnp.float32), jnp.zeros(5, bool))
     ours = np.abs(found - exact).max()
     assert ours <= max(
         2 * np.abs(np.asarray(quick, float) - exact).max(),
