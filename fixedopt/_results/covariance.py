@@ -11,11 +11,13 @@ they do not vary within the model. A bound-active parameter (on a bound that the
 gradient pushes against: :func:`fixedopt._fixing.mask.active_set`, the solve's
 ``Solution.at_bound``) is flagged; with ``at_bound="free"`` (the default,
 ``curve_fit``'s and lmfit's convention) it stays in ``F``, with ``at_bound="fixed"`` it
-is held like a fixed one (the covariance conditional on the bound). The inverse comes
-from a QR factorization of ``J`` (differentiable): for a small block, a Householder QR
-written elementwise, taken for each row whose full rank it certifies; else, and for the
-rows it does not certify, LAPACK's (:mod:`fixedopt._results.row_covariance`). Each
-row's choice and its sums are its own: a row's covariance has the same bits alone, in
+is held like a fixed one (the covariance conditional on the bound). For a small block
+the inverse comes from the normal equations ``J_F^T J_F`` (summed in float64 for float32
+under x64; :mod:`fixedopt._results.normal_inverse`) where its row is certified full rank
+and accurate, else from a Householder QR written elementwise where that certifies the
+rank, else (and for a large block) from LAPACK's QR and SVD
+(:mod:`fixedopt._results.row_covariance`); all differentiable. Each row's choice and
+its sums are its own: a row's covariance has the same bits alone, in
 any batch and in any order (on the CPU at the top level; its programs' reductions do not
 depend on the batch's size, ``cpu_compiler.ROW_WISE_OPTIONS``).
 The rank is counted as ``curve_fit`` does, singular values above
@@ -47,7 +49,7 @@ from fixedopt._inputs.checks import boolean, one_of
 from fixedopt._inputs.validate import Bounds, Mask, PyTree, batch_size
 from fixedopt._numerics import buckets, cpu_compiler
 from fixedopt._objective.arguments import args_tuple
-from fixedopt._results import small_inverse
+from fixedopt._results import normal_inverse, small_inverse
 from fixedopt._results.covariance_fields import Covariance as Covariance
 from fixedopt._results.free_block import (
     Constraints,
@@ -225,13 +227,13 @@ def _computed(
     """:func:`_compiled` of ``data`` (``x, constraints, sigma, args``). A batch called
     at the top level on the CPU is computed in chunks of a fixed number of rows
     (:func:`fixedopt._numerics.buckets.in_chunks`), so that a new batch size compiles
-    nothing new: a small free block's rows by the quick inverse, and those it does not
-    certify again by the exact one (:func:`_on_host`); elsewhere in one call, each row
-    by the quick inverse where it is certified (:data:`EITHER`)."""
+    nothing new: a small free block's rows by the first of its :func:`_paths`, and those
+    it does not certify again by the next (:func:`_on_host`); elsewhere in one call,
+    each row by the first path that certifies it (:data:`EITHER`)."""
     compute = functools.partial(_compiled, residual_fun, batched, rule, axes, derived)
-    small = small_inverse.is_small(_row_size(data[0], batched))
+    paths = _paths(data[0], batched)
     if not batched:
-        found, _, extra = compute(EITHER if small else EXACT, *data)
+        found, _, extra = compute(EITHER if len(paths) > 1 else EXACT, *data)
         return found, extra
     # Every leaf has the batch axis but the shared leaves of args (axis None).
     shared = jax.tree.leaves(axes, is_leaf=lambda axis: axis is None)
@@ -239,16 +241,14 @@ def _computed(
     batch = batch_size(data[0], "sol.x")
     leaves, treedef = jax.tree.flatten(data)
     if not buckets.chunks_here(leaves):
-        found, _, extra = compute(EITHER if small else EXACT, *data)
+        found, _, extra = compute(EITHER if len(paths) > 1 else EXACT, *data)
         return found, extra
 
     def run(path: str) -> Callable[[tuple[Any, ...], int], Any]:
         return lambda chunk, _: compute(path, *jax.tree.unflatten(treedef, chunk))
 
-    if not small:
-        found, _, extra = buckets.in_chunks(run(EXACT), tuple(leaves), flags, batch)
-        return found, extra
-    return _on_host(run, tuple(leaves), flags, batch)
+    size = _chunk_rows(tuple(leaves), flags, batch)
+    return _on_host(run, tuple(leaves), flags, batch, paths, size)
 
 
 def _on_host(
@@ -256,19 +256,20 @@ def _on_host(
     leaves: tuple[Any, ...],
     flags: tuple[bool, ...],
     batch: int,
+    paths: tuple[str, ...],
+    size: int | None,
 ) -> tuple[Covariance, PyTree]:
-    """Every row by the quick inverse, and the rows it did not certify again by the
-    exact one, gathered on the host: each row's covariance is its own, whatever the
+    """Every row by the first of ``paths``, and the rows it did not certify again by
+    the next ones, gathered on the host: each row's covariance is its own, whatever the
     rows around it (a choice for a whole chunk changed a row's last bits with its
-    neighbours: docs/decisions.md, "Why the covariance was slow"), and the exact
+    neighbours: docs/decisions.md, "Why the covariance was slow"), and a later path's
     program compiles only for a batch that needs it."""
-    size = _chunk_rows(leaves, flags, batch)
-    found, certified, extra = buckets.in_chunks(run(QUICK), leaves, flags, batch, size)
-    redo = np.flatnonzero(~np.asarray(certified))
+    found, certified, extra = buckets.in_chunks(run(paths[0]), leaves, flags, batch, size)
+    redo = np.flatnonzero(~np.asarray(certified)) if len(paths) > 1 else np.zeros(0, int)
     if redo.size == 0:
         return found, extra
     rows = tuple(np.asarray(leaf)[redo] if flag else leaf for leaf, flag in zip(leaves, flags))
-    exact, _, _ = buckets.in_chunks(run(EXACT), rows, flags, redo.size)
+    again, _ = _on_host(run, rows, flags, redo.size, paths[1:], None)
 
     def put(every: jax.Array, some: jax.Array) -> jax.Array:
         host = np.array(every)
@@ -276,7 +277,7 @@ def _on_host(
         put_back: jax.Array = jax.device_put(host)
         return put_back
 
-    joined: Covariance = jax.tree.map(put, found, exact)
+    joined: Covariance = jax.tree.map(put, found, again)
     return joined, extra
 
 
@@ -302,9 +303,21 @@ def _row_size(x: PyTree, batched: bool) -> int:
     return sum(int(np.prod(jnp.shape(leaf)[1 if batched else 0 :])) for leaf in jax.tree.leaves(x))
 
 
-# The inverse a program takes: the quick one for every row (with its certificates),
-# the exact one, or each row's certified quick one else its exact one.
-QUICK, EXACT, EITHER = "quick", "exact", "either"
+# The inverses a program takes: from the normal equations, by the elementwise QR (each
+# with its rows' certificates), LAPACK's (exact), or each row's first certified one.
+NORMAL, QUICK, EXACT, EITHER = "normal", "quick", "exact", "either"
+
+
+def _paths(x: PyTree, batched: bool) -> tuple[str, ...]:
+    """The inverses a row of ``x`` may take, in order: the normal equations where they
+    pay (:func:`fixedopt._results.normal_inverse.pays`), the QR for a small block, and
+    LAPACK's always (a program's own shapes may send a path on to the next:
+    :func:`_inverse`)."""
+    n = _row_size(x, batched)
+    dtype = jnp.result_type(*jax.tree.leaves(x)) if jax.tree.leaves(x) else jnp.float32
+    small = (QUICK,) if small_inverse.is_small(n) else ()
+    normal = (NORMAL,) if normal_inverse.pays(dtype, n) else ()
+    return normal + small + (EXACT,)
 
 
 def _row_covariances(
@@ -320,12 +333,10 @@ def _row_covariances(
     args: tuple[Any, ...],
 ) -> tuple[Covariance, jax.Array | None, PyTree]:
     """The covariance of one row (of each row, ``batched``), ``index`` left None, by
-    the inverse ``path`` names; the rows' certificates (None for :data:`EXACT`); and
-    ``derived`` of each row (also on :data:`EXACT`, the only path of a large free block;
-    for the rows :func:`_on_host` computes again it is computed twice and dropped).
-    ``axes`` are the ``vmap`` axes of ``args``. :data:`EITHER` runs the exact inverse
-    only where a row is not certified (a ``cond`` on the batch, each row then picking
-    its own: a vmapped ``cond`` would run both)."""
+    the inverse ``path`` names (:func:`_inverse`); the rows' certificates (None for
+    :data:`EXACT`); and ``derived`` of each row (on every path: a row computed again by
+    a later path has it computed twice, and dropped). ``axes`` are the ``vmap`` axes of
+    ``args``."""
     with_derived = derived is not None
 
     def one(
@@ -342,24 +353,32 @@ def _row_covariances(
         found, extra = jax.vmap(one, in_axes=(0, 0, sigma_axis, axes))(x, constraints, sigma, args)
     else:
         found, extra = one(x, constraints, sigma, args)
-
-    def exact() -> Inverse:
-        inverse: Inverse = over_rows(functools.partial(exact_inverse, rule.pseudo_inverse))(found)
-        return inverse
-
-    certified = None
-    if path == EXACT or not small_inverse.pays(*found.jacobian.shape[-2:]):
-        inverse = exact()
-        if path != EXACT:  # a tall block: LAPACK's for every row, certified alike
-            certified = jnp.ones(found.n_free.shape, bool)
-    else:
-        quick, certified = over_rows(quick_inverse)(found)
-        inverse = quick
-        if path == EITHER:
-            inverse = jax.lax.cond(jnp.all(certified), lambda: quick,
-                                   lambda: select(certified, quick, exact()))  # fmt: skip
+    paths = _paths(x, batched)
+    chain = paths if path == EITHER else paths[paths.index(path) :]
+    inverse, certified = _inverse(rule, over_rows, found, chain, path == EITHER)
     covariances = over_rows(functools.partial(finished, rule))(x, constraints, found, inverse)
-    return covariances, certified, extra
+    return covariances, (None if path == EXACT else certified), extra
+
+
+def _inverse(
+    rule: Rule, over_rows: Callable[..., Any], found: Pieces, chain: tuple[str, ...], on: bool
+) -> tuple[Inverse, jax.Array]:
+    """The rows' inverses by ``chain[0]`` and their certificates; with ``on``, the rows
+    it does not certify by the rest of the chain (a ``cond`` on the batch, each row then
+    picking its own: a vmapped ``cond`` would run both). A path whose shapes do not pay
+    (the QR of a tall block) hands its rows on; the last (LAPACK's) certifies all."""
+    path, rest = chain[0], chain[1:]
+    if path == QUICK and not small_inverse.pays(*found.jacobian.shape[-2:]):
+        path, rest = rest[0], rest[1:]  # a tall block: LAPACK's, certified alike
+    if path == EXACT:
+        inverse: Inverse = over_rows(functools.partial(exact_inverse, rule.pseudo_inverse))(found)
+        return inverse, jnp.ones(found.n_free.shape, bool)
+    quick, certified = over_rows(functools.partial(quick_inverse, normal=path == NORMAL))(found)
+    if not on:
+        return quick, certified
+    later = lambda: select(certified, quick, _inverse(rule, over_rows, found, rest, True)[0])
+    chosen: Inverse = jax.lax.cond(jnp.all(certified), lambda: quick, later)
+    return chosen, certified
 
 
 # Compiled with XLA:CPU's elemental emitter at the top level, its reductions the same for

@@ -1,9 +1,10 @@
 """One row's covariance in three parts: its :class:`Pieces` (the weighted residuals and
 the unit-column Jacobian of the free block), an :class:`Inverse` of ``J_F^T J_F`` (by
-the elementwise QR with a rank certificate, :func:`quick_inverse`, or by LAPACK's SVD
-and QR, :func:`exact_inverse`), and the :class:`~fixedopt._results.covariance.Covariance`
-:func:`finished` from them. :mod:`fixedopt._results.covariance` chooses the inverse per
-row: the quick one where its row is certified, else the exact one.
+the normal equations or the elementwise QR with certificates, :func:`quick_inverse`,
+or by LAPACK's SVD and QR, :func:`exact_inverse`), and the
+:class:`~fixedopt._results.covariance.Covariance` :func:`finished` from them.
+:mod:`fixedopt._results.covariance` chooses the inverse per row: the first that
+certifies its row, in that order.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from jax.flatten_util import ravel_pytree
 
 from fixedopt._fixing.mask import unravel_mask
 from fixedopt._inputs.validate import PyTree
-from fixedopt._results import small_inverse
+from fixedopt._results import normal_inverse, small_inverse
 from fixedopt._results.covariance_fields import Covariance
 from fixedopt._results.free_block import (
     Constraints,
@@ -98,13 +99,16 @@ def pieces(
                   points - n_free)  # fmt: skip
 
 
-def quick_inverse(found: Pieces) -> tuple[Inverse, jax.Array]:
-    """One row's :class:`Inverse` by the elementwise QR, and whether it is
+def quick_inverse(found: Pieces, normal: bool = False) -> tuple[Inverse, jax.Array]:
+    """One row's :class:`Inverse` by the elementwise QR (``normal``: from the normal
+    equations, :mod:`fixedopt._results.normal_inverse`), and whether it is
     ``certified``: the free columns but the zero ones have full rank by scipy's count
     (so the zero ones are the parameters the data cannot determine), its inverse
-    finite. Where it is not, the row needs :func:`exact_inverse`."""
+    finite (and, from the normal equations, accurate). Where it is not, the row needs
+    the next path (the QR, then :func:`exact_inverse`)."""
     held = found.frozen | found.zero
-    unscaled, certified = small_inverse.certified_inverse(found.jacobian, held)
+    inverse = normal_inverse.certified_inverse if normal else small_inverse.certified_inverse
+    unscaled, certified = inverse(found.jacobian, held)
     unscaled = jnp.where(held[:, None] | held[None, :], 0.0, unscaled)
     return Inverse(unscaled, found.n_free - jnp.sum(found.zero), found.zero), certified
 
