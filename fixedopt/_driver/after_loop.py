@@ -35,7 +35,7 @@ from jax.flatten_util import ravel_pytree
 from fixedopt._contract.status import CLAIMED, RUNNING, Reason, Status
 from fixedopt._derivatives.differentiation import captured_values
 from fixedopt._driver import ahead
-from fixedopt._driver.loop import LoopState, Resume, certifies, certify
+from fixedopt._driver.loop import LoopState, Resume, certified_after, certify
 from fixedopt._driver.plan import Inputs, Plan
 from fixedopt._results.solution import Solution
 
@@ -93,7 +93,7 @@ def solve_checked(
     batch of ``k`` rows to solve on must have to run through the program of the first
     pass (``fixedopt._driver.batching.rows_for``; filled with rows that take no step)."""
     resume = fresh(plan, inputs)
-    if certifies(plan.solver) and _rows_shape(plan, inputs) != (0,):
+    if certified_after(plan.solver) and _rows_shape(plan, inputs) != (0,):
         _check_ahead(set_up, plan, inputs, resume)  # nearly every row of theirs claims
     solution = solve(inputs._replace(resume=resume))
     batched = plan.batched_args is not None

@@ -30,7 +30,7 @@ from fixedopt._contract.status import (
 )
 from fixedopt._driver.leave_start import leave_start
 from fixedopt._numerics import reduce
-from fixedopt._solvers.certify import curvature_check
+from fixedopt._solvers.certify import curvature_check, free_hessian_check, identity
 
 AnySolver = Solver[Any]  # the driver runs any solver; its state is opaque here
 
@@ -311,21 +311,33 @@ def checks(solver: AnySolver) -> bool:
     return certifies(solver) or not solver.needs_residuals
 
 
+def certified_after(solver: AnySolver) -> bool:
+    """Whether the check after the loop certifies every CONVERGED verdict of the
+    solver (static): those it certifies itself, and a least-squares solver's, whose
+    tests (MINPACK's cosine, a Gauss-Newton model's reduction) read first derivatives
+    only and are met along a curved valley of a large-residual fit short of its
+    minimum (docs/decisions.md, "Least-squares verdicts after the loop"). Its second
+    derivatives stay out of the loop's program (:func:`checks`)."""
+    return certifies(solver) or solver.needs_residuals
+
+
 def claim(solver: AnySolver, state: LoopState) -> LoopState:
     """``state``, CLAIMED (it leaves the loop) where its verdict is one the driver
-    checks (:func:`to_certify`), checked after the loop."""
-    return state._replace(status=jnp.where(to_certify(solver, state), CLAIMED, state.status))
+    checks after the loop (:func:`to_certify`, :func:`certified_after`)."""
+    claimed = to_certify(solver, state, after=True)
+    return state._replace(status=jnp.where(claimed, CLAIMED, state.status))
 
 
-def to_certify(solver: AnySolver, state: LoopState) -> jax.Array:
+def to_certify(solver: AnySolver, state: LoopState, after: bool = False) -> jax.Array:
     """Whether the row's verdict is one the driver checks (:func:`certify`): CONVERGED
     by a relative test (the absolute ``abs_gtol`` is the user's own word), after a
-    step where the solver certifies its verdicts; else at its start (step 0: a start
-    may be a maximum or a saddle point, which no step has tested) and after a check
-    has once rejected the row (a row that left a saddle point may reach another one,
-    where a symmetric problem keeps it)."""
+    step where the solver certifies its verdicts (``after``, static: the check after
+    the loop, where a least-squares solver's are too); else at its start (step 0: a
+    start may be a maximum or a saddle point, which no step has tested) and after a
+    check has once rejected the row (a row that left a saddle point may reach another
+    one, where a symmetric problem keeps it)."""
     converged = (state.status == Status.CONVERGED) & (state.reason != Reason.ABS_GTOL)
-    if certifies(solver):
+    if certifies(solver) or (after and certified_after(solver)):
         return converged
     return converged & ((state.steps == 0) | jnp.isfinite(state.doubted))
 
@@ -354,8 +366,11 @@ def certify(solver: AnySolver, problem: Problem, state: LoopState, stopping: Sto
     # Not differentiated (Unroll): the check decides and steers; its linear algebra
     # (an elimination with pivots floored) has no useful derivative.
     inputs = jax.lax.stop_gradient((state.x, state.value, state.grad, state.solver_state))
+    whole = certifies(solver) or (after and certified_after(solver))  # static
     if certifies(solver):
         checked = solver.certify(problem, *inputs)
+    elif whole:
+        checked = _least_squares_check(problem, *inputs)
     else:  # a start (to_certify): its curvature only
         checked = Certificate(*curvature_check(problem, *inputs[:3]), state.solver_state)
     if checked is None:  # no check for this problem
@@ -364,7 +379,7 @@ def certify(solver: AnySolver, problem: Problem, state: LoopState, stopping: Sto
     scale = objective_scale(state.value, state.initial_value, stopping.precision)
     allowed = CERTIFY_SHARE * stopping.precision * scale
     holds = 0.5 * decrement <= allowed
-    if certifies(solver):  # a row that can no longer progress: its step tried too
+    if whole:  # a row that can no longer progress: its step tried too
         trial_value = problem.value_and_grad(problem.project(inputs[0] + step))[0]
         gains = jax.lax.stop_gradient(state.value - trial_value) > allowed  # False for NaN
         holds = holds & ((state.reason != Reason.PRECISION) | ~gains)
@@ -384,6 +399,19 @@ def certify(solver: AnySolver, problem: Problem, state: LoopState, stopping: Sto
     # would leave a saddle point (its gradient there is 0).
     leaving = ~holds & (after | (state.steps == 0) | jnp.isinf(decrement))
     return _left_start(solver, problem, checked_state, leaving, step, stopping, after)
+
+
+def _least_squares_check(problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array,
+                         solver_state: Any) -> Certificate:  # fmt: skip
+    """A least-squares verdict's check after the loop: the Newton decrement of the
+    true Hessian ``J^T J + sum_i r_i Hess(r_i)`` on the free entries, and its step
+    (:func:`fixedopt._solvers.certify.free_hessian_check`, unpreconditioned); at a
+    start, where the objective has no Hessian-vector products, its curvature only
+    (:func:`fixedopt._solvers.certify.curvature_check`: none, the verdict stands)."""
+    if not problem.hessian_products:
+        return Certificate(*curvature_check(problem, x, value, grad), solver_state)
+    decrement, step, _ = free_hessian_check(problem, x, value, grad, identity)
+    return Certificate(decrement, step, solver_state)
 
 
 def _left_start(solver: AnySolver, problem: Problem, state: LoopState, leaving: jax.Array,
