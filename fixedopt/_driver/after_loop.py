@@ -1,8 +1,9 @@
 """Claims of CONVERGED checked after the loop, in a small program of their own.
 
 A row whose verdict the driver checks (``fixedopt._driver.loop.to_certify``: every
-CONVERGED verdict of a solver that certifies them, a start that met a test, a row
-after a rejected claim) leaves the loop CLAIMED. After the loop, :func:`solve_checked`
+CONVERGED verdict of a solver that certifies them, a least-squares verdict its
+Gauss-Newton model doubts (``fixedopt._driver.model_doubt``), a start that met a
+test, a row after a rejected claim) leaves the loop CLAIMED. After the loop, :func:`solve_checked`
 gives the claiming rows, a chunk of ``CHUNK`` at a time, to one program
 (:func:`_check_rows`) that runs ``fixedopt._driver.loop.certify`` on each (the true
 Hessian's test, as inside the loop before): a claim that holds is CONVERGED; a row
@@ -36,7 +37,7 @@ from jax.flatten_util import ravel_pytree
 from fixedopt._contract.status import CLAIMED, RUNNING, Reason, Status
 from fixedopt._derivatives.differentiation import captured_values
 from fixedopt._driver import ahead
-from fixedopt._driver.loop import LoopState, Resume, certified_after, certify
+from fixedopt._driver.loop import LoopState, Resume, certifies, certify
 from fixedopt._driver.plan import Inputs, Plan
 from fixedopt._results.solution import Solution
 
@@ -94,7 +95,7 @@ def solve_checked(
     batch of ``k`` rows to solve on must have to run through the program of the first
     pass (``fixedopt._driver.batching.rows_for``; filled with rows that take no step)."""
     resume = fresh(plan, inputs)
-    if certified_after(plan.solver) and _rows_shape(plan, inputs) != (0,):
+    if certifies(plan.solver) and _rows_shape(plan, inputs) != (0,):
         _check_ahead(set_up, plan, inputs, resume)  # nearly every row of theirs claims
     solution = solve(inputs._replace(resume=resume))
     batched = plan.batched_args is not None

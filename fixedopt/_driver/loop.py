@@ -29,6 +29,7 @@ from fixedopt._contract.status import (
     stops,
 )
 from fixedopt._driver.leave_start import leave_start
+from fixedopt._driver.model_doubt import model_decrement, normal_of
 from fixedopt._numerics import reduce
 from fixedopt._solvers.certify import curvature_check, free_hessian_check, identity
 
@@ -185,7 +186,7 @@ def start(solver: AnySolver, problem: Problem, x: jax.Array, stopping: Stopping,
     and a claim of CONVERGED there ends it (:func:`claim`)."""
     value, grad, solver_state = solver.start(problem, problem.project(x))
     state = begin(solver, problem, x, value, grad, solver_state, stopping, resume)
-    return state if resume is None else claim(solver, state)
+    return state if resume is None else claim(solver, state, problem, stopping)
 
 
 def begin(
@@ -312,33 +313,54 @@ def checks(solver: AnySolver) -> bool:
 
 
 def certified_after(solver: AnySolver) -> bool:
-    """Whether the check after the loop certifies every CONVERGED verdict of the
-    solver (static): those it certifies itself, and a least-squares solver's, whose
-    tests (MINPACK's cosine, a Gauss-Newton model's reduction) read first derivatives
-    only and are met along a curved valley of a large-residual fit short of its
-    minimum (docs/decisions.md, "Least-squares verdicts after the loop"). Its second
+    """Whether the check after the loop certifies the CONVERGED verdicts of the
+    solver (static) from the true Hessian: those it certifies itself, and a
+    least-squares solver's that its own Gauss-Newton model doubts
+    (:mod:`fixedopt._driver.model_doubt`): its tests read first derivatives only and
+    are met along a curved valley of a large-residual fit short of its minimum
+    (docs/decisions.md, "Least-squares verdicts after the loop"). The second
     derivatives stay out of the loop's program (:func:`checks`)."""
     return certifies(solver) or solver.needs_residuals
 
 
-def claim(solver: AnySolver, state: LoopState) -> LoopState:
+def claim(solver: AnySolver, state: LoopState, problem: Problem, stopping: Stopping) -> LoopState:
     """``state``, CLAIMED (it leaves the loop) where its verdict is one the driver
     checks after the loop (:func:`to_certify`, :func:`certified_after`)."""
-    claimed = to_certify(solver, state, after=True)
+    claimed = to_certify(solver, state, True, problem, stopping)
     return state._replace(status=jnp.where(claimed, CLAIMED, state.status))
 
 
-def to_certify(solver: AnySolver, state: LoopState, after: bool = False) -> jax.Array:
+def _allowed(stopping: Stopping, value: jax.Array, initial_value: jax.Array) -> jax.Array:
+    """Half the Newton decrement a CONVERGED verdict may leave (:func:`certify`)."""
+    return CERTIFY_SHARE * stopping.precision * objective_scale(value, initial_value,
+                                                                stopping.precision)  # fmt: skip
+
+
+def to_certify(
+    solver: AnySolver,
+    state: LoopState,
+    after: bool = False,
+    problem: Problem | None = None,
+    stopping: Stopping | None = None,
+) -> jax.Array:
     """Whether the row's verdict is one the driver checks (:func:`certify`): CONVERGED
     by a relative test (the absolute ``abs_gtol`` is the user's own word), after a
-    step where the solver certifies its verdicts (``after``, static: the check after
-    the loop, where a least-squares solver's are too); else at its start (step 0: a
-    start may be a maximum or a saddle point, which no step has tested) and after a
-    check has once rejected the row (a row that left a saddle point may reach another
-    one, where a symmetric problem keeps it)."""
+    step where the solver certifies its verdicts; else at its start (step 0: a start
+    may be a maximum or a saddle point, which no step has tested), after a check has
+    once rejected the row (a row that left a saddle point may reach another one,
+    where a symmetric problem keeps it), and (``after``, static, with ``problem`` and
+    ``stopping``: the check after the loop) where a least-squares solver's
+    Gauss-Newton model predicts a reduction beyond what the verdict allows
+    (:func:`fixedopt._driver.model_doubt.model_decrement`)."""
     converged = (state.status == Status.CONVERGED) & (state.reason != Reason.ABS_GTOL)
-    if certifies(solver) or (after and certified_after(solver)):
+    if certifies(solver):
         return converged
+    normal = normal_of(state.solver_state) if after and solver.needs_residuals else None
+    if normal is not None and problem is not None and stopping is not None:
+        decrement = model_decrement(problem, state.x, state.grad, normal)
+        allowed = _allowed(stopping, state.value, state.initial_value)
+        doubted = ~(0.5 * decrement.astype(state.value.dtype) <= allowed)  # NaN: doubted
+        return converged & (doubted | (state.steps == 0) | jnp.isfinite(state.doubted))
     return converged & ((state.steps == 0) | jnp.isfinite(state.doubted))
 
 
@@ -376,8 +398,7 @@ def certify(solver: AnySolver, problem: Problem, state: LoopState, stopping: Sto
     if checked is None:  # no check for this problem
         return state
     decrement, step, doubted_state = jax.lax.stop_gradient(checked)  # also the closure's
-    scale = objective_scale(state.value, state.initial_value, stopping.precision)
-    allowed = CERTIFY_SHARE * stopping.precision * scale
+    allowed = _allowed(stopping, state.value, state.initial_value)
     holds = 0.5 * decrement <= allowed
     if whole:  # a row that can no longer progress: its step tried too
         trial_value = problem.value_and_grad(problem.project(inputs[0] + step))[0]
@@ -455,7 +476,8 @@ def iterate(
     if resume is not None:
         return problem.differentiate.loop(
             lambda state: busy(state.status),
-            lambda state: claim(solver, advance(solver, problem, state, stopping, check=False)),
+            lambda state: claim(solver, advance(solver, problem, state, stopping, check=False),
+                                problem, stopping),
             start(solver, problem, x, stopping, resume), max_trips,
         )  # fmt: skip
     if not checks(solver):
