@@ -186,7 +186,9 @@ def start(solver: AnySolver, problem: Problem, x: jax.Array, stopping: Stopping,
     and a claim of CONVERGED there ends it (:func:`claim`)."""
     value, grad, solver_state = solver.start(problem, problem.project(x))
     state = begin(solver, problem, x, value, grad, solver_state, stopping, resume)
-    return state if resume is None else claim(solver, state, problem, stopping)
+    # At a start every CONVERGED verdict is claimed (step 0, or after a rejection): no
+    # model's doubt to read (claim without a problem).
+    return state if resume is None else claim(solver, state)
 
 
 def begin(
@@ -323,7 +325,8 @@ def certified_after(solver: AnySolver) -> bool:
     return certifies(solver) or solver.needs_residuals
 
 
-def claim(solver: AnySolver, state: LoopState, problem: Problem, stopping: Stopping) -> LoopState:
+def claim(solver: AnySolver, state: LoopState, problem: Problem | None = None,
+          stopping: Stopping | None = None) -> LoopState:  # fmt: skip
     """``state``, CLAIMED (it leaves the loop) where its verdict is one the driver
     checks after the loop (:func:`to_certify`, :func:`certified_after`)."""
     claimed = to_certify(solver, state, True, problem, stopping)
@@ -425,7 +428,7 @@ def certify(solver: AnySolver, problem: Problem, state: LoopState, stopping: Sto
 
 
 def _least_squares_check(problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array,
-                         solver_state: Any) -> Certificate:  # fmt: skip
+                         solver_state: Any) -> Certificate[Any]:  # fmt: skip
     """A least-squares verdict's check after the loop: the Newton decrement of the
     true Hessian ``J^T J + sum_i r_i Hess(r_i)`` on the free entries, and its step
     (:func:`fixedopt._solvers.certify.free_hessian_check`, unpreconditioned); at a
