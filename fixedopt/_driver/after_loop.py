@@ -1,9 +1,8 @@
 """Claims of CONVERGED checked after the loop, in a small program of their own.
 
 A row whose verdict the driver checks (``fixedopt._driver.loop.to_certify``: every
-CONVERGED verdict of a solver that certifies them, a least-squares verdict its
-Gauss-Newton model doubts (``fixedopt._driver.model_doubt``), a start that met a
-test, a row after a rejected claim) leaves the loop CLAIMED. After the loop, :func:`solve_checked`
+CONVERGED verdict of a solver that certifies them, a start that met a test, a row
+after a rejected claim) leaves the loop CLAIMED. After the loop, :func:`solve_checked`
 gives the claiming rows, a chunk of ``CHUNK`` at a time, to one program
 (:func:`_check_rows`) that runs ``fixedopt._driver.loop.certify`` on each (the true
 Hessian's test, as inside the loop before): a claim that holds is CONVERGED; a row

@@ -286,7 +286,7 @@ def _advance(
     def one(row: Any, state: LoopState, running: jax.Array) -> LoopState:
         context = StepContext(running, iteration)
         new = advance(solver, problem_of(row), state, stopping, context, check=False)
-        return claim(solver, new, problem_of(row), stopping) if after else _waiting(solver, new)
+        return claim(solver, new) if after else _waiting(solver, new)
 
     new = layout.state.pack(jax.vmap(one)(data, state, running))
     # A waiting lane keeps what it reports; its solver state is the inactive step's,

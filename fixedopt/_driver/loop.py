@@ -29,9 +29,8 @@ from fixedopt._contract.status import (
     stops,
 )
 from fixedopt._driver.leave_start import leave_start
-from fixedopt._driver.model_doubt import model_decrement, normal_of
 from fixedopt._numerics import reduce
-from fixedopt._solvers.certify import curvature_check, free_hessian_check, identity
+from fixedopt._solvers.certify import curvature_check
 
 AnySolver = Solver[Any]  # the driver runs any solver; its state is opaque here
 
@@ -186,8 +185,6 @@ def start(solver: AnySolver, problem: Problem, x: jax.Array, stopping: Stopping,
     and a claim of CONVERGED there ends it (:func:`claim`)."""
     value, grad, solver_state = solver.start(problem, problem.project(x))
     state = begin(solver, problem, x, value, grad, solver_state, stopping, resume)
-    # At a start every CONVERGED verdict is claimed (step 0, or after a rejection): no
-    # model's doubt to read (claim without a problem).
     return state if resume is None else claim(solver, state)
 
 
@@ -314,56 +311,22 @@ def checks(solver: AnySolver) -> bool:
     return certifies(solver) or not solver.needs_residuals
 
 
-def certified_after(solver: AnySolver) -> bool:
-    """Whether the check after the loop certifies the CONVERGED verdicts of the
-    solver (static) from the true Hessian: those it certifies itself, and a
-    least-squares solver's that its own Gauss-Newton model doubts
-    (:mod:`fixedopt._driver.model_doubt`): its tests read first derivatives only and
-    are met along a curved valley of a large-residual fit short of its minimum
-    (docs/decisions.md, "Least-squares verdicts after the loop"). The second
-    derivatives stay out of the loop's program (:func:`checks`)."""
-    return certifies(solver) or solver.needs_residuals
-
-
-def claim(solver: AnySolver, state: LoopState, problem: Problem | None = None,
-          stopping: Stopping | None = None) -> LoopState:  # fmt: skip
+def claim(solver: AnySolver, state: LoopState) -> LoopState:
     """``state``, CLAIMED (it leaves the loop) where its verdict is one the driver
-    checks after the loop (:func:`to_certify`, :func:`certified_after`)."""
-    claimed = to_certify(solver, state, True, problem, stopping)
-    return state._replace(status=jnp.where(claimed, CLAIMED, state.status))
+    checks (:func:`to_certify`), checked after the loop."""
+    return state._replace(status=jnp.where(to_certify(solver, state), CLAIMED, state.status))
 
 
-def _allowed(stopping: Stopping, value: jax.Array, initial_value: jax.Array) -> jax.Array:
-    """Half the Newton decrement a CONVERGED verdict may leave (:func:`certify`)."""
-    return CERTIFY_SHARE * stopping.precision * objective_scale(value, initial_value,
-                                                                stopping.precision)  # fmt: skip
-
-
-def to_certify(
-    solver: AnySolver,
-    state: LoopState,
-    after: bool = False,
-    problem: Problem | None = None,
-    stopping: Stopping | None = None,
-) -> jax.Array:
+def to_certify(solver: AnySolver, state: LoopState) -> jax.Array:
     """Whether the row's verdict is one the driver checks (:func:`certify`): CONVERGED
     by a relative test (the absolute ``abs_gtol`` is the user's own word), after a
     step where the solver certifies its verdicts; else at its start (step 0: a start
-    may be a maximum or a saddle point, which no step has tested), after a check has
-    once rejected the row (a row that left a saddle point may reach another one,
-    where a symmetric problem keeps it), and (``after``, static, with ``problem`` and
-    ``stopping``: the check after the loop) where a least-squares solver's
-    Gauss-Newton model predicts a reduction beyond what the verdict allows
-    (:func:`fixedopt._driver.model_doubt.model_decrement`)."""
+    may be a maximum or a saddle point, which no step has tested) and after a check
+    has once rejected the row (a row that left a saddle point may reach another one,
+    where a symmetric problem keeps it)."""
     converged = (state.status == Status.CONVERGED) & (state.reason != Reason.ABS_GTOL)
     if certifies(solver):
         return converged
-    normal = normal_of(state.solver_state) if after and solver.needs_residuals else None
-    if normal is not None and problem is not None and stopping is not None:
-        decrement = model_decrement(problem, state.x, state.grad, normal)
-        allowed = _allowed(stopping, state.value, state.initial_value)
-        doubted = ~(0.5 * decrement.astype(state.value.dtype) <= allowed)  # NaN: doubted
-        return converged & (doubted | (state.steps == 0) | jnp.isfinite(state.doubted))
     return converged & ((state.steps == 0) | jnp.isfinite(state.doubted))
 
 
@@ -391,19 +354,17 @@ def certify(solver: AnySolver, problem: Problem, state: LoopState, stopping: Sto
     # Not differentiated (Unroll): the check decides and steers; its linear algebra
     # (an elimination with pivots floored) has no useful derivative.
     inputs = jax.lax.stop_gradient((state.x, state.value, state.grad, state.solver_state))
-    whole = certifies(solver) or (after and certified_after(solver))  # static
     if certifies(solver):
         checked = solver.certify(problem, *inputs)
-    elif whole:
-        checked = _least_squares_check(problem, *inputs)
     else:  # a start (to_certify): its curvature only
         checked = Certificate(*curvature_check(problem, *inputs[:3]), state.solver_state)
     if checked is None:  # no check for this problem
         return state
     decrement, step, doubted_state = jax.lax.stop_gradient(checked)  # also the closure's
-    allowed = _allowed(stopping, state.value, state.initial_value)
+    scale = objective_scale(state.value, state.initial_value, stopping.precision)
+    allowed = CERTIFY_SHARE * stopping.precision * scale
     holds = 0.5 * decrement <= allowed
-    if whole:  # a row that can no longer progress: its step tried too
+    if certifies(solver):  # a row that can no longer progress: its step tried too
         trial_value = problem.value_and_grad(problem.project(inputs[0] + step))[0]
         gains = jax.lax.stop_gradient(state.value - trial_value) > allowed  # False for NaN
         holds = holds & ((state.reason != Reason.PRECISION) | ~gains)
@@ -425,19 +386,6 @@ def certify(solver: AnySolver, problem: Problem, state: LoopState, stopping: Sto
     leaving = ~holds & (after | (state.steps == 0) | jnp.isinf(decrement))
     leaving = leaving & (state.steps < stopping.max_steps)
     return _left_start(solver, problem, checked_state, leaving, step, stopping, after)
-
-
-def _least_squares_check(problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array,
-                         solver_state: Any) -> Certificate[Any]:  # fmt: skip
-    """A least-squares verdict's check after the loop: the Newton decrement of the
-    true Hessian ``J^T J + sum_i r_i Hess(r_i)`` on the free entries, and its step
-    (:func:`fixedopt._solvers.certify.free_hessian_check`, unpreconditioned); at a
-    start, where the objective has no Hessian-vector products, its curvature only
-    (:func:`fixedopt._solvers.certify.curvature_check`: none, the verdict stands)."""
-    if not problem.hessian_products:
-        return Certificate(*curvature_check(problem, x, value, grad), solver_state)
-    decrement, step, _ = free_hessian_check(problem, x, value, grad, identity)
-    return Certificate(decrement, step, solver_state)
 
 
 def _left_start(solver: AnySolver, problem: Problem, state: LoopState, leaving: jax.Array,
@@ -479,8 +427,7 @@ def iterate(
     if resume is not None:
         return problem.differentiate.loop(
             lambda state: busy(state.status),
-            lambda state: claim(solver, advance(solver, problem, state, stopping, check=False),
-                                problem, stopping),
+            lambda state: claim(solver, advance(solver, problem, state, stopping, check=False)),
             start(solver, problem, x, stopping, resume), max_trips,
         )  # fmt: skip
     if not checks(solver):

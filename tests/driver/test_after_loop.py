@@ -88,21 +88,20 @@ def test_the_checks_step_counts_as_one(batch):
                                rtol=1e-9, atol=1e-12)  # fmt: skip
 
 
-def _always_rejected(problem, x, value, grad, solver_state):
-    """The least-squares check, with every claim shown wrong (decrement ``inf``) and
-    a step of 1e-3 of ``x`` downhill: each pass lowers ``f`` a little."""
+def _always_rejected(problem, x, value, grad):
+    """The least-squares start's check, with every claim shown wrong (decrement
+    ``inf``) and a step of 1e-3 of ``x`` downhill."""
     step = -1e-3 * jnp.sign(grad) * jnp.maximum(jnp.abs(x), 1.0)
-    step = jnp.where(problem.fixed, 0.0, step)
-    return fixedopt.Certificate(jnp.asarray(jnp.inf, value.dtype), step, solver_state)
+    return jnp.asarray(jnp.inf, value.dtype), jnp.where(problem.fixed, 0.0, step)
 
 
 def test_a_row_that_keeps_claiming_falsely_stops_stalled_after_the_passes(monkeypatch):
     """Every claim shown wrong: after ``PASSES`` passes (1 here: one check, one
     re-run) the saddle rows, claimed at their start and again after the rejection
-    (at their minimum), end STALLED (reason NONE), not CONVERGED; the rows
-    whose Gauss-Newton model confirms their verdict are never claimed and stay
-    CONVERGED. A fresh model (the patched check compiles)."""
-    monkeypatch.setattr(loop, "_least_squares_check", _always_rejected)
+    (at their minimum), end STALLED (reason NONE), not CONVERGED; the rows that
+    converge after steps are not claimed and stay CONVERGED. A fresh model (the
+    patched check compiles)."""
+    monkeypatch.setattr(loop, "curvature_check", _always_rejected)
     monkeypatch.setattr(after_loop, "PASSES", 1)
     passes = []
     check = after_loop._check
