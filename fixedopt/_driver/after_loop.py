@@ -6,8 +6,9 @@ after a rejected claim) leaves the loop CLAIMED. After the loop, :func:`solve_ch
 gives the claiming rows, a chunk of ``CHUNK`` at a time, to one program
 (:func:`_check_rows`) that runs ``fixedopt._driver.loop.certify`` on each (the true
 Hessian's test, as inside the loop before): a claim that holds is CONVERGED; a row
-shown wrong is left along the check's step to a lower point (a step, counted), or is
-STALLED where none is lower. The rows left so go on through the same compiled loop
+shown wrong is left along the check's step to a lower point (a step, counted; a row
+that spends its ``max_steps`` so is evaluated there by the loop, which it leaves
+MAX_STEPS), or is STALLED where none is lower. The rows left so go on through the same compiled loop
 program, a second pass of the whole batch in which every other row takes no step
 (its :class:`~fixedopt._driver.loop.Resume` says ``max_steps`` are spent, and its
 result of that pass is dropped), each going on from its steps, ``f(x0)`` and the
@@ -103,7 +104,10 @@ def solve_checked(
         if claimed.size == 0:
             return solution
         verdict = _check(set_up, plan, inputs, solution, resume, claimed)
-        going = np.asarray(verdict.status == RUNNING)
+        # A row left along the check's step is evaluated there by the loop: one that
+        # goes on, and one whose step spent its max_steps (it takes no other).
+        moved = np.asarray(verdict.steps) != _rows(solution.steps, claimed, batched)
+        going = np.asarray(verdict.status == RUNNING) | moved
         solution = _put(solution, claimed[~going], batched, status=verdict.status[~going],
                         reason=verdict.reason[~going])  # fmt: skip
         rerun = claimed[going]

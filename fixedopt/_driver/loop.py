@@ -413,7 +413,9 @@ def certify(solver: AnySolver, problem: Problem, state: LoopState, stopping: Sto
     )
     # A start, or a row whose check found negative curvature: no step of its solver
     # would leave a saddle point (its gradient there is 0).
+    # Not a row whose max_steps are spent (at the limit after the loop: MAX_STEPS).
     leaving = ~holds & (after | (state.steps == 0) | jnp.isinf(decrement))
+    leaving = leaving & (state.steps < stopping.max_steps)
     return _left_start(solver, problem, checked_state, leaving, step, stopping, after)
 
 
