@@ -77,6 +77,7 @@ CASES = [
 ]
 
 
+@pytest.mark.fewer_optimizations
 @pytest.mark.parametrize(("name", "options"), CASES, ids=lambda c: str(c))
 def test_popt_and_pcov_match_scipy_curve_fit(name, options):
     f, t, y, sigma, start, bounds = simulate(name, 3, seed=len(name))
@@ -101,6 +102,7 @@ def test_popt_and_pcov_match_scipy_curve_fit(name, options):
         assert_pcov_close(np.asarray(pcov[b]), ref_pcov, 1e-6)
 
 
+@pytest.mark.fewer_optimizations
 def test_one_fit_unbatched_matches_scipy():
     f, t, y, sigma, start, _ = simulate("gaussian", 1, seed=3)
     popt, pcov = fixedopt.curve_fit(f, t, y[0], start[0], sigma=sigma[0])
@@ -112,6 +114,7 @@ def test_one_fit_unbatched_matches_scipy():
     assert_pcov_close(np.asarray(pcov), ref_pcov, 1e-6)
 
 
+@pytest.mark.fewer_optimizations
 def test_lists_are_accepted_as_scipy_accepts_them():
     f, t, y, _, start, _ = simulate("power_law", 1, seed=23)
     popt, _ = fixedopt.curve_fit(f, list(t), list(y[0]), list(start[0]))
@@ -119,6 +122,7 @@ def test_lists_are_accepted_as_scipy_accepts_them():
     np.testing.assert_allclose(popt, ref_popt, rtol=1e-6)
 
 
+@pytest.mark.fewer_optimizations
 def test_fixed_parameters_per_fit_match_scipy_on_the_reduced_model():
     f, t, y, sigma, start, _ = simulate("gaussian", 4, seed=5)
     fixed = np.array([[0, 0, 0, 0], [1, 0, 0, 0], [0, 1, 0, 1], [0, 0, 1, 0]], bool)
@@ -142,6 +146,7 @@ def test_fixed_parameters_per_fit_match_scipy_on_the_reduced_model():
         assert_pcov_close(pcov[b][np.ix_(free, free)], ref_pcov, 1e-6)
 
 
+@pytest.mark.fewer_optimizations
 def test_xdata_per_fit_matches_scipy_and_is_inferred():
     rng = np.random.default_rng(7)
     t = np.sort(rng.uniform(0.0, 4.0, (3, 25)), axis=1)  # each fit its own x values
@@ -174,6 +179,7 @@ def test_nan_in_one_fit_fails_that_fit_only(absolute_sigma):
     np.testing.assert_array_equal(np.asarray(popt_nan)[others], np.asarray(popt)[others])
 
 
+@pytest.mark.fewer_optimizations
 def test_a_fit_stopped_at_a_nan_wall_has_no_error_bars():
     """The model is NaN beyond a slope of 2 and the first fit's data want 3: it stops
     NONFINITE at the last finite point, which is no fit, so its pcov is NaN (0 for its
@@ -226,6 +232,7 @@ def test_least_squares_sigma_is_the_weighted_residual():
     np.testing.assert_allclose(weighted.value, by_hand.value, rtol=1e-12)
 
 
+@pytest.mark.fewer_optimizations
 def test_float32_fit_agrees_with_float64():
     f, t, y, sigma, start, _ = simulate("gaussian", 3, seed=19)
     popt64, pcov64 = fixedopt.curve_fit(f, t, y, start, sigma=sigma, batched=True)
@@ -320,6 +327,7 @@ def z_spread_at_bound(background, batch, at_bound, seed=0):
     return np.median(np.abs(z)) / 0.6745
 
 
+@pytest.mark.fewer_optimizations
 def test_at_bound_error_bars_where_the_truth_is_on_and_inside_the_bound():
     """Measured on 20,000 fits (docs/decisions.md, "Error bars with a bound active"): truth on the
     bound, "fixed" 1.01 and "free" 0.67; truth inside (background 4, 10% of the fits on
@@ -331,6 +339,7 @@ def test_at_bound_error_bars_where_the_truth_is_on_and_inside_the_bound():
     assert z_spread_at_bound(4.0, 3000, "fixed") > 1.4  # overconfident
 
 
+@pytest.mark.fewer_optimizations
 def test_a_poisson_fit_with_a_nan_count_has_no_error_bars():
     """The Poisson pcov (the inverse Fisher information) reads the model, not the
     counts: a row whose counts hold a NaN still gets NaN, not the information at p0."""

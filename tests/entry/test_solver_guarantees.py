@@ -116,6 +116,7 @@ def nan_wall_residuals(x):
     return jnp.where(x[0] > 0.5, jnp.nan, x - 5.0)
 
 
+@pytest.mark.fewer_optimizations
 @pytest.mark.parametrize(
     "name", ["lbfgs", "gradient_descent", "levenberg_marquardt", "gauss_newton"]
 )
@@ -137,6 +138,7 @@ def test_a_row_stuck_at_a_nan_wall_stops_instead_of_running_to_max_steps(name):
 # ---------------------------------------------------- (b) all-fixed and none-fixed rows
 
 
+@pytest.mark.fewer_optimizations
 @pytest.mark.parametrize("name", list(SOLVERS))
 def test_all_fixed_row_converges_at_step_zero_and_none_fixed_row_converges(name):
     x0, fixed, target = random_batch(seed=4, batch=4)
@@ -152,6 +154,7 @@ def test_all_fixed_row_converges_at_step_zero_and_none_fixed_row_converges(name)
 # --------------------------------------------------------------------------- (c) float32
 
 
+@pytest.mark.fewer_optimizations
 @pytest.mark.parametrize("name", ["lbfgs", "levenberg_marquardt"])
 def test_float32_converges_with_its_default_tolerances_and_keeps_fixed_bits(name):
     """The tolerances default to the dtype's: no float32-specific setting needed."""
@@ -176,6 +179,7 @@ def tree_quadratic(params, matrix, linear):
     return 0.5 * x @ matrix @ x - linear @ x
 
 
+@pytest.mark.fewer_optimizations
 def test_pytree_with_leaf_and_element_masks_matches_the_reduced_closed_form():
     rng = np.random.default_rng(6)
     batch, n = 6, 1 + 2 + 6

@@ -15,6 +15,10 @@ from fixedopt import models
 from fixedopt._models import gamma
 from fixedopt.models import lineshapes
 
+# References (lmfit's, scipy's, central differences) within 1e-12 relative or wider, and
+# fits judged by their success and reduced chi-square: none rests on the backend's rounding.
+pytestmark = pytest.mark.fewer_optimizations
+
 X = np.linspace(-6.0, 9.0, 61)
 POSITIVE_X = np.linspace(0.05, 6.0, 41)
 
