@@ -6,7 +6,8 @@ size (instructions, computations, while loops, conditionals, fusions, gathers,
 scatters, dynamic slices; the largest computations), its median time of 5 calls, its
 steps and statuses. Variants (``VARIANTS``, comma-separated): ``default``; ``whole``
 (lanes >= B); ``unrolled`` (the two-loop recursion unrolled over its memory);
-``whole-unrolled``. ``CASES``: ``quad8,rosen8,...``. The optimized HLO of each
+``whole-unrolled``; ``major`` / ``minor`` in a name: the lanes' carry rows-first
+/ rows-last (``Backend.minor_rows``). ``CASES``: ``quad8,rosen8,...``. The optimized HLO of each
 variant is written gzipped to ``$OUT`` (or ``--out``).
 
     VARIANTS=default,unrolled CASES=quad8 python -m benchmarks.tpu_trip --out /tmp/trip
@@ -96,11 +97,16 @@ def unrolled_two_loop(grad, s_history, y_history, rho, newest, gamma, read=None,
 
 
 def variant_options(name: str) -> dict:
-    from fixedopt._driver import engine
+    from fixedopt._driver import engine, machine
     from fixedopt._solvers import lbfgs
 
     engine.clear_compiled()
     jax.clear_caches()
+    backend = jax.default_backend()
+    machine.BACKENDS[backend] = ORIGINAL_BACKENDS[backend]
+    if "major" in name or "minor" in name:  # the rows' axis in the lanes' carry
+        tuned = machine.BACKENDS[backend]
+        machine.BACKENDS[backend] = tuned._replace(minor_rows="minor" in name)
     lbfgs.two_loop = ORIGINAL_TWO_LOOP
     if "unrolled" in name:
         lbfgs.two_loop = unrolled_two_loop
@@ -162,5 +168,8 @@ if __name__ == "__main__":
     from fixedopt._solvers import lbfgs as _lbfgs
 
     ORIGINAL_TWO_LOOP = _lbfgs.two_loop
+    from fixedopt._driver import machine as _machine
+
+    ORIGINAL_BACKENDS = dict(_machine.BACKENDS)
     jax.config.update("jax_enable_compilation_cache", False)
     main()

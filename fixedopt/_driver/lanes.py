@@ -160,7 +160,7 @@ def iterate_lanes(
     with reduce.folding(folds):
         started = jax.eval_shape(start_row, *one_row)  # one row's loop state (shapes)
     width = schedule.width(total, _bytes((one_row[:2], started)) + step_bytes)
-    layout = _layout(one_row[0], started)
+    layout = _layout(one_row[0], started, schedule.defaults.minor_rows)
     if folds and not schedule.folds(width, x.shape[1]):
         folds, start_row = False, start_row_jitted()  # wide lanes: traced again, plain
     # The refill's start, PENDING (CLAIMED: after) where a test holds.
@@ -242,10 +242,11 @@ def _rows_of_one(a: jax.ShapeDtypeStruct) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct((1, *a.shape), a.dtype)
 
 
-def _layout(one_row: Any, one_state: LoopState) -> LaneLayout:
-    """The packings of a solve, from one row's data and loop state (shapes)."""
+def _layout(one_row: Any, one_state: LoopState, minor: bool = False) -> LaneLayout:
+    """The packings of a solve, from one row's data and loop state (shapes); ``minor``:
+    the data's and states' arrays hold their rows last (``Backend.minor_rows``)."""
     one_row, started = jax.tree.map(_rows_of_one, (one_row, one_state))
-    state = Packing.of(started)
+    state = Packing.of(started, minor=minor)
     # advance keeps a stopped lane's x, value and grad itself (StepContext.active): so
     # the carried grad is the one its tests read, computed once (XLA fuses a value
     # into each of its readers unless one of them needs it in memory).
@@ -253,7 +254,7 @@ def _layout(one_row: Any, one_state: LoopState) -> LaneLayout:
     flags = flags._replace(solver_state=jax.tree.map(lambda _: True, started.solver_state),
                            x=True, value=True, grad=True)  # fmt: skip
     return LaneLayout(
-        Packing.of(one_row),
+        Packing.of(one_row, minor=minor),
         state,
         Packing.of(_reported(started), vectors=True),
         state.columns(flags),
@@ -331,12 +332,14 @@ def _whole_batch(
     x: jax.Array,
     resume: Resume | None,
 ) -> LastState:
-    """Every row in its own lane from the start: no refill, no writes."""
+    """Every row in its own lane from the start: no refill, no writes. The rows' data go
+    round the loop as they are, or packed where their arrays hold rows last (``minor``)."""
     total = x.shape[0]
+    carried = layout.data
 
     def body(carry: tuple[jax.Array, Packed, Any]) -> tuple[jax.Array, Packed, Any]:
         iteration, state, data = carry
-        state = advance_lanes(data, state, iteration)
+        state = advance_lanes(carried.unpack(data) if carried.minor else data, state, iteration)
         report(state, iteration + 1, total)
         # The rows' data go round the loop through a barrier: as loop invariants, XLA
         # hoists what depends on them alone out of the loop and carries it instead,
@@ -348,7 +351,9 @@ def _whole_batch(
     def going(carry: tuple[jax.Array, Packed, Any]) -> jax.Array:
         return reduce.any_true(busy(layout.state.unpack(carry[1]).status))
 
-    initial = (jnp.zeros((), jnp.int32), layout.state.pack(start_rows(rows, x, resume)), rows)
+    started = layout.state.pack(start_rows(rows, x, resume))
+    data = carried.pack(rows) if carried.minor else rows
+    initial = (jnp.zeros((), jnp.int32), started, data)
     final: LoopState = layout.state.unpack(jax.lax.while_loop(going, body, initial)[1])
     return _reported(final)
 

@@ -113,6 +113,7 @@ class Backend(NamedTuple):
     ynn_entries: int  # reductions of rows x length below this fold (where kernels.fold)
     kernels: Kernels  # the thresholds its traces read (fixedopt._numerics.kernels)
     tuned_compiler: bool  # least-squares solves compile with cpu_compiler.CPU_OPTIONS
+    minor_rows: bool = False  # the lanes' loop carries its arrays rows last (packing.py)
 
 
 # The CPU (XLA:CPU of jaxlib 0.10, measured on 2-core EPYC machines).
@@ -179,7 +180,10 @@ GPU = Backend(fewest_lanes=1 << 16, most_lanes=1 << 16, cache_bytes=0, blocks=Fa
               tail_lanes=2, tail_patience=16, ynn_entries=0,
               kernels=Kernels(small_n=16, product_terms=1024),
               tuned_compiler=False)  # fmt: skip
-TPU = GPU
+# A TPU: the lanes' loop carries rows on the minor axis, which a TPU tiles by 128: a
+# carry of (rows, 8) rows padded each row to 128 entries and was transposed every trip
+# (docs/decisions.md, "Rows on a TPU's minor axis").
+TPU = GPU._replace(minor_rows=True)
 BACKENDS = {"cpu": CPU, "gpu": GPU, "cuda": GPU, "rocm": GPU, "tpu": TPU}
 
 

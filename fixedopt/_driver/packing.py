@@ -16,6 +16,13 @@ array that other kernels read is written anyway), measured; they also changed th
 rounding of L-BFGS steps (other fusions of the reductions that read them). The rows'
 results, written once and never read by the loop, pack their vectors too
 (``vectors=True``).
+
+With ``minor`` (a TPU's lanes: ``fixedopt._driver.machine.Backend.minor_rows``) the
+leaves kept as they are hold their rows on the last axis, ``(..., rows)``: a TPU tiles
+an array's two minor axes by ``(8, 128)``, and a loop carry of ``(rows, 8)`` rows
+pads each row's 8 entries to 128 (an L-BFGS history ``(rows, 10, 8)`` to ``(rows, 16,
+128)``), transposed on every trip to the rows-minor layouts that XLA chose inside the
+step (docs/decisions.md, "Rows on a TPU's minor axis").
 """
 
 from __future__ import annotations
@@ -48,15 +55,17 @@ class Packing:
     place: tuple[tuple[int, int] | None, ...]
     groups: tuple[tuple[Any, int], ...]  # (dtype, columns) of each packed array
     vectors: bool  # packed arrays are (rows, columns); else (columns, rows): see of()
+    minor: bool = False  # leaves kept as they are hold their rows last: (..., rows)
 
     @classmethod
-    def of(cls, tree: Tree, vectors: bool = False) -> Packing:
+    def of(cls, tree: Tree, vectors: bool = False, minor: bool = False) -> Packing:
         """The packing of ``tree`` (arrays or ``jax.ShapeDtypeStruct``, rows first).
 
         Its scalars per row are packed as ``(columns, rows)`` arrays: each leaf stays
         contiguous (a kernel that reads one leaf reads no other's bytes, and an
         accelerator's reads of it coalesce). With ``vectors``, its vectors too, as
         ``(rows, columns)`` arrays: a row's entries are contiguous, for writing rows.
+        With ``minor``, the leaves kept as they are hold their rows on the last axis.
         """
         leaves, treedef = jax.tree.flatten(tree)
         columns: dict[Any, int] = {}
@@ -70,7 +79,7 @@ class Packing:
             place.append((group, columns.get(dtype, 0)))
             columns[dtype] = columns.get(dtype, 0) + math.prod(leaf.shape[1:])
         shapes = tuple(arrays.one_row(leaf) for leaf in leaves)
-        return cls(treedef, shapes, tuple(place), tuple(columns.items()), vectors)
+        return cls(treedef, shapes, tuple(place), tuple(columns.items()), vectors, minor)
 
     def pack(self, tree: Tree) -> Packed:
         """``tree`` as its packed arrays, then the leaves kept as they are, in order."""
@@ -79,7 +88,7 @@ class Packing:
         kept = []
         for leaf, place in zip(leaves, self.place):
             if place is None:
-                kept.append(leaf)
+                kept.append(jnp.moveaxis(leaf, 0, -1) if self.minor else leaf)
             elif self.vectors:
                 parts[place[0]].append(
                     jnp.reshape(leaf, (leaf.shape[0], math.prod(leaf.shape[1:])))
@@ -95,7 +104,8 @@ class Packing:
         leaves = []
         for leaf, place in zip(self.leaves, self.place):
             if place is None:
-                leaves.append(next(kept))
+                leaf_rows = next(kept)
+                leaves.append(jnp.moveaxis(leaf_rows, -1, 0) if self.minor else leaf_rows)
                 continue
             group, start = place
             if not self.vectors:
@@ -107,14 +117,21 @@ class Packing:
 
     def take(self, arrays: Packed, index: jax.Array) -> Packed:
         """The rows ``index`` (a ``(k,)`` int array, in range) of packed ``arrays``."""
-        return tuple(a[:, index] if self._across(i) else a[index] for i, a in enumerate(arrays))
+        return tuple(a[..., index] if self._last(i) else a[:, index] if self._across(i)
+                     else a[index] for i, a in enumerate(arrays))  # fmt: skip
 
     def put(self, arrays: Packed, index: jax.Array, rows: Packed) -> Packed:
         """``arrays`` with ``rows`` (packed, ``k`` rows) written at the rows ``index``;
         an index out of range drops its row."""
         written = []
         for i, (a, r) in enumerate(zip(arrays, rows)):
-            at = a.at[:, index] if self._across(i) else a.at[index]
+            at = (
+                a.at[..., index]
+                if self._last(i)
+                else a.at[:, index]
+                if self._across(i)
+                else a.at[index]
+            )
             written.append(at.set(r, mode="drop"))
         return tuple(written)
 
@@ -122,11 +139,15 @@ class Packing:
         """Whether the ``i``-th packed array holds its rows along axis 1."""
         return i < len(self.groups) and not self.vectors
 
+    def _last(self, i: int) -> bool:
+        """Whether the ``i``-th array is a leaf kept as it is, its rows last (``minor``)."""
+        return self.minor and i >= len(self.groups)
+
     def zeros(self, rows: int) -> Packed:
         """Packed arrays of ``rows`` rows of zeros, as :meth:`pack` makes them."""
         packed = [jnp.zeros((rows, columns) if self.vectors else (columns, rows), dtype)
                   for dtype, columns in self.groups]  # fmt: skip
-        kept = [jnp.zeros((rows, *leaf.shape), leaf.dtype)
+        kept = [jnp.zeros((*leaf.shape, rows) if self.minor else (rows, *leaf.shape), leaf.dtype)
                 for leaf, place in zip(self.leaves, self.place) if place is None]  # fmt: skip
         return (*packed, *kept)
 
@@ -159,6 +180,7 @@ class Packing:
                 picked.append(a)
                 continue
             row_axis = 1 if packed and not self.vectors else 0
+            row_axis = a.ndim - 1 if self._last(i) else row_axis
             shape = [1] * a.ndim
             shape[row_axis] = rows.shape[0]
             chosen = rows.reshape(shape)
