@@ -335,3 +335,19 @@ def test_lanes_is_validated():
         with pytest.raises(ValueError, match="`lanes` must be None or an int >= 1"):
             solve(x0, fixed, args, lanes=bad)
     assert bool(jnp.all(solve(x0, fixed, args, lanes=np.int64(2)).converged))
+
+
+@pytest.mark.parametrize("lanes", [8, 1 << 30], ids=["refilled", "whole-batch"])
+def test_rows_carried_on_the_minor_axis_get_the_same_bits(monkeypatch, lanes):
+    """A TPU's lanes carry their arrays rows last (``Backend.minor_rows``): the same
+    arithmetic, only the carry's layout moves, so a CPU forced to carry them so gives
+    the bits it gives rows first, through refilled lanes (taken, put, selected) and
+    the whole batch at once."""
+    from fixedopt._driver import machine
+
+    x0, fixed, args = batch_with_stragglers(batch=24, n=4)
+    rows_first = solve(x0, fixed, args, solver=fixedopt.LBFGS(), lanes=lanes)
+    monkeypatch.setitem(machine.BACKENDS, "cpu", CPU._replace(minor_rows=True))
+    rows_last = solve(x0, fixed, args, solver=fixedopt.LBFGS(), lanes=lanes)
+    assert_rows_identical(rows_last, rows_first)
+    assert np.all(np.asarray(rows_first.status) == Status.CONVERGED)

@@ -24,11 +24,11 @@ def tree(rows):
     }
 
 
-@pytest.mark.parametrize("vectors", [False, True])
+@pytest.mark.parametrize(("vectors", "minor"), [(False, False), (True, False), (False, True)])
 @pytest.mark.parametrize("rows", [0, 1, 5])
-def test_unpack_gives_back_the_same_bits(rows, vectors):
+def test_unpack_gives_back_the_same_bits(rows, vectors, minor):
     original = tree(rows)
-    packing = Packing.of(original, vectors=vectors)
+    packing = Packing.of(original, vectors=vectors, minor=minor)
     packed = packing.pack(original)
     restored = packing.unpack(packed)
     assert jax.tree.structure(restored) == jax.tree.structure(original)
@@ -62,10 +62,10 @@ def test_column_masks_flag_the_leaves_asked_for():
     assert masks[4] is True and masks[5] is None  # the matrix flagged, x not
 
 
-@pytest.mark.parametrize("vectors", [False, True])
-def test_select_takes_new_rows_and_the_flagged_leaves_everywhere(vectors):
+@pytest.mark.parametrize(("vectors", "minor"), [(False, False), (True, False), (False, True)])
+def test_select_takes_new_rows_and_the_flagged_leaves_everywhere(vectors, minor):
     old, new = tree(5), jax.tree.map(lambda a: ~a if a.dtype == bool else a + 1, tree(5))
-    packing = Packing.of(old, vectors=vectors)
+    packing = Packing.of(old, vectors=vectors, minor=minor)
     rows = jnp.array([True, False, True, False, False])
     flags = {key: key in ("status", "matrix") for key in old}
     always = packing.columns(flags)
@@ -77,3 +77,29 @@ def test_select_takes_new_rows_and_the_flagged_leaves_everywhere(vectors):
             else jnp.where(rows.reshape(-1, *(1,) * (old[key].ndim - 1)), new[key], old[key])
         )
         np.testing.assert_array_equal(bits(picked[key]), bits(expected), err_msg=key)
+
+
+def test_rows_last_hold_the_kept_leaves_rows_on_their_last_axis():
+    """``minor`` (a TPU's lanes): the kept leaves are ``(..., rows)``, the packed
+    scalars as without it."""
+    packed = Packing.of(tree(4), minor=True).pack(tree(4))
+    assert [a.shape for a in packed] == [(1, 4), (1, 4), (2, 4), (1, 4), (2, 2, 4), (3, 4)]
+    np.testing.assert_array_equal(packed[5], tree(4)["x"].T)
+
+
+@pytest.mark.parametrize(("vectors", "minor"), [(False, False), (True, False), (False, True)])
+def test_take_and_put_move_whole_rows(vectors, minor):
+    """``take`` gives the rows asked for, as packed; ``put`` writes them at those rows
+    and drops an index out of range."""
+    old, new = tree(5), jax.tree.map(lambda a: ~a if a.dtype == bool else a + 1, tree(5))
+    packing = Packing.of(old, vectors=vectors, minor=minor)
+    index = jnp.array([3, 0])
+    taken = packing.unpack(packing.take(packing.pack(new), index))
+    for key in old:
+        np.testing.assert_array_equal(bits(taken[key]), bits(new[key][index]), err_msg=key)
+    rows = packing.take(packing.pack(new), jnp.array([3, 0, 1]))
+    written = packing.put(packing.pack(old), jnp.array([3, 0, 5]), rows)  # 5: dropped
+    chosen = jnp.array([True, False, False, True, False])
+    for key, leaf in packing.unpack(written).items():
+        expected = jnp.where(chosen.reshape(-1, *(1,) * (old[key].ndim - 1)), new[key], old[key])
+        np.testing.assert_array_equal(bits(leaf), bits(expected), err_msg=key)
