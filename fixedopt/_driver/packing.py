@@ -18,11 +18,13 @@ results, written once and never read by the loop, pack their vectors too
 (``vectors=True``).
 
 With ``minor`` (a TPU's lanes: ``fixedopt._driver.machine.Backend.minor_rows``) the
-leaves kept as they are hold their rows on the last axis, ``(..., rows)``: a TPU tiles
-an array's two minor axes by ``(8, 128)``, and a loop carry of ``(rows, 8)`` rows
-pads each row's 8 entries to 128 (an L-BFGS history ``(rows, 10, 8)`` to ``(rows, 16,
-128)``), transposed on every trip to the rows-minor layouts that XLA chose inside the
-step (docs/decisions.md, "Rows on a TPU's minor axis").
+leaves kept as they are hold their rows on the last axis, ``(..., rows)``, and every
+array is carried flattened to one axis: a TPU tiles an array's two minor axes by
+``(8, 128)``, and a loop carry of ``(rows, 8)`` rows padded each row's 8 entries to
+128, transposed on every trip to the rows-minor layouts XLA chose inside the step;
+carried ``(8, rows)``, XLA's layout assignment laid it out as before (a transpose is
+free to it). One axis leaves it no layout to choose (docs/decisions.md, "Rows on a
+TPU's minor axis").
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ class Packing:
     place: tuple[tuple[int, int] | None, ...]
     groups: tuple[tuple[Any, int], ...]  # (dtype, columns) of each packed array
     vectors: bool  # packed arrays are (rows, columns); else (columns, rows): see of()
-    minor: bool = False  # leaves kept as they are hold their rows last: (..., rows)
+    minor: bool = False  # kept leaves hold their rows last, every array flattened
 
     @classmethod
     def of(cls, tree: Tree, vectors: bool = False, minor: bool = False) -> Packing:
@@ -65,7 +67,8 @@ class Packing:
         contiguous (a kernel that reads one leaf reads no other's bytes, and an
         accelerator's reads of it coalesce). With ``vectors``, its vectors too, as
         ``(rows, columns)`` arrays: a row's entries are contiguous, for writing rows.
-        With ``minor``, the leaves kept as they are hold their rows on the last axis.
+        With ``minor``, the leaves kept as they are hold their rows on the last axis,
+        and every array is carried flattened (:meth:`_flat`).
         """
         leaves, treedef = jax.tree.flatten(tree)
         columns: dict[Any, int] = {}
@@ -96,10 +99,11 @@ class Packing:
             else:
                 parts[place[0]].append(leaf[None])
         packed = (jnp.concatenate(part, axis=1 if self.vectors else 0) for part in parts)
-        return (*packed, *kept)
+        return self._flat((*packed, *kept))
 
     def unpack(self, arrays: Packed) -> Tree:
         """The tree that :meth:`pack` packed into ``arrays``."""
+        arrays = self._shaped(arrays)
         packed, kept = arrays[: len(self.groups)], iter(arrays[len(self.groups) :])
         leaves = []
         for leaf, place in zip(self.leaves, self.place):
@@ -117,14 +121,15 @@ class Packing:
 
     def take(self, arrays: Packed, index: jax.Array) -> Packed:
         """The rows ``index`` (a ``(k,)`` int array, in range) of packed ``arrays``."""
-        return tuple(a[..., index] if self._last(i) else a[:, index] if self._across(i)
-                     else a[index] for i, a in enumerate(arrays))  # fmt: skip
+        return self._flat(tuple(a[..., index] if self._last(i) else a[:, index]
+                                if self._across(i) else a[index]
+                                for i, a in enumerate(self._shaped(arrays))))  # fmt: skip
 
     def put(self, arrays: Packed, index: jax.Array, rows: Packed) -> Packed:
         """``arrays`` with ``rows`` (packed, ``k`` rows) written at the rows ``index``;
         an index out of range drops its row."""
         written = []
-        for i, (a, r) in enumerate(zip(arrays, rows)):
+        for i, (a, r) in enumerate(zip(self._shaped(arrays), self._shaped(rows))):
             at = (
                 a.at[..., index]
                 if self._last(i)
@@ -133,7 +138,21 @@ class Packing:
                 else a.at[index]
             )
             written.append(at.set(r, mode="drop"))
-        return tuple(written)
+        return self._flat(tuple(written))
+
+    def _flat(self, arrays: Packed) -> Packed:
+        """``arrays`` as carried: each flattened to one axis where ``minor``, so that no
+        compiler lays a row's entries on the minor axis (its rows are last: the entries
+        of one leaf's column for every row, then the next)."""
+        return tuple(a.reshape(-1) for a in arrays) if self.minor else arrays
+
+    def _shaped(self, arrays: Packed) -> Packed:
+        """``arrays`` as :meth:`_flat` carries them, in their shapes again."""
+        if not self.minor:
+            return arrays
+        kept = (leaf.shape for leaf, place in zip(self.leaves, self.place) if place is None)
+        shapes = [*((columns,) for _, columns in self.groups), *kept]
+        return tuple(a.reshape(*shape, -1) for a, shape in zip(arrays, shapes))
 
     def _across(self, i: int) -> bool:
         """Whether the ``i``-th packed array holds its rows along axis 1."""
@@ -149,7 +168,7 @@ class Packing:
                   for dtype, columns in self.groups]  # fmt: skip
         kept = [jnp.zeros((*leaf.shape, rows) if self.minor else (rows, *leaf.shape), leaf.dtype)
                 for leaf, place in zip(self.leaves, self.place) if place is None]  # fmt: skip
-        return (*packed, *kept)
+        return self._flat((*packed, *kept))
 
     def columns(self, flags: Tree) -> tuple[Any, ...]:
         """Which entries of the packed arrays belong to leaves flagged True in ``flags``
@@ -174,7 +193,7 @@ class Packing:
         ``new`` in every row."""
         flags = always or (None,) * len(new)
         picked = []
-        for i, (a, b, flag) in enumerate(zip(new, old, flags)):
+        for i, (a, b, flag) in enumerate(zip(self._shaped(new), self._shaped(old), flags)):
             packed = i < len(self.groups)
             if flag is True:
                 picked.append(a)
@@ -187,4 +206,4 @@ class Packing:
             if flag is not None:  # a (columns,) mask of a packed array
                 chosen = chosen | jnp.asarray(flag).reshape((1, -1) if self.vectors else (-1, 1))
             picked.append(jnp.where(chosen, a, b))
-        return tuple(picked)
+        return self._flat(tuple(picked))

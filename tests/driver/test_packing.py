@@ -81,10 +81,12 @@ def test_select_takes_new_rows_and_the_flagged_leaves_everywhere(vectors, minor)
 
 def test_rows_last_hold_the_kept_leaves_rows_on_their_last_axis():
     """``minor`` (a TPU's lanes): the kept leaves are ``(..., rows)``, the packed
-    scalars as without it."""
+    scalars ``(columns, rows)`` as without it, each array flattened: a column of the
+    rows, then the next."""
     packed = Packing.of(tree(4), minor=True).pack(tree(4))
-    assert [a.shape for a in packed] == [(1, 4), (1, 4), (2, 4), (1, 4), (2, 2, 4), (3, 4)]
-    np.testing.assert_array_equal(packed[5], tree(4)["x"].T)
+    assert [a.shape for a in packed] == [(4,), (4,), (8,), (4,), (16,), (12,)]
+    np.testing.assert_array_equal(packed[5], tree(4)["x"].T.reshape(-1))
+    np.testing.assert_array_equal(packed[2], jnp.concatenate([tree(4)["status"], tree(4)["steps"]]))
 
 
 @pytest.mark.parametrize(("vectors", "minor"), [(False, False), (True, False), (False, True)])
