@@ -164,11 +164,13 @@ def compared(x, steps, status, cpu) -> dict:
     return record
 
 
-def fixedopt_case(name, estimator, fits, data, cpu, layout=None, tile=None, top=False):
+def fixedopt_case(name, estimator, fits, data, cpu, layout=None, tile=None, top=False,
+                  together=None):  # fmt: skip
     inputs = tuple(jax.device_put(jnp.asarray(a)) for a in (fits.x0, fits.fixed, data))
     solve = solve_of(estimator)
-    given = batch_last.TILE
-    batch_last.TILE = given if tile is None else tile
+    given = batch_last.TILE, batch_last.SUMMED_TOGETHER
+    batch_last.TILE = given[0] if tile is None else tile
+    batch_last.SUMMED_TOGETHER = given[1] if together is None else together
     forced = machine.forced_layout(layout) if layout else _Nothing()
     counts = {}
     try:
@@ -183,12 +185,12 @@ def fixedopt_case(name, estimator, fits, data, cpu, layout=None, tile=None, top=
                 compiled = jax.jit(solve).lower(*inputs).compile()
                 compile_s = time.perf_counter() - start
                 counts = hlo_counts(compiled)
-                if os.environ.get("OUT") and name in ("default (jit)", "batch one axis (TILE 0)"):
-                    path = pathlib.Path(os.environ["OUT"]) / f"hlo-{name.split()[1]}.txt"
+                if os.environ.get("OUT") and name == "default (jit)":
+                    path = pathlib.Path(os.environ["OUT"]) / "hlo-default.txt"
                     path.write_text(compiled.as_text())
                 seconds, s = median_seconds(lambda: compiled(*inputs))
     finally:
-        batch_last.TILE = given
+        batch_last.TILE, batch_last.SUMMED_TOGETHER = given
     status, steps, x = np.asarray(s.status), np.asarray(s.steps), np.asarray(s.x)
     rows = x.shape[0]
     statuses = " ".join(f"{c.name}:{int(np.sum(status == c))}" for c in fixedopt.Status
@@ -246,14 +248,17 @@ def cases(quick):
     yield lambda: fixedopt_case("default (jit)", "lse", fits, fits.data, cpu)
     yield lambda: reference_case(fits, cpu)
     yield lambda: trips(fits)
-    yield lambda: fixedopt_case("batch one axis (TILE 0)", "lse", fits, fits.data, cpu, tile=0)
-    yield lambda: fixedopt_case("lanes (rows-major, jit)", "lse", fits, fits.data, cpu,
-                                layout="rows-major")  # fmt: skip
     yield lambda: fixedopt_case("poisson default (jit)", "poisson", fits, counts, pcpu)
     yield lambda: fixedopt_case("default (top-level call)", "lse", fits, fits.data, cpu, top=True)
     big = gaussian_fits(large)
     big_cpu = cpu_reference("lse", big.x0, big.fixed, big.data)
     yield lambda: fixedopt_case("default (jit) 1e7", "lse", big, big.data, big_cpu)
+    yield lambda: fixedopt_case("poisson, batch one axis (TILE 0)", "poisson", fits, counts, pcpu,
+                                tile=0)  # fmt: skip
+    yield lambda: fixedopt_case("sums apart", "lse", fits, fits.data, cpu, together=False)
+    yield lambda: fixedopt_case("batch one axis (TILE 0)", "lse", fits, fits.data, cpu, tile=0)
+    yield lambda: fixedopt_case("lanes (rows-major, jit)", "lse", fits, fits.data, cpu,
+                                layout="rows-major")  # fmt: skip
 
 
 COLUMNS = ("case", "ms_0", "ms_1", "ms_2", "ms_4", "ms_10", "trip_ms", "estimator", "B",

@@ -43,6 +43,7 @@ from fixedopt._driver.loop import (
     objective_scale,
     to_certify,
 )
+from fixedopt._numerics import reduce
 from fixedopt._objective.losses import flat_counts, split_data
 from fixedopt._objective.problem import Objective, RowData, _cast_floating
 from fixedopt._solvers.levenberg_marquardt import (
@@ -62,6 +63,8 @@ CHUNK = 1 << 21
 # TILE, so that a row's scalar is a whole number of a TPU's (8, 128) tiles and a row's
 # entry ``x[i]`` a slice of the leading axis (0: the batch one axis, ``(B,)``).
 TILE = 128
+# J^T J, J^T r and |r|^2 as one reduction (:func:`_normal_sums`).
+SUMMED_TOGETHER = True
 
 
 class Carry(NamedTuple):
@@ -208,12 +211,8 @@ def _evaluation(objective: Objective, rows: RowData, n: int) -> Evaluate:
             root = jnp.sqrt(jnp.where(mu > 0, mu, 1.0))
             r, columns = (mu - counts) / root, [c / root for c in columns]
             value = _over_batch(loss.cost, mu.ndim - 1)(mu, counts)
-        wide = jnp.promote_types(x.dtype, jnp.float32)
-        columns = [c.astype(wide) for c in columns]
-        lower = [[jnp.sum(columns[i] * columns[j], axis=0) for j in range(i + 1)] for i in range(n)]
+        lower, grad, squared = _normal_sums(columns, r)
         normal = [[lower[max(i, j)][min(i, j)] for j in range(n)] for i in range(n)]
-        grad = jnp.stack([jnp.sum(c * r, axis=0) for c in columns]).astype(x.dtype)
-        squared = jnp.sum(r * r, axis=0)
         if loss is None:
             value = 0.5 * squared
         return (
@@ -224,6 +223,29 @@ def _evaluation(objective: Objective, rows: RowData, n: int) -> Evaluate:
         )
 
     return evaluate
+
+
+def _normal_sums(
+    columns: list[jax.Array], r: jax.Array
+) -> tuple[list[list[jax.Array]], jax.Array, jax.Array]:
+    """The lower triangle of ``J^T J`` (in float32 at least), ``J^T r`` and ``|r|^2`` of
+    ``J``'s ``columns`` and ``r`` (each ``(m, B)``); where :data:`SUMMED_TOGETHER`, one
+    variadic reduce (``reduce.together``), so that the Jacobian's columns are computed
+    once, not again in each sum's fusion."""
+    n = len(columns)
+    wide = jnp.promote_types(r.dtype, jnp.float32)
+    columns = [c.astype(wide) for c in columns]
+    pairs = [(i, j) for i in range(n) for j in range(i + 1)]
+    terms = [columns[i] * columns[j] for i, j in pairs] + [c * r for c in columns] + [r * r]
+    if SUMMED_TOGETHER:
+        sums = list(reduce.together(tuple(terms)))
+    else:
+        sums = [jnp.sum(t, axis=0) for t in terms]
+    lower: list[list[jax.Array]] = [[] for _ in range(n)]
+    for (i, _), total in zip(pairs, sums):
+        lower[i].append(total)
+    grad = jnp.stack(sums[len(pairs) : len(pairs) + n]).astype(r.dtype)
+    return lower, grad, sums[-1].astype(r.dtype)
 
 
 def _start(solver: LevenbergMarquardt, problem: Problem, evaluate: Evaluate, given: jax.Array,
