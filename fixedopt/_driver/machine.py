@@ -189,18 +189,19 @@ def defaults(backend: str) -> Backend:
 
 
 # The rows' layout: through the lanes, a row's entries along the minor axis
-# (fixedopt._driver.lanes); or the whole batch stepped with the batch last
-# (fixedopt._driver.batch_last), where the rows are small least-squares ones on a TPU:
-# its tiles are 128 entries wide, and Gpufit's spot (n = 5) left most of each padding
-# in the lanes: 6.1M fits/s batch-last against 3.35M on a TPU v5e, the same statuses, for
-# twice the compile, 14 s (issue 61; docs/decisions.md, "Levenberg-Marquardt batch-last
-# by construction"). Not on the CPU: the lanes already run a row's unrolled arithmetic as
-# SIMD over rows, and batch-last ran 1.3-1.5x slower there (docs/decisions.md, "The
-# batch on the minor axis on the CPU").
+# (fixedopt._driver.lanes), on every backend by default; or the whole batch stepped
+# with the batch last (fixedopt._driver.batch_last), only where forced. On a TPU v5e,
+# Gpufit's spot (n = 5, 1e6 fits) ran 16.0M fits/s batch-last against 3.37M through
+# the lanes, but compiled in 18.5 s against 9.6 s: a one-off call waited 18.6 s against
+# 9.9 s, repaid after ~38 calls (issue 62 asks a first call within 8 s), and a batch of
+# whole tiles only was measured right (issue 61; docs/decisions.md, "Levenberg-Marquardt
+# batch-last by construction"). Not on the CPU: the lanes already run a row's unrolled
+# arithmetic as SIMD over rows, and batch-last ran 1.3-1.5x slower there
+# (docs/decisions.md, "The batch on the minor axis on the CPU").
 ROWS_MAJOR = "rows-major"
 BATCH_LAST = "batch-last"
 LAYOUTS = (ROWS_MAJOR, BATCH_LAST)
-BATCH_LAST_BACKENDS = frozenset({"tpu"})
+BATCH_LAST_BACKENDS: frozenset[str] = frozenset()
 # Rows small enough for it: at most 8 unknowns (its Cholesky solve and J^T J are
 # unrolled, n^2 / 2 vectors of the batch), and a Jacobian of at most 4096 entries
 # (m n: its n columns of the batch are in memory at once, 2^21 rows a loop). Set by
@@ -232,7 +233,8 @@ def forced_layout(layout: str) -> Iterator[None]:
 
 
 def default_layout(backend: str) -> str:
-    """The rows' layout on ``backend`` (:data:`BATCH_LAST` on a TPU), or as forced."""
+    """The rows' layout on ``backend`` (:data:`BATCH_LAST` on those of
+    :data:`BATCH_LAST_BACKENDS`, none so far), or as forced."""
     if _forced_layout:
         return _forced_layout[-1]
     return BATCH_LAST if backend in BATCH_LAST_BACKENDS else ROWS_MAJOR
