@@ -210,8 +210,8 @@ def _iterate(
     def going(state: tuple[Carry, jax.Array]) -> jax.Array:
         return ~state[1] | jnp.any(busy(state[0].status))
 
-    ended, _ = jax.lax.while_loop(going, trip, (blank, jnp.zeros((), bool)))
-    return ended
+    ended: tuple[Carry, jax.Array] = jax.lax.while_loop(going, trip, (blank, jnp.zeros((), bool)))
+    return ended[0]
 
 
 def _claim(solver: LevenbergMarquardt, carry: Carry) -> Carry:
