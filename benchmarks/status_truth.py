@@ -8,6 +8,7 @@ and stationary starts that are no minimum (:mod:`benchmarks.status_starts`)."""
 
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
@@ -147,6 +148,7 @@ def run(quick: bool, args) -> list[dict]:
     problems = dict(list(known.LEAST_SQUARES.items())[:1]) if quick else known.LEAST_SQUARES
     dtypes = DTYPES[1:] if quick else DTYPES
     rows = truth(problems, dtypes)
+    jax.clear_caches()  # one process holding every table's programs ran out of memory maps
     chosen = dict(list(known.MINIMIZE.items())[:2]) if quick else known.MINIMIZE
     cases = [*minimize_cases(chosen, dtypes),
              *minimize_cases(chosen, dtypes, fixedopt.LBFGS(scaling="hessian"))]  # fmt: skip
@@ -156,8 +158,10 @@ def run(quick: bool, args) -> list[dict]:
     lies = [r | {"kind": "minimize_lie"} for r in cases if not r["truthful"]]
     from benchmarks import status_families  # it reads this module's status_names
 
+    jax.clear_caches()
     starts = status_starts.stationary_starts(dtypes)
     stationary = status_starts.family_summary(starts, "stationary_summary", "family")
+    jax.clear_caches()
     return (units(FITS[:1] if quick else FITS, dtypes) + summary(rows) + rows
             + minimize_summary(cases) + stationary + lies + cases + starts
             + status_families.run(dtypes, quick))  # fmt: skip
