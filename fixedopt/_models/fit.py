@@ -23,7 +23,7 @@ from fixedopt._models import curves
 from fixedopt._models.confidence import FitProblem
 from fixedopt._models.layout import Arrays, Layout, arrays, initial_values, layout
 from fixedopt._models.nan import apply_nan_policy, too_few_points
-from fixedopt._models.parameters import Parameters
+from fixedopt._models.parameters import Parameters, traced
 from fixedopt._models.result import ModelResult
 from fixedopt._results.covariance import covariance_and
 
@@ -214,6 +214,14 @@ def _refuse_unknown(model: Fittable, kwargs: dict[str, Any]) -> None:
         )
 
 
+def _refuse_traced(given: dict[str, Any]) -> None:
+    """:func:`fixedopt._models.parameters.traced` where an input of the fit is a JAX
+    tracer (NumPy's conversion error deep inside named none of this)."""
+    for name, value in given.items():
+        if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(value)):
+            raise traced(f"`{name}`")
+
+
 def _check_named(model: Fittable, params: Parameters) -> None:
     """A ``ValueError`` naming the model's parameters that ``params`` lacks."""
     missing = [n for n in model.param_names if n not in params]
@@ -251,6 +259,7 @@ def fit(model: Fittable, data: Any, params: Parameters | None = None, *, weights
     Returns:
       A :class:`fixedopt.models.ModelResult`.
     """
+    _refuse_traced({"data": data, "weights": weights, **kwargs})
     _options(kwargs, data, estimator)
     poisson = estimator == "poisson"
     given = {v: kwargs.pop(v) for v in model.independent_vars if v in kwargs}
