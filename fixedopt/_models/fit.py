@@ -222,6 +222,21 @@ def _refuse_traced(given: dict[str, Any]) -> None:
             raise traced(f"`{name}`")
 
 
+def _check_points(plan: Layout, free: np.ndarray, points: int) -> None:
+    """A ``ValueError`` where a fit has more free parameters than ``data`` has points
+    (as ``curve_fit`` and lmfit's ``leastsq``; it had ended ``success`` at an arbitrary
+    solution, its ``redchi`` negative)."""
+    counts = free.sum(axis=1)
+    if counts.max(initial=0) > points:
+        row = int(np.argmax(counts))
+        names = [name for name, varies in zip(plan.vector, free[row], strict=True) if varies]
+        raise ValueError(
+            f"fit {row} has {int(counts[row])} free parameters {names} but `data` has "
+            f"{points} points per fit: it has no unique answer; give more points, or fix "
+            "parameters in `params` (vary=False)"
+        )
+
+
 def _check_named(model: Fittable, params: Parameters) -> None:
     """A ``ValueError`` naming the model's parameters that ``params`` lacks."""
     missing = [n for n in model.param_names if n not in params]
@@ -278,6 +293,7 @@ def fit(model: Fittable, data: Any, params: Parameters | None = None, *, weights
     if not plan.vector:
         raise ValueError("every parameter is tied (`expr`): nothing to fit")
     arr = arrays(params, plan, data.shape[0], data.dtype)
+    _check_points(plan, ~np.asarray(arr.fixed), data.shape[1])
     w = _weights(weights, data)
     if poisson and w is not None:
         raise ValueError("`weights` have no effect with estimator='poisson': remove them")
