@@ -270,15 +270,16 @@ def _write_mark(mark: pathlib.Path, exported: Any) -> None:
 def _mark(beside: Any) -> pathlib.Path | None:
     """The mark of a tail compiled ahead beside the program ``beside`` (a
     ``jax.stages.Lowered``) in JAX's persistent cache folder; None where the cache is
-    off, not a local folder, or ``beside`` not a lowered program."""
+    off, not a local folder, or ``beside`` not a lowered program, or fixedopt's source
+    cannot be read (:func:`fixedopt._driver.cache.library_digest`)."""
     config: Any = jax.config
-    folder = config.jax_compilation_cache_dir
+    folder, library = config.jax_compilation_cache_dir, cache.library_digest()
     if not (folder and config.jax_enable_compilation_cache and hasattr(beside, "as_text")):
         return None
-    if "://" in str(folder):  # a cache in the cloud: no marks
+    if "://" in str(folder) or library is None:  # a cache in the cloud, no source
         return None
     versions = f"{jax.__version__} {jaxlib.version.__version__} {jax.default_backend()}"
-    code = f"{versions} {cache.library_digest()}\n"  # the tail's code is not beside's
+    code = f"{versions} {library}\n"  # the tail's code is not beside's
     digest = hashlib.sha256((code + beside.as_text()).encode()).hexdigest()
     return pathlib.Path(folder) / "fixedopt-tails" / digest
 

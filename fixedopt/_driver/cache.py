@@ -80,14 +80,18 @@ def use_default_cache() -> str | None:
 
 
 @functools.cache
-def library_digest() -> str:
+def library_digest() -> str | None:
     """A digest of fixedopt's source: every ``.py`` file of the package (its path and
     bytes), once per process (about 3 ms, 119 files). Part of a tail's mark
     (:mod:`fixedopt._driver.ahead`): a program JAX's own key does not name, the tail's,
-    is then never one that another fixedopt exported."""
+    is then never one that another fixedopt exported. None where the package has no
+    source files to read (a zip, compiled files only): then no marks."""
     root = pathlib.Path(__file__).resolve().parent.parent
+    sources = sorted(root.rglob("*.py"))
+    if not sources:
+        return None
     digest = hashlib.sha256()
-    for source in sorted(root.rglob("*.py")):
+    for source in sources:
         digest.update(source.relative_to(root).as_posix().encode() + b"\0")
         digest.update(source.read_bytes() + b"\0")
     return digest.hexdigest()

@@ -105,7 +105,8 @@ def test_the_library_digest_reads_every_source_file_of_fixedopt():
 def test_a_changed_library_never_runs_a_tail_exported_by_another(tmp_path, monkeypatch):
     """The hazard: a tail's program that changed while its block's did not (a new
     fixedopt). Under the same library digest the new process runs the export of the
-    mark (the old program: 2 x); under another digest it compiles its own (3 x)."""
+    mark (the old program: 2 x); under another digest it compiles its own (3 x); where
+    fixedopt's source cannot be read (no digest), no mark is read or written."""
     import jax
     import jax.numpy as jnp
 
@@ -134,4 +135,7 @@ def test_a_changed_library_never_runs_a_tail_exported_by_another(tmp_path, monke
         monkeypatch.setattr(cache, "library_digest", lambda: "version two")
         assert new_process_runs(tail_of(3.0)) == [0.0, 3.0, 6.0]
         assert len(list((tmp_path / "fixedopt-tails").iterdir())) == 2
+        monkeypatch.setattr(cache, "library_digest", lambda: None)  # no source to read:
+        assert new_process_runs(tail_of(4.0)) == [0.0, 4.0, 8.0]
+        assert len(list((tmp_path / "fixedopt-tails").iterdir())) == 2, "no mark"
     ahead.forget()
