@@ -2,10 +2,10 @@
 # The accelerator runs, prepared for a lent machine (the workplace's `device` tool: one
 # TPU v5e chip with Python 3.11, or an NVIDIA GPU with Python 3.12; JAX installed there,
 # fixedopt not; no internet), one command per call so that a failed call can be rerun
-# within the session's minutes. SUITE is a suite of benchmarks.run (tpu, tiny,
-# tiny_large, gpu, ...) or `tests`: the float32 slice of the suite (make test-device).
+# within the session's minutes. SUITE is a suite of benchmarks.run (tpu_peers,
+# tiny, tiny_large, gpu, ...) or `tests`: the float32 slice of the suite (make test-device).
 #
-#   bash benchmarks/device.sh tests tpu          # on a TPU: the slice, then the tpu suite
+#   bash benchmarks/device.sh tests tpu_peers    # on a TPU: the slice, then the tpu_peers suite
 #   bash benchmarks/device.sh tiny_large tiny    # 1e7 Gpufit fits, then 1e3..1e6
 #
 # optax (a dependency of fixedopt) and what it needs come from the machine's own package

@@ -45,13 +45,10 @@ SECTIONS = {  # kind: (title, text)
              "7x7 pixels, 1000 photons, background 10/pixel, centres jittered U(-0.5, 0.5); "
              "spread: RMS error of the centres over sqrt(CRLB) from the true Fisher "
              "information; stderr: the fit's own error bars over it."),
-    "tpu_minimize": ("minimize on an accelerator: the machine profile's matmul precision",
-                     "Issue 61's quartic (float32, 30% fixed, bounds ±3; optax without bounds, "
-                     "an absolute gradient test at 1e-4). `precision`: `profile`, fixedopt's "
-                     "default (float32 products at \"highest\" on a TPU or GPU); `default`, "
-                     "traded back (`jax.default_matmul_precision(\"default\")`). "
-                     "`first_s`: the first call, `compile_s` within it."),
-    "tpu_gpufit": ("Gpufit's protocol on an accelerator, both precisions", "As `tiny_fit`."),
+    "tpu_gpufit": ("Gpufit's protocol on an accelerator, both precisions (tpu_peers)",
+                   "As `tiny_fit`; `precision`: `profile`, fixedopt's default (float32 "
+                   "products at \"highest\" on a TPU or GPU), or `default`, traded back "
+                   "(`jax.default_matmul_precision(\"default\")`)."),
     "tpu_gpufit_mle": ("Gpufit's protocol by Poisson maximum likelihood (tpu_peers)",
                        "`least_squares(estimator=\"poisson\")`, Gpufit's options; "
                        "`rows_at_max_steps`: rows that took all `max_steps` (10)."),

@@ -1,5 +1,5 @@
 """``python -m benchmarks.run --suite NAME [--quick] [--out DIR]``: run a suite (cpu, gpu, scale,
-status_truth, ase, curve_fit, tiny, tiny_large, deblur, tpu, tpu_peers; ``auto``, the
+status_truth, ase, curve_fit, tiny, tiny_large, deblur, tpu_peers; ``auto``, the
 default: cpu or gpu by backend), write ``<out>/<backend>-<suite>[-quick][-<tag>]-<date>``
 ``.{json,md}`` and plots."""
 
@@ -26,7 +26,6 @@ from benchmarks import (  # noqa: E402
     report,
     status_truth,
     tiny,
-    tpu,
     tpu_peers,
 )
 from benchmarks.suites import PLANS, run_plan  # noqa: E402
@@ -35,7 +34,7 @@ from benchmarks.timing import environment  # noqa: E402
 RESULTS = pathlib.Path(__file__).parent / "results"
 OWN = {"status_truth": status_truth.run, "ase": ase.run, "curve_fit": curve_fit.run,
        "deblur": deblur.run, "tiny": tiny.run, "tiny_large": tiny.run_large,
-       "tpu": tpu.run, "tpu_peers": tpu_peers.run}  # fmt: skip
+       "tpu_peers": tpu_peers.run}  # fmt: skip
 
 
 def parse(argv) -> argparse.Namespace:

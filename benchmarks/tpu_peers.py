@@ -4,17 +4,21 @@ splitting (``strategy="split"``: padded per-row free indices) on the same solver
 whole batch as one loop (``fixedopt-mask-vmap``), beside jaxopt's L-BFGS-B, optax's L-BFGS
 and TFP's batched L-BFGS, on ``quad`` and ``rosen`` at n = 8, 64, 512 (the cpu suite's
 problems, methods and checks; scipy's loop on a subsample is the reference where it
-runs); Gpufit's protocol by Poisson maximum likelihood at 1e6 and 1e7 spots;
-``keep_fixed(adam)`` against plain adam. Each fixedopt record counts its rows' statuses
-and the rows that ran to ``max_steps`` (the first of them by index).
+runs); Gpufit's protocol by Poisson maximum likelihood at 1e6 and 1e7 spots
+(``mle``), and by least squares at 1e6 (``gpufit``: fixedopt's matmul precision, the
+machine profile's, and JAX's default traded back, ``jax.default_matmul_precision``;
+1e7 fits are ``tiny_large``'s); ``keep_fixed(adam)`` against plain adam. Each fixedopt
+record counts its rows' statuses and the rows that ran to ``max_steps`` (the first of
+them by index).
 
 Made for one TPU v5e chip (``bash benchmarks/device.sh tpu_peers``, jaxopt and TFP carried
 as wheels: ``make device-wheels DEVICE_PYTHON=3.11``); runs on any backend (``--quick``:
 a smoke run on a CPU). A device call has 10 minutes: the environment picks a share,
-comma-separated, all by default: ``PARTS`` (quad, rosen, mle, adam), ``SIZES`` (n of quad
+comma-separated, all by default: ``PARTS`` (quad, rosen, mle, gpufit, adam), ``SIZES`` (n of quad
 and rosen: 8, 64, 512), ``METHODS`` (those of :data:`METHODS`, in its order; without
 scipy's loop the first one listed is the reference)."""
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -29,19 +33,20 @@ from benchmarks import timing
 from benchmarks.cases import Case
 from benchmarks.methods import GTOL, WHOLE_BATCH, Settings, fixedopt_call, jitted
 from benchmarks.suites import Plan, run_plan
-from benchmarks.tiny import GPUFIT
+from benchmarks.tiny import GPUFIT, fit_record
 from fixedopt.testing_problems import gaussian_fits, gaussian_model
 
 METHODS = ("scipy-lbfgsb-loop", "jaxopt-lbfgsb-vmap", "optax-lbfgs-vmap-mask", "tfp-lbfgs-batch",
            "fixedopt-mask", "fixedopt-split", "fixedopt-mask-vmap")  # fmt: skip
 FIXEDOPT = {"fixedopt-mask": {}, "fixedopt-split": {"strategy": "split"},
             "fixedopt-mask-vmap": {"lanes": WHOLE_BATCH}}  # fmt: skip
-PARTS = ("quad", "rosen", "mle", "adam")
+PARTS = ("quad", "rosen", "mle", "gpufit", "adam")
 BATCH = {8: 16_384, 64: 16_384, 512: 2_048}  # rows per n (quick: 16, 8, 4)
 QUICK_BATCH = {8: 16, 64: 8, 512: 4}
 FULL = Plan(loop_rows=16, jaxopt_work=2**20)
 QUICK = Plan(loop_rows=4, jaxopt_work=64)
 SPOTS, QUICK_SPOTS = (10**6, 10**7), (10**3,)
+FITS, QUICK_FITS = 10**6, 10**4  # gpufit
 ADAM_STEPS = 100
 LISTED_ROWS = 32  # rows at max_steps named in a record, at most
 
@@ -109,6 +114,19 @@ def gpufit_mle(count: int, repeats: int) -> dict:
             "converged_frac": float(np.mean(np.asarray(outputs["mle"].converged))),
             "steps_mean": float(np.mean(np.asarray(outputs["mle"].steps))),
             **outcome(outputs["mle"], GPUFIT["max_steps"])}  # fmt: skip
+
+
+def gpufit(count: int, repeats: int) -> list[dict]:
+    """Gpufit's protocol by least squares (``benchmarks.tiny``'s fits) at fixedopt's
+    matmul precision (``profile``: float32 products at "highest" on a TPU or GPU) and at
+    JAX's default, traded back (a TPU's bfloat16 passes; on a CPU the same program)."""
+    records = []
+    for precision in ("profile", "default"):
+        traded = precision == "default"
+        with jax.default_matmul_precision("default") if traded else contextlib.nullcontext():
+            record, _ = fit_record(gaussian_fits(count), GPUFIT, repeats, "gpufit")
+        records.append(record | {"kind": "tpu_gpufit", "precision": precision})
+    return records
 
 
 def adam_step(optimizer):
@@ -182,6 +200,8 @@ def run(quick: bool, args=None) -> list[dict]:
             records += shown(with_outcomes(measured, case, settings))
     for count in (QUICK_SPOTS if quick else SPOTS) if "mle" in parts else ():
         records += shown([gpufit_mle(count, 1 if quick else 3)])
+    if "gpufit" in parts:
+        records += shown(gpufit(QUICK_FITS if quick else FITS, 1 if quick else 3))
     if "adam" in parts:
         records += shown([keep_fixed_adam(2**16 if quick else 2**24, 3 if quick else 7)])
     return records

@@ -19,8 +19,10 @@ turn): the two compiles shared the busy cores.
 
 Not again in a new process once done (a model compiled before): where JAX's persistent
 cache is a folder, a tail compiled ahead leaves a mark there named by its block's
-lowered program (and the versions of jax and jaxlib), so a process whose block is
-marked compiles nothing ahead (the tail's trace and lowering had cost 0.35-0.43 s of
+lowered program, the versions of jax and jaxlib and a digest of fixedopt's source
+(the tail's program is not in the block's: a changed fixedopt never runs an older
+one's tail), so a process whose block is marked compiles nothing ahead (the tail's
+trace and lowering had cost 0.35-0.43 s of
 process CPU in every new process of the spectra, whose cached call takes 1.5-1.7 s,
 under load). Nor is the tail traced again when one comes (issue 62: a cached call
 traces once): the tail is compiled ahead as ``jax.export`` makes it (one function of
@@ -55,6 +57,8 @@ from typing import Any
 
 import jax
 import jaxlib.version
+
+from fixedopt._driver import cache
 
 
 # One thread: the compiles ahead queue behind each other rather than crowd the caller's.
@@ -266,15 +270,17 @@ def _write_mark(mark: pathlib.Path, exported: Any) -> None:
 def _mark(beside: Any) -> pathlib.Path | None:
     """The mark of a tail compiled ahead beside the program ``beside`` (a
     ``jax.stages.Lowered``) in JAX's persistent cache folder; None where the cache is
-    off, not a local folder, or ``beside`` not a lowered program."""
+    off, not a local folder, or ``beside`` not a lowered program, or fixedopt's source
+    cannot be read (:func:`fixedopt._driver.cache.library_digest`)."""
     config: Any = jax.config
-    folder = config.jax_compilation_cache_dir
+    folder, library = config.jax_compilation_cache_dir, cache.library_digest()
     if not (folder and config.jax_enable_compilation_cache and hasattr(beside, "as_text")):
         return None
-    if "://" in str(folder):  # a cache in the cloud: no marks
+    if "://" in str(folder) or library is None:  # a cache in the cloud, no source
         return None
-    versions = f"{jax.__version__} {jaxlib.version.__version__} {jax.default_backend()}\n"
-    digest = hashlib.sha256((versions + beside.as_text()).encode()).hexdigest()
+    versions = f"{jax.__version__} {jaxlib.version.__version__} {jax.default_backend()}"
+    code = f"{versions} {library}\n"  # the tail's code is not beside's
+    digest = hashlib.sha256((code + beside.as_text()).encode()).hexdigest()
     return pathlib.Path(folder) / "fixedopt-tails" / digest
 
 

@@ -20,7 +20,7 @@ in bfloat16 passes (about three digits; a GPU with TF32 keeps about four). A use
 16,384 rows of n = 64 (``0.5 x'Hx - c'x + 0.1 sum x^4``, 30% fixed, bounds ±3) ended
 6.7% CONVERGED, 72% STALLED, 21% MAX_STEPS on a TPU v5e (issue 61); traced at
 ``"highest"`` (float32 products) they converge as on the CPU, and sooner: 0.108 s a call
-against 1.50 s (n = 8: 0.052 s against 1.01 s; ``benchmarks/results/tpu-tpu-2026-12-06``).
+against 1.50 s (n = 8: 0.052 s against 1.01 s; ``docs/decisions.md``, "The TPU's matmul precision").
 So on these backends the solve (the objective, its
 derivatives, the solver's own linear algebra and the derivative rule after it) is traced
 at ``"highest"``, unless the user chose a precision (``jax.default_matmul_precision`` or

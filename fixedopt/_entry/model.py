@@ -15,14 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fixedopt._inputs.validate import PyTree
-
-TRACING_ERRORS = (
-    jax.errors.TracerArrayConversionError,
-    jax.errors.ConcretizationTypeError,
-    jax.errors.TracerBoolConversionError,
-    jax.errors.TracerIntegerConversionError,
-    jax.errors.UnexpectedTracerError,
-)
+from fixedopt._objective.host_callback import TRACING_ERRORS
 
 
 def function_name(f: Callable[..., Any]) -> str:

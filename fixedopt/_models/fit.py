@@ -23,7 +23,7 @@ from fixedopt._models import curves
 from fixedopt._models.confidence import FitProblem
 from fixedopt._models.layout import Arrays, Layout, arrays, initial_values, layout
 from fixedopt._models.nan import apply_nan_policy, too_few_points
-from fixedopt._models.parameters import Parameters
+from fixedopt._models.parameters import Parameters, traced
 from fixedopt._models.result import ModelResult
 from fixedopt._results.covariance import covariance_and
 
@@ -214,6 +214,29 @@ def _refuse_unknown(model: Fittable, kwargs: dict[str, Any]) -> None:
         )
 
 
+def _refuse_traced(given: dict[str, Any]) -> None:
+    """:func:`fixedopt._models.parameters.traced` where an input of the fit is a JAX
+    tracer (NumPy's conversion error deep inside named none of this)."""
+    for name, value in given.items():
+        if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(value)):
+            raise traced(f"`{name}`")
+
+
+def _check_points(plan: Layout, free: np.ndarray, points: int) -> None:
+    """A ``ValueError`` where a fit has more free parameters than ``data`` has points
+    (as ``curve_fit`` and lmfit's ``leastsq``; it had ended ``success`` at an arbitrary
+    solution, its ``redchi`` negative)."""
+    counts = free.sum(axis=1)
+    if counts.max(initial=0) > points:
+        row = int(np.argmax(counts))
+        names = [name for name, varies in zip(plan.vector, free[row], strict=True) if varies]
+        raise ValueError(
+            f"fit {row} has {int(counts[row])} free parameters {names} but `data` has "
+            f"{points} points per fit: it has no unique answer; give more points, or fix "
+            "parameters in `params` (vary=False)"
+        )
+
+
 def _check_named(model: Fittable, params: Parameters) -> None:
     """A ``ValueError`` naming the model's parameters that ``params`` lacks."""
     missing = [n for n in model.param_names if n not in params]
@@ -251,6 +274,7 @@ def fit(model: Fittable, data: Any, params: Parameters | None = None, *, weights
     Returns:
       A :class:`fixedopt.models.ModelResult`.
     """
+    _refuse_traced({"data": data, "weights": weights, **kwargs})
     _options(kwargs, data, estimator)
     poisson = estimator == "poisson"
     given = {v: kwargs.pop(v) for v in model.independent_vars if v in kwargs}
@@ -269,6 +293,7 @@ def fit(model: Fittable, data: Any, params: Parameters | None = None, *, weights
     if not plan.vector:
         raise ValueError("every parameter is tied (`expr`): nothing to fit")
     arr = arrays(params, plan, data.shape[0], data.dtype)
+    _check_points(plan, ~np.asarray(arr.fixed), data.shape[1])
     w = _weights(weights, data)
     if poisson and w is not None:
         raise ValueError("`weights` have no effect with estimator='poisson': remove them")

@@ -8,15 +8,31 @@ import keyword
 from collections.abc import Sequence
 from typing import Any
 
+import jax
 import numpy as np
 
 Expr = str | None | Sequence[str | None]
+
+
+def traced(what: str) -> TypeError:
+    """The error of a fit's input that is a JAX tracer (under ``jax.grad``, ``jax.jit``
+    or ``jax.vmap``): a fit's result is made on the host (its report, errors and
+    curves), so it has no derivative rule."""
+    return TypeError(
+        f"Model.fit cannot run under jax.grad, jax.jit or jax.vmap ({what} is traced): its "
+        "result is made on the host, and has no derivative. To differentiate a fit or trace "
+        "it, call fixedopt.curve_fit (with the model's function, `model.func`, for a plain "
+        "model) or fixedopt.least_squares: their solutions are differentiable (an implicit "
+        "derivative), under jit and vmap too"
+    )
 
 
 def _per_row(name: str, what: str, value: Any, dtype: Any) -> np.ndarray:
     """``value`` as a 0-d (one for all fits) or 1-d (one per fit) NumPy array; a
     ``TypeError`` names the attribute where it is not numbers (or, for ``vary``, not
     booleans: NumPy reads the string ``"False"`` as true)."""
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(value)):
+        raise traced(f"`{what}` of parameter {name!r}")
     wanted = "booleans" if dtype is bool else "numbers"
     problem = TypeError(
         f"`{what}` of parameter {name!r} must be {wanted} (one, or one per fit), got "

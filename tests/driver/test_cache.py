@@ -82,3 +82,60 @@ def test_the_default_cache_keeps_programs_of_a_tenth_of_a_second_unless_told(
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split()[-1] == expected, done.stdout
+
+
+def test_the_library_digest_reads_every_source_file_of_fixedopt():
+    """The digest a tail's mark holds equals one computed here, independently, from
+    the package's ``.py`` files (their paths and bytes)."""
+    import hashlib
+
+    from fixedopt._driver import cache
+
+    root = ROOT / "fixedopt"
+    sources = sorted(root.rglob("*.py"))
+    assert len(sources) > 50 and root / "_driver" / "loop.py" in sources
+    reference = hashlib.sha256()
+    for source in sources:
+        reference.update(source.relative_to(root).as_posix().encode() + b"\0")
+        reference.update(source.read_bytes() + b"\0")
+    assert cache.library_digest() == reference.hexdigest()
+
+
+@pytest.mark.compiles_ahead
+def test_a_changed_library_never_runs_a_tail_exported_by_another(tmp_path, monkeypatch):
+    """The hazard: a tail's program that changed while its block's did not (a new
+    fixedopt). Under the same library digest the new process runs the export of the
+    mark (the old program: 2 x); under another digest it compiles its own (3 x); where
+    fixedopt's source cannot be read (no digest), no mark is read or written."""
+    import jax
+    import jax.numpy as jnp
+
+    from fixedopt._driver import ahead, cache
+    from tests.driver.test_tail import persistent_cache
+
+    def block():  # the block's program, the same in every "version"
+        return jax.jit(lambda x: x + 1.0).lower(jnp.ones(3))
+
+    def tail_of(factor):
+        return jax.jit(lambda static, inputs: {"x": inputs["x"] * factor}, static_argnums=0)
+
+    def new_process_runs(tail):
+        ahead.forget()
+        with ahead._lock:
+            ahead._started.clear()
+        ahead.register(tail, None)
+        inputs = {"x": jnp.arange(3.0)}
+        ahead.start(block, tail, "plan", inputs, export=True)
+        return ahead.call(tail, "plan", inputs, like=inputs)["x"].tolist()
+
+    with persistent_cache(tmp_path):
+        monkeypatch.setattr(cache, "library_digest", lambda: "version one")
+        assert new_process_runs(tail_of(2.0)) == [0.0, 2.0, 4.0]
+        assert new_process_runs(tail_of(3.0)) == [0.0, 2.0, 4.0], "the mark's, by design"
+        monkeypatch.setattr(cache, "library_digest", lambda: "version two")
+        assert new_process_runs(tail_of(3.0)) == [0.0, 3.0, 6.0]
+        assert len(list((tmp_path / "fixedopt-tails").iterdir())) == 2
+        monkeypatch.setattr(cache, "library_digest", lambda: None)  # no source to read:
+        assert new_process_runs(tail_of(4.0)) == [0.0, 4.0, 8.0]
+        assert len(list((tmp_path / "fixedopt-tails").iterdir())) == 2, "no mark"
+    ahead.forget()

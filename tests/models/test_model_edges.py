@@ -47,3 +47,28 @@ def test_a_parameter_missing_from_params_is_named():
         ValueError, match=re.escape("`params` lack the model's parameters ['intercept']")
     ):
         model.fit(2.0 * X + 1.0, params, x=X)
+
+
+def parabola(x, a, b, c):
+    return a + b * x + c * x * x
+
+
+def test_more_free_parameters_than_points_is_refused_as_curve_fit_refuses():
+    """3 free parameters, 2 points: ended ``success`` at an arbitrary point of the
+    solutions' line with a negative ``redchi``; ``curve_fit`` (and lmfit's ``leastsq``)
+    refuse it. A parameter fixed (in one fit, or all) makes it well posed."""
+    import fixedopt
+
+    model, x, data = Model(parabola), X[:2], np.array([1.0, 3.0])
+    with pytest.raises(TypeError, match="must not exceed the number of data points=2"):
+        fixedopt.curve_fit(parabola, x, data, p0=[0.0, 0.0, 0.0])
+    message = "fit 0 has 3 free parameters ['a', 'b', 'c'] but `data` has 2 points per fit"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        model.fit(data, x=x)
+    params = model.make_params(a=0.0, b=0.0, c=dict(value=0.0, vary=[False, True]))
+    with pytest.raises(ValueError, match=re.escape("fit 1 has 3 free parameters")):
+        model.fit(np.stack([data, data]), params, x=x)
+    params["c"].set(vary=False)
+    with pytest.warns(fixedopt.OptimizeWarning, match="no more data points than free"):
+        result = model.fit(np.stack([data, data]), params, x=x)  # 2 free, 2 points: exact
+    np.testing.assert_allclose(result.values[:, :2], [[1.0, 18.0]] * 2, rtol=1e-8)
