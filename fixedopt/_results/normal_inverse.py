@@ -78,12 +78,13 @@ def certified_inverse(jacobian: jax.Array, held: jax.Array) -> tuple[jax.Array, 
 
 
 def inverse_of_normal(
-    normal: jax.Array, held: jax.Array, m: int, dtype: jnp.dtype
+    normal: jax.Array, held: jax.Array, m: int | jax.Array, dtype: jnp.dtype
 ) -> tuple[jax.Array, jax.Array]:
     """``(G^{-1}, certified)`` of one row's ``(n, n)`` normal matrix ``G`` of unit
     columns (held rows and columns 0, 1 on their diagonal), summed over ``m``
-    residuals in its own dtype from entries of ``dtype``: :func:`certified_inverse`'s
-    factorization, inverse and certificates, the inverse in ``dtype``."""
+    residuals (static or traced) in its own dtype from entries of ``dtype``:
+    :func:`certified_inverse`'s factorization, inverse and certificates, the inverse
+    in ``dtype``."""
     n = normal.shape[0]
     wide = normal.dtype
     lower = cholesky_columns(normal)
@@ -94,7 +95,7 @@ def inverse_of_normal(
     inverse_trace = functools.reduce(jnp.add, squares)  # trace(G_F^{-1})
     columns_free = jnp.sum(~held).astype(wide)  # trace(G_F): unit columns
     eps, eps_wide = (jnp.finfo(dtype).eps for dtype in (dtype, wide))
-    cutoff = small_inverse.SAFETY * eps * max(m, n) * jnp.sqrt(columns_free)
+    cutoff = small_inverse.SAFETY * eps * jnp.maximum(m, n) * jnp.sqrt(columns_free)
     condition = columns_free * inverse_trace
     accurate = eps_wide * (m + n * n) * condition <= TARGET * np.sqrt(eps)
     certified = jnp.isfinite(inverse_trace) & (jnp.sqrt(inverse_trace) * cutoff < 1.0) & accurate

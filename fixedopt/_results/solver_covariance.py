@@ -18,6 +18,7 @@ each row's choice and sums are its own (``ROW_WISE_OPTIONS``), as there.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -50,8 +51,10 @@ ENABLED = True
 def pays(dtype: Any, n: int) -> bool:
     """Whether a solve of ``n`` parameters of ``dtype`` should report its normal matrix
     for the covariance: a small block (:func:`fixedopt._results.small_inverse.is_small`)
-    whose solver sums in float64 (float64 parameters)."""
-    return ENABLED and small_inverse.is_small(n) and jnp.dtype(dtype) == jnp.float64
+    whose solver sums in float64 (float64 parameters), on the CPU (where the covariance
+    runs in chunks: :func:`fixedopt._numerics.buckets.chunks_here`)."""
+    small = small_inverse.is_small(n) and jnp.dtype(dtype) == jnp.float64
+    return ENABLED and small and jax.default_backend() == "cpu"
 
 
 def fit_covariance(
@@ -66,9 +69,9 @@ def fit_covariance(
     pseudo_inverse: bool,
 ) -> Covariance:
     """:func:`~fixedopt._results.covariance.covariance` of a fit's ``solution`` (its
-    arguments as there, checked by the caller), from ``solution.normal`` where every
-    row has one and the batch runs in chunks here; the rows it does not certify, and
-    every other call, by ``covariance``."""
+    arguments as there, checked by the caller), from ``solution.normal`` where it has
+    one and runs in chunks here (at the top level on the CPU; one fit as a batch of
+    one); the rows it does not certify, and every other call, by ``covariance``."""
     plain = solution._replace(normal=None)
     options = dict(absolute_sigma=absolute_sigma, at_bound=at_bound,
                    pseudo_inverse=pseudo_inverse)  # fmt: skip
@@ -77,44 +80,35 @@ def fit_covariance(
         return covariance(sol, residual_fun, args=args, sigma=sigma, args_axes=args_axes,
                           **options)  # type: ignore[arg-type]  # fmt: skip
 
-    batched = jnp.ndim(solution.value) == 1
     leaves = jax.tree.leaves((plain, solution.normal, sigma))
-    if solution.normal is None or not batched or not buckets.chunks_here(leaves):
+    if solution.normal is None or not buckets.chunks_here(leaves):
         return again(plain, args, sigma)
-    x, constraints, _ = solved_problem(plain, None, None, True)
+    rule = Rule(absolute_sigma, at_bound == "fixed", pseudo_inverse)
+    if jnp.ndim(solution.value) == 0:  # one fit: a batch of one
+        shape = jax.eval_shape(lambda x: residual_fun(x, *args), solution.x).shape
+        one = jax.tree.map(lambda a: np.asarray(a)[None], solution)
+        found, certified = _from_normal(rule, one, shape, None if sigma is None else
+                                        np.asarray(sigma)[None])  # fmt: skip
+        if not certified[0]:
+            return again(plain, args, sigma)
+        alone: Covariance = jax.tree.map(lambda a: a[0], found)
+        return alone._replace(index=flat_index(solution.x))
     batch = int(np.shape(solution.value)[0])
     axes = args_in_axes(args, args_axes, batch)
-    shape = jax.eval_shape(jax.vmap(lambda x, a: residual_fun(x, *a), in_axes=(0, axes)), x, args)
-    residuals = math.prod(shape.shape[1:])
-    points = np.full(batch, residuals, np.int32)
-    if sigma is not None:
-        finite = np.isfinite(np.broadcast_to(np.asarray(sigma), shape.shape))
-        points = finite.reshape(batch, -1).sum(axis=1).astype(np.int32)
-    rule = Rule(absolute_sigma, at_bound == "fixed", pseudo_inverse)
-    data = (x, constraints, solution.normal, solution.value, points)
-    flat, treedef = jax.tree.flatten(data)
-    flags = (True,) * len(flat)
-
-    def run(chunk: tuple[Any, ...], _: int) -> tuple[Covariance, jax.Array]:
-        rows = jax.tree.unflatten(treedef, chunk)
-        found: tuple[Covariance, jax.Array] = _compiled(rule, residuals, *rows)
-        return found
-
-    found: Covariance
-    found, certified = buckets.in_chunks(run, tuple(flat), flags, batch,
-                                         chunk_rows(tuple(flat), flags, batch))  # fmt: skip
-    row = jax.tree.map(lambda a: a[0], x)
-    found = found._replace(index=flat_index(row))
-    redo = np.flatnonzero(~np.asarray(certified))
+    one_row = jax.vmap(lambda x, a: residual_fun(x, *a), in_axes=(0, axes))
+    shape = jax.eval_shape(one_row, solution.x, args).shape[1:]
+    found, certified = _from_normal(rule, solution, shape, sigma)
+    index = flat_index(jax.tree.map(lambda a: a[0], solution.x))  # one row's, not batched
+    redo = np.flatnonzero(~certified)
     if redo.size == 0:
-        return found
+        return found._replace(index=index)
 
     def take(a: Any) -> Any:
         return None if a is None else np.asarray(a)[redo]
 
     rows = jax.tree.map(take, plain)
     row_args = tuple(jax.tree.map(lambda a, axis: a if axis is None else take(a), args, axes))
-    redone = again(rows, row_args, take(sigma))
+    redone = again(rows, row_args, take(sigma))._replace(index=None)
 
     def put(every: Any, some: Any) -> Any:
         host = np.array(every)
@@ -122,32 +116,64 @@ def fit_covariance(
         return jax.device_put(host)
 
     joined: Covariance = jax.tree.map(put, found, redone)
-    return joined
+    return joined._replace(index=index)
+
+
+def _from_normal(
+    rule: Rule, solution: SolutionFields, shape: tuple[int, ...], sigma: Any
+) -> tuple[Covariance, np.ndarray]:
+    """Each row's covariance (``index`` None) from a batched ``solution``'s normal
+    matrices, in chunks, and whether it is certified (on the host); ``shape`` is one
+    row's residuals'."""
+    x, constraints, _ = solved_problem(solution._replace(normal=None), None, None, True)
+    batch = int(np.shape(solution.value)[0])
+    residuals = math.prod(shape)
+    points = np.full(batch, residuals, np.int32)
+    if sigma is not None:
+        finite = np.isfinite(np.broadcast_to(np.asarray(sigma), (batch, *shape)))
+        points = finite.reshape(batch, -1).sum(axis=1).astype(np.int32)
+    # The number of residuals is data: one program for every model of n parameters.
+    data = (x, constraints, solution.normal, solution.value, points,
+            np.full(batch, residuals, np.int32))  # fmt: skip
+    flat, treedef = jax.tree.flatten(data)
+    flags = (True,) * len(flat)
+
+    def run(chunk: tuple[Any, ...], _: int) -> tuple[Covariance, jax.Array]:
+        rows = jax.tree.unflatten(treedef, chunk)
+        found: tuple[Covariance, jax.Array] = _compiled(rule, *rows)
+        return found
+
+    found: Covariance
+    size = chunk_rows(tuple(flat), flags, batch)
+    found, certified = buckets.in_chunks(run, tuple(flat), flags, batch, size)
+    return found, np.asarray(certified)
 
 
 def _rows(
     rule: Rule,
-    residuals: int,
     x: Any,
     constraints: Constraints,
     normal: jax.Array,
     value: jax.Array,
     points: jax.Array,
+    residuals: jax.Array,
 ) -> tuple[Covariance, jax.Array]:
-    """Each row's covariance (``index`` left None) from its ``normal`` matrix and
-    ``value``, and whether it is certified."""
-    return jax.vmap(lambda *row: _row(rule, residuals, *row))(x, constraints, normal, value,
-                                                               points)  # fmt: skip
+    """Each row's covariance (``index`` left None) from its ``normal`` matrix, ``value``,
+    ``points`` (of finite sigma) of its ``residuals``, and whether it is certified."""
+    found: tuple[Covariance, jax.Array] = jax.vmap(functools.partial(_row, rule))(
+        x, constraints, normal, value, points, residuals
+    )
+    return found
 
 
 def _row(
     rule: Rule,
-    residuals: int,
     x: Any,
     constraints: Constraints,
     normal: jax.Array,
     value: jax.Array,
     points: jax.Array,
+    residuals: jax.Array,
 ) -> tuple[Covariance, jax.Array]:
     """One row's :func:`_rows`."""
     flat_x = ravel_pytree(x)[0]
@@ -175,4 +201,4 @@ def _no_gradient() -> jax.Array:
     raise AssertionError("a Solution brings its active set")  # pragma: no cover
 
 
-_compiled = cpu_compiler.jit_for_cpu(_rows, (0, 1), cpu_compiler.ROW_WISE_OPTIONS)
+_compiled = cpu_compiler.jit_for_cpu(_rows, (0,), cpu_compiler.ROW_WISE_OPTIONS)
