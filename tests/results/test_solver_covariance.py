@@ -102,8 +102,8 @@ def test_the_covariance_is_the_one_from_the_jacobian(options):
     assert np.all(np.isinf(pcov[7][np.ix_([0, 2], [0, 2])]))  # collinear: scipy's, inf
     assert np.asarray(found.covariance.at_bound)[3, 2]
     for field in ("rank_deficient", "dof", "at_bound", "fixed"):
-        np.testing.assert_array_equal(getattr(found.covariance, field),
-                                      getattr(found_b.covariance, field), err_msg=field)  # fmt: skip
+        mine, theirs = getattr(found.covariance, field), getattr(found_b.covariance, field)
+        np.testing.assert_array_equal(mine, theirs, err_msg=field)
     np.testing.assert_allclose(found.covariance.residual_variance,
                                found_b.covariance.residual_variance, rtol=1e-12)  # fmt: skip
     assert found.solution.normal is None
