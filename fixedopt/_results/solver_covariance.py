@@ -85,7 +85,7 @@ def fit_covariance(
         return again(plain, args, sigma)
     rule = Rule(absolute_sigma, at_bound == "fixed", pseudo_inverse)
     if jnp.ndim(solution.value) == 0:  # one fit: a batch of one
-        shape = jax.eval_shape(lambda x: residual_fun(x, *args), solution.x).shape
+        shape = _residual_shape(residual_fun, _avals((solution.x, args)), None)
         one = jax.tree.map(lambda a: np.asarray(a)[None], solution)
         found, certified = _from_normal(rule, one, shape, None if sigma is None else
                                         np.asarray(sigma)[None])  # fmt: skip
@@ -95,8 +95,8 @@ def fit_covariance(
         return alone._replace(index=flat_index(solution.x))
     batch = int(np.shape(solution.value)[0])
     axes = args_in_axes(args, args_axes, batch)
-    one_row = jax.vmap(lambda x, a: residual_fun(x, *a), in_axes=(0, axes))
-    shape = jax.eval_shape(one_row, solution.x, args).shape[1:]
+    flat_axes, axes_tree = jax.tree.flatten(axes, is_leaf=lambda axis: axis is None)
+    shape = _residual_shape(residual_fun, _avals((solution.x, args)), (axes_tree, *flat_axes))
     found, certified = _from_normal(rule, solution, shape, sigma)
     index = flat_index(jax.tree.map(lambda a: a[0], solution.x))  # one row's, not batched
     redo = np.flatnonzero(~certified)
@@ -117,6 +117,27 @@ def fit_covariance(
 
     joined: Covariance = jax.tree.map(put, found, redone)
     return joined._replace(index=index)
+
+
+def _avals(tree: Any) -> tuple[Any, tuple[jax.ShapeDtypeStruct, ...]]:
+    """``tree``'s structure and its leaves' shapes and dtypes (hashable)."""
+    leaves, treedef = jax.tree.flatten(tree)
+    return treedef, tuple(jax.ShapeDtypeStruct(np.shape(a), jnp.result_type(a)) for a in leaves)
+
+
+@functools.lru_cache(maxsize=64)
+def _residual_shape(
+    residual_fun: ResidualFun, avals: tuple[Any, tuple[Any, ...]], axes: tuple[Any, ...] | None
+) -> tuple[int, ...]:
+    """One row's residuals' shape, of ``(x, args)`` of these ``avals`` (batched: with
+    ``args``' ``axes``, their structure then leaves): traced once per model and shapes
+    (a trace of the model was most of a small batch's covariance)."""
+    x, args = jax.tree.unflatten(*avals)
+    if axes is None:
+        return tuple(jax.eval_shape(lambda x, a: residual_fun(x, *a), x, args).shape)
+    in_axes = jax.tree.unflatten(axes[0], axes[1:])
+    one_row = jax.vmap(lambda x, a: residual_fun(x, *a), in_axes=(0, in_axes))
+    return tuple(jax.eval_shape(one_row, x, args).shape[1:])
 
 
 def _from_normal(

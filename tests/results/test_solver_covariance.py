@@ -124,3 +124,7 @@ def test_a_new_model_compiles_no_covariance_with_the_model():
                                      fixed=fixed[rows], batched=True)  # fmt: skip
         assert covariance_module._compiled._cache_size() == before
         assert np.all(np.isfinite(np.asarray(pcov)))
+    # one fit, as a batch of one: the batch's covariance of its row, to rounding
+    _, alone = fixedopt.curve_fit(other, _T, y[1], start[1], sigma=sigma[1], fixed=fixed[1])
+    assert covariance_module._compiled._cache_size() == before
+    np.testing.assert_allclose(alone, np.asarray(pcov)[1], rtol=1e-6, atol=0)
