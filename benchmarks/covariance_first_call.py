@@ -26,9 +26,8 @@ def main() -> None:
         start = time.process_time()
         jax.block_until_ready(share.ours(case, jnp.float64)())
         total = time.process_time() - start
-        print(
-            f"{sys.argv[1]} {name} model: curve_fit {total:.2f} s, covariance {share._SPENT[0]:.3f} s"
-        )
+        spent = share._SPENT[0]
+        print(f"{sys.argv[1]} {name} model: curve_fit {total:.2f} s, covariance {spent:.3f} s")
 
 
 if __name__ == "__main__":
