@@ -256,6 +256,16 @@ class Solver(abc.ABC, Generic[State]):
         """
         return secant_measure(problem, x, value, grad, curvature)
 
+    def normal_matrix(self, state: State) -> jax.Array | None:
+        """``J^T J`` of the residuals at the row's point, ``(n, n)``, where the state
+        holds it (a least-squares solver's normal equations); None (the default) where
+        it does not. The point is the row's current iterate, also after a step that
+        is not its own (``StepContext.active`` False): the driver reports the matrix
+        beside ``x`` for ``curve_fit``'s covariance
+        (:mod:`fixedopt._results.solver_covariance`).
+        """
+        return None
+
     def certify(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array, state: State
     ) -> Certificate[State] | None:

@@ -131,11 +131,13 @@ def _solve_traced(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
     solver, stopping = plan.solver, inputs.stopping
     objective, rows = _set_up(plan, inputs)
     finish = functools.partial(_finish, objective)
+    normal_of = _normal_of(plan, inputs)
     if plan.batched_args is None:
         start = objective.start(rows)
         problem = objective.problem(rows)
         final = iterate(solver, problem, start, stopping, plan.max_trips, inputs.resume)
-        return _solution(final, finish(rows, final))
+        normal = None if normal_of is None else normal_of(final.solver_state)
+        return _solution(final, finish(rows, final), normal)
 
     start = jax.vmap(objective.start)(rows)
     rows_final: LoopState | LastState
@@ -154,14 +156,26 @@ def _solve_traced(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
             inputs.batch,
             _step_bytes(objective, start),
             inputs.resume,
+            normal_of,
         )
+        normal = rows_final.normal
     else:
 
         def one(row: RowData, x: jax.Array, resume: Resume | None) -> LoopState:
             return iterate(solver, objective.problem(row), x, stopping, plan.max_trips, resume)
 
         rows_final = jax.vmap(one)(rows, start, inputs.resume)
-    return _solution(rows_final, jax.vmap(finish)(rows, rows_final))
+        normal = None if normal_of is None else normal_of(rows_final.solver_state)
+    return _solution(rows_final, jax.vmap(finish)(rows, rows_final), normal)
+
+
+def _normal_of(plan: Plan, inputs: Inputs) -> Callable[[Any], Any] | None:
+    """``solver_state -> J^T J`` at the row's ``x`` (:meth:`Solver.normal_matrix`),
+    where the plan asks for it (``curve_fit``'s covariance) and it is the matrix of
+    the residuals as given: plain squares (no robust loss, no Poisson likelihood),
+    every entry in the solver's vector (not ``strategy="split"``); else None."""
+    plain = plan.least_squares and plan.loss is None and inputs.split_index is None
+    return plan.solver.normal_matrix if plan.normal and plain else None
 
 
 def _step_bytes(objective: Objective, x: jax.Array) -> int:
@@ -309,7 +323,9 @@ def _derivative_problem(
     )
 
 
-def _solution(final: LoopState | LastState, result: Result) -> Solution:
+def _solution(
+    final: LoopState | LastState, result: Result, normal: jax.Array | None = None
+) -> Solution:
     x, value, grad_norm, at_bound = result
     return Solution(
         x=x,
@@ -322,4 +338,5 @@ def _solution(final: LoopState | LastState, result: Result) -> Solution:
         fixed=None,  # attached by run
         bounds=None,
         at_bound=at_bound,
+        normal=None if normal is None else jax.lax.stop_gradient(normal),
     )

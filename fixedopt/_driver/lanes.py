@@ -70,7 +70,9 @@ Rows = TypeVar("Rows")  # a batch's per-row data (a pytree with a leading batch 
 
 
 class LastState(NamedTuple):
-    """What the loop reports of each row: its last iterate and how it stopped."""
+    """What the loop reports of each row: its last iterate and how it stopped; and,
+    where asked, the solver's ``J^T J`` at that iterate (``normal``,
+    :meth:`~fixedopt.Solver.normal_matrix`; else None)."""
 
     x: jax.Array
     value: jax.Array
@@ -79,6 +81,7 @@ class LastState(NamedTuple):
     steps: jax.Array
     status: jax.Array
     reason: jax.Array
+    normal: jax.Array | None = None
 
 
 class Lanes(NamedTuple):
@@ -102,6 +105,7 @@ class LaneLayout(NamedTuple):
     state: Packing  # of their loop states
     results: Packing  # of the rows' LastStates
     always_new: tuple[Any, ...]  # state's columns a stopped lane takes anyway (solver state)
+    normal_of: Callable[[Any], Any] | None  # a solver state's J^T J, reported; None: not
 
 
 def iterate_lanes(
@@ -115,6 +119,7 @@ def iterate_lanes(
     count: jax.Array | None = None,
     step_bytes: int = 0,
     resume: Resume | None = None,
+    normal_of: Callable[[Any], Any] | None = None,
 ) -> LastState:
     """Run every row of a batch through the schedule's lanes until each row stops (or,
     with ``schedule.tail``, until a tail is left).
@@ -142,6 +147,8 @@ def iterate_lanes(
         ``(B,)`` leaves), its claims of CONVERGED then leaving the loop CLAIMED for
         their check after it (``fixedopt._driver.after_loop``); None: checked in the
         lanes (:mod:`fixedopt._driver.lane_checks`).
+      normal_of: ``solver_state -> J^T J`` (:meth:`~fixedopt.Solver.normal_matrix`),
+        reported in :attr:`LastState.normal`; None: not reported.
 
     Returns:
       The :class:`LastState` of every row, ``(B, ...)`` leaves.
@@ -160,7 +167,7 @@ def iterate_lanes(
     with reduce.folding(folds):
         started = jax.eval_shape(start_row, *one_row)  # one row's loop state (shapes)
     width = schedule.width(total, _bytes((one_row[:2], started)) + step_bytes)
-    layout = _layout(one_row[0], started, schedule.defaults.minor_rows)
+    layout = _layout(one_row[0], started, schedule.defaults.minor_rows, normal_of)
     if folds and not schedule.folds(width, x.shape[1]):
         folds, start_row = False, start_row_jitted()  # wide lanes: traced again, plain
     # The refill's start, PENDING (CLAIMED: after) where a test holds.
@@ -242,9 +249,15 @@ def _rows_of_one(a: jax.ShapeDtypeStruct) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct((1, *a.shape), a.dtype)
 
 
-def _layout(one_row: Any, one_state: LoopState, minor: bool = False) -> LaneLayout:
+def _layout(
+    one_row: Any,
+    one_state: LoopState,
+    minor: bool = False,
+    normal_of: Callable[[Any], Any] | None = None,
+) -> LaneLayout:
     """The packings of a solve, from one row's data and loop state (shapes); ``minor``:
-    the data's and states' arrays hold their rows last (``Backend.minor_rows``)."""
+    the data's and states' arrays hold their rows last (``Backend.minor_rows``);
+    ``normal_of``: the solver's normal matrix of a state, written with each row."""
     one_row, started = jax.tree.map(_rows_of_one, (one_row, one_state))
     state = Packing.of(started, minor=minor)
     # advance keeps a stopped lane's x, value and grad itself (StepContext.active): so
@@ -256,13 +269,16 @@ def _layout(one_row: Any, one_state: LoopState, minor: bool = False) -> LaneLayo
     return LaneLayout(
         Packing.of(one_row, minor=minor),
         state,
-        Packing.of(_reported(started), vectors=True),
+        Packing.of(_reported(started, normal_of), vectors=True),
         state.columns(flags),
+        normal_of,
     )
 
 
-def _reported(state: LoopState) -> LastState:
-    return LastState(*state[: len(LastState._fields)])
+def _reported(state: LoopState, normal_of: Callable[[Any], Any] | None = None) -> LastState:
+    normal = None if normal_of is None else normal_of(state.solver_state)
+    return LastState(state.x, state.value, state.grad, state.grad_norm, state.steps,
+                     state.status, state.reason, normal)  # fmt: skip
 
 
 def _advance(
@@ -355,7 +371,7 @@ def _whole_batch(
     data = carried.pack(rows) if carried.minor else rows
     initial = (jnp.zeros((), jnp.int32), started, data)
     final: LoopState = layout.state.unpack(jax.lax.while_loop(going, body, initial)[1])
-    return _reported(final)
+    return _reported(final, layout.normal_of)
 
 
 def _empty_lanes(layout: LaneLayout, x: jax.Array, width: int) -> Lanes:
@@ -405,7 +421,7 @@ def _write(
     """``results`` with the lanes that are ``done`` written at their rows."""
     total = results[0].shape[0]
     index = jnp.where(done, row, total)  # out of range: dropped
-    written = layout.results.pack(_reported(layout.state.unpack(state)))
+    written = layout.results.pack(_reported(layout.state.unpack(state), layout.normal_of))
     return layout.results.put(results, index, written)
 
 

@@ -32,6 +32,7 @@ class Plan(NamedTuple):
     differentiate: Differentiation = IMPLICIT  # the loops and the derivative rule
     max_trips: int | None = None  # unrolled: the scans' static length (max_steps); else None
     progress: Progress | None = None  # None: no progress callback
+    normal: bool = False  # report the solver's J^T J at x (Solution.normal): curve_fit's
 
 
 class Inputs(NamedTuple):

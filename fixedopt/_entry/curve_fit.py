@@ -29,7 +29,7 @@ from fixedopt._entry.fit_output import (
     warn_if_not_estimated,
 )
 from fixedopt._entry.host_model import runnable
-from fixedopt._entry.minimize import least_squares
+from fixedopt._entry.minimize import least_squares, solved_least_squares
 from fixedopt._entry.model import CurveFunction
 from fixedopt._inputs.checks import boolean, one_of
 from fixedopt._inputs.notices import warn_if_float64_dropped
@@ -37,7 +37,8 @@ from fixedopt._inputs.validate import PyTree
 from fixedopt._objective.arguments import hashable_function
 from fixedopt._objective.call_note import Passed
 from fixedopt._objective.fit_data import ESTIMATORS
-from fixedopt._results.covariance import AT_BOUND, AT_BOUND_DEFAULT, Covariance, covariance
+from fixedopt._results import solver_covariance
+from fixedopt._results.covariance import AT_BOUND, AT_BOUND_DEFAULT, Covariance
 from fixedopt._results.solution import Solution
 
 # what a message about the solve's function names: the user passed `f`, and a value
@@ -262,10 +263,11 @@ def curve_fit(
     residual, solution = _solve(fit, data, limits, options)
     if boolean("nan_unconverged", nan_unconverged):  # before the covariance: NaN too
         solution = solution.unconverged_as_nan()
-    cov = covariance(  # the solution's own mask, bounds and active set
+    cov = solver_covariance.fit_covariance(  # the solution's mask, bounds, active set
         solution, residual, args=data.args, sigma=data.sigma, absolute_sigma=absolute_sigma,
         at_bound=at_bound, args_axes=data.axes, pseudo_inverse=method != "lm",
     )  # fmt: skip
+    solution = solution._replace(normal=None)  # the solver's J^T J: the covariance's only
     popt, pcov = solution.x, cov.covariance
     warn_if_not_estimated(pcov)
     if full_output:
@@ -295,8 +297,10 @@ def _solve(
         residual: Callable[..., Any] = _Pearson(fit.model)
     else:
         residual = _Whitened(fit.model) if data.whitened else _CurveResidual(fit.model)
-        solution = least_squares(
-            residual, data.p0, data.fixed, args=data.args, args_axes=data.axes,
+        # The solver's J^T J at x, for the covariance (solver_covariance), where it pays.
+        normal = solver_covariance.pays(jnp.result_type(data.p0), jnp.shape(data.p0)[-1])
+        solution = solved_least_squares(
+            normal, residual, data.p0, data.fixed, args=data.args, args_axes=data.axes,
             sigma=data.sigma, **common,
         )  # fmt: skip
     if data.outside is not None:

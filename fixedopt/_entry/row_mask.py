@@ -101,4 +101,8 @@ def run_rows(plan: Plan, inputs: Inputs, index: np.ndarray | None) -> Solution:
         )
         for name in fields
     }
+    if solved.normal is not None:  # a left-out row's: NaN
+        nan = jnp.full((skipped.status.shape[0], *solved.normal.shape[1:]), jnp.nan,
+                       solved.normal.dtype)  # fmt: skip
+        placed["normal"] = _placed(nan, index, solved.normal)
     return skipped._replace(**placed)

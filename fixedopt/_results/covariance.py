@@ -247,7 +247,7 @@ def _computed(
     def run(path: str) -> Callable[[tuple[Any, ...], int], Any]:
         return lambda chunk, _: compute(path, *jax.tree.unflatten(treedef, chunk))
 
-    size = _chunk_rows(tuple(leaves), flags, batch)
+    size = chunk_rows(tuple(leaves), flags, batch)
     return _on_host(run, tuple(leaves), flags, batch, paths, size)
 
 
@@ -290,7 +290,7 @@ LARGE_BYTES = 1 << 22
 LARGE_ROWS = 4096
 
 
-def _chunk_rows(leaves: tuple[Any, ...], flags: tuple[bool, ...], batch: int) -> int | None:
+def chunk_rows(leaves: tuple[Any, ...], flags: tuple[bool, ...], batch: int) -> int | None:
     """Rows per chunk of a large batch (None: :func:`buckets.in_chunks`' own)."""
     row_bytes = sum(np.dtype(leaf.dtype).itemsize * int(np.prod(np.shape(leaf)[1:]))
                     for leaf, flag in zip(leaves, flags) if flag)  # fmt: skip

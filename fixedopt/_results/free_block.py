@@ -132,9 +132,13 @@ def npoints(
 
 def residual_variance(absolute_sigma: bool, residual: jax.Array, dof: jax.Array) -> jax.Array:
     """``s^2 = sum(r^2) / dof`` (``inf`` for ``dof <= 0``), or 1 for ``absolute_sigma``."""
+    return summed_variance(absolute_sigma, jnp.dot(residual, residual), dof)
+
+
+def summed_variance(absolute_sigma: bool, rss: jax.Array, dof: jax.Array) -> jax.Array:
+    """:func:`residual_variance` from the residuals' sum of squares ``rss``."""
     if absolute_sigma:
-        return jnp.ones((), residual.dtype)
-    rss = jnp.dot(residual, residual)
+        return jnp.ones((), rss.dtype)
     return jnp.where(dof > 0, rss / jnp.maximum(dof, 1), jnp.inf)
 
 

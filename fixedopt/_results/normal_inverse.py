@@ -73,15 +73,29 @@ def certified_inverse(jacobian: jax.Array, held: jax.Array) -> tuple[jax.Array, 
     normal = [[jnp.zeros((), wide)] * n for _ in range(n)]
     for (i, j), total in zip(pairs, sums):
         normal[i][j] = normal[j][i] = jnp.where(held[i], 1.0, total) if i == j else total
-    lower = cholesky_columns(jnp.stack([jnp.stack(row) for row in normal]))
+    return inverse_of_normal(jnp.stack([jnp.stack(row) for row in normal]), held, m,
+                             jacobian.dtype)  # fmt: skip
+
+
+def inverse_of_normal(
+    normal: jax.Array, held: jax.Array, m: int | jax.Array, dtype: jnp.dtype
+) -> tuple[jax.Array, jax.Array]:
+    """``(G^{-1}, certified)`` of one row's ``(n, n)`` normal matrix ``G`` of unit
+    columns (held rows and columns 0, 1 on their diagonal), summed over ``m``
+    residuals (static or traced) in its own dtype from entries of ``dtype``:
+    :func:`certified_inverse`'s factorization, inverse and certificates, the inverse
+    in ``dtype``."""
+    n = normal.shape[0]
+    wide = normal.dtype
+    lower = cholesky_columns(normal)
     inverse = _lower_inverse(lower)
     free = [~held[j] for j in range(n)]
     squares = [jnp.where(free[i] & free[j], inverse[i][j] ** 2, 0.0)
                for i in range(n) for j in range(i + 1)]  # fmt: skip
     inverse_trace = functools.reduce(jnp.add, squares)  # trace(G_F^{-1})
     columns_free = jnp.sum(~held).astype(wide)  # trace(G_F): unit columns
-    eps, eps_wide = (jnp.finfo(dtype).eps for dtype in (jacobian.dtype, wide))
-    cutoff = small_inverse.SAFETY * eps * max(m, n) * jnp.sqrt(columns_free)
+    eps, eps_wide = (jnp.finfo(dtype).eps for dtype in (dtype, wide))
+    cutoff = small_inverse.SAFETY * eps * jnp.maximum(m, n) * jnp.sqrt(columns_free)
     condition = columns_free * inverse_trace
     accurate = eps_wide * (m + n * n) * condition <= TARGET * np.sqrt(eps)
     certified = jnp.isfinite(inverse_trace) & (jnp.sqrt(inverse_trace) * cutoff < 1.0) & accurate
@@ -89,7 +103,7 @@ def certified_inverse(jacobian: jax.Array, held: jax.Array) -> tuple[jax.Array, 
     product = [[functools.reduce(jnp.add, [inverse[k][i] * inverse[k][j]
                                            for k in range(max(i, j), n)])
                 for j in range(n)] for i in range(n)]  # fmt: skip
-    return jnp.stack([jnp.stack(row) for row in product]).astype(jacobian.dtype), certified
+    return jnp.stack([jnp.stack(row) for row in product]).astype(dtype), certified
 
 
 def _lower_inverse(lower: list[list[jax.Array]]) -> list[list[jax.Array]]:

@@ -136,16 +136,31 @@ def finished(
     rule: Rule, x: PyTree, constraints: Constraints, found: Pieces, inverse: Inverse
 ) -> Covariance:
     """One row's covariance (``index`` left None) from its pieces and inverse."""
+    variance = residual_variance(rule.absolute_sigma, found.residual, found.dof)
+    finite = jnp.all(jnp.isfinite(found.residual))
+    return scaled(rule, x, constraints, found, inverse, variance, finite)
+
+
+def scaled(
+    rule: Rule,
+    x: PyTree,
+    constraints: Constraints,
+    found: Pieces,
+    inverse: Inverse,
+    variance: jax.Array,
+    finite: jax.Array,
+) -> Covariance:
+    """:func:`finished` given the residual ``variance`` (``s^2``) and whether the
+    residuals are ``finite`` at ``x`` (``found.residual`` is not read)."""
     unravel = ravel_pytree(x)[1]
-    frozen, residual, dof = found.frozen, found.residual, found.dof
+    frozen, dof = found.frozen, found.dof
     unscaled, rank, undetermined = inverse
     rank_deficient = rank < found.n_free
     singular = jnp.zeros((), bool) if rule.pseudo_inverse else rank_deficient
     unscaled = unscaled / (found.column_scale[:, None] * found.column_scale[None, :])
-    variance = residual_variance(rule.absolute_sigma, residual, dof)
     both_free = ~frozen[:, None] & ~frozen[None, :]
     block = jnp.where(jnp.isinf(variance) | singular, jnp.inf, variance * unscaled)
-    cov = jnp.where(both_free, _unknowable(block, undetermined, residual, constraints), 0.0)
+    cov = jnp.where(both_free, _unknowable(block, undetermined, finite, constraints), 0.0)
     stderr = jnp.sqrt(jnp.diagonal(cov))
     return Covariance(
         covariance=cov,
@@ -160,7 +175,7 @@ def finished(
 
 
 def _unknowable(
-    block: jax.Array, undetermined: jax.Array, residual: jax.Array, constraints: Constraints
+    block: jax.Array, undetermined: jax.Array, finite: jax.Array, constraints: Constraints
 ) -> jax.Array:
     """``block`` with what the row cannot know: a parameter the data cannot determine
     has no finite error, whatever s^2 (0 for data fitted exactly: an all-zero signal),
@@ -170,7 +185,6 @@ def _unknowable(
     model alone), nor has a row whose solve failed, at the finite point it stopped at
     (NaN)."""
     block = jnp.where(undetermined[:, None] | undetermined[None, :], jnp.inf, block)
-    finite = jnp.all(jnp.isfinite(residual))
     return jnp.where(~finite | no_fit(constraints), jnp.nan, block)
 
 

@@ -39,6 +39,10 @@ class Solution(SolutionFields):
         lower bound, ``< 0`` at the upper). The implicit derivative holds them at
         their bound; the covariances and the report flag them. An entry on its bound
         with a zero or inward gradient is not held, and not flagged.
+      normal: None, but where :func:`fixedopt.curve_fit` asks its solve for the
+        solver's normal matrix ``J^T J`` of the residuals at ``x`` (flat, ``(n, n)``
+        per row), from which its covariance is computed without evaluating the
+        Jacobian again (the ``solution`` of its ``CurveFit`` has None here).
 
     Example:
       >>> import jax.numpy as jnp

@@ -24,3 +24,4 @@ class SolutionFields(NamedTuple):
     fixed: PyTree
     bounds: Bounds | None
     at_bound: PyTree
+    normal: jax.Array | None = None

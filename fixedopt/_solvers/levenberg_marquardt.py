@@ -115,6 +115,10 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         columns = problem.free_part(jnp.diagonal(state.normal).astype(x.dtype))
         return cosine(problem, x, grad, columns, state.residual_norm)
 
+    def normal_matrix(self, state: LevenbergMarquardtState) -> jax.Array:
+        """``J^T J`` at the row's point: the state's ``normal``."""
+        return state.normal
+
     def init(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array
     ) -> LevenbergMarquardtState:
@@ -184,7 +188,9 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         finite = jnp.isfinite(trial_value) & jnp.all(jnp.isfinite(normal))
         trapped = _trapped(problem, x, x_trial, state.normal, normal)
         accepted = finite & (predicted > 0) & (gain > 1e-4) & ~reduce.any_true(trapped)
-        new_state = _next_state(problem, state, accepted, finite, trapped, gain, normal, trial_norm)
+        # A stopped row's step (not active) keeps J^T J at its x (Solver.normal_matrix).
+        kept = accepted & context.active
+        new_state = _next_state(problem, state, kept, finite, trapped, gain, normal, trial_norm)
         rounding = EPS_FACTOR * eps_of(value) * old_value
         no_progress = ~reduce.any_true(step != 0) | ((predicted >= 0) & (predicted <= rounding))
         spent, walled = new_state.damping > self.max_damping, new_state.walls > 0
