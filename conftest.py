@@ -68,7 +68,8 @@ def _fewer_optimizations(request):
     bits (a select), and references (scipy's, closed forms) within tolerances far above
     rounding. Not for rows that must round alike in different programs, statuses at
     rounding's edge, or the compiled code itself (lanes, buckets, tails, HLO)."""
-    if not request.node.get_closest_marker("fewer_optimizations"):
+    marked = request.node.get_closest_marker("fewer_optimizations")
+    if not (marked or _unoptimized_doctest(request)):
         if _unoptimized[0]:  # the flag is no part of jit's key: drop what it compiled
             jax.clear_caches()
             _engine.clear_compiled()
@@ -82,6 +83,18 @@ def _fewer_optimizations(request):
         yield
     finally:
         jax.config.update("jax_disable_most_optimizations", before)
+
+
+def _unoptimized_doctest(request) -> bool:
+    """The docstrings' examples of ``fixedopt/`` run as if marked ``fewer_optimizations``:
+    they print values to a few digits, statuses of well-posed problems, fixed entries'
+    bits and compile counts; not those of the modules about compiled code and reductions
+    (:data:`OPTIMIZED_DOCTESTS`)."""
+    path = request.node.path
+    return path.is_relative_to(TESTS.parent / "fixedopt") and path.name not in OPTIMIZED_DOCTESTS
+
+
+OPTIMIZED_DOCTESTS = ("compiler.py", "machine.py", "reduce.py", "kernels.py", "testing.py")
 
 
 # Whether the last test ran with fewer optimizations. JAX reuses a jitted function's

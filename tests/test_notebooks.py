@@ -21,6 +21,11 @@ from jupyter_client.manager import AsyncKernelManager
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
 CELL_TIMEOUT_S = 300
+# The kernels compile without XLA's expensive backend optimizations (as tests marked
+# ``fewer_optimizations``, conftest.py): a notebook's programs run for milliseconds and
+# compile for seconds, and what the notebooks assert (fixed entries' bits, compile
+# counts, a reference within 1e-10) no backend optimization changes.
+UNOPTIMIZED = {"JAX_DISABLE_MOST_OPTIMIZATIONS": "1"}
 
 
 def _notebooks():
@@ -35,6 +40,7 @@ def kernel_dirs(tmp_path_factory):
     spec.mkdir()
     argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     kernel = {"argv": argv, "display_name": "Python 3 (fixedopt tests)", "language": "python"}
+    kernel["env"] = UNOPTIMIZED
     (spec / "kernel.json").write_text(json.dumps(kernel))
     return [str(root)]
 

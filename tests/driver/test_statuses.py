@@ -149,6 +149,32 @@ def documented_accuracy(dtype) -> float:
     return 100.0 * math.sqrt(float(np.finfo(dtype).eps))
 
 
+def problem_groups(dtype) -> dict[tuple, list[str]]:
+    """The problems by their size and their residuals' dtype at ``dtype``: each group's
+    problems solve through one program (:func:`one_of`)."""
+    groups: dict[tuple, list[str]] = {}
+    for name, problem in PROBLEMS.items():
+        shape = jax.eval_shape(problem.residuals, jnp.asarray(problem.start, dtype))
+        groups.setdefault((len(problem.start), shape.dtype), []).append(name)
+    return groups
+
+
+def one_of(names):
+    """The residuals of ``PROBLEMS[names[index]]``, the index as data (``lax.switch``),
+    padded with zero residuals to the group's longest: the sum of squares, its gradient
+    and Gauss-Newton's model are each problem's, and the group compiles one solve, not
+    one a problem."""
+    residuals = [PROBLEMS[name].residuals for name in names]
+    start = jnp.asarray(PROBLEMS[names[0]].start)
+    length = max(jax.eval_shape(r, start).shape[0] for r in residuals)
+
+    def padded(r):
+        return lambda x: jnp.pad(r(x), (0, length - jax.eval_shape(r, x).shape[0]))
+
+    branches = [padded(r) for r in residuals]
+    return lambda x, index: jax.lax.switch(index, branches, x)
+
+
 @pytest.mark.parametrize("solver_name", list(RESIDUAL_SOLVERS))
 def test_converged_means_accurate_and_accurate_means_converged(solver_name):
     """MGH least-squares problems from their standard starts, in float64 and float32:
@@ -156,17 +182,19 @@ def test_converged_means_accurate_and_accurate_means_converged(solver_name):
     every row within it reports CONVERGED (the statuses tell the truth)."""
     solver = RESIDUAL_SOLVERS[solver_name]
     lies = []
-    for name, problem in PROBLEMS.items():
-        minimizers = refined_minimizers(name)
-        for dtype in DTYPES:
-            x0 = jnp.asarray(problem.start, dtype)
-            sol = fixedopt.least_squares(
-                problem.residuals, x0, jnp.zeros(x0.shape, bool), solver=solver, max_steps=2000
-            )
-            error = min(relative_error(np.asarray(sol.x, float), m) for m in minimizers)
-            accurate = error <= documented_accuracy(dtype)
-            if bool(sol.converged) != accurate:
-                lies.append((name, np.dtype(dtype).name, Status(int(sol.status)).name, error))
+    for dtype in DTYPES:
+        for names in problem_groups(dtype).values():
+            fun = one_of(names)
+            for index, name in enumerate(names):
+                minimizers = refined_minimizers(name)
+                x0 = jnp.asarray(PROBLEMS[name].start, dtype)
+                sol = fixedopt.least_squares(fun, x0, jnp.zeros(x0.shape, bool), solver=solver,
+                                             args=(jnp.int32(index),), max_steps=2000)  # fmt: skip
+                error = min(relative_error(np.asarray(sol.x, float), m) for m in minimizers)
+                accurate = error <= documented_accuracy(dtype)
+                if bool(sol.converged) != accurate:
+                    status = Status(int(sol.status)).name
+                    lies.append((name, np.dtype(dtype).name, status, error))
     assert not lies, lies
 
 
@@ -181,11 +209,20 @@ def test_lbfgs_statuses_tell_the_truth_on_the_mgh_minimization_problems():
     definite, and a Newton step from there gains within the documented accuracy.
     At most one of the ten rows ends elsewhere."""
     elsewhere = []
+    sizes = {name: len(start) for name, (_, start) in MGH.items()}
     for name, (fun, start) in MGH.items():
         value_and_grad = jax.jit(jax.value_and_grad(fun))
+        # The objectives of one size solve through one program, the objective's index
+        # as data: 3 programs for the 5 objectives (as in test_converged_means_accurate).
+        group = [other for other in MGH if sizes[other] == sizes[name]]
+        grouped = lambda x, index, group=group: jax.lax.switch(
+            index, [MGH[other][0] for other in group], x
+        )
+        index = jnp.int32(group.index(name))
         for factor in (1.0, 10.0):
             x0 = jnp.asarray(factor * start)
-            sol = fixedopt.minimize(fun, x0, jnp.zeros(x0.shape, bool), max_steps=5000)
+            sol = fixedopt.minimize(grouped, x0, jnp.zeros(x0.shape, bool), args=(index,),
+                                    max_steps=5000)  # fmt: skip
             assert bool(sol.converged), (name, factor, Status(int(sol.status)).name)
             _, reference = scipy_lbfgsb(value_and_grad, np.asarray(x0), np.zeros(x0.shape, bool))
             gap = float(sol.value) - reference
