@@ -17,11 +17,12 @@ optimized programs and counts what they hold (instructions, while loops, fusions
 a kernel; XLA's passes: ``docs/decisions.md``, "Where a solve's compile goes"). Cases
 (:mod:`benchmarks.first_call_cases`; :data:`BATCHES`: B, then the new batch):
 ``spectra``, ``spectra_slow`` (a degenerate spectrum: the first batch has a tail),
+``spectra_far`` (a far start: a longer tail),
 ``models``, ``rk4``, ``spot``, ``quad64``; float64 (but ``spot``), or every case float32
 with 64-bit mode off (``--float32``: a TPU's users). Medians over ``--repeats``;
 ``--quick``: a smoke run (a tenth of each batch, one repeat, no dump); ``--no-ahead``:
-a CPU block's tail compiled by the call that first has one, as before issue 62 (label
-the run). Writes
+nothing compiled in fixedopt's thread (L-BFGS's check of claims by the call; a tail
+by ``jit``, not as an export; label the run). Writes
 ``<out>/<backend>-first_call[-float32][-label]-<date>.{json,md}``.
 """
 
@@ -48,7 +49,8 @@ from fixedopt.testing import no_compiles_ahead, wait_for_compiles_ahead
 RESULTS = pathlib.Path(__file__).parent / "results"
 # B, then the new batch: a tenth of it, as in issue 40 (2000 spectra, then 200); then a
 # batch of few rows (at most 8 run as one vmap: a program of their own).
-BATCHES = {"spectra": (2000, 200), "spectra_slow": (2000, 200), "models": (2000, 200),
+BATCHES = {"spectra": (2000, 200), "spectra_slow": (2000, 200), "spectra_far": (2000, 200),
+           "models": (2000, 200),
            "rk4": (500, 50), "spot": (100_000, 10_000), "quad64": (16384, 1600)}  # fmt: skip
 QUICK = 10  # --quick: each batch this many times smaller
 FEW_ROWS = 5
@@ -255,7 +257,7 @@ def main() -> None:
     parser.add_argument(
         "--no-ahead",
         action="store_true",
-        help="a tail compiled by the call that has it (before issue 62)",
+        help="nothing compiled in fixedopt's thread (fixedopt.testing.no_compiles_ahead)",
     )
     parser.add_argument("--label", default="")
     parser.add_argument("--out", type=pathlib.Path, default=RESULTS, help="results folder")

@@ -8,6 +8,8 @@ off, the data on the device) every case runs in float32, as ``spot`` always does
 - ``spectra_slow``: the same with one degenerate spectrum (no peak: the peaks' centres
   and widths are then undetermined, and the fit runs long), as real data have
   (``docs/decisions.md``, "One degenerate spectrum in 2,000"): its block has a tail;
+- ``spectra_far``: the clean spectra, the last one started far (312 steps): a tail
+  too, the slowest row within the bounds;
 - ``models``: the same spectra (the slow one too) through ``fixedopt.models``
   (``PseudoVoigtModel`` twice and ``LinearModel``, per-spectrum values and fixed sets);
 - ``rk4``, ``spot`` (Gpufit's protocol), ``quad64``: below.
@@ -97,6 +99,23 @@ def spectra(batch: int, seed: int = 0, slow: bool = False) -> dict:
                                                batched=True),
             "forward": lambda: centre(y[0]),
             "gradient": lambda: jax.grad(centre)(jnp.asarray(y[0]))}  # fmt: skip
+
+
+# Both peaks started narrow at the right edge: 312 steps within the bounds (float64).
+FAR_START = np.array([40.0, 29.0, 0.1, 25.0, 29.5, 0.1, 0.05, 2.0])
+
+
+def spectra_far(batch: int, seed: int = 0) -> dict:
+    """:func:`spectra`, its last spectrum started far (:data:`FAR_START`, every parameter
+    free): a row slower than a tail's patience, so the first batch compiles the tail's
+    program."""
+    p0, fixed, y = spectra_data(batch, seed)
+    p0, fixed = np.array(p0), np.array(fixed)
+    p0[-1], fixed[-1] = FAR_START, False
+    x, bounds = real(X_SPECTRA), tuple(real(b) for b in SPECTRA_BOUNDS)
+    p0 = real(p0)
+    return {"call": lambda: fixedopt.curve_fit(spectrum, x, y, p0, bounds=bounds, fixed=fixed,
+                                               batched=True)}  # fmt: skip
 
 
 def spectra_slow(batch: int, seed: int = 0) -> dict:
@@ -189,5 +208,5 @@ def quad64(batch: int, seed: int = 0) -> dict:
     return {"call": call}
 
 
-BUILDERS = {"spectra": spectra, "spectra_slow": spectra_slow, "models": models, "rk4": rk4,
-            "spot": spot, "quad64": quad64}  # fmt: skip
+BUILDERS = {"spectra": spectra, "spectra_slow": spectra_slow, "spectra_far": spectra_far,
+            "models": models, "rk4": rk4, "spot": spot, "quad64": quad64}  # fmt: skip

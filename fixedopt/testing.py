@@ -40,9 +40,9 @@ def compiled_solves() -> int:
 def wait_for_compiles_ahead() -> None:
     """Wait until every program fixedopt compiles ahead in its own thread is compiled.
 
-    On the CPU, the first call of a batch of more than 8 rows also starts compiling,
-    in a thread, the program that solves a block's slow last rows again (its tail);
-    the call may return before that compile ends. A benchmark that times the calls
+    On the CPU, the first ``minimize`` (L-BFGS) of a batch of more than 8 rows also
+    starts compiling, in a thread, the program that checks the rows' claims of
+    convergence; the call may return before that compile ends. A benchmark that times the calls
     after a first one waits for it here first, so that they run on a machine that
     compiles nothing else.
 
@@ -52,16 +52,17 @@ def wait_for_compiles_ahead() -> None:
       >>> from fixedopt.testing import wait_for_compiles_ahead
       >>> x0 = jnp.zeros((40, 3))
       >>> _ = fixedopt.minimize(lambda x: jnp.sum((x - 1.0) ** 2), x0, x0 > 0, batched=True)
-      >>> wait_for_compiles_ahead()  # the tail's program, compiled meanwhile
+      >>> wait_for_compiles_ahead()  # the claims' check, compiled meanwhile
     """
     _ahead.settle()
 
 
 @contextlib.contextmanager
 def no_compiles_ahead() -> Iterator[None]:
-    """Within this block, fixedopt compiles nothing ahead in its own thread: a CPU
-    block's tail is compiled by the call that first has one, as before issue 62 (for
-    a benchmark's comparison; the results are the same, bit for bit).
+    """Within this block, fixedopt compiles nothing ahead in its own thread (the check
+    of L-BFGS's claims is compiled by the call that needs it), and a CPU block's tail
+    is compiled by ``jax.jit``, not as an export (for a benchmark's comparison; the
+    results are the same, bit for bit).
 
     Example:
       >>> import jax.numpy as jnp

@@ -1,24 +1,23 @@
-"""A program compiled ahead, in a thread, while the caller's own program compiles and runs.
+"""A program compiled ahead, in a thread, while the caller's own program compiles and runs;
+and a CPU block's tail, compiled as an export that a new process runs untraced.
+
+L-BFGS's check of CONVERGED claims (:mod:`fixedopt._driver.after_loop`) is traced,
+lowered and compiled in a thread (:func:`start`) while the block's program compiles:
+its XLA compile (which releases the interpreter) and its run go on meanwhile, so the
+check's program is ready, or nearly, when the call needs it (:func:`wait`).
 
 A CPU block's tail (:mod:`fixedopt._driver.batching`) is solved by a program of its own,
-``tail_lanes`` rows wide. Compiled when a batch first has a tail, it sat inside the
-user's first call whenever the first batch of real data had a slow row (1.2 s of a
-5.7 s first call of the spectra fit, issue 62). So the first time a block program is
-called for a model and shapes, the tail's program is traced, lowered and compiled in a
-thread (:func:`start`), once the block's program is traced and lowered: its XLA compile
-(which releases the interpreter) and its run go on meanwhile, so the tail's program is
-ready, or nearly, when a tail needs it (:func:`wait`). It is the same program as before
-(the same ``jit``, plan, schedule and argument types): the call then finds it in
-``jit``'s caches, its results bit for bit those of a program compiled in the caller's
-thread. A model that never has a tail has compiled it for nothing, on another core.
-The thread runs niced (Linux), below the caller's work. What it buys needs an idle
-core: on a 2-core machine at load 12 the first call of ``benchmarks.first_call``'s
-``spectra_slow`` (B = 200) took 1.08x the time of the same tree with
-``fixedopt.testing.no_compiles_ahead`` (6.62-6.95 s against 6.15-6.38 s, 3 pairs in
-turn): the two compiles shared the busy cores.
+``tail_lanes`` rows wide. It was compiled in this thread too, beside every model's
+first block (issue 62), but on 2 cores that compile (as much CPU as the block's own)
+slowed every first call, a tail or not; the call that first has a tail now compiles
+its program in its own thread (``start(..., here=True)``), its export and mark as
+below. A program compiled ahead is the call's own (the same ``jit``, plan, schedule
+and argument types): the call then finds it in ``jit``'s caches, its results bit for
+bit those of a program compiled in the caller's thread. The thread runs niced (Linux),
+below the caller's work; what it buys needs an idle core.
 
 Not again in a new process once done (a model compiled before): where JAX's persistent
-cache is a folder, a tail compiled ahead leaves a mark there named by its block's
+cache is a folder, a tail compiled leaves a mark there named by its block's
 lowered program (and the versions of jax and jaxlib), so a process whose block is
 marked compiles nothing ahead (the tail's trace and lowering had cost 0.35-0.43 s of
 process CPU in every new process of the spectra, whose cached call takes 1.5-1.7 s,
@@ -91,7 +90,11 @@ def register(compiled: Callable[..., Any], options: dict[str, Any] | None) -> No
 
 
 def start(
-    before: Callable[[], Any], compiled: Callable[..., Any], *args: Any, export: bool = False
+    before: Callable[[], Any],
+    compiled: Callable[..., Any],
+    *args: Any,
+    export: bool = False,
+    here: bool = False,
 ) -> None:
     """Trace, lower and compile ``compiled(*args)`` (a ``jax.jit`` function whose first
     arguments are static) in the thread, unless started before for the same argument
@@ -101,7 +104,9 @@ def start(
     runs while XLA compiles the caller's program, not while it is traced; the lowered
     program it returns names the mark of the module's rule. ``export``: compiled as
     ``jax.export`` makes it and run by :func:`call` (``compiled`` registered, the last
-    argument its traced inputs), its export kept in the mark."""
+    argument its traced inputs), its export kept in the mark. ``here``: compiled now,
+    in the caller's thread (a program the call needs at once: a CPU block's tail), the
+    same export and mark; a compile that fails is left to the call, as in the thread."""
     if not enabled[0]:
         return
     key, done = _key(compiled, args), Future[None]()  # done: when the thread has compiled
@@ -113,6 +118,11 @@ def start(
             _started.popitem(last=False)
     try:
         lowered = before()
+        if here:
+            with contextlib.suppress(Exception):  # the call compiles (and raises) its own
+                _compile(key, compiled, args, _settings(), lowered, export)
+            done.set_result(None)
+            return
         future = _POOL.submit(_compile, key, compiled, args, _settings(), lowered, export)
     except BaseException:
         done.set_result(None)  # nothing to wait for: the call compiles its own

@@ -20,19 +20,19 @@ count travelling as data (the lanes never take a padded row; :mod:`fixedopt._num
   (:mod:`fixedopt._driver.machine`), the block stops and those rows are solved again
   from their starts, ``tail_lanes`` rows
   wide (every trip of the block's lanes costs all of them: 0.40 ms for 64 lanes of the
-  spectra fit, where the lone row's step costs 24-37 us), a program compiled in a
-  thread while a model's first block compiles and runs (:mod:`fixedopt._driver.ahead`),
-  not inside the call that first has a tail;
+  spectra fit, where the lone row's step costs 24-37 us), a program compiled by the
+  call that first has a tail (:mod:`fixedopt._driver.ahead`: a new process reads it
+  untraced), so that a model whose batches have no tail compiles one solve;
 - **elsewhere, the next power of two** (:func:`fixedopt._numerics.buckets.bucket`): an
   accelerator's lanes grow with the batch (its trips cost about the same whatever
   their width), so a batch is one call, compiled once for each bucket.
 
 So a model compiles two solves on the CPU, whatever the batch sizes: one for at most 8
-rows, one for more, and a third, its tail's, compiled ahead beside the second. Not padded: a solve
-traced inside a transformation of the caller (its program is recompiled for a new
-``B`` anyway, and a pad there is work in the caller's program), an explicit
-``lanes >= B`` (every row in a lane: a padded row would take its steps), and a batch
-sharded across devices (its sharding is the caller's). An explicit ``lanes=``, a
+rows, one for more, and a third, its tail's, once a row runs far longer than the
+others. Not padded: a solve traced inside a transformation of the caller (its program
+is recompiled for a new ``B`` anyway, and a pad there is work in the caller's program),
+an explicit ``lanes >= B`` (every row in a lane: a padded row would take its steps),
+and a batch sharded across devices (its sharding is the caller's). An explicit ``lanes=``, a
 progress report (counted over the batch) or a weakly typed leaf (NumPy would make it
 strong) keep the bucket.
 """
@@ -143,13 +143,6 @@ def _in_blocks(
 
     def solve_block(block: tuple[Any, ...], count: int) -> Solution:
         inputs = block_inputs(block, arrays.asarray(count, jnp.int32))
-        # The tail's program compiles in a thread while the block's does (the first
-        # time), once the block's is traced and lowered (fixedopt._driver.ahead); not
-        # where no row runs tail_patience steps (Gpufit's protocol: 10), with no tail.
-        if int(np.asarray(inputs.stopping.max_steps)) >= schedule.defaults.tail_patience:
-            traced = functools.partial(compiled.lower, plan, block_schedule, inputs)  # type: ignore[attr-defined]
-            tail_inputs_ahead = tail_inputs(block, np.arange(tail_lanes))
-            ahead.start(traced, compiled, plan, tail_schedule, tail_inputs_ahead, export=True)
         solution = compiled(plan, block_schedule, inputs)
         status = np.asarray(solution.status)[:count]
         rows = np.flatnonzero(busy(status))  # the tail, left RUNNING or PENDING (not CLAIMED)
@@ -158,6 +151,10 @@ def _in_blocks(
         # The block's slow last rows (at most tail_lanes): solved again on their own
         # and put in their places.
         tail = tail_inputs(block, rows)
+        # The first tail of a model compiles its program here, as an export that a
+        # new process reads from its block's mark, untraced (fixedopt._driver.ahead).
+        traced = functools.partial(compiled.lower, plan, block_schedule, inputs)  # type: ignore[attr-defined]
+        ahead.start(traced, compiled, plan, tail_schedule, tail, export=True, here=True)
         alone = ahead.call(compiled, plan, tail_schedule, tail, like=solution)
         put: Solution = jax.tree.map(lambda a, b: _put_rows(a, b, rows), solution, alone)
         return put
