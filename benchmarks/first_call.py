@@ -16,8 +16,8 @@ calls are timed); a third process dumps XLA's
 optimized programs and counts what they hold (instructions, while loops, fusions: each
 a kernel; XLA's passes: ``docs/decisions.md``, "Where a solve's compile goes"). Cases
 (:mod:`benchmarks.first_call_cases`; :data:`BATCHES`: B, then the new batch):
-``spectra``, ``spectra_slow`` (a degenerate spectrum: the first batch has a slow row),
-``spectra_far`` (a far start: the first batch has a tail),
+``spectra``, ``spectra_slow`` (a degenerate spectrum: the first batch has a tail),
+``spectra_far`` (a far start: a longer tail),
 ``models``, ``rk4``, ``spot``, ``quad64``; float64 (but ``spot``), or every case float32
 with 64-bit mode off (``--float32``: a TPU's users). Medians over ``--repeats``;
 ``--quick``: a smoke run (a tenth of each batch, one repeat, no dump); ``--no-ahead``:

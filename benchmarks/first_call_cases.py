@@ -7,11 +7,9 @@ off, the data on the device) every case runs in float32, as ``spot`` always does
   points, bounds, a fixed set per spectrum), clean data: no row is slow;
 - ``spectra_slow``: the same with one degenerate spectrum (no peak: the peaks' centres
   and widths are then undetermined, and the fit runs long), as real data have
-  (``docs/decisions.md``, "One degenerate spectrum in 2,000"): 77 steps against at most
-  19 (it took a tail's program before issue 62, and now finishes in its block:
-  ``docs/decisions.md``, "A tail only for the slowest rows");
-- ``spectra_far``: the clean spectra, the last one started far (312 steps): its block
-  has a tail, whose program the first call compiles;
+  (``docs/decisions.md``, "One degenerate spectrum in 2,000"): its block has a tail;
+- ``spectra_far``: the clean spectra, the last one started far (312 steps): a tail
+  too, the slowest row within the bounds;
 - ``models``: the same spectra (the slow one too) through ``fixedopt.models``
   (``PseudoVoigtModel`` twice and ``LinearModel``, per-spectrum values and fixed sets);
 - ``rk4``, ``spot`` (Gpufit's protocol), ``quad64``: below.
@@ -71,7 +69,7 @@ def spectra_data(batch: int, seed: int = 0, slow: bool = False) -> tuple:
     """``(p0, fixed, y)`` of ``batch`` noisy spectra; ``slow``: the last one degenerate,
     the same at every ``batch``: no peak (noise on a line), started where a spectrum's
     peaks would be, every parameter free (float64: 77 steps where the others take at
-    most 19, at B = 20 and 2000)."""
+    most 19, a tail at B = 20 and 2000)."""
     rng = np.random.default_rng(seed)
     truth = PEAKS * rng.uniform(0.9, 1.1, size=(batch, 8))
     noise = rng.normal(0.0, 0.2, size=(batch, X_SPECTRA.size))  # drawn in issue 40's order
@@ -121,7 +119,7 @@ def spectra_far(batch: int, seed: int = 0) -> dict:
 
 
 def spectra_slow(batch: int, seed: int = 0) -> dict:
-    """:func:`spectra`, its last spectrum degenerate: the first batch has a slow row."""
+    """:func:`spectra`, its last spectrum degenerate: the first batch has a tail."""
     return {"call": spectra(batch, seed, slow=True)["call"]}
 
 

@@ -22,8 +22,7 @@ count travelling as data (the lanes never take a padded row; :mod:`fixedopt._num
   wide (every trip of the block's lanes costs all of them: 0.40 ms for 64 lanes of the
   spectra fit, where the lone row's step costs 24-37 us), a program compiled by the
   call that first has a tail (:mod:`fixedopt._driver.ahead`: a new process reads it
-  untraced); its patience (80 lone trips) lets a row of up to about 80 steps finish
-  in its block, so that such a first batch compiles one solve;
+  untraced), so that a model whose batches have no tail compiles one solve;
 - **elsewhere, the next power of two** (:func:`fixedopt._numerics.buckets.bucket`): an
   accelerator's lanes grow with the batch (its trips cost about the same whatever
   their width), so a batch is one call, compiled once for each bucket.

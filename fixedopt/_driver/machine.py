@@ -130,13 +130,10 @@ CPU = Backend(
     # (docs/decisions.md, "One compiled solve for every batch size").
     blocks=True,
     # The tail: a lone trip of 64 lanes cost 0.40 ms where the row's own step costs
-    # 24-37 us (docs/decisions.md, "One degenerate spectrum in 2,000"); but its program
-    # costs a first call as much CPU as the block's (issue 62). 80 lone trips (32 ms)
-    # let a row of up to about 80 steps (a degenerate spectrum: 77) finish in its
-    # block; far starts (312 steps within the spectra's bounds, 900-1,000 without)
-    # still take the tail (docs/decisions.md, "A tail only for the slowest rows").
+    # 24-37 us; 16 lone trips (a few ms) are what a batch without a straggler can pay
+    # (docs/decisions.md, "One degenerate spectrum in 2,000").
     tail_lanes=2,
-    tail_patience=80,
+    tail_patience=16,
     # Folding pays where XLA:CPU's tree-reduction rewrite splits a reduction in three,
     # below the arrays its YNN library takes: seen 4000 entries rewritten, 4096 to YNN,
     # at lengths 40 to 200 (docs/decisions.md, "Row reductions folded to 32 entries").

@@ -17,25 +17,13 @@ import pytest
 
 import fixedopt
 from fixedopt import Status
-from fixedopt._driver import engine, machine
+from fixedopt._driver import engine
 from fixedopt._driver.machine import CPU
 from fixedopt.testing import compiled_solves, no_compiles_ahead, wait_for_compiles_ahead
 from tests.helpers import assert_rows_identical, bits, quadratic, quadratic_rows
 
-# The tail's mechanism at a patience of 16 trips, which rows of a few dozen steps (cheap
-# to compile and run) outlast; the default's (80) lets a row of up to about 80 steps
-# finish in its block (test_a_slow_fit_finishes_in_its_block_at_the_default_patience).
-TAIL_LANES, TAIL_PATIENCE = CPU.tail_lanes, 16
+TAIL_LANES, TAIL_PATIENCE = CPU.tail_lanes, CPU.tail_patience
 pytestmark = pytest.mark.compiles_ahead  # the tail as a user's call has it (conftest.py)
-
-
-@pytest.fixture(autouse=True)
-def short_patience(request, monkeypatch):
-    """The CPU's defaults with a patience of :data:`TAIL_PATIENCE` (a static part of
-    each solve's schedule: these tests' models compile for it)."""
-    if "default_patience" not in request.node.name:
-        short = CPU._replace(tail_patience=TAIL_PATIENCE)
-        monkeypatch.setitem(machine.BACKENDS, "cpu", short)
 
 
 SLOW = 199  # the last row of the queue: it runs alone once the others have stopped
@@ -308,29 +296,3 @@ def test_a_model_without_a_tail_compiles_one_solve():
         wait_for_compiles_ahead()
     assert compiled_solves() == before + 1
     assert tail_traces(thread) == [] and "tail_exported" not in traced, (thread, traced)
-
-
-def test_a_slow_fit_finishes_in_its_block_at_the_default_patience():
-    """At the CPU's default patience (80 lone trips) a fit whose slow row takes about
-    70 steps (a tail at a patience of 16) has no tail: no second program, every row
-    but the slow one keeps its bits, and the slow one converges."""
-
-    def residuals(p, y):  # new here: its programs compile here
-        return two_gaussians(X, *p) - y
-
-    def fit(y, p0, fixed):
-        return fixedopt.least_squares(residuals, p0, fixed, args=(y,), batched=True)
-
-    y, p0, fixed = spectra(far=False)
-    clean = fit(y, p0, fixed)
-    before = compiled_solves()
-    y, p0, fixed = spectra(far=True)
-    slow = fit(y, p0, fixed)
-    assert compiled_solves() == before, "a tail's program"
-    steps = np.asarray(slow.steps)
-    assert steps[SLOW] > np.max(steps[:SLOW]) + TAIL_PATIENCE, "not a straggler at 16"
-    assert steps[SLOW] < CPU.tail_patience
-    assert int(slow.status[SLOW]) == Status.CONVERGED
-    others = np.arange(SLOW)
-    reference = jax.tree.map(lambda leaf: np.asarray(leaf)[others], clean)
-    assert_rows_identical(slow, reference, others, err_msg="a row beside the slow one")
