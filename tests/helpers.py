@@ -5,6 +5,8 @@ checks it); the problems of the status-truth suite live in the public module
 ``fixedopt.testing_problems``, which the tests and the benchmarks both read (one definition).
 """
 
+import contextlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -210,3 +212,22 @@ def two_process_solve(x0, fixed, curvature, center):
         quadratic, x0, fixed, args=(curvature, center), batched=True,
         lanes=TWO_PROCESS_LANES, max_steps=TWO_PROCESS_MAX_STEPS,
     )  # fmt: skip
+
+
+@contextlib.contextmanager
+def persistent_cache(folder):
+    """JAX's persistent compilation cache in ``folder`` meanwhile (every program
+    written), then the suite's own again."""
+    from jax.experimental.compilation_cache import compilation_cache
+
+    config = jax.config
+    saved = config.jax_compilation_cache_dir, config.jax_persistent_cache_min_compile_time_secs
+    config.update("jax_compilation_cache_dir", str(folder))
+    config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    compilation_cache.reset_cache()
+    try:
+        yield
+    finally:
+        config.update("jax_compilation_cache_dir", saved[0])
+        config.update("jax_persistent_cache_min_compile_time_secs", saved[1])
+        compilation_cache.reset_cache()

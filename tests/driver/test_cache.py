@@ -111,7 +111,7 @@ def test_a_changed_library_never_runs_a_tail_exported_by_another(tmp_path, monke
     import jax.numpy as jnp
 
     from fixedopt._driver import ahead, cache
-    from tests.driver.test_tail import persistent_cache
+    from tests.helpers import persistent_cache
 
     def block():  # the block's program, the same in every "version"
         return jax.jit(lambda x: x + 1.0).lower(jnp.ones(3))

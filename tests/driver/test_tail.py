@@ -20,7 +20,13 @@ from fixedopt import Status
 from fixedopt._driver import engine
 from fixedopt._driver.machine import CPU
 from fixedopt.testing import compiled_solves, no_compiles_ahead, wait_for_compiles_ahead
-from tests.helpers import assert_rows_identical, bits, quadratic, quadratic_rows
+from tests.helpers import (
+    assert_rows_identical,
+    bits,
+    persistent_cache,
+    quadratic,
+    quadratic_rows,
+)
 
 TAIL_LANES, TAIL_PATIENCE = CPU.tail_lanes, CPU.tail_patience
 pytestmark = pytest.mark.compiles_ahead  # the tail as a user's call has it (conftest.py)
@@ -201,25 +207,6 @@ def tail_traces(traced):
     L-BFGS's first batch by design: nearly every row claims, so its program is needed
     whether a tail comes or not."""
     return [name for name in traced if name != "_check_rows"]
-
-
-@contextlib.contextmanager
-def persistent_cache(folder):
-    """JAX's persistent compilation cache in ``folder`` meanwhile (every program
-    written), then the suite's own again."""
-    from jax.experimental.compilation_cache import compilation_cache
-
-    config = jax.config
-    saved = config.jax_compilation_cache_dir, config.jax_persistent_cache_min_compile_time_secs
-    config.update("jax_compilation_cache_dir", str(folder))
-    config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    compilation_cache.reset_cache()
-    try:
-        yield
-    finally:
-        config.update("jax_compilation_cache_dir", saved[0])
-        config.update("jax_persistent_cache_min_compile_time_secs", saved[1])
-        compilation_cache.reset_cache()
 
 
 def test_the_tails_program_compiles_ahead_of_the_first_tail(tmp_path):
