@@ -43,6 +43,8 @@ class LevenbergMarquardtState(NamedTuple):
     scale: jax.Array  # D^2: running max of diag(J^T J) (Moré's scaling)
     walls: jax.Array  # () int32: non-finite trials since the last accepted step
     short: jax.Array  # (n,) bool: entries that stop short of a bound (short_of_bounds)
+    last_step: jax.Array  # (n,): the last accepted step (zero on fixed entries)
+    walking: jax.Array  # () bool: the last step went on along it (_walks): no GTOL claim
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +65,9 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
     predicted reduction that ``ftol`` reads taken as the larger of the damped step's
     and the model's at its Cauchy point with the initial damping
     (:func:`cauchy_reduction`): the same while the damping is small, and not small
-    where the damping grew far from a minimum. A row whose
+    where the damping grew far from a minimum. No ``gtol`` claim is made while the row
+    walks along a valley (its last accepted step goes on along the one before:
+    :func:`_walks`), where the cosine can dip at one iterate far from the end. A row whose
     damping exceeds ``max_damping`` stops with ``Status.LINESEARCH_FAILED`` (no
     acceptable step), or as converged if it is stationary to working precision. A row
     whose trials ran into non-finite values (a NaN wall) since its last accepted step
@@ -111,9 +115,11 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         curvature: jax.Array | None,
     ) -> jax.Array:
         """MINPACK's residual–Jacobian cosine (see
-        :func:`fixedopt._solvers.normal_equations.residual_cosine`)."""
+        :func:`fixedopt._solvers.normal_equations.residual_cosine`); ``inf`` while the row
+        walks: its last accepted step went on along the one before (:func:`_walks`)."""
         columns = problem.free_part(jnp.diagonal(state.normal).astype(x.dtype))
-        return cosine(problem, x, grad, columns, state.residual_norm)
+        measure = cosine(problem, x, grad, columns, state.residual_norm)
+        return jnp.where(state.walking, jnp.inf, measure)
 
     def normal_matrix(self, state: LevenbergMarquardtState) -> jax.Array:
         """``J^T J`` at the row's point: the state's ``normal``."""
@@ -142,8 +148,9 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         damping = jnp.asarray(self.initial_damping, x.dtype)
         scale = problem.free_part(jnp.diagonal(normal).astype(x.dtype))
         walls, short = jnp.zeros((), jnp.int32), jnp.zeros(x.shape, bool)
+        growth, walking = jnp.asarray(2.0, x.dtype), jnp.zeros((), bool)
         return LevenbergMarquardtState(
-            normal, norm, damping, jnp.asarray(2.0, x.dtype), scale, walls, short
+            normal, norm, damping, growth, scale, walls, short, jnp.zeros_like(x), walking
         )
 
     def step(
@@ -191,6 +198,10 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         # A stopped row's step (not active) keeps J^T J at its x (Solver.normal_matrix).
         kept = accepted & context.active
         new_state = _next_state(problem, state, kept, finite, trapped, gain, normal, trial_norm)
+        # Set by each accepted step, kept through rejected trials (the point stays):
+        walking = jnp.where(kept, _walks(step, state.last_step), state.walking)
+        last_step = jnp.where(kept, step, state.last_step)
+        new_state = new_state._replace(last_step=last_step, walking=walking)
         rounding = EPS_FACTOR * eps_of(value) * old_value
         no_progress = ~reduce.any_true(step != 0) | ((predicted >= 0) & (predicted <= rounding))
         spent, walled = new_state.damping > self.max_damping, new_state.walls > 0
@@ -229,7 +240,31 @@ def _next_state(
         keep(scale, state.scale),
         jnp.where(accepted, 0, state.walls + (~finite).astype(jnp.int32)),
         state.short | trapped,
+        state.last_step,
+        state.walking,
     )
+
+
+# A step at least WALK_LENGTH of the last accepted one's length and within WALK_COSINE
+# of its direction: the row is walking along a valley, and MINPACK's cosine says nothing
+# of the distance left. docs/decisions.md, "First-order gates on Levenberg-Marquardt's
+# cosine in a curved valley": two float32 bi-exponential voxels (status_truth, rows 16
+# and 106) walked a long curved valley with a small damping, each step lowering f by a
+# few 1e-6 of it, and the cosine, dipping below gtol at one iterate, claimed CONVERGED
+# 4.4e-4 of the cost above the minimum; the walk itself is the evidence of the gap.
+WALK_LENGTH, WALK_COSINE = 0.3, 0.99
+
+
+def _walks(step: jax.Array, last: jax.Array) -> jax.Array:
+    """Whether ``step`` (``(n,)``, zero on fixed entries) goes on along the last
+    accepted step ``last``: at least ``WALK_LENGTH`` of its length, at a cosine above
+    ``WALK_COSINE`` (both divided by a power of two first: no overflow nor underflow)."""
+    unit = reduce.power_of_two(reduce.largest(jnp.maximum(jnp.abs(step), jnp.abs(last)), 0.0))
+    step, last = step / unit, last / unit
+    length, last_length = reduce.norm(step), reduce.norm(last)
+    along = reduce.dot(step, last) > WALK_COSINE * length * last_length
+    walks: jax.Array = (length > WALK_LENGTH * last_length) & along
+    return walks
 
 
 def _next_damping(
