@@ -98,7 +98,10 @@ def fit_covariance(
     flat_axes, axes_tree = jax.tree.flatten(axes, is_leaf=lambda axis: axis is None)
     shape = _residual_shape(residual_fun, _avals((solution.x, args)), (axes_tree, *flat_axes))
     found, certified = _from_normal(rule, solution, shape, sigma)
-    index = flat_index(jax.tree.map(lambda a: a[0], solution.x))  # one row's, not batched
+    # one row's, not batched: from shapes (indexing the array would lower programs)
+    index = flat_index(
+        jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a)[1:], a.dtype), solution.x)
+    )
     redo = np.flatnonzero(~certified)
     if redo.size == 0:
         return found._replace(index=index)
