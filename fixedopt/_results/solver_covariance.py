@@ -173,20 +173,9 @@ def _from_normal(
     return found, np.asarray(certified)
 
 
-def _rows(
-    rule: Rule,
-    x: Any,
-    constraints: Constraints,
-    normal: jax.Array,
-    value: jax.Array,
-    points: jax.Array,
-    residuals: jax.Array,
-) -> tuple[Covariance, jax.Array]:
-    """Each row's covariance (``index`` left None) from its ``normal`` matrix, ``value``,
-    ``points`` (of finite sigma) of its ``residuals``, and whether it is certified."""
-    found: tuple[Covariance, jax.Array] = jax.vmap(functools.partial(_row, rule))(
-        x, constraints, normal, value, points, residuals
-    )
+def _rows(rule: Rule, *rows: Any) -> tuple[Covariance, jax.Array]:
+    """Each row's :func:`_row` (``index`` left None), ``rows`` batched along axis 0."""
+    found: tuple[Covariance, jax.Array] = jax.vmap(functools.partial(_row, rule))(*rows)
     return found
 
 
@@ -199,7 +188,8 @@ def _row(
     points: jax.Array,
     residuals: jax.Array,
 ) -> tuple[Covariance, jax.Array]:
-    """One row's :func:`_rows`."""
+    """One row's covariance from its ``normal`` matrix, ``value`` and ``points`` (of
+    finite sigma) of its ``residuals``, and whether it is certified."""
     flat_x = ravel_pytree(x)[0]
     n = flat_x.shape[0]
     at_bound, frozen = held_entries(flat_x, constraints, rule.hold, _no_gradient)
