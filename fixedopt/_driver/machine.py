@@ -114,6 +114,10 @@ class Backend(NamedTuple):
     kernels: Kernels  # the thresholds its traces read (fixedopt._numerics.kernels)
     tuned_compiler: bool  # least-squares solves compile with cpu_compiler.CPU_OPTIONS
     minor_rows: bool = False  # the lanes' loop carries its arrays rows last (packing.py)
+    # curve_fit's covariance from the solver's last J^T J (float64, n <= 8), where the
+    # covariance runs in chunks with cpu_compiler's row-wise options
+    # (docs/decisions.md, "A covariance from the solver's normal equations")
+    normal_covariance: bool = False
 
 
 # The CPU (XLA:CPU of jaxlib 0.10, measured on 2-core EPYC machines).
@@ -169,6 +173,7 @@ CPU = Backend(
     # The elemental emitter: least-squares solves compile in 0.6-0.8x the time, run as
     # fast (docs/decisions.md, "XLA:CPU's elemental emitter for least-squares solves").
     tuned_compiler=True,
+    normal_covariance=True,
 )
 # An accelerator: 2^16 lanes (at most an eighth of the batch), kept while a cost model
 # fitted on an H200, where lanes=B ran 1.35x-5.2x faster, was too loose to set another

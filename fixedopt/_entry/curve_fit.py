@@ -14,6 +14,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from fixedopt._contract.status import Reason, Status
+from fixedopt._driver import machine
 from fixedopt._entry.fit_inputs import Data, Fit, ModelFunction, prepared
 from fixedopt._entry.fit_keywords import (
     bound_arrays,
@@ -298,7 +299,8 @@ def _solve(
     else:
         residual = _Whitened(fit.model) if data.whitened else _CurveResidual(fit.model)
         # The solver's J^T J at x, for the covariance (solver_covariance), where it pays.
-        normal = solver_covariance.pays(jnp.result_type(data.p0), jnp.shape(data.p0)[-1])
+        here = machine.defaults(machine.platform()).normal_covariance
+        normal = here and solver_covariance.pays(jnp.result_type(data.p0), jnp.shape(data.p0)[-1])
         solution = solved_least_squares(
             normal, residual, data.p0, data.fixed, args=data.args, args_axes=data.axes,
             sigma=data.sigma, **common,

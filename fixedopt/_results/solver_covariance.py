@@ -51,10 +51,10 @@ ENABLED = True
 def pays(dtype: Any, n: int) -> bool:
     """Whether a solve of ``n`` parameters of ``dtype`` should report its normal matrix
     for the covariance: a small block (:func:`fixedopt._results.small_inverse.is_small`)
-    whose solver sums in float64 (float64 parameters), on the CPU (where the covariance
-    runs in chunks: :func:`fixedopt._numerics.buckets.chunks_here`)."""
+    whose solver sums in float64 (float64 parameters); the caller asks the machine
+    profile too (``Backend.normal_covariance``: the CPU)."""
     small = small_inverse.is_small(n) and jnp.dtype(dtype) == jnp.float64
-    return ENABLED and small and jax.default_backend() == "cpu"
+    return ENABLED and small
 
 
 def fit_covariance(
