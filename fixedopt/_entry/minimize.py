@@ -250,41 +250,27 @@ def least_squares(
       [[ 2.  1.]
        [-1.  4.]]
     """
-    return solved_least_squares(
-        False, residual_fun, x0, fixed, loss=loss, f_scale=f_scale, sigma=sigma,
-        estimator=estimator, counts=counts, max_nfev=max_nfev, x_scale=x_scale, jac=jac,
-        **options,
-    )  # fmt: skip
+    own = dict(loss=loss, f_scale=f_scale, sigma=sigma, estimator=estimator, counts=counts,
+               max_nfev=max_nfev, x_scale=x_scale, jac=jac)  # fmt: skip
+    return solved_least_squares(False, residual_fun, x0, fixed, **own, **options)
 
 
 def solved_least_squares(
-    normal: bool,
-    residual_fun: Callable[..., Any],
-    x0: Any,
-    fixed: Any,
-    *,
-    loss: str | Callable[[jax.Array], jax.Array] = "linear",
-    f_scale: float = 1.0,
-    sigma: ArrayLike | None = None,
-    estimator: str = "least_squares",
-    counts: ArrayLike | None = None,
-    max_nfev: int | None = None,
-    x_scale: str | None = None,
-    jac: Callable[..., Any] | str | None = None,
-    **options: Any,
+    normal: bool, residual_fun: Callable[..., Any], x0: Any, fixed: Any, **options: Any
 ) -> Solution:
-    """:func:`least_squares`; with ``normal``, its ``Solution.normal`` holds the
-    solver's ``J^T J`` at ``x`` where the solver has it (``curve_fit``'s covariance)."""
+    """:func:`least_squares` of these arguments (its own keywords read with its
+    defaults, ``least_squares.__kwdefaults__``: one list serves both); with ``normal``,
+    its ``Solution.normal`` holds the solver's ``J^T J`` at ``x`` where the solver has
+    it (``curve_fit``'s covariance)."""
+    defaults = least_squares.__kwdefaults__ or {}
+    own = {name: options.pop(name, default) for name, default in defaults.items()}
     given, nan = _without_nan_option(options)
     where = given.pop("where", None)
-    residual_fun, jac = runnable_residuals(residual_fun, jac, x0, given)  # on the host?
-    residual_fun, fit_loss, given = least_squares_data(
-        residual_fun, x0, given, estimator=estimator, loss=loss, f_scale=f_scale,
-        sigma=sigma, counts=counts, max_nfev=max_nfev, x_scale=x_scale, jac=jac,
-    )  # fmt: skip
+    residual_fun, own["jac"] = runnable_residuals(residual_fun, own["jac"], x0, given)  # host?
+    residual_fun, fit_loss, given = least_squares_data(residual_fun, x0, given, **own)
     plan, inputs = describe(
         residual_fun, x0, fixed, given, caller="least_squares", loss=fit_loss,
-        sigma=sigma, counts=counts,
+        sigma=own["sigma"], counts=own["counts"],
     )  # fmt: skip
     plan = plan._replace(normal=normal)
     return _finished(run_rows(plan, inputs, where_rows(where, plan, inputs)), nan)
