@@ -24,19 +24,22 @@ process runs (unpickled: code, as the cache's programs are) rather than trace th
 tail again. Its name digests the block's program, the versions of jax and jaxlib, the
 backend and fixedopt's own source (:func:`library_digest`): the tail's program is not
 in the block's, so a fixedopt whose code changed never runs a tail exported by
-another.
+another. A folder ``fixedopt-programs`` holds, named alike, the exports of programs
+that read nothing but their arguments (a fit's covariance from the solver's normal
+equations: :mod:`fixedopt._numerics.stored`), which a new process runs untraced.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import pathlib
 from typing import Any
 
 import jax
 from jax.experimental.compilation_cache import compilation_cache
+
+from fixedopt._numerics.stored import library_digest as library_digest  # ahead's marks
 
 OFF = ("0", "off", "false", "no", "")
 # Programs that compile in at least this long are written to fixedopt's cache (JAX's
@@ -77,21 +80,3 @@ def use_default_cache() -> str | None:
     # process that compiled before this solve must decide again.
     compilation_cache.reset_cache()
     return str(folder)
-
-
-@functools.cache
-def library_digest() -> str | None:
-    """A digest of fixedopt's source: every ``.py`` file of the package (its path and
-    bytes), once per process (about 3 ms, 119 files). Part of a tail's mark
-    (:mod:`fixedopt._driver.ahead`): a program JAX's own key does not name, the tail's,
-    is then never one that another fixedopt exported. None where the package has no
-    source files to read (a zip, compiled files only): then no marks."""
-    root = pathlib.Path(__file__).resolve().parent.parent
-    sources = sorted(root.rglob("*.py"))
-    if not sources:
-        return None
-    digest = hashlib.sha256()
-    for source in sources:
-        digest.update(source.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(source.read_bytes() + b"\0")
-    return digest.hexdigest()

@@ -12,6 +12,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from fixedopt._numerics.stored import StoredJit
 from fixedopt._numerics.trace_state import at_top_level
 
 CPU_OPTIONS: dict[str, Any] = {"xla_cpu_use_fusion_emitters": False}
@@ -50,14 +51,20 @@ def jit_for_cpu(
     function: Callable[..., Any],
     static_argnums: tuple[int, ...],
     options: dict[str, Any] | None = None,
+    *,
+    stored: bool = False,
 ) -> Any:
     """``jax.jit(function, static_argnums=...)``, compiled with ``options`` (default
     :data:`CPU_OPTIONS`) where it is called at the top level on the CPU (a nested
     program takes its caller's options). Its ``plain`` and ``tuned`` are the two jits;
-    ``_cache_size()`` counts both one's and the other's compilations."""
+    ``_cache_size()`` counts both one's and the other's compilations. ``stored``: a
+    ``function`` of its arguments alone, whose tuned program a new process runs from
+    its export, untraced (:class:`fixedopt._numerics.stored.StoredJit`)."""
     options = CPU_OPTIONS if options is None else options
     plain = jax.jit(function, static_argnums=static_argnums)
-    tuned = jax.jit(function, static_argnums=static_argnums, compiler_options=options)
+    tuned: Any = jax.jit(function, static_argnums=static_argnums, compiler_options=options)
+    if stored:
+        tuned = StoredJit(function, static_argnums, options)
 
     @functools.wraps(function)
     def call(*args: Any) -> Any:

@@ -215,4 +215,5 @@ def _no_gradient() -> jax.Array:
     raise AssertionError("a Solution brings its active set")  # pragma: no cover
 
 
-_compiled = cpu_compiler.jit_for_cpu(_rows, (0,), cpu_compiler.ROW_WISE_OPTIONS)
+# A function of its arguments alone: a new process runs its export, untraced.
+_compiled = cpu_compiler.jit_for_cpu(_rows, (0,), cpu_compiler.ROW_WISE_OPTIONS, stored=True)

@@ -1,0 +1,196 @@
+"""Programs named before their trace: a function of its arguments alone, run in a new
+process from its ``jax.export`` beside JAX's persistent cache, not traced again.
+
+JAX's persistent cache spares a new process XLA's compile, not the trace and lowering
+that make its key: a cached call of ``curve_fit`` still traced its covariance (0.12 /
+0.03 s of trace / lowering in every new process of the spectra, issue 62 item 4). A
+program that reads nothing but its arguments (no user function: the covariance from the
+solver's normal equations, one program for every model of ``n`` parameters) is named
+by what the call knows before any trace: the function, its static arguments, its
+arguments' structure, shapes and dtypes, the JAX settings a trace reads, the versions of
+jax and jaxlib, the backend and fixedopt's source (:func:`library_digest`). It is
+exported once (``jax.export``: the StableHLO ``jit`` lowers, so the same program and
+bits), pickled under ``fixedopt-programs`` in the cache folder, and run through a
+``jit`` of the export: its lowering embeds the stored module, XLA's program comes from
+the persistent cache. Without a local cache folder, or for a function the export
+refuses, it is ``jax.jit``'s call as before. A stored export is code that the process
+runs, as the cache's programs are: keep the folder your own
+(:mod:`fixedopt._driver.cache`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import os
+import pathlib
+import pickle
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jaxlib.version
+
+from fixedopt._numerics import kernels
+
+FOLDER = "fixedopt-programs"
+
+
+@functools.cache
+def library_digest() -> str | None:
+    """A digest of fixedopt's source: every ``.py`` file of the package (its path and
+    bytes), once per process (about 3 ms, 119 files). Part of the name of an export
+    kept beside the cache (here, and a tail's mark: :mod:`fixedopt._driver.ahead`): a
+    program JAX's own key does not name is then never one that another fixedopt
+    exported. None where the package has no source files to read (a zip, compiled
+    files only): then nothing is stored."""
+    root = pathlib.Path(__file__).resolve().parent.parent
+    sources = sorted(root.rglob("*.py"))
+    if not sources:
+        return None
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(source.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(source.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+class StoredJit:
+    """``jax.jit(function, static_argnums=..., compiler_options=options)`` for a
+    ``function`` of its arguments alone (no closure over a model), whose static
+    arguments have a ``repr`` that names them (NamedTuples of numbers and flags), run
+    through its export where the persistent cache is a local folder."""
+
+    def __init__(
+        self, function: Callable[..., Any], static_argnums: tuple[int, ...], options: dict[str, Any]
+    ) -> None:
+        self.function, self.static_argnums, self.options = function, static_argnums, options
+        self.jitted = jax.jit(function, static_argnums=static_argnums, compiler_options=options)
+        self._runners: dict[str, tuple[Any, Any]] = {}
+        self._names: dict[Any, str] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, *args: Any) -> Any:
+        static = tuple(args[i] for i in self.static_argnums)
+        dynamic = [a for i, a in enumerate(args) if i not in self.static_argnums]
+        leaves, tree = jax.tree.flatten(dynamic)
+        name = self._name(static, tree, leaves)
+        if name is None:
+            return self.jitted(*args)
+        with self._lock:
+            found = self._runners.get(name)
+        if found is None:
+            found = self._read(name, leaves) or self._export(name, static, tree, leaves)
+            if found is None:  # not exported (a host callback, say): as before
+                return self.jitted(*args)
+            with self._lock:
+                self._runners[name] = found
+        runner, out_tree = found
+        return jax.tree.unflatten(out_tree, runner(*leaves))
+
+    def _cache_size(self) -> int:
+        """Programs compiled: ``jit``'s own (private) counts, of the exports' too."""
+        with self._lock:
+            runners = [runner for runner, _ in self._runners.values()]
+        own: int = self.jitted._cache_size()  # type: ignore[attr-defined]
+        return own + sum(int(runner._cache_size()) for runner in runners)
+
+    def clear_cache(self) -> None:
+        """Drop every compiled program and export read or made here."""
+        self.jitted.clear_cache()  # type: ignore[attr-defined]
+        with self._lock:
+            self._runners.clear()
+
+    def _name(self, static: tuple[Any, ...], tree: Any, leaves: list[Any]) -> str | None:
+        """The program's file name (a digest), or None where nothing is stored."""
+        library = library_digest()
+        if _folder() is None or library is None:
+            return None
+        config: Any = jax.config  # its options are attributes made at run time
+        types = tuple((a.shape, a.dtype, a.weak_type) for a in map(jax.typeof, leaves))
+        settings = (config.jax_enable_x64, config.jax_default_matmul_precision,
+                    config.jax_numpy_dtype_promotion, config.jax_default_device,
+                    kernels.current(), jax.default_backend())  # fmt: skip
+        known = (static, tree, types, settings)  # a call's name, made once per process
+        name = self._names.get(known)
+        if name is None:
+            versions = (jax.__version__, jaxlib.version.__version__)
+            code = (self.function.__module__, self.function.__qualname__, library)
+            text = repr((code, versions, settings, sorted(self.options.items()), known))
+            name = self._names[known] = hashlib.sha256(text.encode()).hexdigest()
+        return name
+
+    def _read(self, name: str, leaves: list[Any]) -> tuple[Any, Any] | None:
+        """The stored export of ``name`` as a runner, or None (none, unreadable, or of
+        other arguments: then made again)."""
+        folder = _folder()
+        if folder is None:
+            return None
+        try:
+            exported, out_tree = pickle.loads((folder / name).read_bytes())
+            takes = [(aval.shape, aval.dtype) for aval in exported.in_avals]
+            if takes != [(jax.typeof(leaf).shape, jax.typeof(leaf).dtype) for leaf in leaves]:
+                return None
+        except Exception:  # no file, or not one of ours: exported again
+            return None
+        return self._runner(exported), out_tree
+
+    def _export(
+        self, name: str, static: tuple[Any, ...], tree: Any, leaves: list[Any]
+    ) -> tuple[Any, Any] | None:
+        """``function`` exported as one function of the flat arguments, stored, as a
+        runner; None where JAX does not export it."""
+        out_trees: list[Any] = []
+
+        def flat(*leaves: Any) -> list[Any]:
+            dynamic = jax.tree.unflatten(tree, leaves)
+            given, rest = iter(static), iter(dynamic)
+            args = [next(given) if i in self.static_argnums else next(rest)
+                    for i in range(len(static) + len(dynamic))]  # fmt: skip
+            out, out_tree = jax.tree.flatten(self.function(*args))
+            out_trees.append(out_tree)
+            return list(out)
+
+        flat.__name__ = self.function.__name__
+        try:
+            exported = jax.export.export(jax.jit(flat))(*leaves)
+        except Exception:  # a host callback, say: not exported
+            return None
+        _write(name, (dataclasses.replace(exported, _get_vjp=None), out_trees[-1]))
+        return self._runner(exported), out_trees[-1]
+
+    def _runner(self, exported: Any) -> Any:
+        """``exported`` as a ``jit`` function with the options (named as the function
+        in JAX's logs)."""
+
+        def run(*leaves: Any) -> Any:
+            return exported.call(*leaves)
+
+        run.__name__ = self.function.__name__
+        return jax.jit(run, compiler_options=self.options)
+
+
+def _folder() -> pathlib.Path | None:
+    """The stored exports' folder in JAX's persistent cache folder; None where the cache
+    is off or not a local folder."""
+    config: Any = jax.config
+    folder = config.jax_compilation_cache_dir
+    if not (folder and config.jax_enable_compilation_cache) or "://" in str(folder):
+        return None
+    return pathlib.Path(folder) / FOLDER
+
+
+def _write(name: str, stored: Any) -> None:
+    """``stored`` pickled into the folder's file ``name``, written whole (or not at all)."""
+    folder = _folder()
+    if folder is None:
+        return
+    with contextlib.suppress(OSError, pickle.PicklingError, TypeError, AttributeError):
+        data = pickle.dumps(stored)
+        folder.mkdir(exist_ok=True)
+        partial = folder / f"{name}.{os.getpid()}.{threading.get_native_id()}"
+        partial.write_bytes(data)
+        os.replace(partial, folder / name)
