@@ -187,7 +187,11 @@ class LBFGS(Solver[LBFGSState]):
         conjugate-gradient iterations preconditioned by the model's own inverse Hessian
         (the two-loop recursion of its pairs). The row goes on along the Newton (or
         truncated-Newton, or negative-curvature) step, whose line search then stores
-        a curvature pair along it; the model must pass its test again. None (no
+        a curvature pair along it; the model must pass its test again. Where the row's
+        own gradient says that step goes uphill (rounding: a float32 gradient whose
+        terms cancel, while the float64 check's says downhill), its line search takes
+        the scaled steepest descent instead, but the check's trial and a row left
+        after the loop (``fixedopt._driver.after_loop``) go along the check's step. None (no
         check) where the problem has no Hessian-vector products (``vectorized=True``).
         """
         if not problem.hessian_products:
@@ -200,18 +204,25 @@ class LBFGS(Solver[LBFGSState]):
             slot = jnp.zeros((), jnp.int32)
             return lambda r: two_loop(r, s_history, y_history, rho, slot, scale)
 
-        decrement, step, _ = free_hessian_check(problem, x, value, grad, preconditioner)
+        decrement, step, negative = free_hessian_check(problem, x, value, grad, preconditioner)
         steepest = jnp.where(problem.fixed, 0.0, -scale * grad)
         # At a stationary point (a start) the step along negative curvature is kept.
         stationary = problem.grad_norm(x, grad) == 0
-        step = jnp.where((reduce.dot(grad, step) < 0) | stationary, step, steepest)
+        # The line search needs descent by the row's own gradient: else its steepest step.
+        descends = (reduce.dot(grad, step) < 0) | stationary
+        direction = jnp.where(descends, step, steepest)
+        # The check's own step is downhill by the check's gradient (g.step = -g.H^-1 g, in
+        # float64 for a narrower row: wider_check), where the row's may be rounding (a
+        # float32 gradient's component that cancels): it is the one tried and left along.
+        downhill = (jnp.isfinite(decrement) & (decrement > 0)) | negative
+        step = jnp.where(descends | downhill, step, steepest)
         # The memory is cleared: a row of lanes may wait for this check while the ring's
         # slot moves on (fixedopt._driver.lanes), and its next pairs must not depend on
         # how long (bit-identical results whoever its neighbours are).
         cleared = jnp.zeros_like(state.s_history)
         return Certificate(decrement, step, state._replace(
             s_history=cleared, y_history=cleared, rho=jnp.zeros_like(state.rho),
-            direction=step, validated=jnp.zeros((), bool),
+            direction=direction, validated=jnp.zeros((), bool),
         ))  # fmt: skip
 
     def _starts_from_hessian(self, x: jax.Array) -> bool:

@@ -198,6 +198,23 @@ def test_converged_means_accurate_and_accurate_means_converged(solver_name):
     assert not lies, lies
 
 
+def test_lbfgs_float32_goes_on_along_the_float64_newton_step_where_its_gradient_is_rounding():
+    """L-BFGS on Powell's badly scaled problem in float32 (the status_truth suite's MGH
+    row): near the minimum the two terms of the float32 gradient's second component
+    cancel to rounding, so that by the row's gradient the check's Newton step went
+    uphill; its steepest descent took the row nowhere lower and the row ended STALLED
+    at an accurate point (error 0.0094, f = 4.8e-11) where the Newton step would still
+    gain all of f. Left along the check's step (downhill by the float64 gradient), it
+    reaches a point the check certifies."""
+    name = "powell_badly_scaled"
+    x0 = jnp.asarray(PROBLEMS[name].start, np.float32)
+    sol = fixedopt.least_squares(PROBLEMS[name].residuals, x0, jnp.zeros(2, bool),
+                                 solver=fixedopt.LBFGS(), max_steps=2000)  # fmt: skip
+    error = min(relative_error(np.asarray(sol.x, float), m) for m in refined_minimizers(name))
+    assert Status(int(sol.status)) == Status.CONVERGED, Status(int(sol.status)).name
+    assert error <= documented_accuracy(np.float32), error
+
+
 def test_lbfgs_statuses_tell_the_truth_on_the_mgh_minimization_problems():
     """The minimize problems of the reference tests from their standard starts, and
     from 10 times them: every row converges, to the minimum scipy's L-BFGS-B reaches
