@@ -31,13 +31,19 @@ RESULTS = pathlib.Path(__file__).parent / "results"
 PASS_FILE = re.compile(
     r"module_(\d+)\.(\S+?)\.(\d{4})\.(\S+?)\.after_(\S+?)(?:\.before_(\S+))?\.txt$"
 )
-VARIANTS = ("base", "roll5", "nosmall", "majorrows")
+VARIANTS = ("base", "roll5", "nosmall", "majorrows", "effort-1", "O1")
 
 
 def patch(variant: str) -> None:
     """The TPU's profile for ``variant`` (``base``: as committed)."""
+    import jax
+
     from fixedopt._driver import machine
 
+    if variant == "effort-1":  # XLA's least effort at the program's speed
+        jax.config.update("jax_exec_time_optimization_effort", -1.0)
+    elif variant == "O1":
+        jax.config.update("jax_optimization_level", "O1")
     tpu = machine.TPU
     if variant == "roll5":  # the CPU's rolled elimination above 5 unknowns
         tpu = tpu._replace(kernels=tpu.kernels._replace(roll_above=5))
@@ -108,11 +114,14 @@ def passes(dump: pathlib.Path, ended: float, compile_s: float) -> dict:
     }  # fmt: skip
 
 
-def measure(case: str, variant: str, out: pathlib.Path) -> dict:
+def measure(case: str, variant: str, out: pathlib.Path, each_pass: bool = True) -> dict:
+    """The case's first call in a fresh process; its solve's passes (``each_pass``),
+    else its optimized module alone."""
     with tempfile.TemporaryDirectory() as dump, tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, FIXEDOPT_CACHE=cache)
+        dumped = "--xla_dump_hlo_pass_re=.* " if each_pass else ""
         env["XLA_FLAGS"] = (f"{env.get('XLA_FLAGS', '')} --xla_dump_to={dump} "
-                            "--xla_dump_hlo_as_text --xla_dump_hlo_pass_re=.* "
+                            f"--xla_dump_hlo_as_text {dumped}"
                             "--xla_dump_hlo_module_re=.*_solve.*")  # fmt: skip
         command = [sys.executable, "-m", "benchmarks.tpu_compile", "--child", case, variant]
         done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
@@ -142,6 +151,7 @@ def main() -> None:
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--cases", nargs="*", default=["spectra_slow"])
     parser.add_argument("--variant", default="base", choices=VARIANTS)
+    parser.add_argument("--no-passes", action="store_true", help="no dump after each pass")
     parser.add_argument("--out", type=pathlib.Path, default=RESULTS)
     args = parser.parse_args()
     if args.child:
@@ -149,7 +159,7 @@ def main() -> None:
         return
     args.out.mkdir(parents=True, exist_ok=True)
     for case in args.cases:
-        record = measure(case, args.variant, args.out)
+        record = measure(case, args.variant, args.out, not args.no_passes)
         shown = {k: record.get(k) for k in ("case", "variant", "first_s", "compile", "trace")}
         print(json.dumps(shown | {"passes": {k: v for k, v in record.get("passes", {}).items()
                                              if k.endswith("_s")}}), flush=True)  # fmt: skip
