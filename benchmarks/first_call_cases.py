@@ -203,7 +203,7 @@ def optax_quad64(batch: int, seed: int = 0) -> dict:
     from benchmarks.methods import GTOL, optax_program
 
     x0, fixed, args = quad64_data(batch, seed)
-    program = optax_program(quad_jax, GTOL["float32"], 5000)
+    program = optax_program(quad_jax, GTOL["float32"], 500)  # a row that only rounds: 5000
     x0, fixed = jnp.asarray(x0), jnp.asarray(fixed)
     return {"call": lambda: program(x0, fixed, *args)}
 
