@@ -1,5 +1,6 @@
 """``python -m benchmarks.first_call [--repeats N] [--cases NAME ...] [--float32] [--quick]
-[--no-ahead] [--label L] [--out DIR]``: what a notebook user waits for before the first answer.
+[--first-only] [--no-ahead] [--label L] [--out DIR]``: what a notebook user waits for
+before the first answer.
 
 Each case runs in fresh Python processes, a model no process has compiled before (its
 persistent compilation cache a new, empty folder); the wait beyond the compiled call's
@@ -17,9 +18,12 @@ optimized programs and counts what they hold (instructions, while loops, fusions
 a kernel; XLA's passes: ``docs/decisions.md``, "Where a solve's compile goes"). Cases
 (:mod:`benchmarks.first_call_cases`; :data:`BATCHES`: B, then the new batch):
 ``spectra``, ``spectra_slow`` (a degenerate spectrum: the first batch has a tail),
-``models``, ``rk4``, ``spot``, ``quad64``; float64 (but ``spot``), or every case float32
+``models``, ``rk4``, ``spot``, ``quad64``, ``optax_quad64`` (the peer: optax's
+L-BFGS on ``quad64``'s batch); float64 (but ``spot``), or every case float32
 with 64-bit mode off (``--float32``: a TPU's users). Medians over ``--repeats``;
-``--quick``: a smoke run (a tenth of each batch, one repeat, no dump); ``--no-ahead``:
+``--quick``: a smoke run (a tenth of each batch, one repeat, no dump); ``--first-only``: the new
+model and the new process alone (no new batch, 5 rows, gradient or dump: a TPU
+compiles each anew, and a device call has minutes); ``--no-ahead``:
 a CPU block's tail compiled by the call that first has one, as before issue 62 (label
 the run). Writes
 ``<out>/<backend>-first_call[-float32][-label]-<date>.{json,md}``.
@@ -49,9 +53,11 @@ RESULTS = pathlib.Path(__file__).parent / "results"
 # B, then the new batch: a tenth of it, as in issue 40 (2000 spectra, then 200); then a
 # batch of few rows (at most 8 run as one vmap: a program of their own).
 BATCHES = {"spectra": (2000, 200), "spectra_slow": (2000, 200), "models": (2000, 200),
-           "rk4": (500, 50), "spot": (100_000, 10_000), "quad64": (16384, 1600)}  # fmt: skip
+           "rk4": (500, 50), "spot": (100_000, 10_000), "quad64": (16384, 1600),
+           "optax_quad64": (16384, 1600)}  # fmt: skip
 QUICK = 10  # --quick: each batch this many times smaller
 FEW_ROWS = 5
+NAN = float("nan")  # a wait not measured (--first-only), or not counted in an older record
 STAGES = {"trace": "jaxpr_trace", "lower": "jaxpr_to_mlir_module", "compile": "backend_compile"}
 
 
@@ -104,8 +110,9 @@ def wait(call) -> dict:
             "ahead_after_s": after, "ahead_after_cpu_s": cpu_after, **found}  # fmt: skip
 
 
-def child(case: str, role: str, quick: bool) -> dict:
-    """One process's measurements (``role``: ``new`` or ``again``, or ``size``)."""
+def child(case: str, role: str, quick: bool, first_only: bool = False) -> dict:
+    """One process's measurements (``role``: ``new`` or ``again``, or ``size``;
+    ``first_only``: the new model's call alone in ``new``)."""
     batch, other = (size // QUICK if quick else size for size in BATCHES[case])
     calls = BUILDERS[case](batch)
     if role == "size":
@@ -119,9 +126,11 @@ def child(case: str, role: str, quick: bool) -> dict:
     record = {"B": batch, "compiled_s": first["compiled_s"], "new_model_s": first["wait_s"],
               "ahead_after_s": first["ahead_after_s"], "programs": first["programs"],
               "new_model_cpu_s": first["cpu_s"], "ahead_after_cpu_s": first["ahead_after_cpu_s"],
-              "new_batch_s": wait(BUILDERS[case](other)["call"])["wait_s"],
-              "few_rows_s": wait(BUILDERS[case](FEW_ROWS)["call"])["wait_s"],
               **{f"{stage}_s": first[stage] for stage in STAGES}}  # fmt: skip
+    if first_only:
+        return record
+    record |= {"new_batch_s": wait(BUILDERS[case](other)["call"])["wait_s"],
+               "few_rows_s": wait(BUILDERS[case](FEW_ROWS)["call"])["wait_s"]}  # fmt: skip
     if "gradient" in calls:  # one fit's first forward call, then its first gradient
         forward, gradient = wait(calls["forward"]), wait(calls["gradient"])
         record |= {"gradient_s": gradient["wait_s"], "forward_first_s": forward["first_s"],
@@ -181,7 +190,8 @@ def row(r: dict) -> str:
     return (
         f"| {r['case']} | {r['B']} | {r['compiled_s']:.2f} | {r['new_model_s']:.2f} | "
         f"{r['trace_s']:.2f} / {r['lower_s']:.2f} / {r['compile_s']:.2f} | "
-        f"{r['ahead_after_s']:.2f} | {r['new_batch_s']:.2f} | {r['few_rows_s']:.2f} | "
+        f"{r['ahead_after_s']:.2f} | {r.get('new_batch_s', NAN):.2f} | "
+        f"{r.get('few_rows_s', NAN):.2f} | "
         f"{r['new_process_s']:.2f} ({r['again_trace_s']:.2f} / {r['again_lower_s']:.2f} / "
         f"{r['again_compile_s']:.2f}) | {gradient} | {size} |"
     )
@@ -190,7 +200,7 @@ def row(r: dict) -> str:
 def cpu_row(r: dict) -> str:
     """One case's process CPU seconds (NaN in a record made before they were counted)."""
     keys = ("new_model_cpu_s", "ahead_after_cpu_s", "new_process_cpu_s")
-    return f"| {r['case']} | " + " | ".join(f"{r.get(k, float('nan')):.2f}" for k in keys) + " |"
+    return f"| {r['case']} | " + " | ".join(f"{r.get(k, NAN):.2f}" for k in keys) + " |"
 
 
 def program_rows(r: dict, call: str = "new_model") -> list[str]:
@@ -252,6 +262,7 @@ def main() -> None:
     parser.add_argument("--cases", nargs="*", default=list(BATCHES), choices=BATCHES)
     parser.add_argument("--float32", action="store_true", help="every case in float32, x64 off")
     parser.add_argument("--quick", action="store_true", help="a smoke run: B/10, 1 repeat")
+    parser.add_argument("--first-only", action="store_true", help="new model, new process only")
     parser.add_argument(
         "--no-ahead",
         action="store_true",
@@ -266,9 +277,10 @@ def main() -> None:
         jax.config.update("jax_enable_x64", True)
     if args.child:
         with no_compiles_ahead() if args.no_ahead else contextlib.nullcontext():
-            print(json.dumps(child(*args.child, quick=args.quick)))
+            print(json.dumps(child(*args.child, quick=args.quick, first_only=args.first_only)))
         return
-    options = (("--float32", args.float32), ("--quick", args.quick), ("--no-ahead", args.no_ahead))
+    options = (("--float32", args.float32), ("--quick", args.quick),
+               ("--first-only", args.first_only), ("--no-ahead", args.no_ahead))  # fmt: skip
     flags = [flag for flag, on in options if on]
     repeats = 1 if args.quick else args.repeats
     records = []
@@ -276,7 +288,7 @@ def main() -> None:
         runs = [measure(case, flags) for _ in range(repeats)]
         numbers = [k for k, v in runs[0].items() if isinstance(v, float | int)]
         medians = {k: statistics.median(r[k] for r in runs) for k in numbers}
-        size = {} if args.quick else program_size(case, flags)
+        size = {} if args.quick or args.first_only else program_size(case, flags)
         records.append({"case": case, **medians, **size, "repeats": repeats, "runs": runs})
         print(json.dumps(records[-1] | {"runs": None}), flush=True)
     env = timing.environment()

@@ -10,7 +10,10 @@ off, the data on the device) every case runs in float32, as ``spot`` always does
   (``docs/decisions.md``, "One degenerate spectrum in 2,000"): its block has a tail;
 - ``models``: the same spectra (the slow one too) through ``fixedopt.models``
   (``PseudoVoigtModel`` twice and ``LinearModel``, per-spectrum values and fixed sets);
-- ``rk4``, ``spot`` (Gpufit's protocol), ``quad64``: below.
+- ``rk4``, ``spot`` (Gpufit's protocol), ``quad64``: below;
+- ``optax_quad64``: the peer a TPU's first call is held to (issue 62: within twice
+  its): ``quad64``'s batch by optax's L-BFGS, masked, under ``jit(vmap)`` (the
+  ``tpu_peers`` recipe, ``benchmarks.methods.optax_program``).
 """
 
 import jax
@@ -178,16 +181,32 @@ def spot(batch: int, seed: int = 0) -> dict:
     return {"call": lambda: fixedopt.least_squares(spot_residual, fits.x0, fits.fixed, **options)}
 
 
-def quad64(batch: int, seed: int = 0) -> dict:
-    """``minimize`` of per-row tridiagonal quadratics, n = 64."""
+def quad64_data(batch: int, seed: int = 0) -> tuple:
+    """``quad64``'s ``(x0, fixed, (diag, off, b))``: per-row tridiagonal quadratics."""
     rng = np.random.default_rng(seed)
     diag, off = rng.uniform(2.0, 4.0, (batch, 64)), rng.uniform(-0.9, 0.9, (batch, 63))
     b, x0 = rng.normal(size=(batch, 64)), rng.normal(size=(batch, 64))
     diag, off, b, x0 = map(real, (diag, off, b, x0))
     fixed = rng.random((batch, 64)) < 0.3
-    call = lambda: fixedopt.minimize(quad_jax, x0, fixed, args=(diag, off, b), batched=True)
-    return {"call": call}
+    return x0, fixed, (diag, off, b)
+
+
+def quad64(batch: int, seed: int = 0) -> dict:
+    """``minimize`` of per-row tridiagonal quadratics, n = 64."""
+    x0, fixed, args = quad64_data(batch, seed)
+    return {"call": lambda: fixedopt.minimize(quad_jax, x0, fixed, args=args, batched=True)}
+
+
+def optax_quad64(batch: int, seed: int = 0) -> dict:
+    """``quad64``'s batch by optax's L-BFGS, the objective masked, each row in its own
+    ``while_loop`` under ``jit(vmap)`` (``tpu_peers``' recipe, its float32 tolerance)."""
+    from benchmarks.methods import GTOL, optax_program
+
+    x0, fixed, args = quad64_data(batch, seed)
+    program = optax_program(quad_jax, GTOL["float32"], 500)  # a row that only rounds: 5000
+    x0, fixed = jnp.asarray(x0), jnp.asarray(fixed)
+    return {"call": lambda: program(x0, fixed, *args)}
 
 
 BUILDERS = {"spectra": spectra, "spectra_slow": spectra_slow, "models": models, "rk4": rk4,
-            "spot": spot, "quad64": quad64}  # fmt: skip
+            "spot": spot, "quad64": quad64, "optax_quad64": optax_quad64}  # fmt: skip
