@@ -12,7 +12,9 @@ subnormals included), in one variadic reduction
 first scale where the largest of its sums is in range (:func:`in_range`). A power of
 two scales a product exactly, so where the sums at ``c = 1`` are in range they are the
 plain sums, to the bit, and elsewhere the same as the sums of ``a`` divided by the
-power of two of its largest entry, to rounding.
+power of two of its largest entry, to rounding. A least-squares residual's norm takes
+only the magnified sum (:func:`magnified`, beside its normal sums): where its square
+overflows, so does the cost. Every sum at ``c != 1`` has its gradient stopped.
 
 Example:
   >>> import jax.numpy as jnp
@@ -51,18 +53,21 @@ def in_range(total: jax.Array) -> jax.Array:
     return in_range
 
 
-def terms(pairs: tuple[Pair, ...], plain: bool = True) -> tuple[jax.Array, ...]:
+def magnified(pairs: tuple[Pair, ...]) -> tuple[jax.Array, ...]:
+    """The ``(n,)`` products ``(c a) * (c b)`` of each pair at ``c = 2^k``
+    (:func:`factor`), their gradients stopped (a product that overflows is out of
+    range, never read; its derivative would be NaN)."""
+    up = factor(pairs[0][0].dtype)
+    return tuple(jax.lax.stop_gradient((a * up) * (b * up)) for a, b in pairs)
+
+
+def terms(pairs: tuple[Pair, ...]) -> tuple[jax.Array, ...]:
     """The ``(n,)`` products ``(c a) * (c b)`` of each pair at each scale ``c`` of
-    :func:`scales` (scale by scale; without ``plain``, not at ``c = 1``: the caller has
-    those sums): the summands of :func:`choose`. The magnified entries are capped
-    where they would overflow (the sum is then out of range anyway), so that a
-    derivative through the products stays finite."""
-    dtype = pairs[0][0].dtype
-    up, cap = factor(dtype), 2.0 ** (jnp.finfo(dtype).maxexp // 2 - 1)
-    products = tuple(a * b for a, b in pairs) if plain else ()
-    magnified = tuple(jnp.clip(a * up, -cap, cap) * jnp.clip(b * up, -cap, cap) for a, b in pairs)
-    shrunk = tuple((a / up) * (b / up) for a, b in pairs)
-    return (*products, *magnified, *shrunk)
+    :func:`scales`, scale by scale (at ``c != 1`` with their gradients stopped): the
+    summands of :func:`choose`."""
+    down = 1.0 / factor(pairs[0][0].dtype)  # exact: a power of two
+    shrunk = tuple(jax.lax.stop_gradient((a * down) * (b * down)) for a, b in pairs)
+    return (*(a * b for a, b in pairs), *magnified(pairs), *shrunk)
 
 
 def scales(dtype: Any) -> tuple[float, float, float]:

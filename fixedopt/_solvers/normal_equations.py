@@ -196,34 +196,35 @@ def relative_step_size(
 
 def residual_norm(residual: jax.Array, squared: jax.Array) -> jax.Array:
     """``|r|`` from ``squared = |r|^2`` where that is well within the dtype's range, else
-    from the sums of squares of ``r`` in a power of two (:func:`norm_of_sums`): a
-    residual of 1e-20 in float32 has a norm, though its square underflows."""
+    from the sum of ``r``'s squares in a power of two (:func:`norm_of_sums`): a residual
+    of 1e-20 in float32 has a norm, though its square underflows."""
     wide = residual.astype(jnp.promote_types(residual.dtype, jnp.float32))
-    sums = tuple(jnp.sum(term) for term in scaled.terms(((wide, wide),)))
-    return norm_of_sums(squared, sums)
+    (magnified,) = scaled.magnified(((wide, wide),))
+    return norm_of_sums(squared, jnp.sum(wide * wide), jnp.sum(magnified))
 
 
 def residual_sums(
     jacobian: jax.Array, residual: jax.Array
 ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """``(J^T J, J^T r, |r|^2, |r|)`` (:func:`fixedopt._solvers.small_linalg.normal_sums`
-    and :func:`residual_norm`) in one pass over ``r`` and ``J``: the sums of squares
-    that ``|r|`` needs where ``|r|^2`` is out of range are summed with the others
-    (one reduction on the CPU), so that no kernel reads the residual again."""
+    and :func:`residual_norm`) in one pass over ``r`` and ``J``: the sum of squares that
+    ``|r|`` needs where ``|r|^2`` underflows is summed with the others (one reduction
+    on the CPU), so that no kernel reads the residual again."""
     wide = residual.astype(jnp.promote_types(residual.dtype, jnp.float32))
-    normal, grad, wide_squared, sums = small_linalg.normal_sums_with(
-        jacobian, residual, scaled.terms(((wide, wide),), plain=False)
+    normal, grad, wide_squared, (magnified,) = small_linalg.normal_sums_with(
+        jacobian, residual, scaled.magnified(((wide, wide),))
     )
     squared = wide_squared.astype(residual.dtype)
-    return normal, grad, squared, norm_of_sums(squared, (wide_squared, *sums))
+    return normal, grad, squared, norm_of_sums(squared, wide_squared, magnified)
 
 
-def norm_of_sums(squared: jax.Array, sums: tuple[jax.Array, ...]) -> jax.Array:
-    """``|r|`` from ``squared = |r|^2`` where that is in range (its root), else from the
-    sums of ``r``'s squares at the scales of :func:`fixedopt._numerics.scaled.terms`
-    (float32 at least), at the first where they are in range, rounded to the
-    residual's dtype; 0 only for a zero residual."""
-    (total,), c = scaled.choose(sums)
+def norm_of_sums(squared: jax.Array, wide_squared: jax.Array, magnified: jax.Array) -> jax.Array:
+    """``|r|`` from ``squared = |r|^2`` where that does not underflow (its root; where it
+    overflows, so does the cost: a trial not finite), else from ``wide_squared``, the
+    same sum in float32 at least (a half-precision residual's), else from
+    ``magnified``, the sum of the squares of ``r 2^k``
+    (:func:`fixedopt._numerics.scaled.magnified`), rounded to the residual's dtype; 0
+    only for a zero residual."""
 
     def root(total: jax.Array) -> jax.Array:
         # sqrt's slope at 0 is inf: 0 * inf would make an unrolled derivative NaN where
@@ -232,8 +233,14 @@ def norm_of_sums(squared: jax.Array, sums: tuple[jax.Array, ...]) -> jax.Array:
         positive = total > 0
         return jnp.where(positive, jnp.sqrt(jnp.where(positive, total, 1.0)), 0.0)
 
-    norm = (root(total) / c).astype(squared.dtype)
-    return jnp.where(scaled.in_range(squared), root(squared), norm)
+    def underflows(total: jax.Array) -> jax.Array:
+        info = jnp.finfo(total.dtype)
+        return total < info.tiny / info.eps
+
+    up = scaled.factor(magnified.dtype)
+    norm = jnp.where(scaled.in_range(magnified), root(magnified) / up, root(wide_squared))
+    norm = jnp.where(underflows(wide_squared), norm, root(wide_squared)).astype(squared.dtype)
+    return jnp.where(underflows(squared), norm, root(squared))
 
 
 def residual_unit(value: jax.Array, norm: jax.Array) -> jax.Array:
