@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from fixedopt._contract.solver import Problem, Solver, Step, StepContext
 from fixedopt._contract.status import Outcome, failure
 from fixedopt._inputs.checks import positive_float, set_option
-from fixedopt._numerics import reduce
+from fixedopt._numerics import reduce, scaled
 from fixedopt._solvers import small_linalg
 from fixedopt._solvers.normal_equations import (
     EPS_FACTOR,
@@ -29,7 +29,7 @@ from fixedopt._solvers.normal_equations import (
     gauss_newton_model,
     normal_equations_step,
     relative_step_size,
-    residual_norm,
+    residual_sums,
     residual_unit,
     residuals_and_jacobian,
 )
@@ -137,9 +137,9 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
     ) -> tuple[jax.Array, jax.Array, LevenbergMarquardtState]:
         """One evaluation of the residual and its Jacobian, as a step makes at its trial."""
         residual, jacobian = residuals_and_jacobian(problem, x)
-        normal, grad, squared = small_linalg.normal_sums(jacobian, residual)
+        normal, grad, squared, norm = residual_sums(jacobian, residual)
         value = problem.residual_value(x, residual) if problem.robust else 0.5 * squared
-        return value, grad, self._fresh(problem, x, normal, residual_norm(residual, squared))
+        return value, grad, self._fresh(problem, x, normal, norm)
 
     def _fresh(
         self, problem: Problem, x: jax.Array, normal: jax.Array, norm: jax.Array
@@ -172,12 +172,11 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         x_trial = short_of_bounds(problem, x, x + step, state.short)
         step = problem.free_part(x_trial - x)
         residual, jacobian = residuals_and_jacobian(problem, x_trial)
-        # The next step's system, the gradient and |r|^2, formed once (on the CPU in
-        # one pass over J and r: small_linalg.normal_sums).
-        normal, trial_grad, squared = small_linalg.normal_sums(jacobian, residual)
+        # The next step's system, the gradient, |r|^2 and |r|, formed once (on the CPU
+        # in one pass over J and r: normal_equations.residual_sums).
+        normal, trial_grad, squared, trial_norm = residual_sums(jacobian, residual)
         robust = problem.robust  # a robust loss's value is not 0.5 |r|^2
         trial_value = problem.residual_value(x_trial, residual) if robust else 0.5 * squared
-        trial_norm = residual_norm(residual, squared)
         # The reductions, in a unit of the residuals where the cost underflows (1 else):
         unit = 1.0 if robust else residual_unit(value, state.residual_norm)
         wide_step = (step / unit).astype(state.normal.dtype)
@@ -258,11 +257,14 @@ WALK_LENGTH, WALK_COSINE = 0.3, 0.99
 def _walks(step: jax.Array, last: jax.Array) -> jax.Array:
     """Whether ``step`` (``(n,)``, zero on fixed entries) goes on along the last
     accepted step ``last``: at least ``WALK_LENGTH`` of its length, at a cosine above
-    ``WALK_COSINE`` (both divided by a power of two first: no overflow nor underflow)."""
-    unit = reduce.power_of_two(reduce.largest(jnp.maximum(jnp.abs(step), jnp.abs(last)), 0.0))
-    step, last = step / unit, last / unit
-    length, last_length = reduce.norm(step), reduce.norm(last)
-    along = reduce.dot(step, last) > WALK_COSINE * length * last_length
+    ``WALK_COSINE`` (the sums in a power of two where they would be out of range:
+    :func:`fixedopt._numerics.scaled.sums`)."""
+    step, last = jax.lax.stop_gradient((step, last))  # a test: no derivative
+    # The three sums in one reduction (one kernel), in one power of two where the
+    # squares would be out of range (the comparisons are the same at any scale).
+    (squared, last_squared, product), _ = scaled.sums(((step, step), (last, last), (step, last)))
+    length, last_length = jnp.sqrt(squared), jnp.sqrt(last_squared)
+    along = product > WALK_COSINE * length * last_length
     walks: jax.Array = (length > WALK_LENGTH * last_length) & along
     return walks
 

@@ -22,7 +22,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from fixedopt._contract.solver import Problem
-from fixedopt._numerics import bounds, reduce
+from fixedopt._numerics import bounds, reduce, scaled
 from fixedopt._solvers import small_linalg
 
 
@@ -183,33 +183,64 @@ def relative_step_size(
 ) -> jax.Array:
     """``|D s| / |D x|`` over free entries, ``D^2 = scale`` (MINPACK's xtol measure).
 
-    Both norms are taken in the power of two of the larger vector
-    (:func:`fixedopt._numerics.reduce.power_of_two`): the same bits where no square
-    underflows, and no zero step where ``|D s|^2`` would (a fit in units of 1e-20 in
-    float32 passed this test at its start)."""
+    Both sums of squares are taken in one power of two where the larger's would be out
+    of range (:func:`fixedopt._numerics.scaled.sums`, one reduction for both): the
+    same bits where it is in range, and no zero step where ``|D s|^2`` would underflow
+    (a fit in units of 1e-20 in float32 passed this test at its start)."""
     d = jnp.sqrt(scale)
-    ds, dx = d * step, problem.free_part(d * x)
-    size = jnp.maximum(reduce.largest(jnp.abs(ds), initial=0.0),
-                       reduce.largest(jnp.abs(dx), initial=0.0))  # fmt: skip
-    unit = reduce.power_of_two(size)
-    step_norm = reduce.norm(ds / unit)
-    return jnp.where(step_norm == 0, 0.0, step_norm / reduce.norm(dx / unit))
+    ds, dx = jax.lax.stop_gradient((d * step, problem.free_part(d * x)))  # a test
+    (step_squared, x_squared), _ = scaled.sums(((ds, ds), (dx, dx)))
+    step_norm, x_norm = jnp.sqrt(step_squared), jnp.sqrt(x_squared)
+    return jnp.where(step_norm == 0, 0.0, step_norm / x_norm)
 
 
 def residual_norm(residual: jax.Array, squared: jax.Array) -> jax.Array:
     """``|r|`` from ``squared = |r|^2`` where that is well within the dtype's range, else
-    from ``r`` itself (:func:`fixedopt._numerics.reduce.scaled_norm`): a residual of
-    1e-20 in float32 has a norm, though its square underflows."""
-    finfo = jnp.finfo(squared.dtype)
-    in_range = (squared >= finfo.tiny / finfo.eps) & (squared <= finfo.max * finfo.eps)
-    scaled = ~in_range & jnp.any(residual != 0)  # |r|^2 may underflow to 0
-    safe = jnp.where(scaled, residual, jnp.ones_like(residual))  # derivatives stay finite
-    scaled_norm = reduce.scaled_norm(safe).astype(squared.dtype)
-    # sqrt's slope at 0 is inf: 0 * inf would make an unrolled derivative NaN where the
-    # residuals vanish (a row at an exact fit), through a branch jnp.where leaves out.
-    positive = squared > 0
-    root = jnp.where(positive, jnp.sqrt(jnp.where(positive, squared, 1.0)), 0.0)
-    return jnp.where(scaled, scaled_norm, root)
+    from the sum of ``r``'s squares in a power of two (:func:`norm_of_sums`): a residual
+    of 1e-20 in float32 has a norm, though its square underflows."""
+    wide = residual.astype(jnp.promote_types(residual.dtype, jnp.float32))
+    (magnified,) = scaled.magnified(((wide, wide),))
+    return norm_of_sums(squared, jnp.sum(wide * wide), jnp.sum(magnified))
+
+
+def residual_sums(
+    jacobian: jax.Array, residual: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """``(J^T J, J^T r, |r|^2, |r|)`` (:func:`fixedopt._solvers.small_linalg.normal_sums`
+    and :func:`residual_norm`) in one pass over ``r`` and ``J``: the sum of squares that
+    ``|r|`` needs where ``|r|^2`` underflows is summed with the others (one reduction
+    on the CPU), so that no kernel reads the residual again."""
+    wide = residual.astype(jnp.promote_types(residual.dtype, jnp.float32))
+    normal, grad, wide_squared, (magnified,) = small_linalg.normal_sums_with(
+        jacobian, residual, scaled.magnified(((wide, wide),))
+    )
+    squared = wide_squared.astype(residual.dtype)
+    return normal, grad, squared, norm_of_sums(squared, wide_squared, magnified)
+
+
+def norm_of_sums(squared: jax.Array, wide_squared: jax.Array, magnified: jax.Array) -> jax.Array:
+    """``|r|`` from ``squared = |r|^2`` where that does not underflow (its root; where it
+    overflows, so does the cost: a trial not finite), else from ``wide_squared``, the
+    same sum in float32 at least (a half-precision residual's), else from
+    ``magnified``, the sum of the squares of ``r 2^k``
+    (:func:`fixedopt._numerics.scaled.magnified`), rounded to the residual's dtype; 0
+    only for a zero residual."""
+
+    def root(total: jax.Array) -> jax.Array:
+        # sqrt's slope at 0 is inf: 0 * inf would make an unrolled derivative NaN where
+        # the residuals vanish (a row at an exact fit), through a branch jnp.where
+        # leaves out.
+        positive = total > 0
+        return jnp.where(positive, jnp.sqrt(jnp.where(positive, total, 1.0)), 0.0)
+
+    def underflows(total: jax.Array) -> jax.Array:
+        info = jnp.finfo(total.dtype)
+        return total < info.tiny / info.eps
+
+    up = scaled.factor(magnified.dtype)
+    norm = jnp.where(scaled.in_range(magnified), root(magnified) / up, root(wide_squared))
+    norm = jnp.where(underflows(wide_squared), norm, root(wide_squared)).astype(squared.dtype)
+    return jnp.where(underflows(squared), norm, root(squared))
 
 
 def residual_unit(value: jax.Array, norm: jax.Array) -> jax.Array:

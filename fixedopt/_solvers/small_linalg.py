@@ -85,22 +85,38 @@ def normal_sums(matrix: jax.Array, vector: jax.Array) -> tuple[jax.Array, jax.Ar
     Jacobian nor the residual is written out. Else :func:`gram`, :func:`rmatvec` and
     a dot.
     """
+    normal, gradient, squared, _ = normal_sums_with(matrix, vector, ())
+    return normal, gradient, squared.astype(vector.dtype)
+
+
+def normal_sums_with(
+    matrix: jax.Array, vector: jax.Array, extra: tuple[jax.Array, ...]
+) -> tuple[jax.Array, jax.Array, jax.Array, tuple[jax.Array, ...]]:
+    """:func:`normal_sums`, its ``vector @ vector`` not yet rounded to the vector's
+    dtype (float32 at least), and the sum of each ``(m,)`` array of ``extra`` (made from
+    ``vector``) in that dtype: in the same reduction where :func:`sums_together`, so
+    that no kernel reads the vector again."""
     n = matrix.shape[1]
     wide = jnp.promote_types(matrix.dtype, jnp.float32)
+    extra = tuple(term.astype(wide) for term in extra)
     if not sums_together(matrix):
-        return gram(matrix.astype(wide)), rmatvec(matrix, vector), jnp.dot(vector, vector)
+        squared = jnp.dot(vector, vector, preferred_element_type=wide)
+        sums = tuple(jnp.sum(term) for term in extra)
+        return gram(matrix.astype(wide)), rmatvec(matrix, vector), squared, sums
     # Every sum accumulates in ``wide`` (a half-precision row's too), then is rounded
     # to its own dtype.
     columns = [matrix[:, j].astype(wide) for j in range(n)]
     wide_vector = vector.astype(wide)
     terms = [columns[i] * columns[j] for i in range(n) for j in range(i + 1)]
     terms += [c * wide_vector for c in columns] + [wide_vector * wide_vector]
-    *sums, squared = reduce.together(tuple(terms))
+    summed = reduce.together((*terms, *extra))
+    sums, squared = summed[: len(terms) - 1], summed[len(terms) - 1]
     lower = iter(sums[: len(sums) - n])
     rows: list[list[jax.Array]] = [[next(lower) for _ in range(i + 1)] for i in range(n)]
     full = [[rows[max(i, j)][min(i, j)] for j in range(n)] for i in range(n)]
     gradient = jnp.stack(sums[len(sums) - n :]).astype(jnp.result_type(matrix, vector))
-    return jnp.stack([jnp.stack(row) for row in full]), gradient, squared.astype(vector.dtype)
+    normal = jnp.stack([jnp.stack(row) for row in full])
+    return normal, gradient, squared, tuple(summed[len(terms) :])
 
 
 def column_norms_squared(matrix: jax.Array) -> jax.Array:

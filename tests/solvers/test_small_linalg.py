@@ -17,7 +17,7 @@ import scipy.linalg
 
 from fixedopt._driver import machine
 from fixedopt._numerics import kernels
-from fixedopt._solvers import small_linalg
+from fixedopt._solvers import normal_equations, small_linalg
 
 CPU = machine.CPU.kernels  # the thresholds a CPU solve's trace reads
 
@@ -236,3 +236,24 @@ def test_normal_sums_differentiate_as_the_sums_one_by_one():
     forward = [jax.jvp(lambda j, s=s: loss(s, j, residual), (jacobian,), (tangent,))[1]
                for s in (True, False)]  # fmt: skip
     np.testing.assert_allclose(*forward, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [*DTYPES, jnp.bfloat16], ids=lambda d: jnp.dtype(d).name)
+@pytest.mark.parametrize("size", [0.0, 1e-30, 1e-20, 1.0, 1e15])
+def test_residual_norm_from_the_normal_sums_pass(size, dtype):
+    """``|r|`` from the normal sums' one reduction (``residual_sums``, the step's) and
+    ``residual_norm`` are the float64 norm, where ``|r|^2`` underflows too; bits equal
+    to ``sqrt(r.r)`` where that is in range."""
+    if size and not jnp.finfo(dtype).tiny < size < jnp.finfo(dtype).max:
+        pytest.skip("not representable")
+    rng = np.random.default_rng(3)
+    residual = jnp.asarray(rng.normal(size=25) * size, dtype)
+    jacobian = jnp.asarray(rng.normal(size=(25, 3)), dtype)
+    exact = np.linalg.norm(np.asarray(residual, np.float64))
+    with kernels.using(CPU):
+        *_, squared, norm = jax.jit(normal_equations.residual_sums)(jacobian, residual)
+        alone = normal_equations.residual_norm(residual, squared)
+    eps = float(jnp.finfo(dtype).eps)  # sums in other orders: rounding apart
+    np.testing.assert_allclose([float(norm), float(alone)], exact, rtol=4 * eps)
+    if float(squared) > jnp.finfo(dtype).tiny / jnp.finfo(dtype).eps:
+        assert float(norm) == float(jnp.sqrt(squared))
