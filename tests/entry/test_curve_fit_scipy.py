@@ -34,6 +34,10 @@ from scipy.optimize import Bounds, OptimizeWarning
 
 import fixedopt
 
+# scipy's assertions at scipy's tolerances, far above rounding (XLA's expensive backend
+# optimizations off, conftest.py).
+pytestmark = pytest.mark.fewer_optimizations
+
 
 def curve_fit(*args, **kwargs):
     """The one-fit adapter: ``fixedopt.curve_fit``, JAX arrays returned as NumPy's."""
