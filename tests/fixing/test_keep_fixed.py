@@ -95,10 +95,6 @@ DTYPES = {
 }
 
 
-# 84 problems of their own shapes, each compiled twice: fixed entries' bits (a select)
-# and the index split within tolerances far above rounding, so XLA's expensive backend
-# optimizations are off (conftest.py); the tests below keep them.
-@pytest.mark.fewer_optimizations
 @pytest.mark.parametrize("dtype_name", list(DTYPES))
 @pytest.mark.parametrize("name", list(OPTIMIZERS))
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
