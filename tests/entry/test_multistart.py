@@ -8,10 +8,6 @@ import pytest
 import fixedopt
 from fixedopt import Status
 
-# Fixed entries' bits, converged well-posed rows, references to 1e-8 or looser: none
-# rests on the backend's rounding (XLA's expensive backend optimizations off, conftest.py).
-pytestmark = pytest.mark.fewer_optimizations
-
 T = jnp.linspace(0.0, 4.0, 9)
 
 

@@ -14,10 +14,6 @@ import scipy.optimize
 
 import fixedopt
 
-# Errors raised before any solve runs, and valid calls that converge: none rests on the
-# backend's rounding (XLA's expensive backend optimizations off, conftest.py).
-pytestmark = pytest.mark.fewer_optimizations
-
 B, N = 4, 3
 X0 = jnp.zeros((B, N))
 FIXED = jnp.zeros((B, N), bool)

@@ -7,10 +7,6 @@ import pytest
 
 from fixedopt.models import ConstantModel, GaussianModel
 
-# lmfit's grids within tolerances far above rounding (XLA's expensive backend
-# optimizations off, conftest.py).
-pytestmark = pytest.mark.fewer_optimizations
-
 X = np.linspace(-4.0, 6.0, 41)
 TIGHT = {"ftol": 1e-15, "xtol": 1e-15, "gtol": 1e-15}
 START = {"amplitude": 4.0, "center": 0.5, "sigma": 1.2, "c": 0.1}

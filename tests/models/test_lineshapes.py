@@ -9,10 +9,6 @@ import pytest
 
 from fixedopt.models import lineshapes
 
-# lmfit's lineshapes to 1e-12 relative and central differences, far above rounding
-# (XLA's expensive backend optimizations off, conftest.py).
-pytestmark = pytest.mark.fewer_optimizations
-
 X = np.linspace(-6.0, 9.0, 61)
 POSITIVE_X = np.linspace(0.05, 6.0, 41)
 

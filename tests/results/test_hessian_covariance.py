@@ -12,10 +12,6 @@ import pytest
 
 import fixedopt
 
-# Closed forms and finite differences within tolerances far above rounding, fixed
-# entries' zeros (XLA's expensive backend optimizations off, conftest.py).
-pytestmark = pytest.mark.fewer_optimizations
-
 
 def random_spd(rng, n):
     a = rng.normal(size=(n, n))

@@ -10,10 +10,6 @@ import scipy.optimize
 
 import fixedopt
 
-# Tables checked against the solution's own arrays, whatever their rounding (XLA's
-# expensive backend optimizations off, conftest.py).
-pytestmark = pytest.mark.fewer_optimizations
-
 T = jnp.linspace(0.0, 1.0, 8)
 
 
