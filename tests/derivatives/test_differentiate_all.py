@@ -34,10 +34,6 @@ import pytest
 import fixedopt
 from fixedopt._solvers.lbfgs import LINESEARCHES
 
-# Finite differences within tolerances far above rounding, and the errors' names (XLA's
-# expensive backend optimizations off, conftest.py).
-pytestmark = pytest.mark.fewer_optimizations
-
 N = 4
 # A batch of three rows, each with its own fixed entries (B = 3 differs from N = 4).
 X0 = jnp.array([[0.0, 0.5, 0.0, 0.0], [0.2, 0.0, -0.3, 0.8], [-0.4, 0.0, 0.6, 0.0]])
