@@ -67,8 +67,12 @@ def _fewer_optimizations(request):
     measured). Only for guarantees that no backend optimization changes: fixed entries'
     bits (a select), and references (scipy's, closed forms) within tolerances far above
     rounding. Not for rows that must round alike in different programs, statuses at
-    rounding's edge, or the compiled code itself (lanes, buckets, tails, HLO)."""
-    marked = request.node.get_closest_marker("fewer_optimizations")
+    rounding's edge, or the compiled code itself (lanes, buckets, tails, HLO). A test
+    marked ``optimized`` in a module marked so keeps the optimizations (one at rounding's
+    edge among references)."""
+    marked = request.node.get_closest_marker("fewer_optimizations") and not (
+        request.node.get_closest_marker("optimized")
+    )
     if not (marked or _unoptimized_doctest(request)):
         if _unoptimized[0]:  # the flag is no part of jit's key: drop what it compiled
             jax.clear_caches()

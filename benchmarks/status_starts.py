@@ -63,15 +63,19 @@ def _minimizers():
             "Optax(adam)": fixedopt.Optax(optax.adam(0.01))}  # fmt: skip
 
 
-def stationary_starts(dtypes) -> list[dict]:
-    """Every stationary-start problem x solver x dtype x objective scale."""
+def stationary_starts(dtypes, quick: bool = False) -> list[dict]:
+    """Every stationary-start problem x solver x dtype x objective scale (quick: the
+    first problem of each kind, every solver)."""
     rows = []
     least = {"LM": None, "GN": fixedopt.GaussNewton()}
+    minimize, residual = MINIMIZE_STARTS.items(), RESIDUAL_STARTS.items()
+    if quick:  # the smoke (tests/test_benchmarks.py): 5 solves, not 18
+        minimize, residual = list(minimize)[:1], list(residual)[:1]
     cases = [(name, "minimize", solver_name, solver, *problem)
-             for name, problem in MINIMIZE_STARTS.items()
+             for name, problem in minimize
              for solver_name, solver in _minimizers().items()]  # fmt: skip
     cases += [(name, "least_squares", solver_name, solver, *problem)
-              for name, problem in RESIDUAL_STARTS.items()
+              for name, problem in residual
               for solver_name, solver in least.items()]  # fmt: skip
     for name, call, solver_name, solver, fun, n, start, minimum in cases:
         for dtype in dtypes:

@@ -143,8 +143,8 @@ def summary(rows: list[dict]) -> list[dict]:
 
 
 def run(quick: bool, args) -> list[dict]:
-    """All tables (quick: the first fit, the first MGH problem and the first two
-    minimize problems, in float64)."""
+    """All tables (quick: the first fit, the first MGH problem, the first two minimize
+    problems and the first stationary start of each kind, in float64)."""
     problems = dict(list(known.LEAST_SQUARES.items())[:1]) if quick else known.LEAST_SQUARES
     dtypes = DTYPES[1:] if quick else DTYPES
     rows = truth(problems, dtypes)
@@ -159,7 +159,7 @@ def run(quick: bool, args) -> list[dict]:
     from benchmarks import status_families  # it reads this module's status_names
 
     jax.clear_caches()
-    starts = status_starts.stationary_starts(dtypes)
+    starts = status_starts.stationary_starts(dtypes, quick)
     stationary = status_starts.family_summary(starts, "stationary_summary", "family")
     jax.clear_caches()
     return (units(FITS[:1] if quick else FITS, dtypes) + summary(rows) + rows

@@ -210,6 +210,10 @@ def test_every_name_the_architecture_page_cites_exists():
 ILLUSTRATIONS = {"architecture.md"}
 
 
+# The blocks print and assert as the docstrings' examples do (fixed entries' bits,
+# converged well-posed problems, a reference to 1e-3): run as those are, without XLA's
+# expensive backend optimizations (conftest.py).
+@pytest.mark.fewer_optimizations
 @pytest.mark.parametrize("page", ["fitting.md", "solvers.md", "fixing.md", "scale.md",
                                   "differentiation.md", "writing-a-solver.md"])  # fmt: skip
 def test_guide_python_blocks_run(page):

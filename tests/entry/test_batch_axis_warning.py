@@ -18,6 +18,10 @@ import pytest
 
 import fixedopt
 
+# Warnings said while tracing, one fit against its truth to 1e-6: none rests on the
+# backend's rounding (XLA's expensive backend optimizations off, conftest.py).
+pytestmark = pytest.mark.fewer_optimizations
+
 B = 6  # the batch size of the ambiguous cases
 T = jnp.linspace(0.0, 2.0, B)  # a shared time axis whose length happens to be B
 CURVES = jnp.exp(-jnp.outer(jnp.linspace(0.5, 1.5, B), T))  # (B, B): B curves of B bins
