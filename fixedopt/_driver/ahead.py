@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import dataclasses
 import hashlib
 import os
 import pathlib
@@ -59,6 +58,7 @@ import jax
 import jaxlib.version
 
 from fixedopt._driver import cache
+from fixedopt._numerics import stored
 
 
 # One thread: the compiles ahead queue behind each other rather than crowd the caller's.
@@ -186,14 +186,13 @@ def _runner(key: Any, compiled: Any, leaves: list[Any]) -> Any:
         return runner
     try:
         exported = pickle.loads(mark.read_bytes())
-        takes = [(aval.shape, aval.dtype) for aval in exported.in_avals]
-        if takes != [(jax.typeof(leaf).shape, jax.typeof(leaf).dtype) for leaf in leaves]:
-            raise ValueError("a mark of other arguments")
-        runner = _export_runner(compiled, exported)
-    except Exception:  # an empty (older) or unreadable mark: traced as before
+    except Exception:  # an empty (older) or unreadable mark
+        exported = None
+    if exported is None or not stored.takes(exported, leaves):  # traced as before
         with _lock:
             _marks[key] = None
         return None
+    runner = _export_runner(compiled, exported)
     with _lock:
         _runners[key] = runner
     return runner
@@ -202,12 +201,7 @@ def _runner(key: Any, compiled: Any, leaves: list[Any]) -> Any:
 def _export_runner(compiled: Any, exported: Any) -> Any:
     """``exported`` as a ``jit`` function, with ``compiled``'s XLA options (named
     ``tail`` in JAX's logs and in ``benchmarks.first_call``'s tables)."""
-
-    def tail(*leaves: Any) -> Any:
-        return exported.call(*leaves)
-
-    options = _options.get(compiled)
-    return jax.jit(tail, compiler_options=options) if options else jax.jit(tail)
+    return stored.export_runner(exported, "tail", _options.get(compiled))
 
 
 def _exported(compiled: Any, args: tuple[Any, ...]) -> Any:
@@ -259,12 +253,8 @@ def _compile(
 
 def _write_mark(mark: pathlib.Path, exported: Any) -> None:
     """The mark: the export pickled (empty where none was made), written whole."""
-    data = b"" if exported is None else pickle.dumps(dataclasses.replace(exported, _get_vjp=None))
-    with contextlib.suppress(OSError):
-        mark.parent.mkdir(exist_ok=True)
-        partial = mark.with_name(f"{mark.name}.{os.getpid()}.{threading.get_native_id()}")
-        partial.write_bytes(data)
-        os.replace(partial, mark)
+    data = b"" if exported is None else pickle.dumps(stored.portable(exported))
+    stored.write_whole(mark, lambda: data)
 
 
 def _mark(beside: Any) -> pathlib.Path | None:
@@ -272,16 +262,13 @@ def _mark(beside: Any) -> pathlib.Path | None:
     ``jax.stages.Lowered``) in JAX's persistent cache folder; None where the cache is
     off, not a local folder, or ``beside`` not a lowered program, or fixedopt's source
     cannot be read (:func:`fixedopt._driver.cache.library_digest`)."""
-    config: Any = jax.config
-    folder, library = config.jax_compilation_cache_dir, cache.library_digest()
-    if not (folder and config.jax_enable_compilation_cache and hasattr(beside, "as_text")):
-        return None
-    if "://" in str(folder) or library is None:  # a cache in the cloud, no source
+    folder, library = stored.cache_subfolder("fixedopt-tails"), cache.library_digest()
+    if folder is None or library is None or not hasattr(beside, "as_text"):
         return None
     versions = f"{jax.__version__} {jaxlib.version.__version__} {jax.default_backend()}"
     code = f"{versions} {library}\n"  # the tail's code is not beside's
     digest = hashlib.sha256((code + beside.as_text()).encode()).hexdigest()
-    return pathlib.Path(folder) / "fixedopt-tails" / digest
+    return folder / digest
 
 
 def _settings() -> tuple[Any, ...]:

@@ -107,7 +107,7 @@ class StoredJit:
     def _name(self, static: tuple[Any, ...], tree: Any, leaves: list[Any]) -> str | None:
         """The program's file name (a digest), or None where nothing is stored."""
         library = library_digest()
-        if _folder() is None or library is None:
+        if cache_subfolder(FOLDER) is None or library is None:
             return None
         config: Any = jax.config  # its options are attributes made at run time
         types = tuple((a.shape, a.dtype, a.weak_type) for a in map(jax.typeof, leaves))
@@ -126,15 +126,12 @@ class StoredJit:
     def _read(self, name: str, leaves: list[Any]) -> tuple[Any, Any] | None:
         """The stored export of ``name`` as a runner, or None (none, unreadable, or of
         other arguments: then made again)."""
-        folder = _folder()
-        if folder is None:
-            return None
+        folder = cache_subfolder(FOLDER)
         try:
-            exported, out_tree = pickle.loads((folder / name).read_bytes())
-            takes = [(aval.shape, aval.dtype) for aval in exported.in_avals]
-            if takes != [(jax.typeof(leaf).shape, jax.typeof(leaf).dtype) for leaf in leaves]:
-                return None
-        except Exception:  # no file, or not one of ours: exported again
+            exported, out_tree = pickle.loads((folder / name).read_bytes())  # type: ignore[operator]
+        except Exception:  # no folder or file, or not one of ours: exported again
+            return None
+        if not takes(exported, leaves):
             return None
         return self._runner(exported), out_tree
 
@@ -159,38 +156,54 @@ class StoredJit:
             exported = jax.export.export(jax.jit(flat))(*leaves)
         except Exception:  # a host callback, say: not exported
             return None
-        _write(name, (dataclasses.replace(exported, _get_vjp=None), out_trees[-1]))
+        folder = cache_subfolder(FOLDER)
+        if folder is not None:
+            write_whole(folder / name, lambda: pickle.dumps((portable(exported), out_trees[-1])))
         return self._runner(exported), out_trees[-1]
 
     def _runner(self, exported: Any) -> Any:
-        """``exported`` as a ``jit`` function with the options (named as the function
-        in JAX's logs)."""
-
-        def run(*leaves: Any) -> Any:
-            return exported.call(*leaves)
-
-        run.__name__ = self.function.__name__
-        return jax.jit(run, compiler_options=self.options)
+        """``exported`` as a ``jit`` function with the options, named as the function."""
+        return export_runner(exported, self.function.__name__, self.options)
 
 
-def _folder() -> pathlib.Path | None:
-    """The stored exports' folder in JAX's persistent cache folder; None where the cache
-    is off or not a local folder."""
+def cache_subfolder(name: str) -> pathlib.Path | None:
+    """The folder ``name`` in JAX's persistent cache folder, for exports named with
+    :func:`library_digest`; None where the cache is off or not a local folder, or
+    fixedopt's source cannot be read."""
     config: Any = jax.config
     folder = config.jax_compilation_cache_dir
     if not (folder and config.jax_enable_compilation_cache) or "://" in str(folder):
         return None
-    return pathlib.Path(folder) / FOLDER
+    return None if library_digest() is None else pathlib.Path(folder) / name
 
 
-def _write(name: str, stored: Any) -> None:
-    """``stored`` pickled into the folder's file ``name``, written whole (or not at all)."""
-    folder = _folder()
-    if folder is None:
-        return
+def takes(exported: Any, leaves: list[Any]) -> bool:
+    """Whether ``exported`` takes arguments of the shapes and dtypes of ``leaves``."""
+    given = [(jax.typeof(leaf).shape, jax.typeof(leaf).dtype) for leaf in leaves]
+    return [(aval.shape, aval.dtype) for aval in exported.in_avals] == given
+
+
+def portable(exported: Any) -> Any:
+    """``exported`` without its derivative rule (a closure: not pickled, not needed)."""
+    return dataclasses.replace(exported, _get_vjp=None)
+
+
+def export_runner(exported: Any, name: str, options: dict[str, Any] | None) -> Any:
+    """``exported`` as a ``jit`` function with XLA ``options``, ``name`` in JAX's logs."""
+
+    def run(*leaves: Any) -> Any:
+        return exported.call(*leaves)
+
+    run.__name__ = name
+    return jax.jit(run, compiler_options=options) if options else jax.jit(run)
+
+
+def write_whole(path: pathlib.Path, data: Callable[[], bytes]) -> None:
+    """The bytes ``data()`` into ``path``, written whole (or not at all: a file another
+    process reads is never partial; an export that does not pickle is not stored)."""
     with contextlib.suppress(OSError, pickle.PicklingError, TypeError, AttributeError):
-        data = pickle.dumps(stored)
-        folder.mkdir(exist_ok=True)
-        partial = folder / f"{name}.{os.getpid()}.{threading.get_native_id()}"
-        partial.write_bytes(data)
-        os.replace(partial, folder / name)
+        content = data()
+        path.parent.mkdir(exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_native_id()}")
+        partial.write_bytes(content)
+        os.replace(partial, path)

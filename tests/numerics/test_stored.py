@@ -28,7 +28,7 @@ def _program(rule: Scale, x: jax.Array, y: jax.Array) -> tuple[jax.Array, dict[s
 @pytest.fixture
 def folder(tmp_path, monkeypatch):
     """A cache folder of the test's own."""
-    monkeypatch.setattr(stored, "_folder", lambda: tmp_path / stored.FOLDER)
+    monkeypatch.setattr(stored, "cache_subfolder", lambda name: tmp_path / name)
     return tmp_path / stored.FOLDER
 
 
@@ -75,7 +75,7 @@ def test_other_arguments_are_another_program(folder):
 
 
 def test_without_a_cache_folder_it_is_jit(monkeypatch):
-    monkeypatch.setattr(stored, "_folder", lambda: None)
+    monkeypatch.setattr(stored, "cache_subfolder", lambda name: None)
     own = lambda rule, x, y: _program(rule, x, y)  # a function jit has not traced
     program = stored.StoredJit(own, (0,), {})
     TRACES.clear()
