@@ -2,7 +2,9 @@
 table (L-BFGS, ``scaling="hessian"``; Beale from 10x its start, the power law from its
 first start) that end STALLED honestly end CONVERGED?
 
-Run from the repository root: ``python -m benchmarks.hessian_rows_study`` (~2 min CPU).
+Run from the repository root: ``python -m benchmarks.hessian_rows_study`` (~2 min CPU);
+with ``--trials 24`` the rows again with 24 halvings of the check's step where a rejected
+claim leaves its point (``fixedopt._driver.leave_start.TRIALS``, 8), so that they move on.
 Prints, per row: the status, ``x``, ``f``, the gap to the infimum or minimum, the
 suite's allowance and the certificate's (``CERTIFY_SHARE`` of it), and the float64
 check at ``x``; then how far each problem's honest CONVERGED is from the rows.
@@ -10,6 +12,7 @@ check at ``x``; then how far each problem's honest CONVERGED is from the rows.
 
 import itertools
 import math
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -21,6 +24,7 @@ jax.config.update("jax_enable_x64", True)
 import fixedopt  # noqa: E402
 from benchmarks import status_truth  # noqa: E402
 from fixedopt import testing_problems as known  # noqa: E402
+from fixedopt._solvers.certify import newton_parts  # noqa: E402
 
 EPS32, EPS64 = float(np.finfo(np.float32).eps), float(np.finfo(np.float64).eps)
 SHARE = 0.01  # fixedopt._driver.loop.CERTIFY_SHARE
@@ -35,18 +39,20 @@ def half_squares(name):
 
 
 def check(fun, x, f0):
-    """The float64 check of newton_parts at ``x``: (smallest eigenvalue of the Jacobi
-    scaled, shifted Hessian, its negative-curvature threshold, half the decrement,
-    the certificate's allowance)."""
+    """The float64 check at ``x`` (``fixedopt._solvers.certify.newton_parts``, every entry
+    free): (smallest eigenvalue of the Jacobi-scaled Hessian, negative curvature found,
+    half the decrement, the certificate's allowance)."""
     x = jnp.asarray(x, jnp.float64)
-    f, g, h = float(fun(x)), np.asarray(jax.grad(fun)(x)), np.asarray(jax.hessian(fun)(x))
+    f, g = fun(x), jax.grad(fun)(x)
+    decrement, _, negative = newton_parts(
+        lambda v: jax.jvp(jax.grad(fun), (x,), (v,))[1], g, f, jnp.ones(x.shape, bool)
+    )
+    h = np.asarray(jax.hessian(fun)(x))
     s = 1 / np.sqrt(np.abs(np.diag(h)))
-    scaled = s[:, None] * h * s[None, :]
-    largest = np.max(np.sum(np.abs(scaled), axis=1))
-    matrix = scaled + EPS64 * largest * np.eye(len(x))
-    half = 0.5 * float((s * g) @ np.linalg.solve(matrix, s * g))
+    smallest = np.linalg.eigvalsh(s[:, None] * h * s[None, :])[0]
+    f = float(f)
     allowed = SHARE * math.sqrt(EPS32) * max(abs(f), EPS32 * max(f0 - f, 0.0))
-    return np.linalg.eigvalsh(matrix)[0], -math.sqrt(EPS64) * largest, half, allowed
+    return smallest, bool(negative), 0.5 * float(decrement), allowed
 
 
 def rows():
@@ -69,13 +75,15 @@ def rows():
                                   np.float32)  # fmt: skip
             lowest = BEALE_INF if name == "beale" else float(fun(jnp.asarray(x))) - verdict["gap"]
             f = float(fun(jnp.asarray(x)))
-            eigenvalue, negative_below, half, allowed = check(fun, x, f0)
-            print(f"{name} start {index} scale {scale:g}: {names[row]}, {int(solution.steps[row])} "
-                  f"steps; x = {x.tolist()}; f = {f:.8g}; gap {f - lowest:.3g} (suite's "
-                  f"allowance {verdict['allowed']:.3g}, accurate {verdict['accurate']}; "
-                  f"certificate's {allowed:.3g}, gap/that {(f - lowest) / allowed:.1f}); "
-                  f"check: smallest scaled eigenvalue {eigenvalue:.3g} (negative below "
-                  f"{negative_below:.3g}), half decrement {half:.3g}")  # fmt: skip
+            eigenvalue, negative, half, allowed = check(fun, x, f0)
+            print(
+                f"{name} start {index} scale {scale:g}: {names[row]}, {int(solution.steps[row])} "
+                f"steps; x = {x.tolist()}; f = {f:.8g}; gap {f - lowest:.3g} (suite's "
+                f"allowance {verdict['allowed']:.3g}, accurate {verdict['accurate']}; "
+                f"certificate's {allowed:.3g}, gap/that {(f - lowest) / allowed:.1f}); "
+                f"check: smallest scaled eigenvalue {eigenvalue:.3g}, negative curvature "
+                f"{negative}, half decrement {half:.3g}, certifies {half <= allowed}"
+            )
 
 
 def beale_valley():
@@ -135,14 +143,20 @@ def power_law_reach():
     flagged = certified = 0
     for offset in itertools.product(range(-2, 3), repeat=3):
         z = (bits + np.asarray(offset, np.int32)).view(np.float32).astype(np.float64)
-        eigenvalue, negative_below, half, allowance = check(fun, z, f0)
-        flagged += bool(eigenvalue < negative_below)
-        certified += bool(eigenvalue >= negative_below and half <= allowance)
+        _, negative, half, allowance = check(fun, z, f0)
+        flagged += negative
+        certified += half <= allowance
     print(f"  the 125 float32 points within 2 ulps of x*: {certified} certified by the float64 "
           f"check, {flagged} flagged for negative curvature")  # fmt: skip
 
 
 if __name__ == "__main__":
+    if "--trials" in sys.argv:
+        from fixedopt._driver import leave_start
+
+        leave_start.TRIALS = int(sys.argv[sys.argv.index("--trials") + 1])
+        rows()
+        sys.exit()
     rows()
     beale_valley()
     power_law_reach()
