@@ -150,6 +150,48 @@ def power_law_reach():
           f"check, {flagged} flagged for negative curvature")  # fmt: skip
 
 
+def along_step(fun, x):
+    """At ``x``: the float64 check's half decrement (the predicted reduction), the
+    reduction its Newton step ``d`` makes, and the curvature along ``d`` at ``x + d``
+    over that at ``x`` (1 where the quadratic model holds over its own step)."""
+    x = jnp.asarray(x, jnp.float64)
+    product = lambda z, v: jax.jvp(jax.grad(fun), (z,), (v,))[1]
+    decrement, d, _ = newton_parts(lambda v: product(x, v), jax.grad(fun)(x), fun(x),
+                                   jnp.ones(x.shape, bool))  # fmt: skip
+    ratio = float(d @ product(x + d, d)) / float(d @ product(x, d))
+    return 0.5 * float(decrement), float(fun(x) - fun(x + d)), ratio
+
+
+def power_law_model():
+    """Whether the quadratic model holds over the Newton step at the three certified
+    power-law points 37-39x their allowance (--trials 24's rows) and at the certified
+    float32 points within 2 ulps of x*."""
+    fun = half_squares("power_law")
+    for x in ([-2318.10888671875, 45.85289001464844, 0.9471137523651123],
+              [-2321.08984375, 45.86656951904297, 0.9468849301338196],
+              [-2320.16455078125, 45.862388610839844, 0.9469561576843262]):  # fmt: skip
+        predicted, made, ratio = along_step(fun, x)
+        print(f"power law at {x}: predicted {predicted:.3g}, made {made:.3g}, curvature "
+              f"along the step at its end / at its start {ratio:.3f}")  # fmt: skip
+    residuals = known.MINIMIZE["power_law"].residuals
+    start = np.array([-2450.6, 46.434, 0.93729])
+    x_star = scipy.optimize.least_squares(
+        lambda z: np.asarray(residuals(jnp.asarray(z))), start, **TIGHT
+    ).x
+    bits, ratios = np.asarray(x_star, np.float32).view(np.int32), []
+    f0 = float(fun(jnp.asarray(known.MINIMIZE["power_law"].starts[0], jnp.float64)))
+    for offset in itertools.product(range(-2, 3), repeat=3):
+        z = (bits + np.asarray(offset, np.int32)).view(np.float32).astype(np.float64)
+        _, negative, half, allowance = check(fun, z, f0)
+        if not negative and half <= allowance:
+            ratios.append(along_step(fun, z)[2])
+    held = sum(abs(r - 1) <= 0.1 for r in ratios)
+    print(
+        f"  near x*, the {len(ratios)} certified float32 points: that ratio within 10% of 1 "
+        f"at {held}; the others {sorted(float(f'{r:.3g}') for r in ratios if abs(r - 1) > 0.1)}"
+    )
+
+
 if __name__ == "__main__":
     if "--trials" in sys.argv:
         from fixedopt._driver import leave_start
@@ -160,3 +202,4 @@ if __name__ == "__main__":
     rows()
     beale_valley()
     power_law_reach()
+    power_law_model()
