@@ -419,16 +419,15 @@ def _inverse(
     it does not certify by the rest of the chain (a ``cond`` on the batch, each row then
     picking its own: a vmapped ``cond`` would run both). A path whose shapes do not pay
     (the QR of a tall block) hands its rows on; the last (LAPACK's) certifies all.
-    ``device``: a chain of quick paths alone, the QR at any height and rolled, the
-    certificates any of them gave (:data:`ON_DEVICE`)."""
+    ``device``: a chain of quick paths alone, the QR at any height, the certificates
+    any of them gave (:data:`ON_DEVICE`)."""
     path, rest = chain[0], chain[1:]
     if path == QUICK and not device and not small_inverse.pays(*found.jacobian.shape[-2:]):
         path, rest = rest[0], rest[1:]  # a tall block: LAPACK's, certified alike
     if path == EXACT:
         inverse: Inverse = over_rows(functools.partial(exact_inverse, rule.pseudo_inverse))(found)
         return inverse, jnp.ones(found.n_free.shape, bool)
-    quick_path = functools.partial(quick_inverse, normal=path == NORMAL, rolled=device)
-    quick, certified = over_rows(quick_path)(found)
+    quick, certified = over_rows(functools.partial(quick_inverse, normal=path == NORMAL))(found)
     if not on or not rest:
         return quick, certified
     if device:

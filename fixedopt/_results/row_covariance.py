@@ -99,21 +99,16 @@ def pieces(
                   points - n_free)  # fmt: skip
 
 
-def quick_inverse(
-    found: Pieces, normal: bool = False, rolled: bool = False
-) -> tuple[Inverse, jax.Array]:
+def quick_inverse(found: Pieces, normal: bool = False) -> tuple[Inverse, jax.Array]:
     """One row's :class:`Inverse` by the elementwise QR (``normal``: from the normal
-        equations, :mod:`fixedopt._results.normal_inverse`; ``rolled``: the QR's reflections
-    in a loop), and whether it is
-        ``certified``: the free columns but the zero ones have full rank by scipy's count
-        (so the zero ones are the parameters the data cannot determine), its inverse
-        finite (and, from the normal equations, accurate). Where it is not, the row needs
-        the next path (the QR, then :func:`exact_inverse`)."""
+    equations, :mod:`fixedopt._results.normal_inverse`), and whether it is
+    ``certified``: the free columns but the zero ones have full rank by scipy's count
+    (so the zero ones are the parameters the data cannot determine), its inverse
+    finite (and, from the normal equations, accurate). Where it is not, the row needs
+    the next path (the QR, then :func:`exact_inverse`)."""
     held = found.frozen | found.zero
-    if normal:
-        unscaled, certified = normal_inverse.certified_inverse(found.jacobian, held)
-    else:  # rolled: the QR's reflections in a loop (a TPU's)
-        unscaled, certified = small_inverse.certified_inverse(found.jacobian, held, rolled)
+    inverse = normal_inverse.certified_inverse if normal else small_inverse.certified_inverse
+    unscaled, certified = inverse(found.jacobian, held)
     unscaled = jnp.where(held[:, None] | held[None, :], 0.0, unscaled)
     return Inverse(unscaled, found.n_free - jnp.sum(found.zero), found.zero), certified
 

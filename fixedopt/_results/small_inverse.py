@@ -54,9 +54,7 @@ def pays(m: int, n: int) -> bool:
     return is_small(n) and m * n * n <= MOST_WORK
 
 
-def certified_inverse(
-    jacobian: jax.Array, held: jax.Array, rolled: bool = False
-) -> tuple[jax.Array, jax.Array]:
+def certified_inverse(jacobian: jax.Array, held: jax.Array) -> tuple[jax.Array, jax.Array]:
     """``((J_F^T J_F)^{-1}, certified)`` of one row: ``J`` is ``(m, n)`` with unit (or
     zero) columns, ``held`` the columns out of the free block ``F`` (their rows and
     columns of the inverse are left to the caller to discard); ``certified``: ``J_F``
@@ -66,8 +64,7 @@ def certified_inverse(
     # a unit pivot there, and the free block's R is J_F's.
     own_rows = jnp.diag(held.astype(jacobian.dtype))
     augmented = jnp.concatenate([jnp.where(held[None, :], 0.0, jacobian), own_rows])
-    householder = _householder_rolled if rolled else _householder_r
-    inverse = _upper_inverse(householder([augmented[:, j] for j in range(n)]))
+    inverse = _upper_inverse(_householder_r([augmented[:, j] for j in range(n)]))
     free = [~held[j] for j in range(n)]
     squares = [jnp.where(free[i] & free[j], inverse[i][j] ** 2, 0.0)
                for i in range(n) for j in range(i, n)]  # fmt: skip
@@ -103,32 +100,6 @@ def _householder_r(columns: list[jax.Array]) -> list[list[jax.Array]]:
             row.append(columns[j][k])
         r.append(row)  # r[k][j - k] is R[k][j]
     return r
-
-
-def _householder_rolled(columns: list[jax.Array]) -> list[list[jax.Array]]:
-    """:func:`_householder_r` with its reflections in a rolled loop (``rolled``: a
-    TPU's, whose compiler took 7 s for the unrolled QR of a 309 x 8 block), each
-    applied to the later columns at once, the same arithmetic per column."""
-    matrix = jnp.stack(columns, axis=1)
-    rows, n = matrix.shape
-    index, later = jnp.arange(rows), jnp.arange(n)
-
-    def reflect(k: jax.Array, carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
-        matrix, alphas = carry
-        first = matrix[:, k]
-        column = jnp.where(index >= k, first, 0.0)
-        square = jnp.sum(column**2)
-        norm = jnp.where(square > 0, jnp.sqrt(jnp.where(square > 0, square, 1.0)), 0.0)
-        alpha = jnp.where(first[k] >= 0, -norm, norm)
-        v = column - jnp.where(index == k, alpha, 0.0)
-        squared = jnp.sum(v**2)
-        scale = jnp.where(squared > 0, 2.0 / jnp.where(squared > 0, squared, 1.0), 0.0)
-        products = jnp.where(later > k, scale * jnp.sum(v[:, None] * matrix, axis=0), 0.0)
-        return matrix - v[:, None] * products[None, :], alphas.at[k].set(alpha)
-
-    start = (matrix, jnp.zeros(n, matrix.dtype))
-    matrix, alphas = jax.lax.fori_loop(0, n, reflect, start)
-    return [[alphas[k]] + [matrix[k, j] for j in range(k + 1, n)] for k in range(n)]
 
 
 def _upper_inverse(r: list[list[jax.Array]]) -> list[list[jax.Array]]:

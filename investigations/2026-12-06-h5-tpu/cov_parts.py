@@ -99,7 +99,7 @@ def whole(effort=None):
 
 
 real = rc.quick_inverse
-covariance.quick_inverse = lambda found, normal=False: (
+covariance.quick_inverse = lambda found, normal=False, rolled=False: (
     rc.Inverse(jnp.eye(found.jacobian.shape[-1], dtype=found.jacobian.dtype),
                found.n_free, found.zero), jnp.ones((), bool))
 f, r, _ = whole()
