@@ -118,7 +118,7 @@ class Backend(NamedTuple):
     # A covariance's small blocks by the elementwise QR on the device whatever their
     # height, the rows it does not certify by LAPACK's path on the host's CPU, at the top
     # level: a TPU's SVD and QR compile for seconds (fixedopt._results.covariance,
-    # DEVICE_QR; docs/decisions.md, "A TPU's covariance without its SVD")
+    # DEVICE_QR; docs/decisions.md, "A TPU's new process and its covariance")
     device_qr_covariance: bool = False
 
 
