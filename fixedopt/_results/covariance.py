@@ -16,7 +16,9 @@ the inverse comes from the normal equations ``J_F^T J_F`` (summed in float64 for
 under x64; :mod:`fixedopt._results.normal_inverse`) where its row is certified full rank
 and accurate, else from a Householder QR written elementwise where that certifies the
 rank, else (and for a large block) from LAPACK's QR and SVD
-(:mod:`fixedopt._results.row_covariance`); all differentiable. Each row's choice and
+(:mod:`fixedopt._results.row_covariance`); all differentiable. On a TPU (its machine
+profile: :data:`DEVICE_QR`) a small block takes the QR on the chip at any height, and
+the rows it does not certify LAPACK's on the host's CPU. Each row's choice and
 its sums are its own: a row's covariance has the same bits alone, in
 any batch and in any order (on the CPU at the top level; its programs' reductions do not
 depend on the batch's size, ``cpu_compiler.ROW_WISE_OPTIONS``).
