@@ -114,6 +114,11 @@ def child(case: str, role: str, quick: bool, first_only: bool = False) -> dict:
     """One process's measurements (``role``: ``new`` or ``again``, or ``size``;
     ``first_only``: the new model's call alone in ``new``)."""
     batch, other = (size // QUICK if quick else size for size in BATCHES[case])
+    # The backend opened before any case's data: a case whose data are NumPy's (spot)
+    # would open it in its first call (a TPU: about 10 s, what any JAX program pays).
+    start = time.perf_counter()
+    jax.devices()
+    opened = time.perf_counter() - start
     calls = BUILDERS[case](batch)
     if role == "size":
         jax.block_until_ready(calls["call"]())
@@ -121,10 +126,12 @@ def child(case: str, role: str, quick: bool, first_only: bool = False) -> dict:
     first = wait(calls["call"])
     if role == "again":  # the persistent cache's call: what it still traces and lowers
         return {"new_process_s": first["wait_s"], "new_process_cpu_s": first["cpu_s"],
+                "again_open_s": opened,
                 "again_programs": first["programs"],
                 **{f"again_{stage}_s": first[stage] for stage in STAGES}}  # fmt: skip
     record = {"B": batch, "compiled_s": first["compiled_s"], "new_model_s": first["wait_s"],
               "ahead_after_s": first["ahead_after_s"], "programs": first["programs"],
+              "open_s": opened,
               "new_model_cpu_s": first["cpu_s"], "ahead_after_cpu_s": first["ahead_after_cpu_s"],
               **{f"{stage}_s": first[stage] for stage in STAGES}}  # fmt: skip
     if first_only:
@@ -242,6 +249,10 @@ def markdown(records: list[dict], environment: dict, mode: str) -> list[str]:
         "spent after it, the new process's first call:", "",
         "| case | new model | ahead after | new process |", "|---|---:|---:|---:|",
         *map(cpu_row, records), "",
+        "Opening the backend, before each process's first call and not in it (seconds; "
+        "any JAX program's): " + ", ".join(
+            f"{r['case']} {r.get('open_s', NAN):.2f} and {r.get('again_open_s', NAN):.2f}"
+            for r in records) + ".", "",
         "The new model's first call per program (thread: the caller's, or fixedopt's "
         "`ahead`; traces counted):", "",
         "| case | program | thread | traces | trace / lower / XLA |",

@@ -213,3 +213,37 @@ def test_gradients_through_a_solve_agree_with_the_cpu(case):
     assert np.all(np.isfinite(cpu)) and np.any(cpu != 0)
     scale = np.max(np.abs(cpu), axis=1, keepdims=True)
     assert np.max(np.abs(device - cpu) / scale) <= 1e-3
+
+
+def two_backgrounds(p, y):
+    """:func:`decay` with a second background: collinear with the first where both
+    are free (a rank-deficient row)."""
+    return decay(p[:3], y) + p[3]
+
+
+def test_covariances_agree_with_the_cpu(fits):
+    """The covariance at the same ``x`` on the device (a TPU's: the elementwise QR on
+    the chip, the rows it does not certify by LAPACK on the host's CPU, its machine
+    profile) and on the CPU: the same inf and rank-deficient rows, those rows bit for
+    bit (both LAPACK's on the CPU), the others to 1e-3 of ``sqrt(var_i var_j)`` (the
+    same float32 QR of a Jacobian whose ``exp`` a TPU rounds to 4-5 digits)."""
+    (_, fixed, y), solution = fits
+    x = np.concatenate([solution.x, np.zeros((FITS, 1), F32)], axis=1)
+    held = np.concatenate([fixed, np.ones((FITS, 1), bool)], axis=1)
+    held[1::8, 3] = False  # the background free too (fixed[::4, 2] holds it elsewhere)
+
+    def errors(x, held, y):
+        return fixedopt.covariance(jnp.asarray(x), two_backgrounds, jnp.asarray(held),
+                                   args=(jnp.asarray(y),), batched=True)  # fmt: skip
+
+    device, cpu = on_device(errors, x, held, y), on_cpu(errors, x, held, y)
+    assert np.all(cpu.rank_deficient[1::8]) and np.sum(cpu.rank_deficient) == FITS // 8
+    np.testing.assert_array_equal(device.rank_deficient, cpu.rank_deficient)
+    np.testing.assert_array_equal(np.isfinite(device.covariance), np.isfinite(cpu.covariance))
+    deficient = cpu.rank_deficient
+    np.testing.assert_array_equal(device.covariance[deficient], cpu.covariance[deficient])
+    full = cpu.covariance[~deficient]
+    scale = np.sqrt(np.einsum("bii->bi", full))
+    scale = np.where(scale > 0, scale, 1.0)
+    error = np.abs(device.covariance[~deficient] - full) / (scale[:, :, None] * scale[:, None, :])
+    assert np.max(error) <= 1e-3, np.max(error)

@@ -40,6 +40,7 @@ import jax
 from fixedopt._contract.solver import Solver
 from fixedopt._numerics import cpu_compiler
 from fixedopt._numerics.kernels import Kernels
+from fixedopt._results import covariance
 
 # The backends whose float32 matmuls drop bits at JAX's default precision: a TPU's
 # bfloat16 passes, an NVIDIA GPU's TF32 (Ampere and later). ``jax.default_backend()``
@@ -53,12 +54,8 @@ SOLVE_PRECISION = "highest"
 def platform() -> str:
     """The platform a computation runs on by default here: that of
     ``jax.default_device`` where one is set (a CPU beside a TPU, say), else
-    ``jax.default_backend()``."""
-    # The option's value in this context (jax.default_device's too); unannotated in jax.
-    device = jax.config.jax_default_device  # type: ignore[attr-defined]
-    if device is None:
-        return jax.default_backend()
-    return device if isinstance(device, str) else str(device.platform)
+    ``jax.default_backend()`` (:func:`fixedopt._numerics.cpu_compiler.platform`)."""
+    return cpu_compiler.platform()
 
 
 def matmul_precision(backend: str) -> str | None:
@@ -118,6 +115,11 @@ class Backend(NamedTuple):
     # covariance runs in chunks with cpu_compiler's row-wise options
     # (docs/decisions.md, "A covariance from the solver's normal equations")
     normal_covariance: bool = False
+    # A covariance's small blocks by the elementwise QR on the device whatever their
+    # height, the rows it does not certify by LAPACK's path on the host's CPU, at the top
+    # level: a TPU's SVD and QR compile for seconds (fixedopt._results.covariance,
+    # DEVICE_QR; docs/decisions.md, "A TPU's new process and its covariance")
+    device_qr_covariance: bool = False
 
 
 # The CPU (XLA:CPU of jaxlib 0.10, measured on 2-core EPYC machines).
@@ -188,8 +190,11 @@ GPU = Backend(fewest_lanes=1 << 16, most_lanes=1 << 16, cache_bytes=0, blocks=Fa
 # A TPU: the lanes' loop carries rows on the minor axis, which a TPU tiles by 128: a
 # carry of (rows, 8) rows padded each row to 128 entries and was transposed every trip
 # (docs/decisions.md, "Rows on a TPU's minor axis").
-TPU = GPU._replace(minor_rows=True)
+# Its covariance: the elementwise QR on the chip, LAPACK's rows on the host (above).
+TPU = GPU._replace(minor_rows=True, device_qr_covariance=True)
 BACKENDS = {"cpu": CPU, "gpu": GPU, "cuda": GPU, "rocm": GPU, "tpu": TPU}
+# The covariance sits below the driver: the profile names its backends there.
+covariance.DEVICE_QR.update(name for name, tuned in BACKENDS.items() if tuned.device_qr_covariance)
 
 
 def defaults(backend: str) -> Backend:

@@ -1,6 +1,7 @@
 """XLA:CPU's elemental emitter for the programs that compile faster with it and run as
 fast: the options, whether this jaxlib takes them, and a ``jax.jit`` that uses them
-where it is called at the top level on the CPU (``fixedopt._driver.compiler`` says
+where it is called at the top level on the CPU (the default device's platform:
+:func:`platform`; ``fixedopt._driver.compiler`` says
 which solves get them, and why)."""
 
 from __future__ import annotations
@@ -28,6 +29,17 @@ ROW_WISE_OPTIONS: dict[str, Any] = CPU_OPTIONS | {
     "xla_disable_hlo_passes": "tree_reduction_rewriter",
     "xla_cpu_experimental_ynn_fusion_type": "",
 }
+
+
+def platform() -> str:
+    """The platform a computation runs on by default here: that of
+    ``jax.default_device`` where one is set (a CPU beside a TPU, say), else
+    ``jax.default_backend()``."""
+    # The option's value in this context (jax.default_device's too); unannotated in jax.
+    device = jax.config.jax_default_device  # type: ignore[attr-defined]
+    if device is None:
+        return jax.default_backend()
+    return device if isinstance(device, str) else str(device.platform)
 
 
 def accepted(options: dict[str, Any] | None = None) -> bool:
@@ -68,7 +80,7 @@ def jit_for_cpu(
 
     @functools.wraps(function)
     def call(*args: Any) -> Any:
-        here = jax.default_backend() == "cpu" and at_top_level() and accepted(options)
+        here = platform() == "cpu" and at_top_level() and accepted(options)
         return (tuned if here else plain)(*args)
 
     call.plain, call.tuned = plain, tuned  # type: ignore[attr-defined]

@@ -16,7 +16,9 @@ the inverse comes from the normal equations ``J_F^T J_F`` (summed in float64 for
 under x64; :mod:`fixedopt._results.normal_inverse`) where its row is certified full rank
 and accurate, else from a Householder QR written elementwise where that certifies the
 rank, else (and for a large block) from LAPACK's QR and SVD
-(:mod:`fixedopt._results.row_covariance`); all differentiable. Each row's choice and
+(:mod:`fixedopt._results.row_covariance`); all differentiable. On a TPU (its machine
+profile: :data:`DEVICE_QR`) a small block takes the QR on the chip at any height, and
+the rows it does not certify LAPACK's on the host's CPU. Each row's choice and
 its sums are its own: a row's covariance has the same bits alone, in
 any batch and in any order (on the CPU at the top level; its programs' reductions do not
 depend on the batch's size, ``cpu_compiler.ROW_WISE_OPTIONS``).
@@ -48,6 +50,7 @@ from fixedopt._inputs import arrays
 from fixedopt._inputs.checks import boolean, one_of
 from fixedopt._inputs.validate import Bounds, Mask, PyTree, batch_size
 from fixedopt._numerics import buckets, cpu_compiler
+from fixedopt._numerics.trace_state import at_top_level
 from fixedopt._objective.arguments import args_tuple
 from fixedopt._results import normal_inverse, small_inverse
 from fixedopt._results.covariance_fields import Covariance as Covariance
@@ -240,15 +243,50 @@ def _computed(
     flags = (True,) * (len(jax.tree.leaves(data)) - len(shared)) + tuple(a == 0 for a in shared)
     batch = batch_size(data[0], "sol.x")
     leaves, treedef = jax.tree.flatten(data)
-    if not buckets.chunks_here(leaves):
-        found, _, extra = compute(EITHER if len(paths) > 1 else EXACT, *data)
-        return found, extra
 
     def run(path: str) -> Callable[[tuple[Any, ...], int], Any]:
         return lambda chunk, _: compute(path, *jax.tree.unflatten(treedef, chunk))
 
-    size = chunk_rows(tuple(leaves), flags, batch)
-    return _on_host(run, tuple(leaves), flags, batch, paths, size)
+    if buckets.chunks_here(leaves):
+        size = chunk_rows(tuple(leaves), flags, batch)
+        return _on_host(run, tuple(leaves), flags, batch, paths, size)
+    if len(paths) > 1 and _device_qr(leaves):
+        return _on_device(run, tuple(leaves), flags)
+    found, _, extra = compute(EITHER if len(paths) > 1 else EXACT, *data)
+    return found, extra
+
+
+# The backends whose covariance takes a small block's quick paths on the device, the QR
+# whatever the block's height, and LAPACK's on the host's CPU for the rows they do not
+# certify: a TPU's, where an SVD and a QR compile for seconds. The machine profile's
+# choice (``fixedopt._driver.machine.Backend.device_qr_covariance``), named here by it.
+DEVICE_QR: set[str] = set()
+
+
+def _device_qr(leaves: list[Any]) -> bool:
+    """Whether a batch with these leaves takes :func:`_on_device`: on a backend of
+    :data:`DEVICE_QR`, called at the top level, no weakly typed leaf."""
+    weak = any(getattr(leaf, "weak_type", False) for leaf in leaves)
+    return cpu_compiler.platform() in DEVICE_QR and at_top_level() and not weak
+
+
+def _on_device(
+    run: Callable[[str], Callable[[tuple[Any, ...], int], Any]],
+    leaves: tuple[Any, ...],
+    flags: tuple[bool, ...],
+) -> tuple[Covariance, PyTree]:
+    """Every row by the quick paths (:data:`ON_DEVICE`) in one call on the device, and
+    the rows they do not certify again by LAPACK's on the host's CPU, in chunks, as a
+    CPU computes them (its program compiles only for a batch that has such a row)."""
+    found, certified, extra = run(ON_DEVICE)(leaves, 0)
+    redo = np.flatnonzero(~np.asarray(certified))
+    if redo.size == 0:
+        return found, extra
+    rows = tuple(np.asarray(leaf)[redo] if flag else np.asarray(leaf)
+                 for leaf, flag in zip(leaves, flags))  # fmt: skip
+    with jax.default_device(jax.devices("cpu")[0]):
+        again, _ = _on_host(run, rows, flags, redo.size, (EXACT,), None)
+    return _put_back(found, again, redo), extra
 
 
 def _on_host(
@@ -270,6 +308,11 @@ def _on_host(
         return found, extra
     rows = tuple(np.asarray(leaf)[redo] if flag else leaf for leaf, flag in zip(leaves, flags))
     again, _ = _on_host(run, rows, flags, redo.size, paths[1:], None)
+    return _put_back(found, again, redo), extra
+
+
+def _put_back(found: Covariance, again: Covariance, redo: np.ndarray) -> Covariance:
+    """``found`` with its rows ``redo`` those of ``again``, on the default device."""
 
     def put(every: jax.Array, some: jax.Array) -> jax.Array:
         host = np.array(every)
@@ -278,7 +321,7 @@ def _on_host(
         return put_back
 
     joined: Covariance = jax.tree.map(put, found, again)
-    return joined, extra
+    return joined
 
 
 # A large batch runs in chunks of up to this many bytes of its rows' inputs, of at most
@@ -304,8 +347,10 @@ def _row_size(x: PyTree, batched: bool) -> int:
 
 
 # The inverses a program takes: from the normal equations, by the elementwise QR (each
-# with its rows' certificates), LAPACK's (exact), or each row's first certified one.
+# with its rows' certificates), LAPACK's (exact), or each row's first certified one;
+# on a device, each row's first certified by the quick paths, the QR for any height.
 NORMAL, QUICK, EXACT, EITHER = "normal", "quick", "exact", "either"
+ON_DEVICE = "on-device"
 
 
 def _paths(x: PyTree, batched: bool) -> tuple[str, ...]:
@@ -354,28 +399,49 @@ def _row_covariances(
     else:
         found, extra = one(x, constraints, sigma, args)
     paths = _paths(x, batched)
-    chain = paths if path == EITHER else paths[paths.index(path) :]
-    inverse, certified = _inverse(rule, over_rows, found, chain, path == EITHER)
+    if path == ON_DEVICE:
+        chain = tuple(p for p in paths if p != EXACT)
+    else:
+        chain = paths if path == EITHER else paths[paths.index(path) :]
+    inverse, certified = _inverse(rule, over_rows, found, chain, path in (EITHER, ON_DEVICE),
+                                  path == ON_DEVICE)  # fmt: skip
     covariances = over_rows(functools.partial(finished, rule))(x, constraints, found, inverse)
     return covariances, (None if path == EXACT else certified), extra
 
 
 def _inverse(
-    rule: Rule, over_rows: Callable[..., Any], found: Pieces, chain: tuple[str, ...], on: bool
+    rule: Rule,
+    over_rows: Callable[..., Any],
+    found: Pieces,
+    chain: tuple[str, ...],
+    on: bool,
+    device: bool = False,
 ) -> tuple[Inverse, jax.Array]:
     """The rows' inverses by ``chain[0]`` and their certificates; with ``on``, the rows
     it does not certify by the rest of the chain (a ``cond`` on the batch, each row then
     picking its own: a vmapped ``cond`` would run both). A path whose shapes do not pay
-    (the QR of a tall block) hands its rows on; the last (LAPACK's) certifies all."""
+    (the QR of a tall block) hands its rows on; the last (LAPACK's) certifies all.
+    ``device``: a chain of quick paths alone, the QR at any height, the certificates
+    any of them gave (:data:`ON_DEVICE`)."""
     path, rest = chain[0], chain[1:]
-    if path == QUICK and not small_inverse.pays(*found.jacobian.shape[-2:]):
+    if path == QUICK and not device and not small_inverse.pays(*found.jacobian.shape[-2:]):
         path, rest = rest[0], rest[1:]  # a tall block: LAPACK's, certified alike
     if path == EXACT:
         inverse: Inverse = over_rows(functools.partial(exact_inverse, rule.pseudo_inverse))(found)
         return inverse, jnp.ones(found.n_free.shape, bool)
     quick, certified = over_rows(functools.partial(quick_inverse, normal=path == NORMAL))(found)
-    if not on:
+    if not on or not rest:
         return quick, certified
+    if device:
+
+        def next_ones() -> tuple[Inverse, jax.Array]:
+            inverse, more = _inverse(rule, over_rows, found, rest, True, True)
+            return select(certified, quick, inverse), certified | more
+
+        both: tuple[Inverse, jax.Array] = jax.lax.cond(
+            jnp.all(certified), lambda: (quick, certified), next_ones
+        )
+        return both
     later = lambda: select(certified, quick, _inverse(rule, over_rows, found, rest, True)[0])
     chosen: Inverse = jax.lax.cond(jnp.all(certified), lambda: quick, later)
     return chosen, certified
