@@ -247,7 +247,11 @@ def test_lbfgs_statuses_tell_the_truth_on_the_mgh_minimization_problems():
             sol = fixedopt.minimize(grouped[len(start)], x0, jnp.zeros(x0.shape, bool),
                                     args=(index,), max_steps=5000)  # fmt: skip
             assert bool(sol.converged), (name, factor, Status(int(sol.status)).name)
+            # The value of this objective, not of another one of the switch (every
+            # minimum here is 0: the gap below would not tell); to rounding.
             start_value, _ = value_and_grad(x0)
+            np.testing.assert_allclose(float(sol.value), float(value_and_grad(sol.x)[0]),
+                                       rtol=1e-9, atol=1e-14 * float(start_value))  # fmt: skip
             _, reference = scipy_lbfgsb(value_and_grad, np.asarray(x0), np.zeros(x0.shape, bool))
             gap = float(sol.value) - reference
             if gap <= 1e-10 * float(start_value):
