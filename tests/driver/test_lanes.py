@@ -93,15 +93,22 @@ def test_lanes_certify_when_the_slots_fill_or_nothing_else_runs(pending, running
     assert bool(certify_due(status.astype(jnp.int32), 4)) == due
 
 
-@pytest.mark.parametrize("solver", [fixedopt.LBFGS(), fixedopt.GradientDescent()], ids=repr)
-@pytest.mark.parametrize("lanes", [1, 7, 64])
+@pytest.mark.parametrize(
+    ("solver", "lanes"),
+    [(fixedopt.LBFGS(), 1), (fixedopt.LBFGS(), 7), (fixedopt.LBFGS(), 64),
+     (fixedopt.GradientDescent(), 64)],
+    ids=["LBFGS-1", "LBFGS-7", "LBFGS-64", "GradientDescent-64"],
+)  # fmt: skip
 def test_lanes_agree_with_the_whole_batch_at_once(solver, lanes):
     """Same statuses, x to rounding: ``lanes=200`` runs the whole batch as one vmap,
-    other machine code. The last-bit differences shift the step at which a row
-    crosses its tolerance: by a few steps, more where the tests creep toward the
-    tolerance over many steps: gradient descent (seen: 87 against 82), and L-BFGS's
-    ill-conditioned stragglers, which since L-BFGS has no xtol test stop only on the
-    gradient or reduction tests (seen: 48 against 58)."""
+    other machine code. L-BFGS through lanes of each kind (a row alone, 7 lanes
+    refilled many times, 64); gradient descent, another step in the same lanes, through
+    64 (each width a program: more widths for it would add compiles, not a guarantee).
+    The last-bit differences shift the step at which a row crosses its tolerance: by a
+    few steps, more where the tests creep toward the tolerance over many steps:
+    gradient descent (seen: 87 against 82), and L-BFGS's ill-conditioned stragglers,
+    which since L-BFGS has no xtol test stop only on the gradient or reduction tests
+    (seen: 48 against 58)."""
     x0, fixed, args = batch_with_stragglers()
     whole = solve(x0, fixed, args, solver=solver, lanes=200)
     laned = solve(x0, fixed, args, solver=solver, lanes=lanes)
@@ -116,26 +123,18 @@ def test_lanes_agree_with_the_whole_batch_at_once(solver, lanes):
     np.testing.assert_array_equal(bits(laned.x)[np.asarray(fixed)], bits(x0)[np.asarray(fixed)])
 
 
-# These rows have n = 16: LBFGS() searches by backtracking; Hager-Zhang (its search up
-# to n = 10) by name.
-@pytest.mark.parametrize(
-    "solver",
-    [fixedopt.LBFGS(), fixedopt.LBFGS(linesearch="hager-zhang"), fixedopt.LevenbergMarquardt()],
-    ids=repr,
-)
-def test_a_row_gets_the_same_bits_whoever_its_neighbours_are(solver):
+def test_a_row_gets_the_same_bits_whoever_its_neighbours_are():
     """Permute the batch, or solve a subset: with the same number of lanes each row
-    gets bit-identical results (the lane it runs in and when it starts differ). The
-    subset, 76 of the 96 rows, runs in the whole batch's bucket of 128 rows (its
-    program); the next test's subset and ``tests/solvers/test_start.py``'s first rows
-    run in a smaller bucket, another program."""
+    gets bit-identical results (the lane it runs in and when it starts differ). These
+    rows have n = 16: L-BFGS searches by Hager-Zhang here only by name (its default up
+    to n = 10; the other searches and solvers: the next test). The subset, 76 of the 96
+    rows, runs in the whole batch's bucket of 128 rows (its program)."""
     x0, fixed, args = batch_with_stragglers(batch=96)
-    call = fixedopt.least_squares if solver.needs_residuals else fixedopt.minimize
-    fun = (lambda x, c, t: jnp.sqrt(c) * (x - t)) if solver.needs_residuals else quadratic
+    solver = fixedopt.LBFGS(linesearch="hager-zhang")
 
     def run(rows):
         picked = (x0[rows], fixed[rows], tuple(a[rows] for a in args))
-        return call(fun, *picked[:2], args=picked[2], batched=True, solver=solver, lanes=8)
+        return solve(*picked, solver=solver, lanes=8)
 
     everything = run(np.arange(96))
     before = compiled_solves()
@@ -147,14 +146,21 @@ def test_a_row_gets_the_same_bits_whoever_its_neighbours_are(solver):
     assert compiled_solves() == before  # the subset's bucket is the batch's
 
 
-@pytest.mark.parametrize("lanes", [64, 16])
-@pytest.mark.parametrize("solver", [fixedopt.LBFGS(), fixedopt.LevenbergMarquardt()], ids=repr)
-def test_a_row_gets_the_same_bits_at_n_64(solver, lanes):
-    """As above for rows of n = 64. Through 64 lanes XLA:CPU runs the lanes' reductions
-    as YNNPACK kernels (45 of them here; none through 8 lanes), as on the default
-    widths of the benchmarks' problems; through 16 lanes fixedopt folds each reduction
-    along a row to 32 entries first (``fixedopt._numerics.reduce``: 16 x 64 entries are
-    too few for YNN). The subset keeps the lanes full."""
+@pytest.mark.parametrize(
+    ("solver", "lanes", "other_bucket"),
+    [(fixedopt.LBFGS(), 64, True), (fixedopt.LBFGS(), 16, False),
+     (fixedopt.LevenbergMarquardt(), 64, False), (fixedopt.LevenbergMarquardt(), 16, False)],
+    ids=["LBFGS-64", "LBFGS-16", "LevenbergMarquardt-64", "LevenbergMarquardt-16"],
+)  # fmt: skip
+def test_a_row_gets_the_same_bits_at_n_64(solver, lanes, other_bucket):
+    """As above for rows of n = 64, L-BFGS (backtracking) and Levenberg-Marquardt.
+    Through 64 lanes XLA:CPU runs the lanes' reductions as YNNPACK kernels (45 of them
+    here; none through 8 lanes), as on the default widths of the benchmarks' problems;
+    through 16 lanes fixedopt folds each reduction along a row to 32 entries first
+    (``fixedopt._numerics.reduce``: 16 x 64 entries are too few for YNN). The subset
+    keeps the lanes full; it runs in the batch's bucket of 256 rows (its program) but
+    once, where its 80 rows run in a bucket of 128, another program (as
+    ``tests/solvers/test_start.py``'s first rows do, for Levenberg-Marquardt)."""
     x0, fixed, args = batch_with_stragglers(batch=160, n=64)
     call = fixedopt.least_squares if solver.needs_residuals else fixedopt.minimize
     fun = (lambda x, c, t: jnp.sqrt(c) * (x - t)) if solver.needs_residuals else quadratic
@@ -164,10 +170,13 @@ def test_a_row_gets_the_same_bits_at_n_64(solver, lanes):
         return call(fun, *picked[:2], args=picked[2], batched=True, solver=solver, lanes=lanes)
 
     everything = run(np.arange(160))
+    before = compiled_solves()
     permutation = np.random.default_rng(1).permutation(160)
     assert_rows_identical(everything, run(permutation), permutation, err_msg="permuted")
-    subset = np.arange(0, 160, 2)
+    every_sixth = np.arange(0, 160, 6)
+    subset = np.arange(0, 160, 2) if other_bucket else np.delete(np.arange(160), every_sixth)
     assert_rows_identical(everything, run(subset), subset, err_msg="subset")
+    assert compiled_solves() == before + other_bucket
 
 
 def tridiagonal_form(x, diagonal, off, b):
@@ -216,6 +225,23 @@ def test_runs_are_deterministic():
     x0, fixed, args = batch_with_stragglers()
     first = solve(x0, fixed, args, solver=fixedopt.LBFGS(), lanes=7)
     assert_rows_identical(first, solve(x0, fixed, args, solver=fixedopt.LBFGS(), lanes=7))
+
+
+@pytest.mark.parametrize("lanes", [7, 200], ids=["refilled", "whole-batch"])
+def test_rows_carried_on_the_minor_axis_get_the_same_bits(monkeypatch, lanes):
+    """A TPU's lanes carry their arrays rows last (``Backend.minor_rows``): the same
+    arithmetic, only the carry's layout moves, so a CPU forced to carry them so gives
+    the bits it gives rows first, through refilled lanes (taken, put, selected) and
+    the whole batch at once. Rows first: the programs of
+    ``test_lanes_agree_with_the_whole_batch_at_once``, run again, not compiled again."""
+    from fixedopt._driver import machine
+
+    x0, fixed, args = batch_with_stragglers()
+    rows_first = solve(x0, fixed, args, solver=fixedopt.LBFGS(), lanes=lanes)
+    monkeypatch.setitem(machine.BACKENDS, "cpu", CPU._replace(minor_rows=True))
+    rows_last = solve(x0, fixed, args, solver=fixedopt.LBFGS(), lanes=lanes)
+    assert_rows_identical(rows_last, rows_first)
+    assert np.all(np.asarray(rows_first.status) == Status.CONVERGED)
 
 
 def loop_trips(capsys, solution) -> int:
@@ -335,19 +361,3 @@ def test_lanes_is_validated():
         with pytest.raises(ValueError, match="`lanes` must be None or an int >= 1"):
             solve(x0, fixed, args, lanes=bad)
     assert bool(jnp.all(solve(x0, fixed, args, lanes=np.int64(2)).converged))
-
-
-@pytest.mark.parametrize("lanes", [8, 1 << 30], ids=["refilled", "whole-batch"])
-def test_rows_carried_on_the_minor_axis_get_the_same_bits(monkeypatch, lanes):
-    """A TPU's lanes carry their arrays rows last (``Backend.minor_rows``): the same
-    arithmetic, only the carry's layout moves, so a CPU forced to carry them so gives
-    the bits it gives rows first, through refilled lanes (taken, put, selected) and
-    the whole batch at once."""
-    from fixedopt._driver import machine
-
-    x0, fixed, args = batch_with_stragglers(batch=24, n=4)
-    rows_first = solve(x0, fixed, args, solver=fixedopt.LBFGS(), lanes=lanes)
-    monkeypatch.setitem(machine.BACKENDS, "cpu", CPU._replace(minor_rows=True))
-    rows_last = solve(x0, fixed, args, solver=fixedopt.LBFGS(), lanes=lanes)
-    assert_rows_identical(rows_last, rows_first)
-    assert np.all(np.asarray(rows_first.status) == Status.CONVERGED)

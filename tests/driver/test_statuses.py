@@ -226,24 +226,35 @@ def test_lbfgs_statuses_tell_the_truth_on_the_mgh_minimization_problems():
     definite, and a Newton step from there gains within the documented accuracy.
     At most one of the ten rows ends elsewhere."""
     elsewhere = []
-    sizes = {name: len(start) for name, (_, start) in MGH.items()}
-    for name, (fun, start) in MGH.items():
-        value_and_grad = jax.jit(jax.value_and_grad(fun))
-        # The objectives of one size solve through one program, the objective's index
-        # as data: 3 programs for the 5 objectives (as in test_converged_means_accurate).
-        group = [other for other in MGH if sizes[other] == sizes[name]]
-        grouped = lambda x, index, group=group: jax.lax.switch(
+    # The objectives of one size solve through one program, the objective's index as
+    # data: 3 programs for the 5 objectives (as in test_converged_means_accurate). One
+    # function a size: a new function (a lambda made for each objective) is a new
+    # program, whatever it computes.
+    groups: dict[int, list[str]] = {}
+    for name, (_, start) in MGH.items():
+        groups.setdefault(len(start), []).append(name)
+    grouped = {
+        size: lambda x, index, group=tuple(group): jax.lax.switch(
             index, [MGH[other][0] for other in group], x
         )
-        index = jnp.int32(group.index(name))
+        for size, group in groups.items()
+    }
+    for name, (fun, start) in MGH.items():
+        value_and_grad = jax.jit(jax.value_and_grad(fun))
+        index = jnp.int32(groups[len(start)].index(name))
         for factor in (1.0, 10.0):
             x0 = jnp.asarray(factor * start)
-            sol = fixedopt.minimize(grouped, x0, jnp.zeros(x0.shape, bool), args=(index,),
-                                    max_steps=5000)  # fmt: skip
+            sol = fixedopt.minimize(grouped[len(start)], x0, jnp.zeros(x0.shape, bool),
+                                    args=(index,), max_steps=5000)  # fmt: skip
             assert bool(sol.converged), (name, factor, Status(int(sol.status)).name)
+            # The value of this objective, not of another one of the switch (every
+            # minimum here is 0: the gap below would not tell); to rounding.
+            start_value, _ = value_and_grad(x0)
+            np.testing.assert_allclose(float(sol.value), float(value_and_grad(sol.x)[0]),
+                                       rtol=1e-9, atol=1e-14 * float(start_value))  # fmt: skip
             _, reference = scipy_lbfgsb(value_and_grad, np.asarray(x0), np.zeros(x0.shape, bool))
             gap = float(sol.value) - reference
-            if gap <= 1e-10 * float(fun(x0)):
+            if gap <= 1e-10 * float(start_value):
                 continue
             elsewhere.append((name, factor, float(sol.value), reference))
             hessian = np.asarray(jax.hessian(fun)(sol.x))
