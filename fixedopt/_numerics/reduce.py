@@ -116,7 +116,7 @@ def _together_jvp(
     return together(terms), tuple(jnp.sum(d) for d in dterms)
 
 
-def _folds(a: jax.Array) -> bool:
+def folds(a: jax.Array) -> bool:
     """Whether the last axis of ``a`` is folded before it is reduced (static): inside
     ``folding(True)``, longer than the trace's ``Kernels.fold`` and at most its
     ``fold_chunks`` chunks."""
@@ -141,13 +141,13 @@ def _fold(
 def total(a: jax.Array, dtype: jnp.dtype | None = None) -> jax.Array:
     """``jnp.sum(a, axis=-1, dtype=dtype)``."""
     a = jnp.asarray(a)
-    return jnp.sum(_fold(a, 0, jnp.add) if _folds(a) else a, axis=-1, dtype=dtype)
+    return jnp.sum(_fold(a, 0, jnp.add) if folds(a) else a, axis=-1, dtype=dtype)
 
 
 def dot(a: jax.Array, b: jax.Array) -> jax.Array:
     """``jnp.dot(a, b)`` of two vectors (or ``sum(a * b, axis=-1)`` of batches)."""
     a, b = jnp.asarray(a), jnp.asarray(b)
-    if a.ndim == b.ndim == 1 and not _folds(a):
+    if a.ndim == b.ndim == 1 and not folds(a):
         return jnp.dot(a, b)
     return total(a * b)
 
@@ -155,7 +155,7 @@ def dot(a: jax.Array, b: jax.Array) -> jax.Array:
 def norm(a: jax.Array) -> jax.Array:
     """``jnp.linalg.norm(a)`` of a real vector (the 2-norm)."""
     a = jnp.asarray(a)
-    return jnp.linalg.norm(a) if not _folds(a) else jnp.sqrt(total(a * a))
+    return jnp.linalg.norm(a) if not folds(a) else jnp.sqrt(total(a * a))
 
 
 def power_of_two(size: jax.Array) -> jax.Array:
@@ -188,7 +188,7 @@ def scaled_norm(a: jax.Array) -> jax.Array:
 def largest(a: jax.Array, initial: ArrayLike | None = None) -> jax.Array:
     """``jnp.max(a, axis=-1, initial=initial)``; NaN wins, as there."""
     a = jnp.asarray(a)
-    if _folds(a):
+    if folds(a):
         a = _fold(a, _extreme(a.dtype, high=False), jnp.maximum)
     return jnp.max(a, axis=-1, initial=initial)
 
@@ -196,7 +196,7 @@ def largest(a: jax.Array, initial: ArrayLike | None = None) -> jax.Array:
 def smallest(a: jax.Array, initial: ArrayLike | None = None) -> jax.Array:
     """``jnp.min(a, axis=-1, initial=initial)``; NaN wins, as there."""
     a = jnp.asarray(a)
-    if _folds(a):
+    if folds(a):
         a = _fold(a, _extreme(a.dtype, high=True), jnp.minimum)
     return jnp.min(a, axis=-1, initial=initial)
 
@@ -204,13 +204,13 @@ def smallest(a: jax.Array, initial: ArrayLike | None = None) -> jax.Array:
 def any_true(a: jax.Array) -> jax.Array:
     """``jnp.any(a, axis=-1)``."""
     a = jnp.asarray(a, bool)
-    return jnp.any(_fold(a, False, jnp.logical_or) if _folds(a) else a, axis=-1)
+    return jnp.any(_fold(a, False, jnp.logical_or) if folds(a) else a, axis=-1)
 
 
 def all_true(a: jax.Array) -> jax.Array:
     """``jnp.all(a, axis=-1)``."""
     a = jnp.asarray(a, bool)
-    return jnp.all(_fold(a, True, jnp.logical_and) if _folds(a) else a, axis=-1)
+    return jnp.all(_fold(a, True, jnp.logical_and) if folds(a) else a, axis=-1)
 
 
 def _extreme(dtype: jnp.dtype, high: bool) -> ArrayLike:
