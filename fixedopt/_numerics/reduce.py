@@ -171,9 +171,26 @@ def power_of_two(size: jax.Array) -> jax.Array:
       [4.0, 1.0, 1.3552527156068805e-20]
     """
     size = jax.lax.stop_gradient(size)  # a unit: piecewise constant, its derivative 0
-    _, exponent = jnp.frexp(size)
     usable = jnp.isfinite(size) & (size > 0)
-    return jnp.where(usable, jnp.ldexp(jnp.ones_like(size), exponent), 1.0).astype(size.dtype)
+    if size.dtype == jnp.bfloat16:  # its subnormals compare otherwise in a fusion
+        _, exponent = jnp.frexp(size)
+        return jnp.where(usable, jnp.ldexp(jnp.ones_like(size), exponent), 1.0).astype(size.dtype)
+    return jnp.where(usable, 2 * _power_below(size), 1.0).astype(size.dtype)
+
+
+def _power_below(size: jax.Array) -> jax.Array:
+    """The largest power of two at most ``size`` (positive, finite): its exponent bits
+    (a subnormal's lifted into the normal range first, exactly). The bits of
+    ``ldexp(1, frexp(size)[1] - 1)`` without ``ldexp``'s ``pow``, a kernel of its own in
+    a Levenberg–Marquardt step."""
+    info = jnp.finfo(size.dtype)
+    bits = jnp.dtype(f"uint{info.bits}")
+    lift = float(2.0 ** (info.nmant + 1))  # exact: a subnormal times it is normal
+    small = size < info.tiny
+    exponent = jax.lax.bitcast_convert_type(jnp.asarray(jnp.inf, size.dtype), bits)
+    lifted = jax.lax.bitcast_convert_type(jnp.where(small, size * lift, size), bits)
+    power = jax.lax.bitcast_convert_type(lifted & exponent, size.dtype)
+    return jnp.where(small, power / lift, power)
 
 
 def scaled_norm(a: jax.Array) -> jax.Array:

@@ -312,7 +312,8 @@ def _walks(sums: tuple[jax.Array, ...]) -> jax.Array:
     :func:`fixedopt._numerics.scaled.sums`): at least ``WALK_LENGTH`` of its length, at a
     cosine above ``WALK_COSINE``."""
     squared, last_squared, product = sums
-    length, last_length = jnp.sqrt(squared), jnp.sqrt(last_squared)
+    # Both roots in one array: one kernel (as two, each root took a kernel of its own).
+    length, last_length = jnp.sqrt(jnp.stack([squared, last_squared]))
     along = product > WALK_COSINE * length * last_length
     walks: jax.Array = (length > WALK_LENGTH * last_length) & along
     return walks

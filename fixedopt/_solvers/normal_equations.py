@@ -105,7 +105,7 @@ def residual_cosine(
     problem: Problem, x: jax.Array, grad: jax.Array, jacobian: jax.Array, residual: jax.Array
 ) -> jax.Array:
     """MINPACK's ``gtol`` measure, in the box: see :func:`cosine`."""
-    norm = residual_norm(residual, reduce.dot(residual, residual))
+    norm = residual_norm(residual)
     return cosine(problem, x, grad, column_norms_squared(problem, jacobian), norm)
 
 
@@ -223,20 +223,22 @@ def relative_step_of(sums: tuple[jax.Array, ...]) -> jax.Array:
     return jnp.where(step_norm == 0, 0.0, step_norm / x_norm)
 
 
-def residual_norm(residual: jax.Array, squared: jax.Array) -> jax.Array:
-    """``|r|`` from ``squared = |r|^2`` where that is well within the dtype's range, else
-    from the sum of ``r``'s squares in a power of two (:func:`norm_of_sums`): a residual
-    of 1e-20 in float32 has a norm, though its square underflows."""
+def residual_norm(residual: jax.Array) -> jax.Array:
+    """``|r|``: the root of ``|r|^2`` where that is well within the dtype's range, else
+    from the sum of ``r``'s squares in a power of two (:func:`norm_of_sums`), both
+    sums in one reduction, as :func:`residual_sums` takes them beside the normal sums:
+    a residual of 1e-20 in float32 has a norm, though its square underflows."""
     wide = residual.astype(jnp.promote_types(residual.dtype, jnp.float32))
     (magnified,) = scaled.magnified(((wide, wide),))
-    return norm_of_sums(squared, jnp.sum(wide * wide), jnp.sum(magnified))
+    wide_squared, magnified = reduce.together((wide * wide, magnified))
+    return norm_of_sums(wide_squared.astype(residual.dtype), wide_squared, magnified)
 
 
 def residual_sums(
     jacobian: jax.Array, residual: jax.Array
 ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """``(J^T J, J^T r, |r|^2, |r|)`` (:func:`fixedopt._solvers.small_linalg.normal_sums`
-    and :func:`residual_norm`) in one pass over ``r`` and ``J``: the sum of squares that
+    and :func:`residual_norm`'s sums) in one pass over ``r`` and ``J``: the sum of squares that
     ``|r|`` needs where ``|r|^2`` underflows is summed with the others (one reduction
     on the CPU), so that no kernel reads the residual again."""
     wide = residual.astype(jnp.promote_types(residual.dtype, jnp.float32))
