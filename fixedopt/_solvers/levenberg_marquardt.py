@@ -185,9 +185,8 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         predicted = -(sums.slope + 0.5 * sums.curvature)  # the Gauss–Newton model's
         old_value, new_value = value, trial_value
         if not robust:  # the costs in that unit (the same where it is 1)
-            per_unit = 1 / unit  # exact: a power of two, a normal float (residual_unit)
-            old_value = jnp.where(unit == 1, value, 0.5 * (state.residual_norm * per_unit) ** 2)
-            new_value = jnp.where(unit == 1, trial_value, 0.5 * (trial_norm * per_unit) ** 2)
+            old_value = jnp.where(unit == 1, value, 0.5 * (state.residual_norm / unit) ** 2)
+            new_value = jnp.where(unit == 1, trial_value, 0.5 * (trial_norm / unit) ** 2)
         gain = (old_value - new_value) / jnp.where(predicted > 0, predicted, 1.0)
         # J is finite where J^T J is (bar overflow, which would break the next step).
         finite = jnp.isfinite(trial_value) & jnp.all(jnp.isfinite(normal))
@@ -275,9 +274,8 @@ def _step_sums(
     function would take it; the model's slope and curvature in the residuals' ``unit``
     as two dots (in the one reduction they round otherwise: 35 of Gpufit's 1e5 fits
     ended in other bits)."""
-    per_unit = 1 / unit  # exact (residual_unit): products, where quotients took kernels
-    wide_step = (step * per_unit).astype(state.normal.dtype)
-    slope = reduce.dot(grad * per_unit, step * per_unit)
+    wide_step = (step / unit).astype(state.normal.dtype)
+    slope = reduce.dot(grad / unit, step / unit)
     curvature = reduce.dot(wide_step, small_linalg.matvec(state.normal, wide_step))
     cauchy = cauchy_pairs(state.normal, grad, free, state.scale)
     relative = relative_step_pairs(problem, x, gauss_newton, state.scale)

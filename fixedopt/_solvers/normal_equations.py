@@ -279,12 +279,9 @@ def residual_unit(value: jax.Array, norm: jax.Array) -> jax.Array:
     ``|r|`` (``norm``): the unit in which a step's reductions are compared, so that
     they do not underflow where the cost does (MINPACK compares its reductions
     relative to ``|r|`` always; here only where it matters, so that every other row
-    takes the same steps to the bit). At least the smallest normal float (a subnormal
-    ``|r|``'s, where the machine keeps subnormals), so that a step multiplies by its
-    reciprocal exactly: one kernel for the unit where each division took its own."""
+    takes the same steps to the bit)."""
     finfo = jnp.finfo(value.dtype)
-    unit = jnp.maximum(reduce.power_of_two(norm), finfo.tiny)
-    return jnp.where(value < finfo.tiny / finfo.eps**2, unit, 1.0)
+    return jnp.where(value < finfo.tiny / finfo.eps**2, reduce.power_of_two(norm), 1.0)
 
 
 EPS_FACTOR = 10  # a predicted reduction below this many eps of f is rounding noise
