@@ -116,7 +116,7 @@ def _together_jvp(
     return together(terms), tuple(jnp.sum(d) for d in dterms)
 
 
-def _folds(a: jax.Array) -> bool:
+def folds(a: jax.Array) -> bool:
     """Whether the last axis of ``a`` is folded before it is reduced (static): inside
     ``folding(True)``, longer than the trace's ``Kernels.fold`` and at most its
     ``fold_chunks`` chunks."""
@@ -141,13 +141,13 @@ def _fold(
 def total(a: jax.Array, dtype: jnp.dtype | None = None) -> jax.Array:
     """``jnp.sum(a, axis=-1, dtype=dtype)``."""
     a = jnp.asarray(a)
-    return jnp.sum(_fold(a, 0, jnp.add) if _folds(a) else a, axis=-1, dtype=dtype)
+    return jnp.sum(_fold(a, 0, jnp.add) if folds(a) else a, axis=-1, dtype=dtype)
 
 
 def dot(a: jax.Array, b: jax.Array) -> jax.Array:
     """``jnp.dot(a, b)`` of two vectors (or ``sum(a * b, axis=-1)`` of batches)."""
     a, b = jnp.asarray(a), jnp.asarray(b)
-    if a.ndim == b.ndim == 1 and not _folds(a):
+    if a.ndim == b.ndim == 1 and not folds(a):
         return jnp.dot(a, b)
     return total(a * b)
 
@@ -155,7 +155,7 @@ def dot(a: jax.Array, b: jax.Array) -> jax.Array:
 def norm(a: jax.Array) -> jax.Array:
     """``jnp.linalg.norm(a)`` of a real vector (the 2-norm)."""
     a = jnp.asarray(a)
-    return jnp.linalg.norm(a) if not _folds(a) else jnp.sqrt(total(a * a))
+    return jnp.linalg.norm(a) if not folds(a) else jnp.sqrt(total(a * a))
 
 
 def power_of_two(size: jax.Array) -> jax.Array:
@@ -171,9 +171,26 @@ def power_of_two(size: jax.Array) -> jax.Array:
       [4.0, 1.0, 1.3552527156068805e-20]
     """
     size = jax.lax.stop_gradient(size)  # a unit: piecewise constant, its derivative 0
-    _, exponent = jnp.frexp(size)
     usable = jnp.isfinite(size) & (size > 0)
-    return jnp.where(usable, jnp.ldexp(jnp.ones_like(size), exponent), 1.0).astype(size.dtype)
+    if size.dtype == jnp.bfloat16:  # its subnormals compare otherwise in a fusion
+        _, exponent = jnp.frexp(size)
+        return jnp.where(usable, jnp.ldexp(jnp.ones_like(size), exponent), 1.0).astype(size.dtype)
+    return jnp.where(usable, 2 * _power_below(size), 1.0).astype(size.dtype)
+
+
+def _power_below(size: jax.Array) -> jax.Array:
+    """The largest power of two at most ``size`` (positive, finite): its exponent bits
+    (a subnormal's lifted into the normal range first, exactly). The bits of
+    ``ldexp(1, frexp(size)[1] - 1)`` without ``ldexp``'s ``pow``, a kernel of its own in
+    a Levenberg–Marquardt step."""
+    info = jnp.finfo(size.dtype)
+    bits = jnp.dtype(f"uint{info.bits}")
+    lift = float(2.0 ** (info.nmant + 1))  # exact: a subnormal times it is normal
+    small = size < info.tiny
+    exponent = jax.lax.bitcast_convert_type(jnp.asarray(jnp.inf, size.dtype), bits)
+    lifted = jax.lax.bitcast_convert_type(jnp.where(small, size * lift, size), bits)
+    power = jax.lax.bitcast_convert_type(lifted & exponent, size.dtype)
+    return jnp.where(small, power / lift, power)
 
 
 def scaled_norm(a: jax.Array) -> jax.Array:
@@ -188,7 +205,7 @@ def scaled_norm(a: jax.Array) -> jax.Array:
 def largest(a: jax.Array, initial: ArrayLike | None = None) -> jax.Array:
     """``jnp.max(a, axis=-1, initial=initial)``; NaN wins, as there."""
     a = jnp.asarray(a)
-    if _folds(a):
+    if folds(a):
         a = _fold(a, _extreme(a.dtype, high=False), jnp.maximum)
     return jnp.max(a, axis=-1, initial=initial)
 
@@ -196,7 +213,7 @@ def largest(a: jax.Array, initial: ArrayLike | None = None) -> jax.Array:
 def smallest(a: jax.Array, initial: ArrayLike | None = None) -> jax.Array:
     """``jnp.min(a, axis=-1, initial=initial)``; NaN wins, as there."""
     a = jnp.asarray(a)
-    if _folds(a):
+    if folds(a):
         a = _fold(a, _extreme(a.dtype, high=True), jnp.minimum)
     return jnp.min(a, axis=-1, initial=initial)
 
@@ -204,13 +221,13 @@ def smallest(a: jax.Array, initial: ArrayLike | None = None) -> jax.Array:
 def any_true(a: jax.Array) -> jax.Array:
     """``jnp.any(a, axis=-1)``."""
     a = jnp.asarray(a, bool)
-    return jnp.any(_fold(a, False, jnp.logical_or) if _folds(a) else a, axis=-1)
+    return jnp.any(_fold(a, False, jnp.logical_or) if folds(a) else a, axis=-1)
 
 
 def all_true(a: jax.Array) -> jax.Array:
     """``jnp.all(a, axis=-1)``."""
     a = jnp.asarray(a, bool)
-    return jnp.all(_fold(a, True, jnp.logical_and) if _folds(a) else a, axis=-1)
+    return jnp.all(_fold(a, True, jnp.logical_and) if folds(a) else a, axis=-1)
 
 
 def _extreme(dtype: jnp.dtype, high: bool) -> ArrayLike:

@@ -99,4 +99,35 @@ def sums(pairs: tuple[Pair, ...]) -> tuple[tuple[jax.Array, ...], jax.Array]:
     """The sums ``a . b`` of the pairs ``(a, b)`` of ``(n,)`` vectors (one dtype), all
     at one scale, in ONE reduction, and that scale ``c`` (:func:`choose`): a ratio of
     two of them, or a comparison between them, is the same at any scale."""
-    return choose(reduce.together(terms(pairs)))
+    ((chosen, scale),), _ = grouped((pairs,))
+    return chosen, scale
+
+
+Chosen = tuple[tuple[jax.Array, ...], jax.Array]
+
+
+def grouped(
+    groups: tuple[tuple[Pair, ...], ...], dots: tuple[Pair, ...] = ()
+) -> tuple[tuple[Chosen, ...], tuple[jax.Array, ...]]:
+    """:func:`sums` of each group of pairs, each group at its own scale, and the plain
+    dots ``a . b`` of the pairs ``dots`` (:func:`fixedopt._numerics.reduce.dot`), in ONE
+    reduction where the dots' vectors are not folded (else the dots one by one): a
+    step's tests share one kernel.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from fixedopt._numerics import scaled
+      >>> a, b = jnp.array([3e-25, 4e-25]), jnp.array([3.0, 4.0])
+      >>> (((squares,), c),), (plain,) = scaled.grouped((((a, a),),), ((b, b),))
+      >>> round(float(jnp.sqrt(squares) / c) / 5e-25, 6), float(plain)
+      (1.0, 25.0)
+    """
+    together = not dots or not reduce.folds(dots[0][0])
+    products = tuple(a * b for a, b in dots) if together else ()
+    summed = reduce.together((*(t for pairs in groups for t in terms(pairs)), *products))
+    chosen, start = [], 0
+    for pairs in groups:
+        chosen.append(choose(summed[start : start + 3 * len(pairs)]))
+        start += 3 * len(pairs)
+    plain = summed[start:] if together else tuple(reduce.dot(a, b) for a, b in dots)
+    return tuple(chosen), tuple(plain)

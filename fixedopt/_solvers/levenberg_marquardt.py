@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from fixedopt._contract.solver import Problem, Solver, Step, StepContext
 from fixedopt._contract.status import Outcome, failure
@@ -23,12 +24,13 @@ from fixedopt._numerics import reduce, scaled
 from fixedopt._solvers import small_linalg
 from fixedopt._solvers.normal_equations import (
     EPS_FACTOR,
-    cauchy_reduction,
+    cauchy_of,
+    cauchy_pairs,
     cosine,
     eps_of,
-    gauss_newton_model,
     normal_equations_step,
-    relative_step_size,
+    relative_step_of,
+    relative_step_pairs,
     residual_sums,
     residual_unit,
     residuals_and_jacobian,
@@ -179,12 +181,8 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         trial_value = problem.residual_value(x_trial, residual) if robust else 0.5 * squared
         # The reductions, in a unit of the residuals where the cost underflows (1 else):
         unit = 1.0 if robust else residual_unit(value, state.residual_norm)
-        wide_step = (step / unit).astype(state.normal.dtype)
-        curvature = reduce.dot(wide_step, small_linalg.matvec(state.normal, wide_step))  # |J s|^2
-        curvature = curvature.astype(x.dtype)
-        predicted, _ = gauss_newton_model(problem, x, grad / unit, curvature, step / unit,
-                                          state.scale)  # fmt: skip
-        relative_step = relative_step_size(problem, x, gauss_newton, state.scale)
+        sums = _step_sums(problem, x, grad, free, step, gauss_newton, unit, state)
+        predicted = -(sums.slope + 0.5 * sums.curvature)  # the Gauss–Newton model's
         old_value, new_value = value, trial_value
         if not robust:  # the costs in that unit (the same where it is 1)
             old_value = jnp.where(unit == 1, value, 0.5 * (state.residual_norm / unit) ** 2)
@@ -196,17 +194,14 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         accepted = finite & (predicted > 0) & (gain > 1e-4) & ~reduce.any_true(trapped)
         # A stopped row's step (not active) keeps J^T J at its x (Solver.normal_matrix).
         kept = accepted & context.active
-        new_state = _next_state(problem, state, kept, finite, trapped, gain, normal, trial_norm)
-        # Set by each accepted step, kept through rejected trials (the point stays):
-        walking = jnp.where(kept, _walks(step, state.last_step), state.walking)
-        last_step = jnp.where(kept, step, state.last_step)
-        new_state = new_state._replace(last_step=last_step, walking=walking)
+        trial = _Trial(kept, finite, trapped, gain, normal, trial_norm, step, sums.walks)
+        new_state = _next_state(problem, state, trial)
         rounding = EPS_FACTOR * eps_of(value) * old_value
         no_progress = ~reduce.any_true(step != 0) | ((predicted >= 0) & (predicted <= rounding))
         spent, walled = new_state.damping > self.max_damping, new_state.walls > 0
         outcome = _outcome(accepted, finite, no_progress, spent, walled)
         # ftol and precision read the larger prediction (see cauchy_reduction):
-        cauchy = cauchy_reduction(state.normal, grad, free, state.scale, self.initial_damping)
+        cauchy = cauchy_of(sums.cauchy_slope, sums.cauchy_curvature, self.initial_damping)
         return Step(
             x=x_trial,
             value=trial_value,
@@ -214,34 +209,83 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
             state=new_state,
             outcome=outcome,
             predicted=jnp.maximum(jnp.maximum(predicted * unit**2, cauchy), 0.0),
-            relative_step=relative_step,
+            relative_step=sums.relative_step,
         )
 
 
+class _Trial(NamedTuple):
+    """What a trial step leaves for the next state (:func:`_next_state`)."""
+
+    accepted: jax.Array  # () bool: the step is taken (and the row active)
+    finite: jax.Array  # () bool: the trial's cost and J^T J are finite
+    trapped: jax.Array  # (n,) bool: entries trapped on a bound (_trapped)
+    gain: jax.Array  # the gain ratio
+    normal: jax.Array  # J^T J at the trial point
+    norm: jax.Array  # |r| at the trial point
+    step: jax.Array  # (n,): the step (zero on fixed entries)
+    walks: jax.Array  # () bool: the step goes on along the last accepted one (_walks)
+
+
 def _next_state(
-    problem: Problem, state: LevenbergMarquardtState, accepted: jax.Array, finite: jax.Array,
-    trapped: jax.Array, gain: jax.Array, normal: jax.Array, norm: jax.Array,
-) -> LevenbergMarquardtState:  # fmt: skip
-    """The state after a trial whose ``J^T J`` is ``normal`` and ``|r|`` ``norm``:
-    theirs where it is ``accepted``, the damping of :func:`_next_damping`."""
-    damping, growth = _next_damping(state, accepted, gain, reduce.any_true(trapped))
+    problem: Problem, state: LevenbergMarquardtState, trial: _Trial
+) -> LevenbergMarquardtState:
+    """The state after ``trial``: its ``J^T J``, ``|r|``, step and walk where it is
+    accepted, the damping of :func:`_next_damping`; the walk is set by each accepted
+    step and kept through rejected trials (the point stays)."""
+    accepted = trial.accepted
+    damping, growth = _next_damping(state, accepted, trial.gain, reduce.any_true(trial.trapped))
 
     def keep(new: jax.Array, old: jax.Array) -> jax.Array:
         return jnp.where(accepted, new, old)
 
     dtype = state.scale.dtype
-    scale = jnp.maximum(state.scale, problem.free_part(jnp.diagonal(normal).astype(dtype)))
+    scale = jnp.maximum(state.scale, problem.free_part(jnp.diagonal(trial.normal).astype(dtype)))
     return LevenbergMarquardtState(
-        keep(normal, state.normal),
-        keep(norm, state.residual_norm),
+        keep(trial.normal, state.normal),
+        keep(trial.norm, state.residual_norm),
         damping,
         growth,
         keep(scale, state.scale),
-        jnp.where(accepted, 0, state.walls + (~finite).astype(jnp.int32)),
-        state.short | trapped,
-        state.last_step,
-        state.walking,
+        jnp.where(accepted, 0, state.walls + (~trial.finite).astype(jnp.int32)),
+        state.short | trial.trapped,
+        keep(trial.step, state.last_step),
+        keep(trial.walks, state.walking),
     )
+
+
+class _StepSums(NamedTuple):
+    """A step's sums over its ``n`` entries (:func:`_step_sums`)."""
+
+    slope: jax.Array  # g.s (in the residuals' unit)
+    curvature: jax.Array  # |J s|^2 (in the residuals' unit)
+    relative_step: jax.Array  # the xtol measure of the undamped step
+    walks: jax.Array  # () bool: the step goes on along the last accepted one
+    cauchy_slope: jax.Array  # g.v of cauchy_pairs
+    cauchy_curvature: jax.Array  # v.(J^T J v) of cauchy_pairs
+
+
+def _step_sums(
+    problem: Problem, x: jax.Array, grad: jax.Array, free: jax.Array, step: jax.Array,
+    gauss_newton: jax.Array, unit: ArrayLike, state: LevenbergMarquardtState,
+) -> _StepSums:  # fmt: skip
+    """The sums over ``n`` a step reads: the xtol measure (:func:`relative_step_size`),
+    the walk (:func:`_walks`) and the Cauchy point's dots (:func:`cauchy_reduction`) in
+    ONE reduction (:func:`fixedopt._numerics.scaled.grouped`), each sum as its own
+    function would take it; the model's slope and curvature in the residuals' ``unit``
+    as two dots (in the one reduction they round otherwise: 35 of Gpufit's 1e5 fits
+    ended in other bits)."""
+    wide_step = (step / unit).astype(state.normal.dtype)
+    slope = reduce.dot(grad / unit, step / unit)
+    curvature = reduce.dot(wide_step, small_linalg.matvec(state.normal, wide_step))
+    cauchy = cauchy_pairs(state.normal, grad, free, state.scale)
+    relative = relative_step_pairs(problem, x, gauss_newton, state.scale)
+    walk = _walk_pairs(step, state.last_step)
+    ((relative_sums, _), (walk_sums, _)), cauchy_sums = scaled.grouped((relative, walk), cauchy)
+    cauchy_slope, cauchy_curvature = cauchy_sums
+    return _StepSums(
+        slope, curvature.astype(x.dtype), relative_step_of(relative_sums),
+        _walks(walk_sums), cauchy_slope, cauchy_curvature,
+    )  # fmt: skip
 
 
 # A step at least WALK_LENGTH of the last accepted one's length and within WALK_COSINE
@@ -254,16 +298,22 @@ def _next_state(
 WALK_LENGTH, WALK_COSINE = 0.3, 0.99
 
 
-def _walks(step: jax.Array, last: jax.Array) -> jax.Array:
-    """Whether ``step`` (``(n,)``, zero on fixed entries) goes on along the last
-    accepted step ``last``: at least ``WALK_LENGTH`` of its length, at a cosine above
-    ``WALK_COSINE`` (the sums in a power of two where they would be out of range:
-    :func:`fixedopt._numerics.scaled.sums`)."""
-    step, last = jax.lax.stop_gradient((step, last))  # a test: no derivative
-    # The three sums in one reduction (one kernel), in one power of two where the
-    # squares would be out of range (the comparisons are the same at any scale).
-    (squared, last_squared, product), _ = scaled.sums(((step, step), (last, last), (step, last)))
-    length, last_length = jnp.sqrt(squared), jnp.sqrt(last_squared)
+def _walk_pairs(step: jax.Array, last: jax.Array) -> tuple[scaled.Pair, ...]:
+    """The pairs whose scaled sums :func:`_walks` reads: ``|s|^2``, ``|l|^2`` and ``s.l``
+    of ``step`` and the last accepted step ``last`` (``(n,)``, zero on fixed entries),
+    their gradients stopped (a test)."""
+    step, last = jax.lax.stop_gradient((step, last))
+    return (step, step), (last, last), (step, last)
+
+
+def _walks(sums: tuple[jax.Array, ...]) -> jax.Array:
+    """Whether a step goes on along the last accepted step, from the sums of
+    :func:`_walk_pairs` at one scale (the comparisons are the same at any scale:
+    :func:`fixedopt._numerics.scaled.sums`): at least ``WALK_LENGTH`` of its length, at a
+    cosine above ``WALK_COSINE``."""
+    squared, last_squared, product = sums
+    # Both roots in one array: one kernel (as two, each root took a kernel of its own).
+    length, last_length = jnp.sqrt(jnp.stack([squared, last_squared]))
     along = product > WALK_COSINE * length * last_length
     walks: jax.Array = (length > WALK_LENGTH * last_length) & along
     return walks

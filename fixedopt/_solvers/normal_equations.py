@@ -105,7 +105,7 @@ def residual_cosine(
     problem: Problem, x: jax.Array, grad: jax.Array, jacobian: jax.Array, residual: jax.Array
 ) -> jax.Array:
     """MINPACK's ``gtol`` measure, in the box: see :func:`cosine`."""
-    norm = residual_norm(residual, reduce.dot(residual, residual))
+    norm = residual_norm(residual)
     return cosine(problem, x, grad, column_norms_squared(problem, jacobian), norm)
 
 
@@ -170,10 +170,24 @@ def cauchy_reduction(
     accepted step in rounding passed ftol with a gradient of 18). While the damping
     is at most the initial one, the damped step predicts at least as much (without
     bounds the larger is the step's own prediction)."""
+    (gv_pair, curvature_pair) = cauchy_pairs(normal, grad, free, scale)
+    return cauchy_of(reduce.dot(*gv_pair), reduce.dot(*curvature_pair), damping)
+
+
+def cauchy_pairs(
+    normal: jax.Array, grad: jax.Array, free: jax.Array, scale: jax.Array
+) -> tuple[tuple[jax.Array, jax.Array], tuple[jax.Array, jax.Array]]:
+    """The pairs whose dots :func:`cauchy_of` reads: ``(g, v)`` and ``(v, J^T J v)``
+    (the latter at ``normal``'s dtype)."""
     v = jnp.where(free & (scale > 0), grad / jnp.where(scale > 0, scale, 1.0), 0.0)
-    gv = reduce.dot(grad, v)
     wide = v.astype(normal.dtype)
-    curvature = reduce.dot(wide, small_linalg.matvec(normal, wide)).astype(gv.dtype) + damping * gv
+    return (grad, v), (wide, small_linalg.matvec(normal, wide))
+
+
+def cauchy_of(gv: jax.Array, curvature: jax.Array, damping: ArrayLike) -> jax.Array:
+    """:func:`cauchy_reduction` from the dots ``g.v`` and ``v.(J^T J v)`` of
+    :func:`cauchy_pairs`."""
+    curvature = curvature.astype(gv.dtype) + damping * gv
     ratio = gv / jnp.where(curvature > 0, curvature, 1.0)  # before the product: no overflow
     return jnp.where(curvature > 0, 0.5 * gv * ratio, 0.0)
 
@@ -187,27 +201,44 @@ def relative_step_size(
     of range (:func:`fixedopt._numerics.scaled.sums`, one reduction for both): the
     same bits where it is in range, and no zero step where ``|D s|^2`` would underflow
     (a fit in units of 1e-20 in float32 passed this test at its start)."""
+    sums, _ = scaled.sums(relative_step_pairs(problem, x, step, scale))
+    return relative_step_of(sums)
+
+
+def relative_step_pairs(
+    problem: Problem, x: jax.Array, step: jax.Array, scale: jax.Array
+) -> tuple[scaled.Pair, scaled.Pair]:
+    """The pairs whose scaled sums :func:`relative_step_of` reads: ``(D s, D s)`` and
+    ``(D x, D x)`` over free entries, their gradients stopped (a test)."""
     d = jnp.sqrt(scale)
-    ds, dx = jax.lax.stop_gradient((d * step, problem.free_part(d * x)))  # a test
-    (step_squared, x_squared), _ = scaled.sums(((ds, ds), (dx, dx)))
+    ds, dx = jax.lax.stop_gradient((d * step, problem.free_part(d * x)))
+    return (ds, ds), (dx, dx)
+
+
+def relative_step_of(sums: tuple[jax.Array, ...]) -> jax.Array:
+    """:func:`relative_step_size` from the sums of :func:`relative_step_pairs` at one
+    scale."""
+    step_squared, x_squared = sums
     step_norm, x_norm = jnp.sqrt(step_squared), jnp.sqrt(x_squared)
     return jnp.where(step_norm == 0, 0.0, step_norm / x_norm)
 
 
-def residual_norm(residual: jax.Array, squared: jax.Array) -> jax.Array:
-    """``|r|`` from ``squared = |r|^2`` where that is well within the dtype's range, else
-    from the sum of ``r``'s squares in a power of two (:func:`norm_of_sums`): a residual
-    of 1e-20 in float32 has a norm, though its square underflows."""
+def residual_norm(residual: jax.Array) -> jax.Array:
+    """``|r|``: the root of ``|r|^2`` where that is well within the dtype's range, else
+    from the sum of ``r``'s squares in a power of two (:func:`norm_of_sums`), both
+    sums in one reduction, as :func:`residual_sums` takes them beside the normal sums:
+    a residual of 1e-20 in float32 has a norm, though its square underflows."""
     wide = residual.astype(jnp.promote_types(residual.dtype, jnp.float32))
     (magnified,) = scaled.magnified(((wide, wide),))
-    return norm_of_sums(squared, jnp.sum(wide * wide), jnp.sum(magnified))
+    wide_squared, magnified = reduce.together((wide * wide, magnified))
+    return norm_of_sums(wide_squared.astype(residual.dtype), wide_squared, magnified)
 
 
 def residual_sums(
     jacobian: jax.Array, residual: jax.Array
 ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """``(J^T J, J^T r, |r|^2, |r|)`` (:func:`fixedopt._solvers.small_linalg.normal_sums`
-    and :func:`residual_norm`) in one pass over ``r`` and ``J``: the sum of squares that
+    and :func:`residual_norm`'s sums) in one pass over ``r`` and ``J``: the sum of squares that
     ``|r|`` needs where ``|r|^2`` underflows is summed with the others (one reduction
     on the CPU), so that no kernel reads the residual again."""
     wide = residual.astype(jnp.promote_types(residual.dtype, jnp.float32))

@@ -120,3 +120,29 @@ def test_the_lanes_fold_where_it_pays(monkeypatch, lanes):
         assert folded <= 8 and plain >= folded + 30, (folded, plain)
     else:
         assert folded == plain, (folded, plain)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, jnp.bfloat16])
+def test_power_of_two_is_frexps_power_exactly(dtype):
+    """``power_of_two`` (the exponent's bits, no ``pow``) is NumPy's ``2^e`` of ``frexp``
+    where that is a normal float, and to the bit what ``ldexp(1, frexp(x)[1])`` compiles
+    to everywhere (subnormals as the machine treats them), from the least subnormal to
+    the largest float; 1 at zero, negatives, inf and NaN."""
+    info = jnp.finfo(dtype)
+    rng = np.random.default_rng(5)
+    low, high = np.log2(float(info.smallest_subnormal)), np.log2(float(info.max)) - 1
+    sizes = 2.0 ** rng.uniform(low, high, 4000) * rng.uniform(1.0, 1.999, 4000)
+    edges = [info.smallest_subnormal, info.tiny, info.max, 0.0, -1.0, np.inf, np.nan]
+    values = np.concatenate([sizes, np.asarray(edges, np.float64)])
+    x = jnp.asarray(np.clip(values, None, float(info.max)), dtype)
+    got = np.asarray(jax.jit(reduce.power_of_two)(x), np.float64)
+
+    def before(x):  # power_of_two as it was
+        usable = jnp.isfinite(x) & (x > 0)
+        return jnp.where(usable, jnp.ldexp(jnp.ones_like(x), jnp.frexp(x)[1]), 1.0)
+
+    np.testing.assert_array_equal(got, np.asarray(jax.jit(before)(x), np.float64))
+    wide = np.asarray(x, np.float64)
+    normal = np.isfinite(wide) & (wide >= float(info.tiny)) & (wide < float(info.max) / 2)
+    expected = np.ldexp(1.0, np.frexp(wide[normal])[1])
+    np.testing.assert_array_equal(got[normal], expected)
