@@ -171,8 +171,8 @@ def crlb_records(count: int) -> list[dict]:
 
 
 def run(quick: bool, args) -> list[dict]:
-    batch, rows, rounds = (400, 10, 2) if quick else (20000, 200, 5)
+    batch, rows, rounds = (64, 4, 2) if quick else (20000, 200, 5)
     records = []
     for dtype in (np.float64,) if quick else (np.float64, np.float32):
         records += decay_records(batch, rows, dtype, rounds)
-    return records + crlb_records(1000 if quick else 10000)
+    return records + crlb_records(100 if quick else 10000)

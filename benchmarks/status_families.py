@@ -246,10 +246,10 @@ def invariance(rows: list[dict]) -> list[dict]:
 
 def run(dtypes, quick: bool = False) -> list[dict]:
     """Every family, its summary and the units' invariance (quick: the decay alone, two
-    units of underflow, 32 voxels)."""
+    units of underflow, 4 voxels)."""
     jax.config.update("jax_enable_x64", True)
     problems = {"decay": BOUNDED["decay"]} if quick else BOUNDED
     rows = [*bounded_units(dtypes, problems), *underflow(dtypes, 2 if quick else 4)]
     jax.clear_caches()  # each family's programs dropped: a whole suite ran out of memory maps
-    rows += biexponential_family(dtypes, 32 if quick else 256)
+    rows += biexponential_family(dtypes, 4 if quick else 256)
     return family_summary(rows) + invariance(rows) + rows

@@ -64,7 +64,7 @@ def test_options_that_would_be_dropped_are_refused_or_warned():
     with pytest.raises(ValueError, match="give one of `max_steps` and `max_nfev`"):
         fixedopt.least_squares(residual, jnp.ones(2), False, max_steps=1000, max_nfev=20)
     with pytest.warns(UserWarning, match="f_scale=3.0 has no effect with loss='linear'"):
-        fixedopt.curve_fit(decay, T, Y, [1.0, 1.0], f_scale=3.0)
+        jax.eval_shape(lambda: fixedopt.curve_fit(decay, T, Y, [1.0, 1.0], f_scale=3.0))
 
 
 def test_scipy_style_tuple_bounds_are_arrays():
@@ -227,11 +227,18 @@ def test_a_sigma_of_the_batch_length_that_could_be_per_residual_warns_naming_sig
     sigma = np.linspace(1.0, 2.0, 20)
     residual = lambda p, y: p[0] * t + p[1] - y
     x0 = jnp.ones((20, 2))
+    # Said by the argument checks, before any program: traced, not compiled nor run.
     with pytest.warns(UserWarning, match=r"`sigma` of shape \(20,\) is read as one standard"):
-        fixedopt.least_squares(residual, x0, False, args=(ys,), args_axes=(0,), batched=True,
-                               sigma=sigma)  # fmt: skip
-    fixedopt.least_squares(residual, x0, False, args=(ys,), args_axes=(0,), batched=True,
-                           sigma=sigma[:, None])  # fmt: skip
+        jax.eval_shape(
+            lambda: fixedopt.least_squares(
+                residual, x0, False, args=(ys,), args_axes=(0,), batched=True, sigma=sigma
+            )
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a (20, 1) sigma is per row beyond doubt
+        jax.eval_shape(lambda: fixedopt.least_squares(residual, x0, False, args=(ys,),
+                                                      args_axes=(0,), batched=True,
+                                                      sigma=sigma[:, None]))  # fmt: skip
     line = lambda t, a, b: a * t + b
     per_point, _ = fixedopt.curve_fit(line, t, ys, x0, sigma=sigma, batched=True)
     full, _ = fixedopt.curve_fit(line, t, ys, x0, sigma=np.broadcast_to(sigma, (20, 20)),

@@ -90,6 +90,27 @@ def test_inactive_rows_make_no_trials():
     assert trials > 0 and bool(jnp.all(result.accepted))
 
 
+HESSIAN = jnp.diag(jnp.array([1.0, 3.0, 0.5]))
+_trials = []  # one entry per evaluation of the search along the quadratic below
+
+
+def _quadratic(z):
+    return 0.5 * z @ HESSIAN @ z, HESSIAN @ z
+
+
+def _counted(z):
+    jax.debug.callback(lambda: _trials.append(1))
+    return (*_quadratic(z), None)
+
+
+@jax.jit
+def _search_the_quadratic(x, direction):
+    """One program for every direction (data, not constants: 5 compiles were 1)."""
+    problem = Problem(_quadratic, jnp.zeros(3, bool), x)
+    start = SearchStart(problem, _counted, x, *_quadratic(x), direction, 1.0)
+    return hager_zhang(start, max_steps=40)
+
+
 @pytest.mark.parametrize("minimizer", [1.3, 2.0, 4.5, 12.0, 40.0])
 def test_on_a_quadratic_the_expansion_extrapolates_to_the_minimizer(minimizer):
     """Along a quadratic whose minimizer ``t*`` lies beyond the first trial (``t = 1``,
@@ -98,26 +119,16 @@ def test_on_a_quadratic_the_expansion_extrapolates_to_the_minimizer(minimizer):
     back, 3 trials); on a quadratic (``f`` curves as the slopes say) up to
     ``expand**2`` times the trial, beyond that by ``expand**2`` (40: trials at 1 and
     25, then at ``t*``: 3 trials)."""
-    hessian = jnp.diag(jnp.array([1.0, 3.0, 0.5]))
     x = jnp.array([1.0, -2.0, 0.5])
-    g = hessian @ x
-    direction = -g * (g @ g) / (g @ hessian @ g) / minimizer  # t* = minimizer
-    calls = []
-
-    def value_and_grad(z):
-        return 0.5 * z @ hessian @ z, hessian @ z
-
-    def evaluate(z):
-        jax.debug.callback(lambda: calls.append(1))
-        return (*value_and_grad(z), None)
-
-    problem = Problem(value_and_grad, jnp.zeros(3, bool), x)
-    start = SearchStart(problem, evaluate, x, *value_and_grad(x), direction, 1.0)
-    result = jax.block_until_ready(jax.jit(lambda: hager_zhang(start, max_steps=40))())
+    g = HESSIAN @ x
+    direction = -g * (g @ g) / (g @ HESSIAN @ g) / minimizer  # t* = minimizer
+    _trials.clear()
+    result = jax.block_until_ready(_search_the_quadratic(x, direction))
+    jax.effects_barrier()
     assert bool(result.accepted)
     exact = x + minimizer * direction
     np.testing.assert_allclose(np.asarray(result.x), np.asarray(exact), rtol=1e-12, atol=1e-14)
-    assert len(calls) == (2 if minimizer <= 25 else 3)
+    assert len(_trials) == (2 if minimizer <= 25 else 3)
 
 
 @pytest.mark.parametrize("quartic", [False, True])
