@@ -16,7 +16,11 @@ value of its rejected claim.
 
 So the loop's program holds no second derivative of the objective, and the check's
 program is compiled only by a call where some row claims; a row's check reads its own
-data and point only (independent of its neighbours and of the chunk it is in).
+data and point only (independent of its neighbours and of the chunk it is in). On the
+CPU it compiles with XLA:CPU's elemental emitter (``cpu_compiler.CPU_OPTIONS``), also
+for ``minimize``'s solvers, whose loops keep XLA's defaults: quad n = 64's check 99 -> 73
+kernels, 0.63x its compile, beside the loop's own (docs/decisions.md, "The check after
+the loop with the elemental emitter").
 Inside a transformation (traced inputs, or a function closing over traced values)
 and for ``strategy="split"`` the claims are checked inside the loop, as before
 (``fixedopt._driver.lanes``).
@@ -38,6 +42,8 @@ from fixedopt._derivatives.differentiation import captured_values
 from fixedopt._driver import ahead
 from fixedopt._driver.loop import LoopState, Resume, certifies, certify
 from fixedopt._driver.plan import Inputs, Plan
+from fixedopt._numerics import cpu_compiler
+from fixedopt._numerics.trace_state import at_top_level
 from fixedopt._results.solution import Solution
 
 # Rows a call of the check program takes: one compiled size whatever the number of
@@ -207,8 +213,9 @@ def _check(set_up: SetUp, plan: Plan, inputs: Inputs, solution: Solution, resume
         claim = (jax.tree.map(taken, solution.x), *map(taken, scalars))
         if not batched:
             claim = jax.tree.map(lambda a: a[0], claim)
-        ahead.wait(_check_rows, set_up, plan, (chunk, claim))
-        verdict = _check_rows(set_up, plan, (chunk, claim))
+        program = _check_program(plan)
+        ahead.wait(program, set_up, plan, (chunk, claim))
+        verdict = program(set_up, plan, (chunk, claim))
         parts.append(jax.tree.map(functools.partial(_first, rows.size, batched), verdict))
     joined: Verdict = jax.tree.map(lambda *a: np.concatenate(a), *parts)
     return joined
@@ -256,10 +263,17 @@ def _check_ahead(set_up: SetUp, plan: Plan, inputs: Inputs, resume: Resume) -> N
              np.zeros(value.shape, np.int32), value, taken(resume.initial_value))  # fmt: skip
     if not batched:
         claim = jax.tree.map(lambda a: a[0], claim)
-    ahead.start(lambda: None, _check_rows, set_up, plan, (_take(plan, inputs, index), claim))
+    program = _check_program(plan)
+    ahead.start(lambda: None, program, set_up, plan, (_take(plan, inputs, index), claim))
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
+def _check_program(plan: Plan) -> Any:
+    """The check's ``jit``: with XLA:CPU's elemental emitter where the solve runs on the
+    CPU, nothing traces around it and this jaxlib takes the options."""
+    tuned = plan.backend == "cpu" and at_top_level() and cpu_compiler.accepted()
+    return _check_tuned if tuned else _check_plain
+
+
 def _check_rows(set_up: SetUp, plan: Plan, chunk: tuple[Inputs, tuple[Any, ...]]) -> Verdict:
     """The check of a chunk of claims (``claim``: each row's ``x``, value, steps, reason,
     doubted value and ``f(x0)``, NaN: its own start's): ``fixedopt._driver.loop.certify``
@@ -289,3 +303,9 @@ def _check_rows(set_up: SetUp, plan: Plan, chunk: tuple[Inputs, tuple[Any, ...]]
         return alone
     verdict: Verdict = jax.vmap(one)(rows, *claim)
     return verdict
+
+
+_check_plain = jax.jit(_check_rows, static_argnums=(0, 1))
+_check_tuned = jax.jit(
+    _check_rows, static_argnums=(0, 1), compiler_options=cpu_compiler.CPU_OPTIONS
+)

@@ -15,6 +15,7 @@ import pytest
 import fixedopt
 from fixedopt import Status
 from fixedopt._driver import after_loop, loop
+from fixedopt._numerics import cpu_compiler
 from tests.helpers import bits
 
 
@@ -68,6 +69,15 @@ def test_rows_re_run_after_a_rejected_claim_are_independent(batch):
         other = 2 - row if row in (0, 2) else 0  # the other saddle row, started elsewhere
         alone[other] = [1.0, 0.0]
         assert_same_row(solve(starts=alone), row, batch, row, f"row {row} alone")
+
+
+def test_the_check_compiles_with_the_solves_cpu_options(batch):
+    """On the CPU, at the top level, the check's program is compiled with XLA:CPU's
+    elemental emitter (``cpu_compiler.CPU_OPTIONS``: 0.6x its compile), whatever the
+    solver: ``batch``'s claims were checked by the tuned ``jit``."""
+    if jax.default_backend() != "cpu" or not cpu_compiler.accepted():
+        pytest.skip("the CPU's options only")
+    assert after_loop._check_tuned._cache_size() >= 1
 
 
 def test_the_checks_step_counts_as_one(batch):
