@@ -35,6 +35,11 @@ the tail is traced, or compiled, in the call that has one, as without the thread
 mark is code that the process runs, as the cache's programs are: keep the folder your
 own (:mod:`fixedopt._driver.cache`).
 
+The same thread compiles, from a ``curve_fit`` call's start, its covariance program
+from the solver's normal equations (:func:`soon`): that program reads nothing of the
+model, its types are known before the solve, and while the solve is traced (Python,
+one core) the other core would wait.
+
 The thread sees the caller's JAX settings only where they are passed to it: 64-bit
 mode, the matmul precision and the default device are (the settings a solve's trace
 reads); under any other setting of the caller's own the thread's program may differ,
@@ -50,7 +55,7 @@ import os
 import pathlib
 import pickle
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -122,6 +127,39 @@ def start(
         done.set_result(None)  # nothing to wait for: the call compiles its own
         raise
     future.add_done_callback(lambda _: done.set_result(None))
+
+
+def soon(key: Any, work: Callable[[], Any]) -> None:
+    """``work()`` in the thread (under the caller's settings, as :func:`start`'s
+    compile), once per ``key`` (a key started before is not run again): a program
+    that reads nothing of the model, compiled from the call's start while its solve
+    is traced, when one core would otherwise wait (``curve_fit``'s covariance from
+    the solver's normal equations, :mod:`fixedopt._entry.curve_fit`). A ``work``
+    that fails is left to the call, which then does it itself. :func:`wait_for` it
+    before that call."""
+    if not enabled[0]:
+        return
+    done = Future[None]()
+    with _lock:
+        if key in _started:
+            return
+        _started[key] = done
+        while len(_started) > _MOST:
+            _started.popitem(last=False)
+    try:
+        future = _POOL.submit(_work, work, _settings())
+    except BaseException:
+        done.set_result(None)
+        raise
+    future.add_done_callback(lambda _: done.set_result(None))
+
+
+def wait_for(key: Any) -> None:
+    """Wait for :func:`soon`'s ``work`` of ``key``, if one was started."""
+    with _lock:
+        future = _started.get(key)
+    if future is not None:
+        future.result()
 
 
 def wait(compiled: Callable[..., Any], *args: Any) -> None:
@@ -229,14 +267,8 @@ def _compile(
         _marks[key] = mark if export else None
     if mark is not None and mark.exists():
         return  # compiled ahead in an earlier process: in the persistent cache
-    x64, precision, device = settings
     exported = None
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(jax.enable_x64(x64))
-        if precision is not None:
-            stack.enter_context(jax.default_matmul_precision(precision))
-        if device is not None:
-            stack.enter_context(jax.default_device(device))
+    with _as_the_caller(settings):
         if export:
             with contextlib.suppress(Exception):  # a host callback, say: not exported
                 exported = _exported(compiled, args)
@@ -249,6 +281,26 @@ def _compile(
                 _runners[key] = runner
     if mark is not None:
         _write_mark(mark, exported)
+
+
+def _work(work: Callable[[], Any], settings: tuple[Any, ...]) -> None:
+    """:func:`soon`'s ``work()`` under the caller's ``settings``; what it raises is
+    dropped (the call does the work again, and raises there if it must)."""
+    with _as_the_caller(settings), contextlib.suppress(Exception):
+        jax.block_until_ready(work())
+
+
+@contextlib.contextmanager
+def _as_the_caller(settings: tuple[Any, ...]) -> Iterator[None]:
+    """The caller's ``settings`` (:func:`_settings`) in this thread."""
+    x64, precision, device = settings
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(jax.enable_x64(x64))
+        if precision is not None:
+            stack.enter_context(jax.default_matmul_precision(precision))
+        if device is not None:
+            stack.enter_context(jax.default_device(device))
+        yield
 
 
 def _write_mark(mark: pathlib.Path, exported: Any) -> None:

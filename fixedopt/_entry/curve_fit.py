@@ -14,7 +14,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from fixedopt._contract.status import Reason, Status
-from fixedopt._driver import machine
+from fixedopt._driver import ahead, machine
 from fixedopt._entry.fit_inputs import Data, Fit, ModelFunction, prepared
 from fixedopt._entry.fit_keywords import (
     bound_arrays,
@@ -261,12 +261,16 @@ def curve_fit(
     if absolute_sigma is None:
         absolute_sigma = fit.poisson
     absolute_sigma = boolean("absolute_sigma", absolute_sigma)
+    covariance: dict[str, Any] = dict(absolute_sigma=absolute_sigma, at_bound=at_bound,
+                                      pseudo_inverse=method != "lm")  # fmt: skip
+    early = _covariance_ahead(fit, data, limits, options, covariance)
     residual, solution = _solve(fit, data, limits, options)
     if boolean("nan_unconverged", nan_unconverged):  # before the covariance: NaN too
         solution = solution.unconverged_as_nan()
+    ahead.wait_for(early)
     cov = solver_covariance.fit_covariance(  # the solution's mask, bounds, active set
-        solution, residual, args=data.args, sigma=data.sigma, absolute_sigma=absolute_sigma,
-        at_bound=at_bound, args_axes=data.axes, pseudo_inverse=method != "lm",
+        solution, residual, args=data.args, sigma=data.sigma, args_axes=data.axes,
+        **covariance,
     )  # fmt: skip
     solution = solution._replace(normal=None)  # the solver's J^T J: the covariance's only
     popt, pcov = solution.x, cov.covariance
@@ -299,8 +303,7 @@ def _solve(
     else:
         residual = _Whitened(fit.model) if data.whitened else _CurveResidual(fit.model)
         # The solver's J^T J at x, for the covariance (solver_covariance), where it pays.
-        here = machine.defaults(machine.platform()).normal_covariance
-        normal = here and solver_covariance.pays(jnp.result_type(data.p0), jnp.shape(data.p0)[-1])
+        normal = _normal_here(fit, data)
         solution = solved_least_squares(
             normal, residual, data.p0, data.fixed, args=data.args, args_axes=data.axes,
             sigma=data.sigma, **common,
@@ -308,6 +311,32 @@ def _solve(
     if data.outside is not None:
         solution = _infeasible_rows(solution, data.p0, data.outside)
     return residual, solution
+
+
+def _normal_here(fit: Fit, data: Data) -> bool:
+    """Whether the fit's solve reports its normal matrix for the covariance
+    (:mod:`fixedopt._results.solver_covariance`): this machine's choice, and a small
+    float64 block."""
+    here = machine.defaults(machine.platform()).normal_covariance
+    return here and solver_covariance.pays(jnp.result_type(data.p0), jnp.shape(data.p0)[-1])
+
+
+def _covariance_ahead(
+    fit: Fit, data: Data, limits: Any, options: dict[str, Any], covariance: dict[str, Any]
+) -> Any:
+    """Start compiling, in fixedopt's thread, the covariance program of a batched fit
+    whose solve reports its normal matrix (a plain loss, the mask strategy): while its
+    solve is traced one core would otherwise wait, and that program reads nothing of
+    the model (``docs/decisions.md``, "The covariance compiled from the call's start").
+    Returns the key to wait for (None where nothing was started)."""
+    plain = options.get("loss") in (None, "linear") and options.get("strategy") != "split"
+    if fit.poisson or not fit.batched or not plain or not _normal_here(fit, data):
+        return None
+    found = solver_covariance.early(data.p0, limits is not None, **covariance)
+    if found is None:
+        return None
+    ahead.soon(*found)
+    return found[0]
 
 
 def _infeasible_rows(solution: Solution, p0: jax.Array, outside: jax.Array) -> Solution:
