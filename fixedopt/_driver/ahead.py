@@ -35,10 +35,10 @@ the tail is traced, or compiled, in the call that has one, as without the thread
 mark is code that the process runs, as the cache's programs are: keep the folder your
 own (:mod:`fixedopt._driver.cache`).
 
-The same thread compiles, from a ``curve_fit`` call's start, its covariance program
-from the solver's normal equations (:func:`soon`): that program reads nothing of the
-model, its types are known before the solve, and while the solve is traced (Python,
-one core) the other core would wait.
+A second thread compiles, from a ``curve_fit`` call's start, its covariance program
+from the solver's normal equations (:func:`soon`), lowered by the caller first: that
+program reads nothing of the model, its types are known before the solve, and while
+the solve is traced (Python, one core) the other core would wait.
 
 The thread sees the caller's JAX settings only where they are passed to it: 64-bit
 mode, the matmul precision and the default device are (the settings a solve's trace
@@ -77,6 +77,11 @@ def _yield_to_the_caller() -> None:
 
 _POOL = ThreadPoolExecutor(
     max_workers=1, thread_name_prefix="fixedopt-ahead", initializer=_yield_to_the_caller
+)
+# soon()'s own thread: its compile, started at a call's start, never keeps a block's
+# tail waiting in the queue above (the tail is needed first, when the block has run).
+_SOON = ThreadPoolExecutor(
+    max_workers=1, thread_name_prefix="fixedopt-ahead-soon", initializer=_yield_to_the_caller
 )
 # The programs started, newest last: a key once started is not compiled again (jit's
 # caches hold it); the oldest forgotten past this many.
@@ -129,14 +134,15 @@ def start(
     future.add_done_callback(lambda _: done.set_result(None))
 
 
-def soon(key: Any, work: Callable[[], Any]) -> None:
-    """``work()`` in the thread (under the caller's settings, as :func:`start`'s
-    compile), once per ``key`` (a key started before is not run again): a program
-    that reads nothing of the model, compiled from the call's start while its solve
-    is traced, when one core would otherwise wait (``curve_fit``'s covariance from
-    the solver's normal equations, :mod:`fixedopt._entry.curve_fit`). A ``work``
-    that fails is left to the call, which then does it itself. :func:`wait_for` it
-    before that call."""
+def soon(key: Any, lower: Callable[[], Any]) -> None:
+    """``lower()`` here (a program traced and lowered: the interpreter's work, done
+    in the caller's thread, whose trace would otherwise wait for the interpreter),
+    then its XLA compile (which releases the interpreter) in a thread of its own;
+    once per ``key`` (a key started before is not lowered again): a program that
+    reads nothing of the model, compiled from the call's start while its solve is
+    traced, when one core would otherwise wait (``curve_fit``'s covariance from the
+    solver's normal equations, :mod:`fixedopt._entry.curve_fit`). What fails is left
+    to the call, which then does it itself. :func:`wait_for` it before that call."""
     if not enabled[0]:
         return
     done = Future[None]()
@@ -147,11 +153,14 @@ def soon(key: Any, work: Callable[[], Any]) -> None:
         while len(_started) > _MOST:
             _started.popitem(last=False)
     try:
-        future = _POOL.submit(_work, work, _settings())
+        with contextlib.suppress(Exception):  # the call lowers it again, and raises there
+            future = _SOON.submit(_work, lower().compile)
+            future.add_done_callback(lambda _: done.set_result(None))
+            return
+        done.set_result(None)
     except BaseException:
         done.set_result(None)
         raise
-    future.add_done_callback(lambda _: done.set_result(None))
 
 
 def wait_for(key: Any) -> None:
@@ -283,11 +292,11 @@ def _compile(
         _write_mark(mark, exported)
 
 
-def _work(work: Callable[[], Any], settings: tuple[Any, ...]) -> None:
-    """:func:`soon`'s ``work()`` under the caller's ``settings``; what it raises is
-    dropped (the call does the work again, and raises there if it must)."""
-    with _as_the_caller(settings), contextlib.suppress(Exception):
-        jax.block_until_ready(work())
+def _work(compile_it: Callable[[], Any]) -> None:
+    """:func:`soon`'s compile; what it raises is dropped (the call compiles again, and
+    raises there if it must)."""
+    with contextlib.suppress(Exception):
+        compile_it()
 
 
 @contextlib.contextmanager

@@ -324,11 +324,12 @@ def _normal_here(fit: Fit, data: Data) -> bool:
 def _covariance_ahead(
     fit: Fit, data: Data, limits: Any, options: dict[str, Any], covariance: dict[str, Any]
 ) -> Any:
-    """Start compiling, in fixedopt's thread, the covariance program of a batched fit
-    whose solve reports its normal matrix (a plain loss, the mask strategy): while its
-    solve is traced one core would otherwise wait, and that program reads nothing of
-    the model (``docs/decisions.md``, "The covariance compiled from the call's start").
-    Returns the key to wait for (None where nothing was started)."""
+    """The covariance program of a batched fit whose solve reports its normal matrix
+    (a plain loss, the mask strategy), traced and lowered here, its XLA compile
+    started in fixedopt's thread: while the solve is traced one core would otherwise
+    wait, and that program reads nothing of the model (``docs/decisions.md``, "The
+    covariance compiled from the call's start"). Returns the key to wait for (None
+    where nothing was started)."""
     plain = options.get("loss") in (None, "linear") and options.get("strategy") != "split"
     if fit.poisson or not fit.batched or not plain or not _normal_here(fit, data):
         return None

@@ -130,10 +130,11 @@ def early(
     fit from ``x`` (its start, ``(B, n)``; ``bounded``: whether it has bounds) calls,
     if the fit's solve reports its normal
     matrix (the caller knows: :func:`pays`, the machine, a plain loss), as ``(key,
-    work)``: ``work()`` compiles it before the solve has run (a call on zeros shaped
-    as its chunks will be: the same ``jit``, export and options, so the fit's own
-    call then finds it compiled), for ``fixedopt._driver.ahead.soon``. It reads
-    nothing of the model. None where the fit would not run it in chunks here."""
+    lower)``: ``lower()`` traces and lowers it (its export made or read) for the types
+    its chunks will have, before the solve has run: the same ``jit``, export and
+    options, so that the ``compile()`` of what it returns is the fit's own call's
+    (``fixedopt._driver.ahead.soon``). It reads nothing of the model. None where the
+    fit would not run it in chunks here."""
     if np.ndim(x) != 2 or not buckets.chunks_here([]):
         return None
     batch, n = np.shape(x)
@@ -155,7 +156,8 @@ def early(
     size = chunk_rows(tuple(flat), (True,) * len(flat), batch) or buckets.chunk_size(batch)
     zeros = [np.zeros((size, *np.shape(leaf)[1:]), leaf.dtype) for leaf in flat]
     key = ("covariance", rule, treedef, tuple((z.shape, z.dtype.str) for z in zeros))
-    return key, functools.partial(_compiled, rule, *jax.tree.unflatten(treedef, zeros))
+    lower = _compiled.lower
+    return key, functools.partial(lower, rule, *jax.tree.unflatten(treedef, zeros))
 
 
 def _avals(tree: Any) -> tuple[Any, tuple[jax.ShapeDtypeStruct, ...]]:

@@ -1,11 +1,12 @@
 """One case's first call in this (fresh) process, per program and stage, by process CPU
 (nothing compiled ahead, so one program compiles at a time): ``python
 investigations/2026-12-06-first-call-h4b/breakdown.py CASE [ROLE]`` with
-``FIXEDOPT_CACHE`` a new folder (ROLE ``new``) or the folder a ``new`` run left
-(``again``). Each trace's CPU counts the host work since the previous stage ended
+``FIXEDOPT_CACHE`` a new folder (ROLE ``new``: nothing compiled ahead) or the folder
+that a run of ROLE ``user`` (compiles ahead, as a user's call) left (``again``). Each trace's CPU counts the host work since the previous stage ended
 (runs included); ``run`` is what follows the last stage. Prints one JSON line."""
 
 import collections
+import contextlib
 import json
 import re
 import sys
@@ -39,6 +40,9 @@ def main() -> None:
     case, role = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else "new")
     first_call_cases.spectrum = counted(first_call_cases.spectrum, "spectrum")
     first_call_cases.pvoigt = counted(first_call_cases.pvoigt, "pvoigt")
+    from fixedopt._models import lineshapes, peaks
+
+    peaks.PseudoVoigtModel.func = staticmethod(counted(lineshapes.pvoigt, "PseudoVoigtModel"))
     rows = []
     last = [time.process_time(), time.perf_counter()]
 
@@ -56,7 +60,7 @@ def main() -> None:
     jax.monitoring.register_event_duration_secs_listener(listen)
     start = [time.process_time(), time.perf_counter()]
     last[:] = start
-    with no_compiles_ahead():
+    with no_compiles_ahead() if role == "new" else contextlib.nullcontext():
         jax.block_until_ready(calls["call"]())
     end = [time.process_time(), time.perf_counter()]
     jax.monitoring.unregister_event_duration_listener(listen)
