@@ -14,7 +14,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from fixedopt._contract.status import Reason, Status
-from fixedopt._driver import ahead, machine
+from fixedopt._driver import ahead, cache, machine
 from fixedopt._entry.fit_inputs import Data, Fit, ModelFunction, prepared
 from fixedopt._entry.fit_keywords import (
     bound_arrays,
@@ -333,6 +333,7 @@ def _covariance_ahead(
     plain = options.get("loss") in (None, "linear") and options.get("strategy") != "split"
     if fit.poisson or not fit.batched or not plain or not _normal_here(fit, data):
         return None
+    cache.use_default_cache()  # as the solve's first call would: the program's name reads it
     found = solver_covariance.early(data.p0, limits is not None, **covariance)
     if found is None:
         return None
