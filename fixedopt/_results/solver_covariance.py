@@ -47,6 +47,9 @@ from fixedopt._results.solution_fields import SolutionFields
 
 # Switched off (False) by an A/B measurement only: every row then takes covariance().
 ENABLED = True
+# Switched off (False) by an A/B measurement only: early() then finds nothing, and the
+# covariance program compiles in the call, after the solve, as before.
+EARLY = True
 
 
 def pays(dtype: Any, n: int) -> bool:
@@ -135,7 +138,7 @@ def early(
     options, so that the ``compile()`` of what it returns is the fit's own call's
     (``fixedopt._driver.ahead.soon``). It reads nothing of the model. None where the
     fit would not run it in chunks here."""
-    if np.ndim(x) != 2 or not buckets.chunks_here([]):
+    if not EARLY or np.ndim(x) != 2 or not buckets.chunks_here([]):
         return None
     batch, n = np.shape(x)
     dtype = jnp.result_type(x)

@@ -7,6 +7,7 @@ that a run of ROLE ``user`` (compiles ahead, as a user's call) left (``again``).
 
 import collections
 import contextlib
+import functools
 import json
 import re
 import sys
@@ -28,6 +29,7 @@ MODEL_TRACES = collections.Counter()
 
 
 def counted(function, name):
+    @functools.wraps(function)  # its signature kept: fixedopt.models reads it
     def wrapper(*args, **kwargs):
         if any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves((args, kwargs))):
             MODEL_TRACES[name] += 1
