@@ -5,6 +5,7 @@ per fit and a Poisson likelihood; a thin layer over ``least_squares`` and
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any, ClassVar, NamedTuple
 
@@ -264,10 +265,10 @@ def curve_fit(
     covariance: dict[str, Any] = dict(absolute_sigma=absolute_sigma, at_bound=at_bound,
                                       pseudo_inverse=method != "lm")  # fmt: skip
     early = _covariance_ahead(fit, data, limits, options, covariance)
-    residual, solution = _solve(fit, data, limits, options)
+    residual, solution = _solve(fit, data, limits, options, early)
     if boolean("nan_unconverged", nan_unconverged):  # before the covariance: NaN too
         solution = solution.unconverged_as_nan()
-    ahead.wait_for(early)
+    ahead.wait_for(early and early[0])
     cov = solver_covariance.fit_covariance(  # the solution's mask, bounds, active set
         solution, residual, args=data.args, sigma=data.sigma, args_axes=data.axes,
         **covariance,
@@ -285,10 +286,12 @@ def curve_fit(
 
 
 def _solve(
-    fit: Fit, data: Data, limits: Any, options: dict[str, Any]
+    fit: Fit, data: Data, limits: Any, options: dict[str, Any], early: Any = None
 ) -> tuple[Callable[..., Any], Solution]:
     """The residual function of the fit and its solution; a row whose traced start
-    lies outside its bounds is INFEASIBLE, its start returned."""
+    lies outside its bounds is INFEASIBLE, its start returned. ``early``: the
+    covariance program to compile ahead once the arguments are checked
+    (:func:`_covariance_ahead`)."""
     bounds = limits
     common = dict(bounds=bounds, batched=fit.batched, **options)
     if fit.poisson:
@@ -304,9 +307,10 @@ def _solve(
         residual = _Whitened(fit.model) if data.whitened else _CurveResidual(fit.model)
         # The solver's J^T J at x, for the covariance (solver_covariance), where it pays.
         normal = _normal_here(fit, data)
+        checked = None if early is None else functools.partial(ahead.soon, *early)
         solution = solved_least_squares(
             normal, residual, data.p0, data.fixed, args=data.args, args_axes=data.axes,
-            sigma=data.sigma, **common,
+            sigma=data.sigma, checked=checked, **common,
         )  # fmt: skip
     if data.outside is not None:
         solution = _infeasible_rows(solution, data.p0, data.outside)
@@ -325,20 +329,16 @@ def _covariance_ahead(
     fit: Fit, data: Data, limits: Any, options: dict[str, Any], covariance: dict[str, Any]
 ) -> Any:
     """The covariance program of a batched fit whose solve reports its normal matrix
-    (a plain loss, the mask strategy), traced and lowered here, its XLA compile
-    started in fixedopt's thread: while the solve is traced one core would otherwise
-    wait, and that program reads nothing of the model (``docs/decisions.md``, "The
-    covariance compiled from the call's start"). Returns the key to wait for (None
-    where nothing was started)."""
+    (a plain loss, the mask strategy), as ``(key, lower)`` for ``ahead.soon`` once
+    the solve's arguments are checked: traced and lowered there, its XLA compile in
+    fixedopt's thread, while the solve is traced and one core would otherwise wait;
+    that program reads nothing of the model (``docs/decisions.md``, "The covariance
+    compiled from the call's start"). None where there is none to compile."""
     plain = options.get("loss") in (None, "linear") and options.get("strategy") != "split"
     if fit.poisson or not fit.batched or not plain or not _normal_here(fit, data):
         return None
     cache.use_default_cache()  # as the solve's first call would: the program's name reads it
-    found = solver_covariance.early(data.p0, limits is not None, **covariance)
-    if found is None:
-        return None
-    ahead.soon(*found)
-    return found[0]
+    return solver_covariance.early(data.p0, limits is not None, **covariance)
 
 
 def _infeasible_rows(solution: Solution, p0: jax.Array, outside: jax.Array) -> Solution:
