@@ -11,9 +11,10 @@ process`` (a second process, the cache the first left); the first ``gradient``
 call: ``docs/decisions.md``, "The first gradient through a solve"). The first call's
 compile is split into JAX's stages (trace, lowering, XLA), in the caller's thread and
 per program (the thread that compiled it: the caller's, or ``ahead``, fixedopt's own
-thread, which compiles a CPU block's tail beside the block; ``ahead after``: what that
-thread still took once the first call had returned, waited for before the compiled
-calls are timed); a third process dumps XLA's
+threads, which compile a CPU block's tail beside the block and ``curve_fit``'s
+covariance from the call's start; ``ahead after``: what they still took once the first
+call had returned, waited for before the compiled calls are timed); a third process
+dumps XLA's
 optimized programs and counts what they hold (instructions, while loops, fusions: each
 a kernel; XLA's passes: ``docs/decisions.md``, "Where a solve's compile goes"). Cases
 (:mod:`benchmarks.first_call_cases`; :data:`BATCHES`: B, then the new batch):

@@ -35,6 +35,11 @@ the tail is traced, or compiled, in the call that has one, as without the thread
 mark is code that the process runs, as the cache's programs are: keep the folder your
 own (:mod:`fixedopt._driver.cache`).
 
+A second thread compiles, from a ``curve_fit`` call's start, its covariance program
+from the solver's normal equations (:func:`soon`), lowered by the caller first: that
+program reads nothing of the model, its types are known before the solve, and while
+the solve is traced (Python, one core) the other core would wait.
+
 The thread sees the caller's JAX settings only where they are passed to it: 64-bit
 mode, the matmul precision and the default device are (the settings a solve's trace
 reads); under any other setting of the caller's own the thread's program may differ,
@@ -50,7 +55,7 @@ import os
 import pathlib
 import pickle
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -72,6 +77,11 @@ def _yield_to_the_caller() -> None:
 
 _POOL = ThreadPoolExecutor(
     max_workers=1, thread_name_prefix="fixedopt-ahead", initializer=_yield_to_the_caller
+)
+# soon()'s own thread: its compile, started at a call's start, never keeps a block's
+# tail waiting in the queue above (the tail is needed first, when the block has run).
+_SOON = ThreadPoolExecutor(
+    max_workers=1, thread_name_prefix="fixedopt-ahead-soon", initializer=_yield_to_the_caller
 )
 # The programs started, newest last: a key once started is not compiled again (jit's
 # caches hold it); the oldest forgotten past this many.
@@ -122,6 +132,43 @@ def start(
         done.set_result(None)  # nothing to wait for: the call compiles its own
         raise
     future.add_done_callback(lambda _: done.set_result(None))
+
+
+def soon(key: Any, lower: Callable[[], Any]) -> None:
+    """``lower()`` here (a program traced and lowered: the interpreter's work, done
+    in the caller's thread, whose trace would otherwise wait for the interpreter),
+    then its XLA compile (which releases the interpreter) in a thread of its own;
+    once per ``key`` (a key started before is not lowered again): a program that
+    reads nothing of the model, compiled from the call's start while its solve is
+    traced, when one core would otherwise wait (``curve_fit``'s covariance from the
+    solver's normal equations, :mod:`fixedopt._entry.curve_fit`). What fails is left
+    to the call, which then does it itself. :func:`wait_for` it before that call."""
+    if not enabled[0]:
+        return
+    done = Future[None]()
+    with _lock:
+        if key in _started:
+            return
+        _started[key] = done
+        while len(_started) > _MOST:
+            _started.popitem(last=False)
+    try:
+        with contextlib.suppress(Exception):  # the call lowers it again, and raises there
+            future = _SOON.submit(_work, lower().compile)
+            future.add_done_callback(lambda _: done.set_result(None))
+            return
+        done.set_result(None)
+    except BaseException:
+        done.set_result(None)
+        raise
+
+
+def wait_for(key: Any) -> None:
+    """Wait for :func:`soon`'s ``work`` of ``key``, if one was started."""
+    with _lock:
+        future = _started.get(key)
+    if future is not None:
+        future.result()
 
 
 def wait(compiled: Callable[..., Any], *args: Any) -> None:
@@ -229,14 +276,8 @@ def _compile(
         _marks[key] = mark if export else None
     if mark is not None and mark.exists():
         return  # compiled ahead in an earlier process: in the persistent cache
-    x64, precision, device = settings
     exported = None
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(jax.enable_x64(x64))
-        if precision is not None:
-            stack.enter_context(jax.default_matmul_precision(precision))
-        if device is not None:
-            stack.enter_context(jax.default_device(device))
+    with _as_the_caller(settings):
         if export:
             with contextlib.suppress(Exception):  # a host callback, say: not exported
                 exported = _exported(compiled, args)
@@ -249,6 +290,26 @@ def _compile(
                 _runners[key] = runner
     if mark is not None:
         _write_mark(mark, exported)
+
+
+def _work(compile_it: Callable[[], Any]) -> None:
+    """:func:`soon`'s compile; what it raises is dropped (the call compiles again, and
+    raises there if it must)."""
+    with contextlib.suppress(Exception):
+        compile_it()
+
+
+@contextlib.contextmanager
+def _as_the_caller(settings: tuple[Any, ...]) -> Iterator[None]:
+    """The caller's ``settings`` (:func:`_settings`) in this thread."""
+    x64, precision, device = settings
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(jax.enable_x64(x64))
+        if precision is not None:
+            stack.enter_context(jax.default_matmul_precision(precision))
+        if device is not None:
+            stack.enter_context(jax.default_device(device))
+        yield
 
 
 def _write_mark(mark: pathlib.Path, exported: Any) -> None:

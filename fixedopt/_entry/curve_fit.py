@@ -5,6 +5,7 @@ per fit and a Poisson likelihood; a thin layer over ``least_squares`` and
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any, ClassVar, NamedTuple
 
@@ -14,7 +15,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from fixedopt._contract.status import Reason, Status
-from fixedopt._driver import machine
+from fixedopt._driver import ahead, cache, machine
 from fixedopt._entry.fit_inputs import Data, Fit, ModelFunction, prepared
 from fixedopt._entry.fit_keywords import (
     bound_arrays,
@@ -261,12 +262,16 @@ def curve_fit(
     if absolute_sigma is None:
         absolute_sigma = fit.poisson
     absolute_sigma = boolean("absolute_sigma", absolute_sigma)
-    residual, solution = _solve(fit, data, limits, options)
+    covariance: dict[str, Any] = dict(absolute_sigma=absolute_sigma, at_bound=at_bound,
+                                      pseudo_inverse=method != "lm")  # fmt: skip
+    early = _covariance_ahead(fit, data, limits, options, covariance)
+    residual, solution = _solve(fit, data, limits, options, early)
     if boolean("nan_unconverged", nan_unconverged):  # before the covariance: NaN too
         solution = solution.unconverged_as_nan()
+    ahead.wait_for(early and early[0])
     cov = solver_covariance.fit_covariance(  # the solution's mask, bounds, active set
-        solution, residual, args=data.args, sigma=data.sigma, absolute_sigma=absolute_sigma,
-        at_bound=at_bound, args_axes=data.axes, pseudo_inverse=method != "lm",
+        solution, residual, args=data.args, sigma=data.sigma, args_axes=data.axes,
+        **covariance,
     )  # fmt: skip
     solution = solution._replace(normal=None)  # the solver's J^T J: the covariance's only
     popt, pcov = solution.x, cov.covariance
@@ -281,10 +286,12 @@ def curve_fit(
 
 
 def _solve(
-    fit: Fit, data: Data, limits: Any, options: dict[str, Any]
+    fit: Fit, data: Data, limits: Any, options: dict[str, Any], early: Any = None
 ) -> tuple[Callable[..., Any], Solution]:
     """The residual function of the fit and its solution; a row whose traced start
-    lies outside its bounds is INFEASIBLE, its start returned."""
+    lies outside its bounds is INFEASIBLE, its start returned. ``early``: the
+    covariance program to compile ahead once the arguments are checked
+    (:func:`_covariance_ahead`)."""
     bounds = limits
     common = dict(bounds=bounds, batched=fit.batched, **options)
     if fit.poisson:
@@ -299,15 +306,39 @@ def _solve(
     else:
         residual = _Whitened(fit.model) if data.whitened else _CurveResidual(fit.model)
         # The solver's J^T J at x, for the covariance (solver_covariance), where it pays.
-        here = machine.defaults(machine.platform()).normal_covariance
-        normal = here and solver_covariance.pays(jnp.result_type(data.p0), jnp.shape(data.p0)[-1])
+        normal = _normal_here(fit, data)
+        checked = None if early is None else functools.partial(ahead.soon, *early)
         solution = solved_least_squares(
             normal, residual, data.p0, data.fixed, args=data.args, args_axes=data.axes,
-            sigma=data.sigma, **common,
+            sigma=data.sigma, checked=checked, **common,
         )  # fmt: skip
     if data.outside is not None:
         solution = _infeasible_rows(solution, data.p0, data.outside)
     return residual, solution
+
+
+def _normal_here(fit: Fit, data: Data) -> bool:
+    """Whether the fit's solve reports its normal matrix for the covariance
+    (:mod:`fixedopt._results.solver_covariance`): this machine's choice, and a small
+    float64 block."""
+    here = machine.defaults(machine.platform()).normal_covariance
+    return here and solver_covariance.pays(jnp.result_type(data.p0), jnp.shape(data.p0)[-1])
+
+
+def _covariance_ahead(
+    fit: Fit, data: Data, limits: Any, options: dict[str, Any], covariance: dict[str, Any]
+) -> Any:
+    """The covariance program of a batched fit whose solve reports its normal matrix
+    (a plain loss, the mask strategy), as ``(key, lower)`` for ``ahead.soon`` once
+    the solve's arguments are checked: traced and lowered there, its XLA compile in
+    fixedopt's thread, while the solve is traced and one core would otherwise wait;
+    that program reads nothing of the model (``docs/decisions.md``, "The covariance
+    compiled from the call's start"). None where there is none to compile."""
+    plain = options.get("loss") in (None, "linear") and options.get("strategy") != "split"
+    if fit.poisson or not fit.batched or not plain or not _normal_here(fit, data):
+        return None
+    cache.use_default_cache()  # as the solve's first call would: the program's name reads it
+    return solver_covariance.early(data.p0, limits is not None, **covariance)
 
 
 def _infeasible_rows(solution: Solution, p0: jax.Array, outside: jax.Array) -> Solution:

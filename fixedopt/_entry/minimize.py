@@ -256,12 +256,19 @@ def least_squares(
 
 
 def solved_least_squares(
-    normal: bool, residual_fun: Callable[..., Any], x0: Any, fixed: Any, **options: Any
+    normal: bool,
+    residual_fun: Callable[..., Any],
+    x0: Any,
+    fixed: Any,
+    *,
+    checked: Any = None,  # a Callable[[], Any]: Any, as least_squares passes **own
+    **options: Any,
 ) -> Solution:
     """:func:`least_squares` of these arguments (its own keywords read with its
     defaults, ``least_squares.__kwdefaults__``: one list serves both); with ``normal``,
     its ``Solution.normal`` holds the solver's ``J^T J`` at ``x`` where the solver has
-    it (``curve_fit``'s covariance)."""
+    it (``curve_fit``'s covariance); ``checked()`` is called once every argument is
+    checked, before the solve (``curve_fit``'s covariance compiled ahead)."""
     defaults = least_squares.__kwdefaults__ or {}
     own = {name: options.pop(name, default) for name, default in defaults.items()}
     given, nan = _without_nan_option(options)
@@ -273,7 +280,10 @@ def solved_least_squares(
         sigma=own["sigma"], counts=own["counts"],
     )  # fmt: skip
     plan = plan._replace(normal=normal)
-    return _finished(run_rows(plan, inputs, where_rows(where, plan, inputs)), nan)
+    rows = where_rows(where, plan, inputs)
+    if checked is not None:
+        checked()
+    return _finished(run_rows(plan, inputs, rows), nan)
 
 
 def _without_nan_option(options: dict[str, Any]) -> tuple[dict[str, Any], bool]:

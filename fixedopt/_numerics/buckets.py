@@ -121,7 +121,7 @@ def in_chunks(
     rows do not interact). For the CPU, where the host's memory is the device's
     (:func:`chunks_here`)."""
     if size is None:
-        size = SMALLEST if batch <= SMALLEST else CHUNK_ROWS
+        size = chunk_size(batch)
     outputs = []
     for start in range(0, batch, size):
         chunk = tuple(rows_on_host(leaf, start, size) if flag else leaf
@@ -132,6 +132,11 @@ def in_chunks(
         return jax.device_put(np.concatenate([np.asarray(part) for part in parts])[:batch])
 
     return jax.tree.map(joined, *outputs)
+
+
+def chunk_size(batch: int) -> int:
+    """:func:`in_chunks`' own rows per chunk for a batch of ``batch`` rows."""
+    return SMALLEST if batch <= SMALLEST else CHUNK_ROWS
 
 
 def rows_on_host(leaf: Any, start: int, size: int) -> Any:

@@ -68,7 +68,8 @@ def jit_for_cpu(
 ) -> Any:
     """``jax.jit(function, static_argnums=...)``, compiled with ``options`` (default
     :data:`CPU_OPTIONS`) where it is called at the top level on the CPU (a nested
-    program takes its caller's options). Its ``plain`` and ``tuned`` are the two jits;
+    program takes its caller's options). Its ``plain`` and ``tuned`` are the two jits,
+    its ``lower(*args)`` the lowered program a call with ``args`` would run;
     ``_cache_size()`` counts both one's and the other's compilations. ``stored``: a
     ``function`` of its arguments alone, whose tuned program a new process runs from
     its export, untraced (:class:`fixedopt._numerics.stored.StoredJit`)."""
@@ -78,11 +79,15 @@ def jit_for_cpu(
     if stored:
         tuned = StoredJit(function, static_argnums, options)
 
+    def chosen() -> Any:
+        here = platform() == "cpu" and at_top_level() and accepted(options)
+        return tuned if here else plain
+
     @functools.wraps(function)
     def call(*args: Any) -> Any:
-        here = platform() == "cpu" and at_top_level() and accepted(options)
-        return (tuned if here else plain)(*args)
+        return chosen()(*args)
 
     call.plain, call.tuned = plain, tuned  # type: ignore[attr-defined]
+    call.lower = lambda *args: chosen().lower(*args)  # type: ignore[attr-defined]
     call._cache_size = lambda: plain._cache_size() + tuned._cache_size()  # type: ignore[attr-defined]
     return call

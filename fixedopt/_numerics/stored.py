@@ -74,22 +74,39 @@ class StoredJit:
         self._lock = threading.Lock()
 
     def __call__(self, *args: Any) -> Any:
+        found, leaves = self._found(args)
+        if found is None:
+            return self.jitted(*args)
+        runner, out_tree = found
+        return jax.tree.unflatten(out_tree, runner(*leaves))
+
+    def lower(self, *args: Any) -> Any:
+        """The program that a call with ``args`` runs, traced and lowered (a
+        ``jax.stages.Lowered``, its export made or read); its ``compile()`` is then
+        the call's own (``jit``'s caches keep both)."""
+        found, leaves = self._found(args)
+        if found is None:
+            return self.jitted.lower(*args)
+        return found[0].lower(*leaves)
+
+    def _found(self, args: tuple[Any, ...]) -> tuple[tuple[Any, Any] | None, list[Any]]:
+        """The runner of ``args``' program and its output structure (None: ``jit``'s
+        own call, as before), and ``args``' dynamic leaves."""
         static = tuple(args[i] for i in self.static_argnums)
         dynamic = [a for i, a in enumerate(args) if i not in self.static_argnums]
         leaves, tree = jax.tree.flatten(dynamic)
         name = self._name(static, tree, leaves)
         if name is None:
-            return self.jitted(*args)
+            return None, leaves
         with self._lock:
             found = self._runners.get(name)
         if found is None:
             found = self._read(name, leaves) or self._export(name, static, tree, leaves)
             if found is None:  # not exported (a host callback, say): as before
-                return self.jitted(*args)
+                return None, leaves
             with self._lock:
                 self._runners[name] = found
-        runner, out_tree = found
-        return jax.tree.unflatten(out_tree, runner(*leaves))
+        return found, leaves
 
     def _cache_size(self) -> int:
         """Programs compiled: ``jit``'s own (private) counts, of the exports' too."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -46,6 +47,9 @@ from fixedopt._results.solution_fields import SolutionFields
 
 # Switched off (False) by an A/B measurement only: every row then takes covariance().
 ENABLED = True
+# Switched off (False) by an A/B measurement only: early() then finds nothing, and the
+# covariance program compiles in the call, after the solve, as before.
+EARLY = True
 
 
 def pays(dtype: Any, n: int) -> bool:
@@ -120,6 +124,43 @@ def fit_covariance(
 
     joined: Covariance = jax.tree.map(put, found, redone)
     return joined._replace(index=index)
+
+
+def early(
+    x: Any, bounded: bool, *, absolute_sigma: bool, at_bound: str, pseudo_inverse: bool
+) -> tuple[Any, Callable[[], Any]] | None:
+    """The covariance program that :func:`fit_covariance` (these keywords) of a batched
+    fit from ``x`` (its start, ``(B, n)``; ``bounded``: whether it has bounds) calls,
+    if the fit's solve reports its normal
+    matrix (the caller knows: :func:`pays`, the machine, a plain loss), as ``(key,
+    lower)``: ``lower()`` traces and lowers it (its export made or read) for the types
+    its chunks will have, before the solve has run: the same ``jit``, export and
+    options, so that the ``compile()`` of what it returns is the fit's own call's
+    (``fixedopt._driver.ahead.soon``). It reads nothing of the model. None where the
+    fit would not run it in chunks here."""
+    if not EARLY or np.ndim(x) != 2 or not buckets.chunks_here([]):
+        return None
+    batch, n = np.shape(x)
+    dtype = jnp.result_type(x)
+    if not pays(dtype, n):
+        return None
+    rule = Rule(absolute_sigma, at_bound == "fixed", pseudo_inverse)
+
+    def rows(shape: tuple[int, ...], kind: Any) -> np.ndarray:  # no memory: a view
+        return np.broadcast_to(np.zeros((), kind), (batch, *shape))
+
+    mask = rows((n,), bool)
+    start = rows((n,), dtype)
+    failed: Any = rows((), bool)  # as solved_problem's, in NumPy
+    constraints = Constraints(mask, (start, start) if bounded else None, mask, failed)
+    data = (start, constraints, rows((n, n), dtype), rows((), dtype), rows((), np.int32),
+            rows((), np.int32))  # fmt: skip  # as _from_normal's
+    flat, treedef = jax.tree.flatten(data)
+    size = chunk_rows(tuple(flat), (True,) * len(flat), batch) or buckets.chunk_size(batch)
+    zeros = [np.zeros((size, *np.shape(leaf)[1:]), leaf.dtype) for leaf in flat]
+    key = ("covariance", rule, treedef, tuple((z.shape, z.dtype.str) for z in zeros))
+    lower = _compiled.lower
+    return key, functools.partial(lower, rule, *jax.tree.unflatten(treedef, zeros))
 
 
 def _avals(tree: Any) -> tuple[Any, tuple[jax.ShapeDtypeStruct, ...]]:

@@ -2,17 +2,24 @@
 (``fixedopt._results.solver_covariance``): the matrix is ``J^T J`` of the weighted
 residuals at the returned ``x`` (also of rows that stopped while others ran on in the
 lanes), the covariance is the one from the Jacobian evaluated again (fixed, bound-active,
-undetermined, collinear and NaN rows included), and a batch whose rows are all certified
-compiles no covariance program with the model."""
+undetermined, collinear and NaN rows included), a batch whose rows are all certified
+compiles no covariance program with the model, and that program is compiled ahead, in
+fixedopt's thread, from the call's start."""
 
+import threading
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import fixedopt
+from fixedopt._driver import ahead
 from fixedopt._entry.minimize import solved_least_squares
 from fixedopt._results import covariance as covariance_module
 from fixedopt._results import solver_covariance
+from fixedopt.testing import no_compiles_ahead
+from tests.helpers import persistent_cache
 
 _T = np.linspace(0.0, 3.0, 30)
 _ROWS = 24
@@ -133,3 +140,56 @@ def test_a_new_model_compiles_no_covariance_with_the_model():
     _, alone = fixedopt.curve_fit(other, _T, y[1], start[1], sigma=sigma[1], fixed=fixed[1])
     assert covariance_module._compiled._cache_size() == before
     np.testing.assert_allclose(alone, np.asarray(pcov)[1], rtol=1e-6, atol=0)
+
+
+def _covariance_compiles(call):
+    """The threads that compiled the covariance program (``_rows``) in ``call()``."""
+    threads = []
+
+    def listen(event, seconds, **kwargs):
+        name = kwargs.get("fun_name")
+        if event == "/jax/core/compile/backend_compile_duration" and name == "jit(_rows)":
+            threads.append(threading.current_thread().name)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        return call(), threads
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+
+
+@pytest.mark.compiles_ahead
+def test_the_covariance_compiles_ahead_from_the_calls_start(tmp_path):
+    """A batched fit's covariance program (no model in it) is lowered at the call's
+    start and compiled in fixedopt's thread while the solve is traced: the call's own
+    thread compiles none, and the covariance is the one the call compiles itself
+    (nothing ahead), bit for bit. Persistent caches of their own (the suite's may
+    hold the program). The solve is the one compiled above."""
+    start, fixed, y, sigma = _data()
+    rows = [0, 1, 2, 4, 6, 8]
+
+    def fit(folder):
+        solver_covariance._compiled.tuned.clear_cache()  # compiled anew, in this call
+        with ahead._lock:
+            for key in [k for k in ahead._started if k[0] == "covariance"]:
+                del ahead._started[key]
+        with persistent_cache(folder):
+            return fixedopt.curve_fit(_model, _T, y[rows], start[rows], sigma=sigma[rows],
+                                      fixed=fixed[rows], batched=True)[1]  # fmt: skip
+
+    pcov, threads = _covariance_compiles(lambda: fit(tmp_path / "ahead"))
+    assert threads and all(name.startswith("fixedopt-ahead") for name in threads), threads
+    with no_compiles_ahead():
+        alone, threads = _covariance_compiles(lambda: fit(tmp_path / "here"))
+    assert threads == ["MainThread"], threads
+    np.testing.assert_array_equal(np.asarray(pcov), np.asarray(alone))
+
+
+def test_nothing_is_compiled_ahead_where_the_solve_reports_no_normal_matrix():
+    """``early``: only a batch of a small float64 block (else the covariance takes
+    another program, compiled by the call)."""
+    options = dict(absolute_sigma=False, at_bound="free", pseudo_inverse=True)
+    assert solver_covariance.early(np.zeros((24, 4)), True, **options) is not None
+    assert solver_covariance.early(np.zeros((24, 9)), True, **options) is None  # n > 8
+    assert solver_covariance.early(np.zeros((24, 4), np.float32), True, **options) is None
+    assert solver_covariance.early(np.zeros(4), True, **options) is None  # one fit
