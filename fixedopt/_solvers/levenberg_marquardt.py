@@ -66,7 +66,7 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
     Convergence follows MINPACK's tests (see :class:`fixedopt.Reason`), with the
     predicted reduction that ``ftol`` reads taken as the larger of the damped step's
     and the model's at its Cauchy point with the initial damping
-    (:func:`cauchy_reduction`): the same while the damping is small, and not small
+    (``normal_equations.cauchy_reduction``): the same while the damping is small, and not small
     where the damping grew far from a minimum. No ``gtol`` claim is made while the row
     walks along a valley (its last accepted step goes on along the one before:
     :func:`_walks`), where the cosine can dip at one iterate far from the end. A row whose
