@@ -33,10 +33,12 @@ def test_a_cpu_schedule_takes_the_cpus_tricks():
 @pytest.mark.parametrize("backend", ["tpu", "gpu", "cuda", "rocm", "some-new-chip"])
 def test_an_accelerators_schedule_takes_none_of_them(backend):
     schedule = machine.schedule(LM, None, backend)
-    # A TPU's profile differs from a GPU's in its lanes' carry alone (rows last).
-    tuned = schedule.defaults._replace(minor_rows=False)
+    # A TPU's profile differs from a GPU's in its lanes' carry (rows last) and its
+    # covariance (the elementwise QR on the chip) alone.
+    tuned = schedule.defaults._replace(minor_rows=False, device_qr_covariance=False)
     assert tuned == machine.GPU and not schedule.defaults.blocks
     assert schedule.defaults.minor_rows == (backend == "tpu")
+    assert schedule.defaults.device_qr_covariance == (backend == "tpu")
     assert not machine.CPU.minor_rows
     assert schedule.precision == ("highest" if backend in machine.REDUCED_FLOAT32_MATMULS else None)
     assert not schedule.defaults.kernels.summed_n and not schedule.folds(1, 64)
