@@ -116,15 +116,10 @@ def start(
     program it returns names the mark of the module's rule. ``export``: compiled as
     ``jax.export`` makes it and run by :func:`call` (``compiled`` registered, the last
     argument its traced inputs), its export kept in the mark."""
-    if not enabled[0]:
+    key = _key(compiled, args)
+    done = _claim(key)  # done: when the thread has compiled
+    if done is None:
         return
-    key, done = _key(compiled, args), Future[None]()  # done: when the thread has compiled
-    with _lock:
-        if key in _started:
-            return
-        _started[key] = done
-        while len(_started) > _MOST:
-            _started.popitem(last=False)
     try:
         lowered = before()
         future = _POOL.submit(_compile, key, compiled, args, _settings(), lowered, export)
@@ -143,24 +138,33 @@ def soon(key: Any, lower: Callable[[], Any]) -> None:
     traced, when one core would otherwise wait (``curve_fit``'s covariance from the
     solver's normal equations, :mod:`fixedopt._entry.curve_fit`). What fails is left
     to the call, which then does it itself. :func:`wait_for` it before that call."""
-    if not enabled[0]:
+    done = _claim(key)
+    if done is None:
         return
-    done = Future[None]()
-    with _lock:
-        if key in _started:
-            return
-        _started[key] = done
-        while len(_started) > _MOST:
-            _started.popitem(last=False)
     try:
-        with contextlib.suppress(Exception):  # the call lowers it again, and raises there
-            future = _SOON.submit(_work, lower().compile)
-            future.add_done_callback(lambda _: done.set_result(None))
-            return
-        done.set_result(None)
+        future = _SOON.submit(_work, lower().compile)
+    except Exception:
+        done.set_result(None)  # the call lowers it again, and raises there
+        return
     except BaseException:
         done.set_result(None)
         raise
+    future.add_done_callback(lambda _: done.set_result(None))
+
+
+def _claim(key: Any) -> Future[None] | None:
+    """A future for ``key``'s compile ahead, now known as started (None where the thread
+    is off or ``key`` was started before); the oldest keys forgotten past :data:`_MOST`."""
+    if not enabled[0]:
+        return None
+    done = Future[None]()
+    with _lock:
+        if key in _started:
+            return None
+        _started[key] = done
+        while len(_started) > _MOST:
+            _started.popitem(last=False)
+    return done
 
 
 def wait_for(key: Any) -> None:
