@@ -305,7 +305,6 @@ def _check_rows(set_up: SetUp, plan: Plan, chunk: tuple[Inputs, tuple[Any, ...]]
     return verdict
 
 
-_check_plain = jax.jit(_check_rows, static_argnums=(0, 1))
-_check_tuned = jax.jit(
-    _check_rows, static_argnums=(0, 1), compiler_options=cpu_compiler.CPU_OPTIONS
-)
+# The check's two jits, XLA's defaults and the elemental emitter (:func:`_check_program`).
+_check_jits = cpu_compiler.jit_for_cpu(_check_rows, (0, 1))
+_check_plain, _check_tuned = _check_jits.plain, _check_jits.tuned
