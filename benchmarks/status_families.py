@@ -13,13 +13,19 @@ import numpy as np
 import scipy.optimize
 
 import fixedopt
-from benchmarks.status_truth import status_names
 
 W = np.linspace(0.0, 1.0, 40)
 SPECTRA = np.stack([np.exp(-(((W - 0.3) / 0.1) ** 2)), np.exp(-(((W - 0.6) / 0.15) ** 2))], 1)
 RNG_A = np.random.default_rng(0).normal(size=(10, 3))
 T = np.linspace(0.0, 3.0, 25)
 TE = np.arange(1, 33) * 10.0  # echo times (ms): the slow T2 (1000-2500 ms) lies far beyond
+
+
+def status_names(solution) -> list[str]:
+    """Each row's status, with the reason of a CONVERGED one."""
+    names = [fixedopt.Status(int(s)).name for s in np.atleast_1d(solution.status)]
+    reasons = [fixedopt.Reason(int(r)).name for r in np.atleast_1d(solution.reason)]
+    return [n if r == "NONE" else f"{n} ({r})" for n, r in zip(names, reasons)]
 
 
 def unmixing(p, data):

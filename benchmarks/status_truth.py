@@ -14,7 +14,8 @@ import numpy as np
 import scipy.optimize
 
 import fixedopt
-from benchmarks import status_starts
+from benchmarks import status_families, status_starts
+from benchmarks.status_families import status_names
 from fixedopt import testing_problems as known
 
 FITS = (  # (label, call, model, data, units of each parameter: 1 = the data's, 0 = none)
@@ -26,13 +27,6 @@ FITS = (  # (label, call, model, data, units of each parameter: 1 = the data's, 
 )  # fmt: skip
 DTYPES = (np.float32, np.float64)
 TIGHT = {"method": "lm", "xtol": 1e-15, "ftol": 1e-15, "gtol": 1e-15}  # MINPACK's references
-
-
-def status_names(solution) -> list[str]:
-    """Each row's status, with the reason of a CONVERGED one."""
-    names = [fixedopt.Status(int(s)).name for s in np.atleast_1d(solution.status)]
-    reasons = [fixedopt.Reason(int(r)).name for r in np.atleast_1d(solution.reason)]
-    return [n if r == "NONE" else f"{n} ({r})" for n, r in zip(names, reasons)]
 
 
 def units(fits, dtypes) -> list[dict]:
@@ -158,7 +152,6 @@ def run(quick: bool, args) -> list[dict]:
     cases += [*minimize_cases(stiff, dtypes, descent),
               *minimize_cases(chosen, dtypes, descent)]  # fmt: skip
     lies = [r | {"kind": "minimize_lie"} for r in cases if not r["truthful"]]
-    from benchmarks import status_families  # it reads this module's status_names
 
     jax.clear_caches()
     starts = status_starts.stationary_starts(dtypes, quick)
