@@ -200,8 +200,7 @@ class Solver(abc.ABC, Generic[State]):
     # True for least-squares solvers: they need ``problem.residual_and_jacobian``.
     needs_residuals: ClassVar[bool] = False
     # The objective's evaluations in a typical step (a line search's trials): a fact of
-    # the method, from which the driver weighs starting a row (one evaluation) against
-    # a step (fixedopt._driver.machine.Schedule.refill_cost).
+    # the method, as a step's cost in evaluations.
     evaluations_per_step: ClassVar[float] = 1.0
     # True where every step the solver accepts lowers ``f`` in exact arithmetic (a line
     # search's sufficient decrease, a trust region's reduction): the driver then stops a
@@ -286,10 +285,10 @@ class Solver(abc.ABC, Generic[State]):
         moved by the driver along the step to a lower point, where the solver starts
         again (``start``).
 
-        In a batch solved through lanes a row may wait a few trips for its check:
-        its steps meanwhile are inactive (``StepContext.active`` False), and the
-        driver keeps its ``x``, ``value`` and ``grad`` but not its state. An inactive
-        step must leave what ``certify`` reads of the state unchanged, or the row's
+        In a batch a row may wait some steps for its check: its steps meanwhile are
+        inactive (``StepContext.active`` False), and the driver keeps its ``x``,
+        ``value`` and ``grad`` but not its state. An inactive step must leave what
+        ``certify`` reads of the state unchanged, or the row's
         result depends on how long it waited (L-BFGS writes no curvature pair).
         """
         return None
