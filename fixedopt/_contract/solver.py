@@ -288,8 +288,8 @@ class Solver(abc.ABC, Generic[State]):
         In a batch a row may wait some steps for its check: its steps meanwhile are
         inactive (``StepContext.active`` False), and the driver keeps its ``x``,
         ``value`` and ``grad`` but not its state. An inactive step must leave what
-        ``certify`` reads of the state unchanged, or the row's
-        result depends on how long it waited (L-BFGS writes no curvature pair).
+        ``certify`` reads of the state unchanged, or the row's result depends on how
+        long it waited (L-BFGS writes no curvature pair).
         """
         return None
 
