@@ -115,6 +115,10 @@ class Backend(NamedTuple):
     # with cpu_compiler.CPU_OPTIONS, whatever the solver
     tuned_check: bool = False
     minor_rows: bool = False  # the lanes' loop carries its arrays rows last (packing.py)
+    # A batch's rows padded to its compiled size and cut back in NumPy, not by a small
+    # program per batch size (fixedopt._numerics.buckets.pad_rows): the host's memory is
+    # the device's
+    rows_on_host: bool = False
     # curve_fit's covariance from the solver's last J^T J (float64, n <= 8), where the
     # covariance runs in chunks with cpu_compiler's row-wise options
     # (docs/decisions.md, "A covariance from the solver's normal equations")
@@ -184,6 +188,8 @@ CPU = Backend(
     # quad n = 64's check 99 -> 73 kernels, 0.63x its compile (docs/decisions.md, "The
     # check after the loop with the elemental emitter").
     tuned_check=True,
+    # A CPU's memory is the host's: a copy there costs less than a program to compile.
+    rows_on_host=True,
     normal_covariance=True,
 )
 # An accelerator: 2^16 lanes (at most an eighth of the batch), kept while a cost model

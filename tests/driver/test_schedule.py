@@ -28,6 +28,7 @@ def test_a_cpu_schedule_takes_the_cpus_tricks():
         cpu_compiler.CPU_OPTIONS if cpu_compiler.accepted() else {}
     )
     assert machine.schedule(LBFGS, None, "cpu").compiler_options == ()  # XLA's defaults
+    assert schedule.defaults.rows_on_host  # a batch padded and cut in NumPy (buckets.py)
 
 
 @pytest.mark.parametrize("backend", ["tpu", "gpu", "cuda", "rocm", "some-new-chip"])
