@@ -4,6 +4,7 @@ row by the elementwise QR in one call, whatever the block's height, and the rows
 not certify by LAPACK's path on the host's CPU, each row's result its own; taken by
 ``fixedopt.covariance`` and ``curve_fit`` alike, one fit too."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -13,6 +14,8 @@ from fixedopt._driver import machine
 from fixedopt._numerics import buckets
 from fixedopt._results import covariance_batches
 
+# The CPU taken for a device: on an accelerator, tests/test_device.py compares the two.
+pytestmark = pytest.mark.skipif(jax.default_backend() != "cpu", reason="the CPU as a device")
 POINTS = 1000  # m n^2 = 9000 > small_inverse.MOST_WORK: the CPU takes LAPACK's path
 T = np.linspace(0.0, 1.0, POINTS, dtype=np.float32)
 
