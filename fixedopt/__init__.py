@@ -14,6 +14,7 @@ from fixedopt._contract.status import Status as Status
 from fixedopt._derivatives.differentiation import Implicit as Implicit
 from fixedopt._derivatives.differentiation import Unroll as Unroll
 from fixedopt._driver.compiler import compiler_options as compiler_options
+from fixedopt._entry.covariance import covariance as covariance
 from fixedopt._entry.curve_fit import CurveFit as CurveFit
 from fixedopt._entry.curve_fit import curve_fit as curve_fit
 from fixedopt._entry.minimize import least_squares as least_squares
@@ -30,7 +31,6 @@ from fixedopt._inputs.notices import OptimizeWarning as OptimizeWarning
 from fixedopt._inputs.notices import PrecisionWarning as PrecisionWarning
 from fixedopt._objective.host_callback import HostFunctionWarning as HostFunctionWarning
 from fixedopt._results.covariance import Covariance as Covariance
-from fixedopt._results.covariance import covariance as covariance
 from fixedopt._results.hessian_covariance import hessian_covariance as hessian_covariance
 from fixedopt._results.records import to_dataframe as to_dataframe
 from fixedopt._results.records import to_records as to_records

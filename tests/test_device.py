@@ -247,3 +247,28 @@ def test_covariances_agree_with_the_cpu(fits):
     scale = np.where(scale > 0, scale, 1.0)
     error = np.abs(device.covariance[~deficient] - full) / (scale[:, :, None] * scale[:, None, :])
     assert np.max(error) <= 1e-3, np.max(error)
+
+
+def test_one_fits_covariance_agrees_with_the_cpu(fits):
+    """A fit alone takes the profile's path too (a TPU's: the QR on the chip, LAPACK's
+    on the host's CPU for a row it does not certify): a full-rank fit to 1e-3 of
+    ``sqrt(var_i var_j)``, a rank-deficient one bit for bit, as in a batch."""
+    (_, fixed, y), solution = fits
+    x = np.concatenate([solution.x, np.zeros((FITS, 1), F32)], axis=1)
+    held = np.concatenate([fixed, np.ones((FITS, 1), bool)], axis=1)
+    held[1, 3] = False  # row 1: both backgrounds free, collinear
+
+    def errors(row):
+        one = (jnp.asarray(x[row]), two_backgrounds, jnp.asarray(held[row]))
+        found = fixedopt.covariance(*one, args=(jnp.asarray(y[row]),))
+        return found.covariance, found.rank_deficient
+
+    for row in (0, 1):
+        (device, deficient), (cpu, cpu_deficient) = on_device(errors, row), on_cpu(errors, row)
+        assert deficient == cpu_deficient == (row == 1)
+        if deficient:
+            np.testing.assert_array_equal(device, cpu)
+            continue
+        scale = np.sqrt(np.diag(cpu))
+        scale = np.where(scale > 0, scale, 1.0)
+        assert np.max(np.abs(device - cpu) / np.outer(scale, scale)) <= 1e-3

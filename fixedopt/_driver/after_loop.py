@@ -16,11 +16,10 @@ value of its rejected claim.
 
 So the loop's program holds no second derivative of the objective, and the check's
 program is compiled only by a call where some row claims; a row's check reads its own
-data and point only (independent of its neighbours and of the chunk it is in). On the
-CPU it compiles with XLA:CPU's elemental emitter (``cpu_compiler.CPU_OPTIONS``), also
-for ``minimize``'s solvers, whose loops keep XLA's defaults: quad n = 64's check 99 -> 73
-kernels, 0.63x its compile, beside the loop's own (docs/decisions.md, "The check after
-the loop with the elemental emitter").
+data and point only (independent of its neighbours and of the chunk it is in). It
+compiles with the machine profile's options for it (``Schedule.check_options``: on the
+CPU XLA:CPU's elemental emitter, also for ``minimize``'s solvers, whose loops keep
+XLA's defaults; ``fixedopt._driver.machine.Backend.tuned_check``).
 Inside a transformation (traced inputs, or a function closing over traced values)
 and for ``strategy="split"`` the claims are checked inside the loop, as before
 (``fixedopt._driver.lanes``).
@@ -41,6 +40,7 @@ from fixedopt._contract.status import CLAIMED, RUNNING, Reason, Status
 from fixedopt._derivatives.differentiation import captured_values
 from fixedopt._driver import ahead
 from fixedopt._driver.loop import LoopState, Resume, certifies, certify
+from fixedopt._driver.machine import Schedule
 from fixedopt._driver.plan import Inputs, Plan
 from fixedopt._numerics import cpu_compiler
 from fixedopt._numerics.trace_state import at_top_level
@@ -91,17 +91,21 @@ def solve_checked(
     solve: Callable[[Inputs], Solution],
     set_up: SetUp,
     plan: Plan,
+    schedule: Schedule,
     inputs: Inputs,
     rows_for: Callable[[int], int],
 ) -> Solution:
     """``solve(inputs)`` with each claim of CONVERGED checked after the loop and the
     rows shown wrong solved on (the module's rules); ``set_up`` makes the rows'
-    objective (``fixedopt._driver.engine._set_up``); ``rows_for(k)``: how many rows a
-    batch of ``k`` rows to solve on must have to run through the program of the first
-    pass (``fixedopt._driver.batching.rows_for``; filled with rows that take no step)."""
+    objective (``fixedopt._driver.engine._set_up``); the check compiles with the
+    ``schedule``'s options for it (:func:`_check_program`); ``rows_for(k)``: how many
+    rows a batch of ``k`` rows to solve on must have to run through the program of the
+    first pass (``fixedopt._driver.batching.rows_for``; filled with rows that take no
+    step)."""
     resume = fresh(plan, inputs)
+    program = _check_program(schedule)
     if certifies(plan.solver) and _rows_shape(plan, inputs) != (0,):
-        _check_ahead(set_up, plan, inputs, resume)  # nearly every row of theirs claims
+        _check_ahead(program, set_up, plan, inputs, resume)  # nearly every row claims
     solution = solve(inputs._replace(resume=resume))
     batched = plan.batched_args is not None
     max_steps = int(np.asarray(inputs.stopping.max_steps))
@@ -109,7 +113,7 @@ def solve_checked(
         claimed = np.flatnonzero(np.asarray(solution.status).reshape(-1) == CLAIMED)
         if claimed.size == 0:
             return solution
-        verdict = _check(set_up, plan, inputs, solution, resume, claimed)
+        verdict = _check(program, set_up, plan, inputs, solution, resume, claimed)
         # A row left along the check's step is evaluated there by the loop: one that
         # goes on, and one whose step spent its max_steps (it takes no other).
         moved = np.asarray(verdict.steps) != _rows(solution.steps, claimed, batched)
@@ -198,10 +202,10 @@ def _put(solution: Solution, index: np.ndarray, batched: bool, status: Any,
     )
 
 
-def _check(set_up: SetUp, plan: Plan, inputs: Inputs, solution: Solution, resume: Resume,
-           claimed: np.ndarray) -> Verdict:  # fmt: skip
+def _check(program: Any, set_up: SetUp, plan: Plan, inputs: Inputs, solution: Solution,
+           resume: Resume, claimed: np.ndarray) -> Verdict:  # fmt: skip
     """The :class:`Verdict` of the rows ``claimed`` (host arrays, their order), in
-    chunks of ``CHUNK`` rows through one compiled program."""
+    chunks of ``CHUNK`` rows through one compiled ``program`` (:func:`_check_program`)."""
     batched = plan.batched_args is not None
     parts = []
     for first in range(0, claimed.size, CHUNK if batched else 1):
@@ -213,7 +217,6 @@ def _check(set_up: SetUp, plan: Plan, inputs: Inputs, solution: Solution, resume
         claim = (jax.tree.map(taken, solution.x), *map(taken, scalars))
         if not batched:
             claim = jax.tree.map(lambda a: a[0], claim)
-        program = _check_program(plan)
         ahead.wait(program, set_up, plan, (chunk, claim))
         verdict = program(set_up, plan, (chunk, claim))
         parts.append(jax.tree.map(functools.partial(_first, rows.size, batched), verdict))
@@ -251,8 +254,9 @@ def _take(plan: Plan, inputs: Inputs, index: np.ndarray, keep_resume: bool = Fal
                            batch=None, resume=take(inputs.resume) if keep_resume else None)  # fmt: skip  # noqa: E501
 
 
-def _check_ahead(set_up: SetUp, plan: Plan, inputs: Inputs, resume: Resume) -> None:
-    """The check's program compiled in a thread (``fixedopt._driver.ahead``) while the
+def _check_ahead(program: Any, set_up: SetUp, plan: Plan, inputs: Inputs,
+                 resume: Resume) -> None:  # fmt: skip
+    """The check's ``program`` compiled in a thread (``fixedopt._driver.ahead``) while the
     loop's compiles and runs, for the claims of a solver that certifies its verdicts
     (at its rows' starts: the types of a real chunk's)."""
     batched = plan.batched_args is not None
@@ -263,14 +267,15 @@ def _check_ahead(set_up: SetUp, plan: Plan, inputs: Inputs, resume: Resume) -> N
              np.zeros(value.shape, np.int32), value, taken(resume.initial_value))  # fmt: skip
     if not batched:
         claim = jax.tree.map(lambda a: a[0], claim)
-    program = _check_program(plan)
     ahead.start(lambda: None, program, set_up, plan, (_take(plan, inputs, index), claim))
 
 
-def _check_program(plan: Plan) -> Any:
-    """The check's ``jit``: with XLA:CPU's elemental emitter where the solve runs on the
-    CPU, nothing traces around it and this jaxlib takes the options."""
-    tuned = plan.backend == "cpu" and at_top_level() and cpu_compiler.accepted()
+def _check_program(schedule: Schedule) -> Any:
+    """The check's ``jit``: with the ``schedule``'s options for it
+    (``Schedule.check_options``: the CPU's options or none, as the solve's) where
+    nothing traces around it (jit refuses options on a nested program), else XLA's
+    defaults."""
+    tuned = bool(schedule.check_options) and at_top_level()
     return _check_tuned if tuned else _check_plain
 
 
@@ -305,6 +310,6 @@ def _check_rows(set_up: SetUp, plan: Plan, chunk: tuple[Inputs, tuple[Any, ...]]
     return verdict
 
 
-# The check's two jits, XLA's defaults and the elemental emitter (:func:`_check_program`).
+# The check's two jits, XLA's defaults and the CPU's options (:func:`_check_program`).
 _check_jits = cpu_compiler.jit_for_cpu(_check_rows, (0, 1))
 _check_plain, _check_tuned = _check_jits.plain, _check_jits.tuned

@@ -94,9 +94,10 @@ def solve_rows(
     size = None if batch <= buckets.SMALLEST else _block_size(plan, schedule, leaves, flags)
     if size is None:
         bucket = buckets.bucket(batch)
-        padded = buckets.pad_rows(leaves, bucket, flags, plan.backend) if bucket > batch else leaves
+        host = schedule.defaults.rows_on_host
+        padded = buckets.pad_rows(leaves, bucket, flags, host) if bucket > batch else leaves
         solution = solve(block_inputs(padded, asarray(batch)))
-        return solution if bucket == batch else buckets.first_rows(solution, batch, plan.backend)
+        return solution if bucket == batch else buckets.first_rows(solution, batch, host)
     return _in_blocks(compiled, plan, schedule, (leaves, flags), block_inputs, size)
 
 

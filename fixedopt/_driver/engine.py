@@ -95,7 +95,7 @@ def _run_compiled(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
 
     if after_loop.applies(plan, inputs):  # claims of CONVERGED checked after the loop
         rows_for = functools.partial(batching.rows_for, plan, schedule, inputs)
-        return after_loop.solve_checked(solve, _set_up, plan, inputs, rows_for)
+        return after_loop.solve_checked(solve, _set_up, plan, schedule, inputs, rows_for)
     return solve(inputs)
 
 

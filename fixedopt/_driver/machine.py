@@ -4,7 +4,9 @@
 from the plan and the backend; the driver reads it and nothing else of the machine:
 the matmul precision, the layout of the rows, the lanes' width (:meth:`Schedule.width`,
 from one row's bytes), CPU blocks and their tail, folding and summing of reductions,
-the compiler options, and when the lanes refill. The tuned numbers are the
+the compiler options (the solve's and its check's after the loop), and when the lanes
+refill; and, for a covariance outside a solve, where it runs
+(:func:`covariance_on_device`). The tuned numbers are the
 per-backend :class:`Backend` defaults below (:data:`CPU`, :data:`GPU`, :data:`TPU`),
 each beside its reason and the measurement that set it (a heading of
 ``docs/decisions.md``), the thresholds of XLA:CPU's kernels among them: where the
@@ -40,7 +42,6 @@ import jax
 from fixedopt._contract.solver import Solver
 from fixedopt._numerics import cpu_compiler
 from fixedopt._numerics.kernels import Kernels
-from fixedopt._results import covariance
 
 # The backends whose float32 matmuls drop bits at JAX's default precision: a TPU's
 # bfloat16 passes, an NVIDIA GPU's TF32 (Ampere and later). ``jax.default_backend()``
@@ -110,15 +111,23 @@ class Backend(NamedTuple):
     ynn_entries: int  # reductions of rows x length below this fold (where kernels.fold)
     kernels: Kernels  # the thresholds its traces read (fixedopt._numerics.kernels)
     tuned_compiler: bool  # least-squares solves compile with cpu_compiler.CPU_OPTIONS
+    # The check of CONVERGED claims after the loop (fixedopt._driver.after_loop) compiles
+    # with cpu_compiler.CPU_OPTIONS, whatever the solver
+    tuned_check: bool = False
     minor_rows: bool = False  # the lanes' loop carries its arrays rows last (packing.py)
+    # A batch's rows padded to its compiled size and cut back in NumPy, not by a small
+    # program per batch size (fixedopt._numerics.buckets.pad_rows): the host's memory is
+    # the device's
+    rows_on_host: bool = False
     # curve_fit's covariance from the solver's last J^T J (float64, n <= 8), where the
     # covariance runs in chunks with cpu_compiler's row-wise options
     # (docs/decisions.md, "A covariance from the solver's normal equations")
     normal_covariance: bool = False
     # A covariance's small blocks by the elementwise QR on the device whatever their
     # height, the rows it does not certify by LAPACK's path on the host's CPU, at the top
-    # level: a TPU's SVD and QR compile for seconds (fixedopt._results.covariance,
-    # DEVICE_QR; docs/decisions.md, "A TPU's new process and its covariance")
+    # level: a TPU's SVD and QR compile for seconds (covariance_on_device, read by
+    # fixedopt.covariance, curve_fit and Model.fit; docs/decisions.md, "A TPU's new
+    # process and its covariance")
     device_qr_covariance: bool = False
 
 
@@ -175,6 +184,12 @@ CPU = Backend(
     # The elemental emitter: least-squares solves compile in 0.6-0.8x the time, run as
     # fast (docs/decisions.md, "XLA:CPU's elemental emitter for least-squares solves").
     tuned_compiler=True,
+    # The check after the loop too, for every solver (L-BFGS's loop keeps XLA's defaults):
+    # quad n = 64's check 99 -> 73 kernels, 0.63x its compile (docs/decisions.md, "The
+    # check after the loop with the elemental emitter").
+    tuned_check=True,
+    # A CPU's memory is the host's: a copy there costs less than a program to compile.
+    rows_on_host=True,
     normal_covariance=True,
 )
 # An accelerator: 2^16 lanes (at most an eighth of the batch), kept while a cost model
@@ -193,13 +208,26 @@ GPU = Backend(fewest_lanes=1 << 16, most_lanes=1 << 16, cache_bytes=0, blocks=Fa
 # Its covariance: the elementwise QR on the chip, LAPACK's rows on the host (above).
 TPU = GPU._replace(minor_rows=True, device_qr_covariance=True)
 BACKENDS = {"cpu": CPU, "gpu": GPU, "cuda": GPU, "rocm": GPU, "tpu": TPU}
-# The covariance sits below the driver: the profile names its backends there.
-covariance.DEVICE_QR.update(name for name, tuned in BACKENDS.items() if tuned.device_qr_covariance)
 
 
 def defaults(backend: str) -> Backend:
     """The tuned defaults of ``backend`` (an unknown accelerator: :data:`GPU`'s)."""
     return BACKENDS.get(backend, GPU)
+
+
+def covariance_on_device(backend: str | None = None) -> bool:
+    """Whether a covariance computed here takes the device's elementwise QR, the rows it
+    does not certify LAPACK's on the host's CPU (``Backend.device_qr_covariance``), on
+    ``backend`` (default: :func:`platform`, where the call runs). The covariance sits
+    below the driver: its callers ask here and pass the answer down
+    (``fixedopt._results.covariance.covariance_and``).
+
+    Example:
+      >>> from fixedopt._driver.machine import covariance_on_device
+      >>> covariance_on_device("tpu"), covariance_on_device("cpu")
+      (True, False)
+    """
+    return defaults(platform() if backend is None else backend).device_qr_covariance
 
 
 # The rows' layout in the lanes: a row's entries along the minor axis (the one value so
@@ -218,6 +246,7 @@ class Schedule(NamedTuple):
     refill_cost: float  # a refill (one evaluation a row) in steps of the solver
     tail: bool  # a CPU block: stop when its tail is left (fixedopt._driver.batching)
     compiler_options: tuple[tuple[str, Any], ...]  # XLA's options at the top level
+    check_options: tuple[tuple[str, Any], ...]  # those of the check after the loop
 
     def folds(self, rows: int, length: int) -> bool:
         """Whether reductions of ``rows`` rows of ``length`` entries fold
@@ -239,6 +268,7 @@ def schedule(solver: Solver[Any], lanes: int | None, backend: str, tail: bool = 
     default) on ``backend``; ``tail``: a CPU block's."""
     tuned = defaults(backend)
     options = cpu_compiler.CPU_OPTIONS if _tuned_compiler(tuned, solver) else {}
+    check = cpu_compiler.CPU_OPTIONS if tuned.tuned_check and cpu_compiler.accepted() else {}
     return Schedule(
         backend=backend,
         defaults=tuned,
@@ -248,6 +278,7 @@ def schedule(solver: Solver[Any], lanes: int | None, backend: str, tail: bool = 
         refill_cost=1.0 / solver.evaluations_per_step,
         tail=tail,
         compiler_options=tuple(sorted(options.items())),
+        check_options=tuple(sorted(check.items())),
     )
 
 

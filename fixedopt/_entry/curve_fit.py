@@ -271,7 +271,7 @@ def curve_fit(
     ahead.wait_for(early and early[0])
     cov = solver_covariance.fit_covariance(  # the solution's mask, bounds, active set
         solution, residual, args=data.args, sigma=data.sigma, args_axes=data.axes,
-        **covariance,
+        on_device=machine.covariance_on_device(), **covariance,
     )  # fmt: skip
     solution = solution._replace(normal=None)  # the solver's J^T J: the covariance's only
     popt, pcov = solution.x, cov.covariance

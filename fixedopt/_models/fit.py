@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fixedopt._driver import machine
 from fixedopt._entry.fit_output import warn_if_not_estimated
 from fixedopt._entry.minimize import least_squares
 from fixedopt._inputs import arrays as host_arrays
@@ -317,7 +318,8 @@ def fit(model: Fittable, data: Any, params: Parameters | None = None, *, weights
     sigma = None if omitted is None else jnp.where(omitted, jnp.inf, 1.0)  # dof: kept points
     derived = curves.Computed(plan, residual) if plan.computed else None
     cov, computed = covariance_and(derived, solution, residual, args=args, args_axes=axes,
-                                   sigma=sigma, absolute_sigma=poisson)  # fmt: skip
+                                   sigma=sigma, absolute_sigma=poisson,
+                                   on_device=machine.covariance_on_device())  # fmt: skip
     warn_if_not_estimated(cov.covariance)
     result = _result(model, params, plan, arr, solution, cov.covariance, computed, problem,
                      omitted)  # fmt: skip

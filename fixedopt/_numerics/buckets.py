@@ -42,14 +42,15 @@ def on_one_device(leaves: list[Any]) -> bool:
 
 
 def pad_rows(
-    leaves: tuple[jax.Array, ...], size: int, padded: tuple[bool, ...], backend: str
+    leaves: tuple[jax.Array, ...], size: int, padded: tuple[bool, ...], on_host: bool
 ) -> tuple[Any, ...]:
     """Each leaf flagged in ``padded`` grown to ``size`` rows with copies of its row 0;
-    the others as they are. On the CPU, in NumPy (host memory is the device's: no
-    program to compile for each new batch size, which costs more than the copy); on
-    an accelerator, or for a weakly typed leaf (NumPy would make it strong), one small
-    compiled program per set of shapes."""
-    if backend == "cpu" and not any(getattr(leaf, "weak_type", False) for leaf in leaves):
+    the others as they are. ``on_host`` (the machine profile's
+    ``Backend.rows_on_host``: a CPU, whose memory is the host's), in NumPy: no
+    program to compile for each new batch size, which costs more than the copy; else
+    (an accelerator), or for a weakly typed leaf (NumPy would make it strong), one
+    small compiled program per set of shapes."""
+    if on_host and not any(getattr(leaf, "weak_type", False) for leaf in leaves):
         return tuple(_pad_on_host(leaf, size) if flag else leaf
                      for leaf, flag in zip(leaves, padded))  # fmt: skip
     grown: tuple[Any, ...] = _pad_compiled(leaves, size, padded)
@@ -71,10 +72,11 @@ def _pad_compiled(leaves: tuple[jax.Array, ...], size: int, padded: tuple[bool, 
     return tuple(pad(leaf) if flag else leaf for leaf, flag in zip(leaves, padded))
 
 
-def first_rows(tree: Any, count: int, backend: str) -> Any:
-    """Every leaf of ``tree`` cut to its first ``count`` rows: on the CPU a copy from
-    host memory (nothing to compile); elsewhere one small compiled program."""
-    if backend == "cpu":
+def first_rows(tree: Any, count: int, on_host: bool) -> Any:
+    """Every leaf of ``tree`` cut to its first ``count`` rows: ``on_host`` (as in
+    :func:`pad_rows`) a copy from host memory (nothing to compile); else one small
+    compiled program."""
+    if on_host:
         return jax.tree.map(lambda leaf: jax.device_put(np.asarray(leaf)[:count]), tree)
     return _first_rows_compiled(tree, count)
 

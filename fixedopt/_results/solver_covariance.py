@@ -12,7 +12,7 @@ solver summed in: so only where that dtype is float64 (:func:`pays`; a float32 s
 sums in float32, whose ``eps cond(J)^2`` certifies almost no row). ``s^2`` is
 ``2 value / dof`` (``Solution.value`` is half the weighted residuals' sum of squares).
 A row not certified (rank-deficient, ill-conditioned, not finite) is computed again
-by :func:`fixedopt._results.covariance.covariance` from its residuals, on its own:
+by :func:`fixedopt._results.covariance.covariance_and` from its residuals, on its own:
 each row's choice and sums are its own (``ROW_WISE_OPTIONS``), as there.
 """
 
@@ -30,7 +30,8 @@ from jax.flatten_util import ravel_pytree
 
 from fixedopt._numerics import buckets, cpu_compiler
 from fixedopt._results import small_inverse
-from fixedopt._results.covariance import chunk_rows, covariance
+from fixedopt._results.covariance import covariance_and
+from fixedopt._results.covariance_batches import chunk_rows
 from fixedopt._results.covariance_fields import Covariance
 from fixedopt._results.free_block import (
     Constraints,
@@ -71,18 +72,23 @@ def fit_covariance(
     at_bound: str,
     args_axes: Any,
     pseudo_inverse: bool,
+    on_device: bool,
 ) -> Covariance:
-    """:func:`~fixedopt._results.covariance.covariance` of a fit's ``solution`` (its
-    arguments as there, checked by the caller), from ``solution.normal`` where it has
-    one and runs in chunks here (at the top level on the CPU; one fit as a batch of
-    one); the rows it does not certify, and every other call, by ``covariance``."""
+    """:func:`fixedopt.covariance` of a fit's ``solution`` (its arguments as there,
+    checked by the caller; ``on_device``: the machine profile's choice,
+    ``fixedopt._driver.machine.covariance_on_device``), from ``solution.normal`` where
+    it has one and runs in chunks here (at the top level on the CPU; one fit as a batch
+    of one); the rows it does not certify, and every other call, by
+    :func:`~fixedopt._results.covariance.covariance_and`."""
     plain = solution._replace(normal=None)
     options = dict(absolute_sigma=absolute_sigma, at_bound=at_bound,
                    pseudo_inverse=pseudo_inverse)  # fmt: skip
 
     def again(sol: SolutionFields, args: tuple[Any, ...], sigma: jax.Array | None) -> Covariance:
-        return covariance(sol, residual_fun, args=args, sigma=sigma, args_axes=args_axes,
-                          **options)  # type: ignore[arg-type]  # fmt: skip
+        found, _ = covariance_and(None, sol, residual_fun, args=args, sigma=sigma,
+                                  args_axes=args_axes, on_device=on_device,
+                                  **options)  # type: ignore[arg-type]  # fmt: skip
+        return found
 
     leaves = jax.tree.leaves((plain, solution.normal, sigma))
     if solution.normal is None or not buckets.chunks_here(leaves):

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import pytest
 
 import fixedopt
-from fixedopt._driver import engine, machine
+from fixedopt._driver import after_loop, engine, machine
 from fixedopt._numerics import cpu_compiler, kernels, reduce
 from fixedopt._solvers import small_linalg
 
@@ -28,6 +28,7 @@ def test_a_cpu_schedule_takes_the_cpus_tricks():
         cpu_compiler.CPU_OPTIONS if cpu_compiler.accepted() else {}
     )
     assert machine.schedule(LBFGS, None, "cpu").compiler_options == ()  # XLA's defaults
+    assert schedule.defaults.rows_on_host  # a batch padded and cut in NumPy (buckets.py)
 
 
 @pytest.mark.parametrize("backend", ["tpu", "gpu", "cuda", "rocm", "some-new-chip"])
@@ -44,6 +45,36 @@ def test_an_accelerators_schedule_takes_none_of_them(backend):
     assert not schedule.defaults.kernels.summed_n and not schedule.folds(1, 64)
     assert schedule.compiler_options == ()
     assert schedule.width(10**7, 100) == 1 << 16
+
+
+@pytest.mark.parametrize("backend", ["cpu", "gpu", "tpu", "some-new-chip"])
+def test_the_checks_compiler_options_are_the_profiles(backend):
+    """The check of CONVERGED claims after the loop compiles with the profile's options
+    for it, whatever the solver: on a CPU XLA:CPU's elemental emitter, XLA's defaults
+    elsewhere; the same program as when ``after_loop`` chose it by ``plan.backend ==
+    "cpu"`` and ``cpu_compiler.accepted()`` (its rule before it moved here)."""
+    before = backend == "cpu" and cpu_compiler.accepted()
+    for solver in (LM, LBFGS, fixedopt.GradientDescent()):
+        schedule = machine.schedule(solver, None, backend)
+        assert dict(schedule.check_options) == (cpu_compiler.CPU_OPTIONS if before else {})
+        chosen = after_loop._check_program(schedule)
+        assert chosen is (after_loop._check_tuned if before else after_loop._check_plain)
+    assert after_loop._check_tuned is after_loop._check_jits.tuned  # CPU_OPTIONS' jit
+
+
+def test_the_covariance_asks_the_profile_where_it_runs(monkeypatch):
+    """Whether a covariance takes the device's QR is the profile's
+    (``Backend.device_qr_covariance``), read at the call for the platform it runs on;
+    the covariance's modules hold no machine state and name no backend."""
+    assert machine.covariance_on_device("tpu") and not machine.covariance_on_device("gpu")
+    assert machine.covariance_on_device() == (machine.platform() == "tpu")
+    monkeypatch.setitem(machine.BACKENDS, machine.platform(),
+                        machine.CPU._replace(device_qr_covariance=True))  # fmt: skip
+    assert machine.covariance_on_device()
+    root = pathlib.Path(fixedopt.__file__).parent
+    named = r"\b(backend|platform\(\))\s*(==|!=|in)\s|\"(tpu|gpu)\"|DEVICE_QR"
+    for path in [*(root / "_results").glob("*.py"), root / "_driver" / "after_loop.py"]:
+        assert not re.findall(named, path.read_text()), path.name
 
 
 def test_the_refill_weighs_one_evaluation_against_a_step():

@@ -1,16 +1,21 @@
-"""The covariance's device path (a TPU's machine profile: ``Backend.device_qr_covariance``),
-run here on the CPU as if it were the device: every row by the elementwise QR in one
-call, whatever the block's height, and the rows it does not certify by LAPACK's path
-on the host's CPU, each row's result its own."""
+"""The covariance's device path (a TPU's machine profile: ``Backend.device_qr_covariance``,
+``machine.covariance_on_device``), run here on the CPU as if it were the device: every
+row by the elementwise QR in one call, whatever the block's height, and the rows it does
+not certify by LAPACK's path on the host's CPU, each row's result its own; taken by
+``fixedopt.covariance`` and ``curve_fit`` alike, one fit too."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import fixedopt
+from fixedopt._driver import machine
 from fixedopt._numerics import buckets
-from fixedopt._results import covariance
+from fixedopt._results import covariance_batches
 
+# The CPU taken for a device: on an accelerator, tests/test_device.py compares the two.
+pytestmark = pytest.mark.skipif(jax.default_backend() != "cpu", reason="the CPU as a device")
 POINTS = 1000  # m n^2 = 9000 > small_inverse.MOST_WORK: the CPU takes LAPACK's path
 T = np.linspace(0.0, 1.0, POINTS, dtype=np.float32)
 
@@ -22,18 +27,25 @@ def two_slopes(p, y):
 
 @pytest.fixture
 def as_device(monkeypatch):
-    """The CPU taken for a device of :data:`covariance.DEVICE_QR` (no chunks); yields
-    the ``(rows, paths)`` sent on to the host."""
-    monkeypatch.setattr(covariance, "DEVICE_QR", {"cpu"})
+    """The CPU taken for a device whose profile takes the device path (a TPU's: no
+    chunks); yields the ``(rows, paths)`` sent on to the host, and ``"one"`` for each
+    fit computed alone on the device path."""
+    tpu_like = machine.CPU._replace(device_qr_covariance=True)
+    monkeypatch.setitem(machine.BACKENDS, "cpu", tpu_like)  # the profile, read at the call
     monkeypatch.setattr(buckets, "chunks_here", lambda leaves: False)
     sent = []
-    on_host = covariance._on_host
+    on_host, one_on_device = covariance_batches.on_host, covariance_batches.one_on_device
 
     def counted(run, leaves, flags, batch, paths, size):
         sent.append((batch, paths))
         return on_host(run, leaves, flags, batch, paths, size)
 
-    monkeypatch.setattr(covariance, "_on_host", counted)
+    def one_counted(run, leaves):
+        sent.append("one")
+        return one_on_device(run, leaves)
+
+    monkeypatch.setattr(covariance_batches, "on_host", counted)
+    monkeypatch.setattr(covariance_batches, "one_on_device", one_counted)
     return sent
 
 
@@ -52,17 +64,57 @@ def errors(x, fixed, y):
     return np.asarray(found.covariance), np.asarray(found.rank_deficient)
 
 
-def test_the_device_path_matches_the_cpus_and_sends_on_only_uncertified_rows(as_device):
+def assert_close(device, cpu, deficient):
+    """The rank-deficient rows bit for bit (both LAPACK's on the CPU), the others to
+    1e-5 of ``sqrt(var_i var_j)``: two float32 inverses of the same J (cond ~ 10)."""
+    np.testing.assert_array_equal(device[deficient], cpu[deficient])
+    if np.all(deficient):
+        return
+    full, scale = cpu[~deficient], np.sqrt(np.einsum("bii->bi", cpu[~deficient]))
+    scale = np.where(scale > 0, scale, 1.0)
+    error = np.abs(device[~deficient] - full) / (scale[:, :, None] * scale[:, None, :])
+    assert np.max(error) <= 1e-5
+
+
+def test_the_device_path_matches_the_cpus_and_sends_on_only_uncertified_rows(
+    as_device, monkeypatch
+):
     x, fixed, y = rows()
     device, deficient = errors(x, fixed, y)
     assert as_device == [(6, ("exact",))]  # the six collinear rows, LAPACK's on the host
     as_device.clear()
-    covariance.DEVICE_QR.clear()  # the CPU's own path: LAPACK's for this tall block
+    monkeypatch.setitem(machine.BACKENDS, "cpu", machine.CPU)  # the CPU's own path: LAPACK's
     cpu, cpu_deficient = errors(x, fixed, y)
+    assert as_device == []
     np.testing.assert_array_equal(deficient, ~fixed[:, 1])
     np.testing.assert_array_equal(deficient, cpu_deficient)
-    np.testing.assert_array_equal(device[deficient], cpu[deficient])
-    full, scale = cpu[~deficient], np.sqrt(np.einsum("bii->bi", cpu[~deficient]))
-    scale = np.where(scale > 0, scale, 1.0)
-    error = np.abs(device[~deficient] - full) / (scale[:, :, None] * scale[:, None, :])
-    assert np.max(error) <= 1e-5  # two float32 inverses of the same J (cond ~ 10)
+    assert_close(device, cpu, deficient)
+
+
+def test_one_fit_takes_the_device_path_too(as_device, monkeypatch):
+    """A fit alone (not batched): the QR on the device, LAPACK's on the host's CPU for a
+    row it does not certify (the second, collinear), as a row of a batch."""
+    x, fixed, y = rows()
+
+    def alone(row):
+        found = fixedopt.covariance(jnp.asarray(x[row]), two_slopes, jnp.asarray(fixed[row]),
+                                    args=(jnp.asarray(y[row]),))  # fmt: skip
+        return np.asarray(found.covariance)[None], np.asarray(found.rank_deficient)[None]
+
+    device = [alone(row) for row in (0, 1)]
+    assert as_device == ["one", "one"]
+    monkeypatch.setitem(machine.BACKENDS, "cpu", machine.CPU)
+    cpu = [alone(row) for row in (0, 1)]
+    for (found, deficient), (expected, cpu_deficient), row in zip(device, cpu, (0, 1)):
+        assert deficient[0] == cpu_deficient[0] == (row == 1)
+        assert_close(found, expected, deficient)
+
+
+def test_curve_fit_takes_the_profiles_path(as_device, monkeypatch):
+    """``curve_fit`` asks the machine profile as ``fixedopt.covariance`` does
+    (``machine.covariance_on_device``): its rows by the QR on the "device"."""
+    x, _, y = rows()
+    calls, real = [], covariance_batches.on_device
+    monkeypatch.setattr(covariance_batches, "on_device", lambda *a: calls.append(1) or real(*a))
+    fixedopt.curve_fit(lambda t, a, b: a * t + b, T, y[:4], p0=x[:4, ::2], batched=True)
+    assert calls == [1] and as_device == []  # every row certified: none sent to the host
