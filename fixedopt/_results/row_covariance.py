@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
 from fixedopt._fixing.mask import unravel_mask
-from fixedopt._inputs.validate import PyTree
+from fixedopt._inputs.validate import Mask, PyTree
 from fixedopt._results import normal_inverse, small_inverse
 from fixedopt._results.covariance_fields import Covariance
 from fixedopt._results.free_block import (
@@ -74,17 +74,7 @@ def pieces(
 ) -> Pieces:
     """The :class:`Pieces` of one row at ``x``."""
     flat_x, unravel = ravel_pytree(x)
-    fixed = ravel_pytree(constraints.fixed)[0]
-
-    # Fixed entries read a constant: exact zero Jacobian columns. An infinite sigma
-    # (curve_fit's nan_policy="omit" in a batch) weighs its residual 0. Twice: jacfwd
-    # (has_aux=True) gives the residuals with their Jacobian, from one trace.
-    def weighted(flat: jax.Array) -> tuple[jax.Array, jax.Array]:
-        r = residual_fun(unravel(jnp.where(fixed, flat_x, flat)), *args)
-        r = jnp.ravel(r if sigma is None else jnp.where(jnp.isinf(sigma), 0.0, r / sigma))
-        return r, r
-
-    jacobian, residual = jax.jacfwd(weighted, has_aux=True)(flat_x)
+    jacobian, residual = weighted_jacobian(residual_fun, x, constraints.fixed, sigma, args)
     at_bound, frozen = held_entries(flat_x, constraints, rule.hold, lambda: residual @ jacobian)
     jacobian = jnp.where(frozen[None, :], 0.0, jacobian)  # held: zero columns too
     points = residual.size if sigma is None else npoints(sigma, residual_fun, flat_x, unravel, args)
@@ -97,6 +87,26 @@ def pieces(
     zero = (squared == 0) & ~frozen  # a free parameter the residuals do not depend on
     return Pieces(residual, jacobian, column_scale, at_bound, frozen, zero, n_free,
                   points - n_free)  # fmt: skip
+
+
+def weighted_jacobian(
+    residual_fun: ResidualFun, x: PyTree, fixed: Mask, sigma: jax.Array | None, args: PyTree
+) -> tuple[jax.Array, jax.Array]:
+    """``(J, r)`` of one row's weighted residuals ``r`` (flat, ``(m,)``) at ``x``, ``J``
+    of shape ``(m, n)`` over ``ravel_pytree(x)``."""
+    flat_x, unravel = ravel_pytree(x)
+    flat_fixed = ravel_pytree(fixed)[0]
+
+    # Fixed entries read a constant: exact zero Jacobian columns. An infinite sigma
+    # (curve_fit's nan_policy="omit" in a batch) weighs its residual 0. Twice: jacfwd
+    # (has_aux=True) gives the residuals with their Jacobian, from one trace.
+    def weighted(flat: jax.Array) -> tuple[jax.Array, jax.Array]:
+        r = residual_fun(unravel(jnp.where(flat_fixed, flat_x, flat)), *args)
+        r = jnp.ravel(r if sigma is None else jnp.where(jnp.isinf(sigma), 0.0, r / sigma))
+        return r, r
+
+    found: tuple[jax.Array, jax.Array] = jax.jacfwd(weighted, has_aux=True)(flat_x)
+    return found
 
 
 def quick_inverse(found: Pieces, normal: bool = False) -> tuple[Inverse, jax.Array]:

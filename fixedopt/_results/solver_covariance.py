@@ -29,7 +29,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from fixedopt._numerics import buckets, cpu_compiler
-from fixedopt._results import small_inverse
+from fixedopt._results import normal_inverse, small_inverse
 from fixedopt._results.covariance import chunk_rows, covariance
 from fixedopt._results.covariance_fields import Covariance
 from fixedopt._results.free_block import (
@@ -42,7 +42,7 @@ from fixedopt._results.free_block import (
     summed_variance,
 )
 from fixedopt._results.normal_inverse import inverse_of_normal
-from fixedopt._results.row_covariance import Inverse, Pieces, Rule, scaled
+from fixedopt._results.row_covariance import Inverse, Pieces, Rule, scaled, weighted_jacobian
 from fixedopt._results.solution_fields import SolutionFields
 
 # Switched off (False) by an A/B measurement only: every row then takes covariance().
@@ -84,8 +84,9 @@ def fit_covariance(
         return covariance(sol, residual_fun, args=args, sigma=sigma, args_axes=args_axes,
                           **options)  # type: ignore[arg-type]  # fmt: skip
 
-    leaves = jax.tree.leaves((plain, solution.normal, sigma))
-    if solution.normal is None or not buckets.chunks_here(leaves):
+    leaves = jax.tree.leaves((plain, solution.normal, sigma, args))
+    refit = solution.normal is None and jnp.ndim(solution.value) == 1 and _refits(solution.x)
+    if (solution.normal is None and not refit) or not buckets.chunks_here(leaves):
         return again(plain, args, sigma)
     rule = Rule(absolute_sigma, at_bound == "fixed", pseudo_inverse)
     if jnp.ndim(solution.value) == 0:  # one fit: a batch of one
@@ -101,7 +102,10 @@ def fit_covariance(
     axes = args_in_axes(args, args_axes, batch)
     flat_axes, axes_tree = jax.tree.flatten(axes, is_leaf=lambda axis: axis is None)
     shape = _residual_shape(residual_fun, _avals((solution.x, args)), (axes_tree, *flat_axes))
-    found, certified = _from_normal(rule, solution, shape, sigma)
+    if refit:
+        found, certified = _from_jacobian(rule, residual_fun, plain, shape, sigma, args, axes)
+    else:
+        found, certified = _from_normal(rule, solution, shape, sigma)
     # one row's, not batched: from shapes (indexing the array would lower programs)
     index = flat_index(
         jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a)[1:], a.dtype), solution.x)
@@ -191,16 +195,10 @@ def _from_normal(
     matrices, in chunks, and whether it is certified (on the host); ``shape`` is one
     row's residuals'."""
     x, constraints, _ = solved_problem(solution._replace(normal=None), None, None, True)
-    batch = int(np.shape(solution.value)[0])
-    residuals = math.prod(shape)
-    points = np.full(batch, residuals, np.int32)
-    if sigma is not None:
-        finite = np.isfinite(np.broadcast_to(np.asarray(sigma), (batch, *shape)))
-        points = finite.reshape(batch, -1).sum(axis=1).astype(np.int32)
     # The number of residuals is data: one program for every model of n parameters.
-    data = (x, constraints, solution.normal, solution.value, points,
-            np.full(batch, residuals, np.int32))  # fmt: skip
+    data = (x, constraints, solution.normal, solution.value, *_counts(solution, shape, sigma))
     flat, treedef = jax.tree.flatten(data)
+    batch = int(np.shape(solution.value)[0])
     flags = (True,) * len(flat)
 
     def run(chunk: tuple[Any, ...], _: int) -> tuple[Covariance, jax.Array]:
@@ -212,6 +210,86 @@ def _from_normal(
     size = chunk_rows(tuple(flat), flags, batch)
     found, certified = buckets.in_chunks(run, tuple(flat), flags, batch, size)
     return found, np.asarray(certified)
+
+
+def _counts(
+    solution: SolutionFields, shape: tuple[int, ...], sigma: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's ``points`` (residuals of finite sigma) and ``residuals`` (``shape``'s
+    size), on the host."""
+    batch = int(np.shape(solution.value)[0])
+    residuals = math.prod(shape)
+    points = np.full(batch, residuals, np.int32)
+    if sigma is not None:
+        finite = np.isfinite(np.broadcast_to(np.asarray(sigma), (batch, *shape)))
+        points = finite.reshape(batch, -1).sum(axis=1).astype(np.int32)
+    return points, np.full(batch, residuals, np.int32)
+
+
+def _refits(x: Any) -> bool:
+    """Whether a batched fit from ``x`` without the solver's matrix takes
+    :func:`_from_jacobian`: a small float32 block whose sums are wider (x64)."""
+    dtype = jnp.result_type(*jax.tree.leaves(x))
+    n = sum(int(np.prod(np.shape(leaf)[1:])) for leaf in jax.tree.leaves(x))
+    wider = normal_inverse.summed_in(dtype) == jnp.float64
+    return ENABLED and dtype == jnp.float32 and wider and small_inverse.is_small(n)
+
+
+def _from_jacobian(
+    rule: Rule,
+    residual_fun: ResidualFun,
+    solution: SolutionFields,
+    shape: tuple[int, ...],
+    sigma: Any,
+    args: tuple[Any, ...],
+    axes: Any,
+) -> tuple[Covariance, np.ndarray]:
+    """:func:`_from_normal` of the normal matrices that the Jacobian evaluated again at
+    ``x`` gives, summed in float64 (:func:`fixedopt._results.normal_inverse.wide_normal`),
+    with its residuals' sum of squares, in one program per chunk."""
+    x, constraints, _ = solved_problem(solution, None, None, True)
+    data = (x, constraints, sigma, args, *_counts(solution, shape, sigma))
+    flat, treedef = jax.tree.flatten(data)
+    # Every leaf has the batch axis but the shared leaves of args (axis None).
+    shared = jax.tree.leaves(axes, is_leaf=lambda axis: axis is None)
+    per_row = len(jax.tree.leaves((x, constraints, sigma)))
+    flags = (True,) * per_row + tuple(axis == 0 for axis in shared) + (True, True)
+    batch = int(np.shape(solution.value)[0])
+
+    def run(chunk: tuple[Any, ...], _: int) -> tuple[Covariance, jax.Array]:
+        rows = jax.tree.unflatten(treedef, chunk)
+        found: tuple[Covariance, jax.Array] = _refitted(residual_fun, rule, axes, *rows)
+        return found
+
+    found: Covariance
+    size = chunk_rows(tuple(flat), flags, batch)
+    found, certified = buckets.in_chunks(run, tuple(flat), flags, batch, size)
+    return found, np.asarray(certified)
+
+
+def _refit_rows(
+    residual_fun: ResidualFun,
+    rule: Rule,
+    axes: Any,
+    x: Any,
+    constraints: Constraints,
+    sigma: jax.Array | None,
+    args: tuple[Any, ...],
+    points: jax.Array,
+    residuals: jax.Array,
+) -> tuple[Covariance, jax.Array]:
+    """:func:`_rows` of the rows' normal matrices and values at ``x`` from their
+    Jacobians evaluated again (``args`` batched along ``axes``, ``sigma`` along 0)."""
+
+    def sums(x: Any, fixed: Any, sigma: jax.Array | None, args: Any) -> tuple[jax.Array, ...]:
+        return normal_inverse.wide_normal(*weighted_jacobian(residual_fun, x, fixed, sigma, args))
+
+    sigma_axis = None if sigma is None else 0
+    normal, squared = jax.vmap(sums, in_axes=(0, 0, sigma_axis, axes))(
+        x, constraints.fixed, sigma, args
+    )
+    dtype = jnp.result_type(*jax.tree.leaves(x))
+    return _rows(rule, x, constraints, normal, (0.5 * squared).astype(dtype), points, residuals)
 
 
 def _rows(rule: Rule, *rows: Any) -> tuple[Covariance, jax.Array]:
@@ -258,3 +336,5 @@ def _no_gradient() -> jax.Array:
 
 # A function of its arguments alone: a new process runs its export, untraced.
 _compiled = cpu_compiler.jit_for_cpu(_rows, (0,), cpu_compiler.ROW_WISE_OPTIONS, stored=True)
+# With the model (static, as covariance's): compiled by the call, after the solve.
+_refitted = cpu_compiler.jit_for_cpu(_refit_rows, (0, 1, 2), cpu_compiler.ROW_WISE_OPTIONS)

@@ -121,6 +121,55 @@ def test_the_covariance_is_the_one_from_the_jacobian(options):
     assert found.solution.normal is None
 
 
+def test_a_float32_covariance_is_the_one_from_the_jacobians_paths(monkeypatch):
+    """float32 (its solver sums in float32: no matrix reported): the Jacobian evaluated
+    again, summed in float64 and inverted in one program, against ``covariance``'s own
+    paths, row by row to twice the certificate's accuracy (sqrt(eps) / 16 of float32);
+    an undetermined parameter's (row 5) inf as there, and the row it does not certify
+    (7: collinear) as ``covariance`` gives it; the same flags."""
+    start, fixed, y, sigma = (np.asarray(a, np.float32) if a.dtype != bool else a
+                              for a in _data())  # fmt: skip
+    certified = []
+    refitted = solver_covariance._refitted
+
+    def spy(*args):
+        found = refitted(*args)
+        certified.append(np.asarray(found[1]))
+        return found
+
+    monkeypatch.setattr(solver_covariance, "_refitted", spy)
+    found = {}
+    for side in (True, False):
+        old = solver_covariance.ENABLED
+        solver_covariance.ENABLED = side
+        try:
+            with pytest.warns(Warning, match=r"2 of 24 fits \(5, 7\)"):
+                found[side] = fixedopt.curve_fit(
+                    _model, _T.astype(np.float32), y, start, sigma=sigma, fixed=fixed,
+                    batched=True, bounds=([-np.inf, -np.inf, 0.0, -np.inf], np.inf),
+                    nan_policy="omit", result=True,
+                )[2].covariance  # fmt: skip
+        finally:
+            solver_covariance.ENABLED = old
+    # one chunk of the 24 rows, all certified (5 with its zero column held) but 7
+    assert len(certified) == 1 and np.flatnonzero(~certified[0]).tolist() == [7]
+    mine, theirs = (np.asarray(found[side].covariance, float) for side in (True, False))
+    assert found[True].covariance.dtype == np.float32
+    np.testing.assert_array_equal(np.isinf(mine), np.isinf(theirs))
+    np.testing.assert_array_equal(np.isnan(mine), np.isnan(theirs))
+    finite = np.isfinite(theirs)
+    scale = np.sqrt(np.abs(np.einsum("bii,bjj->bij", theirs, theirs)))[finite]
+    scale = np.nan_to_num(scale, nan=0.0, posinf=0.0)
+    accuracy = 2 * np.sqrt(np.finfo(np.float32).eps) / 16
+    assert np.all(np.abs(mine[finite] - theirs[finite]) <= accuracy * scale)
+    assert np.all(np.isinf(mine[5, 1, 1])) and np.all(np.isinf(mine[7][np.ix_([0, 2], [0, 2])]))
+    for field in ("rank_deficient", "dof", "at_bound", "fixed"):
+        np.testing.assert_array_equal(getattr(found[True], field), getattr(found[False], field),
+                                      err_msg=field)  # fmt: skip
+    np.testing.assert_allclose(found[True].residual_variance, found[False].residual_variance,
+                               rtol=1e-6)  # fmt: skip
+
+
 def test_a_new_model_compiles_no_covariance_with_the_model():
     """Its rows all certified: the covariance is the solver's matrix inverted (a
     program without the model, compiled once for every model of 4 parameters)."""
