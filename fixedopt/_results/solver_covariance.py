@@ -11,7 +11,10 @@ from ``J``, with the same certificates of rank and accuracy, read with the dtype
 solver summed in: so only where that dtype is float64 (:func:`pays`; a float32 solve
 sums in float32, whose ``eps cond(J)^2`` certifies almost no row). ``s^2`` is
 ``2 value / dof`` (``Solution.value`` is half the weighted residuals' sum of squares).
-A row not certified (rank-deficient, ill-conditioned, not finite) is computed again
+A batched float32 fit (under x64) takes its Jacobian again instead, in one program per
+chunk with the same inverse: ``J^T J`` and ``|r|^2`` summed in float64, where float32
+products are exact (:func:`_from_jacobian`), certified as the float64 sums of
+:mod:`fixedopt._results.normal_inverse` are. A row not certified (rank-deficient, ill-conditioned, not finite) is computed again
 by :func:`fixedopt._results.covariance.covariance` from its residuals, on its own:
 each row's choice and sums are its own (``ROW_WISE_OPTIONS``), as there.
 """
