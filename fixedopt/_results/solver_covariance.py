@@ -14,8 +14,9 @@ sums in float32, whose ``eps cond(J)^2`` certifies almost no row). ``s^2`` is
 A batched float32 fit (under x64) takes its Jacobian again instead, in one program per
 chunk with the same inverse: ``J^T J`` and ``|r|^2`` summed in float64, where float32
 products are exact (:func:`_from_jacobian`), certified as the float64 sums of
-:mod:`fixedopt._results.normal_inverse` are. A row not certified (rank-deficient, ill-conditioned, not finite) is computed again
-by :func:`fixedopt._results.covariance.covariance` from its residuals, on its own:
+:mod:`fixedopt._results.normal_inverse` are. A row not certified (rank-deficient,
+ill-conditioned, not finite) is computed again by
+:func:`fixedopt._results.covariance.covariance` from its residuals, on its own:
 each row's choice and sums are its own (``ROW_WISE_OPTIONS``), as there.
 """
 
