@@ -112,26 +112,36 @@ _unoptimized = [False]
 # `make test` runs the modules on two processes, a module at a time to whichever is free
 # (pytest-xdist's --dist loadfile, in the order collected: --no-loadscope-reorder). The
 # longest modules go first and the doctests, ~30 short modules, last, so that neither
-# process idles at the end behind a long module (greedy scheduling, longest first).
-# Measured on CI's run (seconds of one process; a module missing here is shorter); from
-# test_statuses on, re-measured after the fewer_optimizations marks (`--cost-report`, one
-# process, no persistent cache, a busy machine: 120, 64, 63, 49, 42, 42, 41, 38, 38 and 29
-# CPU s).
+# process idles at the end behind a long module (greedy scheduling, longest first). Every
+# module of 34 CPU s or more, by the cost report of CI's run of e581bef (one process's
+# CPU seconds; 2,412 in all) less the cuts measured since (docs/decisions.md, "The
+# suite's time"): the benchmark smoke ~110, test_lanes ~95, the notebooks ~95 (their
+# smoke sizes), test_statuses ~90, then 58 down to 34; the rest are shorter.
 LONGEST_FIRST = (
     "tests/test_benchmarks.py",
-    "tests/test_notebooks.py",
     "tests/driver/test_lanes.py",
+    "tests/test_notebooks.py",
     "tests/driver/test_statuses.py",
-    "tests/objective/test_vectorized.py",
     "tests/entry/test_solver_guarantees.py",
+    "tests/driver/test_tail.py",
+    "tests/derivatives/test_differentiate_all.py",
+    "tests/solvers/test_stationary_start.py",
+    "tests/objective/test_vectorized.py",
+    "tests/fixing/test_keep_fixed.py",
+    "tests/solvers/test_certify.py",
     "tests/solvers/test_solver_exactness.py",
-    "tests/derivatives/test_implicit.py",
     "tests/objective/test_poisson.py",
+    "tests/entry/test_curve_fit_scipy_as_written.py",
     "tests/models/test_users_conditions.py",
-    "tests/entry/test_curve_fit.py",
-    "tests/entry/test_minimize_reference.py",
-    "tests/objective/test_split.py",
     "tests/test_docs.py",
+    "tests/entry/test_curve_fit_scipy.py",
+    "tests/solvers/test_wolfe.py",
+    "tests/results/test_covariance.py",
+    "tests/derivatives/test_implicit.py",
+    "tests/entry/test_minimize_reference.py",
+    "tests/entry/test_multistart.py",
+    "tests/entry/test_curve_fit_scipy_batched.py",
+    "tests/entry/test_curve_fit.py",
 )
 
 

@@ -29,7 +29,12 @@ PLOTTED = ("cpu", "tiny")  # suites with solver cases against the scipy loop
 # seconds. What is checked here (files written, split against mask to 1e-6, the lanes'
 # temporaries, which XLA's buffer assignment sets before the backend) none changes. Not
 # ``deblur``, whose programs run longer than they compile (measured: 12.6 CPU s
-# optimized, 27.6 without).
+# optimized, 27.6 without). And nothing compiled ahead (``fixedopt.testing.
+# no_compiles_ahead``, as the tests in conftest.py): a CPU block's tail is compiled by
+# the call that has one, not in a thread beside every new model's first block, where on
+# CI's two busy cores it took a core for nothing (the smoke's 16-row batches mostly
+# have no tail; the module 151 to 114-122 CPU s, under load). Results are the same, bit for bit
+# (tests/driver/test_tail.py).
 OPTIMIZED = ("deblur",)
 DRIVER = f"""
 import sys
@@ -37,11 +42,13 @@ import jax
 import nbformat
 from benchmarks import ase
 from benchmarks.run import main
+from fixedopt.testing import no_compiles_ahead
 ase.run_notebook = lambda path: nbformat.read(path, as_version=4)
 for suite in sys.argv[2:]:
     jax.config.update("jax_disable_most_optimizations", suite not in {OPTIMIZED!r})
-    main(["--suite", suite, "--quick", "--repeats", "1", "--loop-repeats", "1",
-          "--out", sys.argv[1]])
+    with no_compiles_ahead():
+        main(["--suite", suite, "--quick", "--repeats", "1", "--loop-repeats", "1",
+              "--out", sys.argv[1]])
 """
 
 

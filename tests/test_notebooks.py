@@ -24,8 +24,20 @@ CELL_TIMEOUT_S = 300
 # The kernels compile without XLA's expensive backend optimizations (as tests marked
 # ``fewer_optimizations``, conftest.py): a notebook's programs run for milliseconds and
 # compile for seconds, and what the notebooks assert (fixed entries' bits, compile
-# counts, a reference within 1e-10) no backend optimization changes.
-UNOPTIMIZED = {"JAX_DISABLE_MOST_OPTIMIZATIONS": "1"}
+# counts, a reference within 1e-10) no backend optimization changes. Notebooks 05 and 06
+# read FIXEDOPT_NOTEBOOK_SMOKE: two slabs of eight and one timed call, 10,000 spots of
+# 100,000 (each notebook says so in its first cell); what they show and assert runs the
+# same code at any size.
+ENVIRONMENT = {"JAX_DISABLE_MOST_OPTIMIZATIONS": "1", "FIXEDOPT_NOTEBOOK_SMOKE": "1"}
+# Nothing compiled ahead (``fixedopt.testing.no_compiles_ahead``, as in the tests:
+# conftest.py): a CPU block's tail is compiled by the call that has one, not in a thread
+# beside each new model's first block, which on CI's two busy cores took a core for
+# nothing. The same results, bit for bit (tests/driver/test_tail.py).
+NO_COMPILES_AHEAD = [
+    "import fixedopt.testing as _fixedopt_testing",
+    "_no_compiles_ahead = _fixedopt_testing.no_compiles_ahead()",  # kept: its exit restores
+    "_no_compiles_ahead.__enter__()",
+]
 
 
 def _notebooks():
@@ -38,9 +50,10 @@ def kernel_dirs(tmp_path_factory):
     root = tmp_path_factory.mktemp("kernels")
     spec = root / "python3"
     spec.mkdir()
-    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+            f"--IPKernelApp.exec_lines={NO_COMPILES_AHEAD!r}"]  # fmt: skip
     kernel = {"argv": argv, "display_name": "Python 3 (fixedopt tests)", "language": "python"}
-    kernel["env"] = UNOPTIMIZED
+    kernel["env"] = ENVIRONMENT
     (spec / "kernel.json").write_text(json.dumps(kernel))
     return [str(root)]
 
