@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from fixedopt._driver import ahead as _ahead
 from fixedopt._driver import engine as _engine
-from fixedopt._driver import machine as _machine
+from fixedopt._numerics import backends as _backends
 
 
 def compiled_solves() -> int:
@@ -104,13 +104,13 @@ def lapack_solves() -> Iterator[None]:
       >>> print(sol.x.round(6))
       [2. 1.]
     """
-    saved = dict(_machine.BACKENDS)
+    saved = dict(_backends.BACKENDS)
     for name, backend in saved.items():
         kernels = backend.kernels._replace(small_n=0)
-        _machine.BACKENDS[name] = backend._replace(kernels=kernels)
+        _backends.BACKENDS[name] = backend._replace(kernels=kernels)
     _engine.clear_compiled()
     try:
         yield
     finally:
-        _machine.BACKENDS.update(saved)
+        _backends.BACKENDS.update(saved)
         _engine.clear_compiled()

@@ -19,7 +19,7 @@ program is compiled only by a call where some row claims; a row's check reads it
 data and point only (independent of its neighbours and of the chunk it is in). It
 compiles with the machine profile's options for it (``Schedule.check_options``: on the
 CPU XLA:CPU's elemental emitter, also for ``minimize``'s solvers, whose loops keep
-XLA's defaults; ``fixedopt._driver.machine.Backend.tuned_check``).
+XLA's defaults; ``fixedopt._numerics.backends.Backend.tuned_check``).
 Inside a transformation (traced inputs, or a function closing over traced values)
 and for ``strategy="split"`` the claims are checked inside the loop, as before
 (``fixedopt._driver.lanes``).

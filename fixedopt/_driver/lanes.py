@@ -27,7 +27,7 @@ whoever its neighbours are), so a row gets the same bits as when solved alone in
 other batch through lanes of the same width, wherever XLA's code for the objective
 treats every row alike too (tested bit for bit on the CPU, ``tests/driver/test_lanes.py``),
 but for the rows of a CPU block's tail (:mod:`fixedopt._driver.batching`): solved again
-``tail_lanes`` wide (:class:`fixedopt._driver.machine.Backend`), they agree to rounding.
+``tail_lanes`` wide (:class:`fixedopt._numerics.backends.Backend`), they agree to rounding.
 XLA does not promise that: on the CPU it compiles a tridiagonal quadratic form
 ``x @ (A @ x)`` over rows of 8, 16 rows at a time, into code whose last two rows round
 differently (plain ``vmap``), and the rows of such an objective then agree to rounding

@@ -17,7 +17,7 @@ rounding of L-BFGS steps (other fusions of the reductions that read them). The r
 results, written once and never read by the loop, pack their vectors too
 (``vectors=True``).
 
-With ``minor`` (a TPU's lanes: ``fixedopt._driver.machine.Backend.minor_rows``) the
+With ``minor`` (a TPU's lanes: ``fixedopt._numerics.backends.Backend.minor_rows``) the
 leaves kept as they are hold their rows on the last axis, ``(..., rows)``, and every
 array is carried flattened to one axis: a TPU tiles an array's two minor axes by
 ``(8, 128)``, and a loop carry of ``(rows, 8)`` rows padded each row's 8 entries to

@@ -36,6 +36,7 @@ from fixedopt._entry.model import CurveFunction
 from fixedopt._inputs.checks import boolean, one_of
 from fixedopt._inputs.notices import warn_if_float64_dropped
 from fixedopt._inputs.validate import PyTree
+from fixedopt._numerics import backends
 from fixedopt._objective.arguments import hashable_function
 from fixedopt._objective.call_note import Passed
 from fixedopt._objective.fit_data import ESTIMATORS
@@ -321,7 +322,7 @@ def _normal_here(fit: Fit, data: Data) -> bool:
     """Whether the fit's solve reports its normal matrix for the covariance
     (:mod:`fixedopt._results.solver_covariance`): this machine's choice, and a small
     float64 block."""
-    here = machine.defaults(machine.platform()).normal_covariance
+    here = backends.defaults().normal_covariance
     return here and solver_covariance.pays(jnp.result_type(data.p0), jnp.shape(data.p0)[-1])
 
 

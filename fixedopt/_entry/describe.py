@@ -26,7 +26,6 @@ import numpy as np
 
 from fixedopt._contract.solver import Solver
 from fixedopt._derivatives.differentiation import Differentiation, differentiation_option
-from fixedopt._driver import machine
 from fixedopt._driver.loop import Stopping
 from fixedopt._driver.plan import Inputs, Plan
 from fixedopt._driver.progress import progress_option
@@ -35,6 +34,7 @@ from fixedopt._entry.model import WithJacobian
 from fixedopt._inputs import arrays, validate
 from fixedopt._inputs.checks import INT32_MAX, boolean, integer, one_of, tolerance
 from fixedopt._inputs.notices import caller_stacklevel, warn_if_float64_dropped
+from fixedopt._numerics import backends
 from fixedopt._objective.arguments import args_tuple, batched_args, check_solver, hashable_function
 from fixedopt._objective.call_note import UserFunction
 from fixedopt._objective.fit_data import fit_loss, row_data
@@ -248,7 +248,7 @@ def _plan(
         loss=loss,
         batched_args=per_row,
         lanes=lanes,
-        backend=machine.platform(),
+        backend=backends.platform(),
         vectorized=options["vectorized"],
         differentiate=differentiate,
         max_trips=differentiate.static_max_steps(options["max_steps"]),

@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fixedopt._numerics import backends
 from fixedopt._numerics.trace_state import at_top_level
 
 SMALLEST = 8
@@ -91,10 +92,11 @@ CHUNK_ROWS = 256
 
 
 def chunks_here(leaves: Any) -> bool:
-    """Whether a batch with these leaves can run in chunks (:func:`in_chunks`): on the
-    CPU, called at the top level, no weakly typed leaf (NumPy would make it strong)."""
+    """Whether a batch with these leaves can run in chunks (:func:`in_chunks`): where the
+    profile of the default device's platform says so (``Backend.chunked``: the CPU),
+    called at the top level, no weakly typed leaf (NumPy would make it strong)."""
     weak = any(getattr(leaf, "weak_type", False) for leaf in jax.tree.leaves(leaves))
-    return not weak and jax.default_backend() == "cpu" and at_top_level()
+    return not weak and backends.defaults().chunked and at_top_level()
 
 
 def map_in_chunks(compute: Any, inputs: tuple[Any, ...], batched: tuple[bool, ...],

@@ -1,8 +1,8 @@
 """XLA:CPU's elemental emitter for the programs that compile faster with it and run as
 fast: the options, whether this jaxlib takes them, and a ``jax.jit`` that uses them
-where it is called at the top level on the CPU (the default device's platform:
-:func:`platform`; ``fixedopt._driver.compiler`` says
-which solves get them, and why)."""
+where it is called at the top level on a backend that takes them (the profile of the
+default device's platform: ``fixedopt._numerics.backends.Backend.tuned_compiler``;
+``fixedopt._driver.compiler`` says which solves get them, and why)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from fixedopt._numerics import backends
 from fixedopt._numerics.stored import StoredJit
 from fixedopt._numerics.trace_state import at_top_level
 
@@ -29,17 +30,6 @@ ROW_WISE_OPTIONS: dict[str, Any] = CPU_OPTIONS | {
     "xla_disable_hlo_passes": "tree_reduction_rewriter",
     "xla_cpu_experimental_ynn_fusion_type": "",
 }
-
-
-def platform() -> str:
-    """The platform a computation runs on by default here: that of
-    ``jax.default_device`` where one is set (a CPU beside a TPU, say), else
-    ``jax.default_backend()``."""
-    # The option's value in this context (jax.default_device's too); unannotated in jax.
-    device = jax.config.jax_default_device  # type: ignore[attr-defined]
-    if device is None:
-        return jax.default_backend()
-    return device if isinstance(device, str) else str(device.platform)
 
 
 def accepted(options: dict[str, Any] | None = None) -> bool:
@@ -67,12 +57,13 @@ def jit_for_cpu(
     stored: bool = False,
 ) -> Any:
     """``jax.jit(function, static_argnums=...)``, compiled with ``options`` (default
-    :data:`CPU_OPTIONS`) where it is called at the top level on the CPU (a nested
-    program takes its caller's options). Its ``plain`` and ``tuned`` are the two jits,
-    its ``lower(*args)`` the lowered program a call with ``args`` would run;
-    ``_cache_size()`` counts both one's and the other's compilations. ``stored``: a
-    ``function`` of its arguments alone, whose tuned program a new process runs from
-    its export, untraced (:class:`fixedopt._numerics.stored.StoredJit`)."""
+    :data:`CPU_OPTIONS`) where it is called at the top level on a backend whose profile
+    tunes its compiler (``Backend.tuned_compiler``: the CPU, the default device's
+    platform; a nested program takes its caller's options). Its ``plain`` and ``tuned``
+    are the two jits, its ``lower(*args)`` the lowered program a call with ``args``
+    would run; ``_cache_size()`` counts both one's and the other's compilations.
+    ``stored``: a ``function`` of its arguments alone, whose tuned program a new
+    process runs from its export, untraced (:class:`fixedopt._numerics.stored.StoredJit`)."""
     options = CPU_OPTIONS if options is None else options
     plain = jax.jit(function, static_argnums=static_argnums)
     tuned: Any = jax.jit(function, static_argnums=static_argnums, compiler_options=options)
@@ -80,7 +71,7 @@ def jit_for_cpu(
         tuned = StoredJit(function, static_argnums, options)
 
     def chosen() -> Any:
-        here = platform() == "cpu" and at_top_level() and accepted(options)
+        here = backends.defaults().tuned_compiler and at_top_level() and accepted(options)
         return tuned if here else plain
 
     @functools.wraps(function)

@@ -1,6 +1,6 @@
 """The thresholds of a backend's kernels that a trace reads, as static context.
 
-The numbers are the machine profile's (``fixedopt._driver.machine.Backend.kernels``,
+The numbers are the machine profile's (``fixedopt._numerics.backends.Backend.kernels``,
 each beside its reason and measurement); the driver enters them around a solve's trace
 (:func:`using`), and the reductions (``fixedopt._numerics.reduce``) and the small
 solves (``fixedopt._solvers.small_linalg``), which sit below the driver, read them here

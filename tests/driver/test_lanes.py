@@ -14,7 +14,8 @@ import fixedopt
 from fixedopt import Status
 from fixedopt._contract.status import PENDING, RUNNING
 from fixedopt._driver.lane_checks import certify_due
-from fixedopt._driver.machine import CPU, default_width
+from fixedopt._driver.machine import default_width
+from fixedopt._numerics.backends import BACKENDS, CPU
 from fixedopt.testing import compiled_solves
 from tests.helpers import assert_rows_identical, bits, quadratic, quadratic_rows
 
@@ -234,11 +235,9 @@ def test_rows_carried_on_the_minor_axis_get_the_same_bits(monkeypatch, lanes):
     the bits it gives rows first, through refilled lanes (taken, put, selected) and
     the whole batch at once. Rows first: the programs of
     ``test_lanes_agree_with_the_whole_batch_at_once``, run again, not compiled again."""
-    from fixedopt._driver import machine
-
     x0, fixed, args = batch_with_stragglers()
     rows_first = solve(x0, fixed, args, solver=fixedopt.LBFGS(), lanes=lanes)
-    monkeypatch.setitem(machine.BACKENDS, "cpu", CPU._replace(minor_rows=True))
+    monkeypatch.setitem(BACKENDS, "cpu", CPU._replace(minor_rows=True))
     rows_last = solve(x0, fixed, args, solver=fixedopt.LBFGS(), lanes=lanes)
     assert_rows_identical(rows_last, rows_first)
     assert np.all(np.asarray(rows_first.status) == Status.CONVERGED)

@@ -13,6 +13,7 @@ import pytest
 
 import fixedopt
 from fixedopt._driver import machine
+from fixedopt._numerics import backends
 
 B, N = 8, 6
 _rng = np.random.default_rng(3)
@@ -69,18 +70,18 @@ def dot_precisions(function, n) -> set[str]:
 
 @pytest.mark.parametrize("call", CALLS)
 def test_a_cpu_solve_is_traced_at_jax_default_precision(monkeypatch, call):
-    monkeypatch.setattr(machine, "platform", lambda: "cpu")
+    monkeypatch.setattr(backends, "platform", lambda: "cpu")
     assert dot_precisions(*CALLS[call]) <= JAX_DEFAULT
 
 
 @pytest.mark.parametrize("call", CALLS)
 def test_a_tpu_solve_is_traced_at_float32_precision(monkeypatch, call):
-    monkeypatch.setattr(machine, "platform", lambda: "tpu")
+    monkeypatch.setattr(backends, "platform", lambda: "tpu")
     assert dot_precisions(*CALLS[call]) == {"HIGHEST"}
 
 
 def test_the_users_own_precision_is_kept_on_a_tpu(monkeypatch):
-    monkeypatch.setattr(machine, "platform", lambda: "tpu")
+    monkeypatch.setattr(backends, "platform", lambda: "tpu")
     with jax.default_matmul_precision("default"):
         assert dot_precisions(*CALLS["minimize"]) <= JAX_DEFAULT
     with jax.default_matmul_precision("bfloat16"):
@@ -93,11 +94,3 @@ def test_the_policy_by_backend():
         assert machine.matmul_precision(backend) == "highest"
     with jax.default_matmul_precision("highest"):
         assert machine.matmul_precision("tpu") is None  # the user's: nothing entered
-
-
-def test_the_platform_follows_the_default_device():
-    assert machine.platform() == jax.default_backend()
-    with jax.default_device(jax.devices("cpu")[0]):
-        assert machine.platform() == "cpu"
-    with jax.default_device("cpu"):
-        assert machine.platform() == "cpu"

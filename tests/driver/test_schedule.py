@@ -1,5 +1,6 @@
 """The solve's Schedule (fixedopt._driver.machine): every machine decision in one object,
-per-backend numbers in one module, and a solver contract that mentions no scheduling."""
+per-backend numbers in one module (fixedopt._numerics.backends), and a solver contract
+that mentions no scheduling."""
 
 import dataclasses
 import pathlib
@@ -11,7 +12,7 @@ import pytest
 
 import fixedopt
 from fixedopt._driver import after_loop, engine, machine
-from fixedopt._numerics import cpu_compiler, kernels, reduce
+from fixedopt._numerics import backends, cpu_compiler, kernels, reduce
 from fixedopt._solvers import small_linalg
 
 LM, LBFGS = fixedopt.LevenbergMarquardt(), fixedopt.LBFGS()
@@ -19,7 +20,7 @@ LM, LBFGS = fixedopt.LevenbergMarquardt(), fixedopt.LBFGS()
 
 def test_a_cpu_schedule_takes_the_cpus_tricks():
     schedule = machine.schedule(LM, None, "cpu")
-    assert schedule.defaults is machine.CPU and schedule.layout == machine.ROWS_MAJOR
+    assert schedule.defaults is backends.CPU and schedule.layout == machine.ROWS_MAJOR
     assert schedule.precision is None  # a CPU's float32 products are float32
     assert schedule.defaults.kernels.summed_n and schedule.folds(1, 64)
     assert not schedule.folds(1024, 64)
@@ -37,11 +38,12 @@ def test_an_accelerators_schedule_takes_none_of_them(backend):
     # A TPU's profile differs from a GPU's in its lanes' carry (rows last) and its
     # covariance (the elementwise QR on the chip) alone.
     tuned = schedule.defaults._replace(minor_rows=False, device_qr_covariance=False)
-    assert tuned == machine.GPU and not schedule.defaults.blocks
+    assert tuned == backends.GPU and not schedule.defaults.blocks
     assert schedule.defaults.minor_rows == (backend == "tpu")
     assert schedule.defaults.device_qr_covariance == (backend == "tpu")
-    assert not machine.CPU.minor_rows
-    assert schedule.precision == ("highest" if backend in machine.REDUCED_FLOAT32_MATMULS else None)
+    assert not backends.CPU.minor_rows
+    reduced = backend in backends.REDUCED_FLOAT32_MATMULS
+    assert schedule.precision == ("highest" if reduced else None)
     assert not schedule.defaults.kernels.summed_n and not schedule.folds(1, 64)
     assert schedule.compiler_options == ()
     assert schedule.width(10**7, 100) == 1 << 16
@@ -67,9 +69,9 @@ def test_the_covariance_asks_the_profile_where_it_runs(monkeypatch):
     (``Backend.device_qr_covariance``), read at the call for the platform it runs on;
     the covariance's modules hold no machine state and name no backend."""
     assert machine.covariance_on_device("tpu") and not machine.covariance_on_device("gpu")
-    assert machine.covariance_on_device() == (machine.platform() == "tpu")
-    monkeypatch.setitem(machine.BACKENDS, machine.platform(),
-                        machine.CPU._replace(device_qr_covariance=True))  # fmt: skip
+    assert machine.covariance_on_device() == (backends.platform() == "tpu")
+    monkeypatch.setitem(backends.BACKENDS, backends.platform(),
+                        backends.CPU._replace(device_qr_covariance=True))  # fmt: skip
     assert machine.covariance_on_device()
     root = pathlib.Path(fixedopt.__file__).parent
     named = r"\b(backend|platform\(\))\s*(==|!=|in)\s|\"(tpu|gpu)\"|DEVICE_QR"
@@ -88,7 +90,7 @@ def test_the_refill_weighs_one_evaluation_against_a_step():
 def test_the_lanes_asked_for_are_kept_within_the_batch():
     schedule = machine.schedule(LM, 24, "cpu")
     assert schedule.width(100, 10**9) == 24 and schedule.width(10, 1) == 10
-    assert machine.schedule(LM, None, "cpu").width(10**6, 1) == machine.CPU.most_lanes
+    assert machine.schedule(LM, None, "cpu").width(10**6, 1) == backends.CPU.most_lanes
 
 
 def test_a_schedule_is_static_and_one_per_solve(monkeypatch):
@@ -125,7 +127,7 @@ def test_the_kernels_thresholds_live_in_the_machine_profile():
         constants = [name for name, value in vars(module).items()
                      if name.isupper() and isinstance(value, int)]  # fmt: skip
         assert constants == [], module.__name__
-    assert all(machine.CPU.kernels) and machine.CPU.ynn_entries  # every CPU kernel on
-    gpu = machine.GPU.kernels
+    assert all(backends.CPU.kernels) and backends.CPU.ynn_entries  # every CPU kernel on
+    gpu = backends.GPU.kernels
     assert not (gpu.fold or gpu.roll_above or gpu.summed_n) and gpu.small_n
     assert kernels.current() == kernels.PLAIN  # outside a solve: none

@@ -18,7 +18,7 @@ import pytest
 import fixedopt
 from fixedopt import Status
 from fixedopt._driver import engine
-from fixedopt._driver.machine import CPU
+from fixedopt._numerics.backends import CPU
 from fixedopt.testing import compiled_solves, no_compiles_ahead, wait_for_compiles_ahead
 from tests.helpers import (
     assert_rows_identical,

@@ -12,7 +12,7 @@ import pytest
 
 import fixedopt
 from fixedopt._driver import machine
-from fixedopt._numerics import kernels, reduce
+from fixedopt._numerics import backends, kernels, reduce
 
 LENGTHS = [1, 31, 32, 33, 64, 100, 256, 257, 1025]
 
@@ -20,7 +20,7 @@ LENGTHS = [1, 31, 32, 33, 64, 100, 256, 257, 1025]
 @pytest.fixture(params=[True, False], ids=["folded", "plain"])
 def folding(request):
     """Folding on or off, at the CPU's width (its machine profile's kernels)."""
-    with kernels.using(machine.CPU.kernels), reduce.folding(request.param):
+    with kernels.using(backends.CPU.kernels), reduce.folding(request.param):
         yield request.param
 
 
@@ -114,7 +114,7 @@ def test_the_lanes_fold_where_it_pays(monkeypatch, lanes):
     the line search, the refill, the certification); switched off, it held 35 more. The
     whole batch (256 x 64 entries, YNN's) does not fold: the same program either way."""
     folded = _solve_program(64, 256, lanes).count("reduce-window(")
-    monkeypatch.setitem(machine.BACKENDS, "cpu", machine.CPU._replace(ynn_entries=0))
+    monkeypatch.setitem(backends.BACKENDS, "cpu", backends.CPU._replace(ynn_entries=0))
     plain = _solve_program(64, 256, lanes).count("reduce-window(")
     if lanes is None:
         assert folded <= 8 and plain >= folded + 30, (folded, plain)

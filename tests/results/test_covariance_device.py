@@ -10,14 +10,15 @@ import numpy as np
 import pytest
 
 import fixedopt
-from fixedopt._driver import machine
-from fixedopt._numerics import buckets
+from fixedopt._numerics import backends
 from fixedopt._results import covariance_batches
 
 # The CPU taken for a device: on an accelerator, tests/test_device.py compares the two.
 pytestmark = pytest.mark.skipif(jax.default_backend() != "cpu", reason="the CPU as a device")
 POINTS = 1000  # m n^2 = 9000 > small_inverse.MOST_WORK: the CPU takes LAPACK's path
 T = np.linspace(0.0, 1.0, POINTS, dtype=np.float32)
+# The CPU's own covariance, in one call as the device's (not in chunks).
+UNCHUNKED = backends.CPU._replace(chunked=False)
 
 
 def two_slopes(p, y):
@@ -30,9 +31,8 @@ def as_device(monkeypatch):
     """The CPU taken for a device whose profile takes the device path (a TPU's: no
     chunks); yields the ``(rows, paths)`` sent on to the host, and ``"one"`` for each
     fit computed alone on the device path."""
-    tpu_like = machine.CPU._replace(device_qr_covariance=True)
-    monkeypatch.setitem(machine.BACKENDS, "cpu", tpu_like)  # the profile, read at the call
-    monkeypatch.setattr(buckets, "chunks_here", lambda leaves: False)
+    tpu_like = backends.CPU._replace(device_qr_covariance=True, chunked=False)
+    monkeypatch.setitem(backends.BACKENDS, "cpu", tpu_like)  # the profile, read at the call
     sent = []
     on_host, one_on_device = covariance_batches.on_host, covariance_batches.one_on_device
 
@@ -83,7 +83,7 @@ def test_the_device_path_matches_the_cpus_and_sends_on_only_uncertified_rows(
     device, deficient = errors(x, fixed, y)
     assert as_device == [(6, ("exact",))]  # the six collinear rows, LAPACK's on the host
     as_device.clear()
-    monkeypatch.setitem(machine.BACKENDS, "cpu", machine.CPU)  # the CPU's own path: LAPACK's
+    monkeypatch.setitem(backends.BACKENDS, "cpu", UNCHUNKED)  # the CPU's own path: LAPACK's
     cpu, cpu_deficient = errors(x, fixed, y)
     assert as_device == []
     np.testing.assert_array_equal(deficient, ~fixed[:, 1])
@@ -103,7 +103,7 @@ def test_one_fit_takes_the_device_path_too(as_device, monkeypatch):
 
     device = [alone(row) for row in (0, 1)]
     assert as_device == ["one", "one"]
-    monkeypatch.setitem(machine.BACKENDS, "cpu", machine.CPU)
+    monkeypatch.setitem(backends.BACKENDS, "cpu", UNCHUNKED)
     cpu = [alone(row) for row in (0, 1)]
     for (found, deficient), (expected, cpu_deficient), row in zip(device, cpu, (0, 1)):
         assert deficient[0] == cpu_deficient[0] == (row == 1)

@@ -25,8 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fixedopt._driver import machine
-from fixedopt._numerics import kernels
+from fixedopt._numerics import backends, kernels
 from fixedopt._solvers.normal_equations import cauchy_reduction, free_block_step
 from tests.helpers import float16_compiles
 
@@ -38,7 +37,7 @@ TOLERANCE = 1e-11
 def linear_algebra_path(request):
     """Module-scoped (hypothesis rejects function-scoped fixtures): set by hand."""
     # Unrolled: an accelerator's kernels (elementwise, never rolled); else none (LAPACK).
-    tuned = machine.GPU.kernels if request.param == "unrolled" else kernels.PLAIN
+    tuned = backends.GPU.kernels if request.param == "unrolled" else kernels.PLAIN
     both_steps.clear_cache()  # traced for the other path
     with kernels.using(tuned):
         yield request.param

@@ -15,11 +15,10 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from fixedopt._driver import machine
-from fixedopt._numerics import kernels
+from fixedopt._numerics import backends, kernels
 from fixedopt._solvers import normal_equations, small_linalg
 
-CPU = machine.CPU.kernels  # the thresholds a CPU solve's trace reads
+CPU = backends.CPU.kernels  # the thresholds a CPU solve's trace reads
 
 CONDITION = 100.0
 SIZES = (1, 2, 3, 5, 8, 16)
@@ -139,7 +138,7 @@ def test_only_a_cpu_trace_takes_the_rolled_elimination():
 
     with kernels.using(CPU):
         assert loops()
-    with kernels.using(machine.GPU.kernels):
+    with kernels.using(backends.GPU.kernels):
         assert not loops()
     assert not loops()
 
@@ -172,7 +171,7 @@ def test_products_match_numpy(shape, dtype):
 
 
 def test_the_unrolled_path_is_taken_up_to_the_thresholds():
-    for tuned in (CPU, machine.GPU.kernels):
+    for tuned in (CPU, backends.GPU.kernels):
         with kernels.using(tuned):
             assert small_linalg.is_small(16) and not small_linalg.is_small(17)
             assert small_linalg.unrolls(jnp.zeros((25, 5))) and not small_linalg.unrolls(
