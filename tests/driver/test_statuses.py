@@ -215,6 +215,11 @@ def test_lbfgs_float32_goes_on_along_the_float64_newton_step_where_its_gradient_
     assert error <= documented_accuracy(np.float32), error
 
 
+def of_the_first(n, fun):
+    """``fun`` of the first ``n`` entries of ``x``."""
+    return lambda x: fun(x[:n])
+
+
 def test_lbfgs_statuses_tell_the_truth_on_the_mgh_minimization_problems():
     """The minimize problems of the reference tests from their standard starts, and
     from 10 times them: every row converges, to the minimum scipy's L-BFGS-B reaches
@@ -226,39 +231,36 @@ def test_lbfgs_statuses_tell_the_truth_on_the_mgh_minimization_problems():
     definite, and a Newton step from there gains within the documented accuracy.
     At most one of the ten rows ends elsewhere."""
     elsewhere = []
-    # The objectives of one size solve through one program, the objective's index as
-    # data: 3 programs for the 5 objectives (as in test_converged_means_accurate). One
-    # function a size: a new function (a lambda made for each objective) is a new
-    # program, whatever it computes.
-    groups: dict[int, list[str]] = {}
-    for name, (_, start) in MGH.items():
-        groups.setdefault(len(start), []).append(name)
-    grouped = {
-        size: lambda x, index, group=tuple(group): jax.lax.switch(
-            index, [MGH[other][0] for other in group], x
-        )
-        for size, group in groups.items()
-    }
+    # The objectives solve through one program, the objective's index as data: each
+    # reads the first entries of x, padded to the largest size with fixed entries (0.0,
+    # which no step moves). One program, not one for each size (3 for the 5 objectives).
+    names = list(MGH)
+    entries = max(len(start) for _, start in MGH.values())
+    branches = [of_the_first(len(start), fun) for fun, start in MGH.values()]
+    one_of = lambda x, index: jax.lax.switch(index, branches, x)
     for name, (fun, start) in MGH.items():
         value_and_grad = jax.jit(jax.value_and_grad(fun))
-        index = jnp.int32(groups[len(start)].index(name))
+        index, free = jnp.int32(names.index(name)), np.arange(entries) < len(start)
         for factor in (1.0, 10.0):
             x0 = jnp.asarray(factor * start)
-            sol = fixedopt.minimize(grouped[len(start)], x0, jnp.zeros(x0.shape, bool),
-                                    args=(index,), max_steps=5000)  # fmt: skip
+            padded = jnp.asarray(np.pad(np.asarray(x0), (0, entries - len(start))))
+            sol = fixedopt.minimize(one_of, padded, jnp.asarray(~free), args=(index,),
+                                    max_steps=5000)  # fmt: skip
             assert bool(sol.converged), (name, factor, Status(int(sol.status)).name)
+            assert np.all(np.asarray(sol.x)[~free] == 0.0)
+            x = np.asarray(sol.x)[free]  # NumPy's indexing: no program compiled for it
             # The value of this objective, not of another one of the switch (every
             # minimum here is 0: the gap below would not tell); to rounding.
             start_value, _ = value_and_grad(x0)
-            np.testing.assert_allclose(float(sol.value), float(value_and_grad(sol.x)[0]),
+            np.testing.assert_allclose(float(sol.value), float(value_and_grad(x)[0]),
                                        rtol=1e-9, atol=1e-14 * float(start_value))  # fmt: skip
             _, reference = scipy_lbfgsb(value_and_grad, np.asarray(x0), np.zeros(x0.shape, bool))
             gap = float(sol.value) - reference
             if gap <= 1e-10 * float(start_value):
                 continue
             elsewhere.append((name, factor, float(sol.value), reference))
-            hessian = np.asarray(jax.hessian(fun)(sol.x))
-            gradient = np.asarray(jax.grad(fun)(sol.x))
+            hessian = np.asarray(jax.hessian(fun)(x))
+            gradient = np.asarray(jax.grad(fun)(x))
             assert np.linalg.eigvalsh(hessian)[0] > 0, elsewhere[-1]
             newton_gain = 0.5 * gradient @ np.linalg.solve(hessian, gradient)
             assert newton_gain <= 1e-10 * float(sol.value), (elsewhere[-1], newton_gain)

@@ -50,18 +50,30 @@ def rows(slow: bool, seed: int = 1):
     return x0, fixed, (curvature, center, jnp.asarray(weight))
 
 
+def walled_valley(x, curvature, center, weight, walled):
+    """The quadratic of a row of :func:`rows`, or (``weight``) the valley, NaN beyond
+    ``x[-1] > 0.9`` where ``walled`` (the valley's floor is at ``x[-1] = 1``)."""
+    nan = jnp.where(walled * x[-1] > 0.9, jnp.nan, 0.0)
+    return (1 - weight) * quadratic(x, curvature, center) + weight * (valley(x) + nan)
+
+
+def solve_walled(x0, fixed, args, batched=True, **options):
+    """A solve of :func:`walled_valley`: its programs compile in this module's first
+    test, and the next runs them again."""
+    return fixedopt.minimize(walled_valley, x0, fixed, args=args, batched=batched, **options)
+
+
+def unwalled(rows):
+    x0, fixed, args = rows
+    return x0, fixed, (*args, jnp.zeros(200))
+
+
 def test_a_slow_last_row_finishes_in_the_tail():
-    def objective(x, curvature, center, weight):  # new here: its programs compile here
-        return (1 - weight) * quadratic(x, curvature, center) + weight * valley(x)
-
-    def solve(x0, fixed, args, **options):
-        return fixedopt.minimize(objective, x0, fixed, args=args, batched=True, **options)
-
     before = compiled_solves()
-    clean = solve(*rows(slow=False))
+    clean = solve_walled(*unwalled(rows(slow=False)))
     assert compiled_solves() == before + 1
-    x0, fixed, args = rows(slow=True)
-    tailed = solve(x0, fixed, args)
+    x0, fixed, args = unwalled(rows(slow=True))
+    tailed = solve_walled(x0, fixed, args)
     assert compiled_solves() == before + 2, "the tail's program: called now"
     assert int(tailed.steps[SLOW]) > 2 * int(np.max(clean.steps)), "not a straggler"
     # Solved again: the slow row, and perhaps one more (still running when the block
@@ -76,14 +88,14 @@ def test_a_slow_last_row_finishes_in_the_tail():
                                rtol=1e-10, atol=1e-12)  # fmt: skip
     np.testing.assert_array_equal(np.asarray(tailed.status)[again], np.asarray(clean.status)[again])
 
-    alone = fixedopt.minimize(valley, x0[SLOW], fixed[SLOW])
+    alone = solve_walled(x0[SLOW], fixed[SLOW], tuple(a[SLOW] for a in args), batched=False)
     assert int(tailed.status[SLOW]) == int(alone.status) == Status.CONVERGED
     np.testing.assert_allclose(tailed.x[SLOW], alone.x, rtol=1e-6, atol=1e-8)
     np.testing.assert_array_equal(bits(tailed.x)[fixed], bits(x0)[fixed])
 
-    _, fixed_again, args_again = rows(slow=True, seed=2)  # new data and masks
+    _, fixed_again, args_again = unwalled(rows(slow=True, seed=2))  # new data and masks
     before = compiled_solves()
-    limited = solve(x0, fixed_again, args_again, max_steps=25)
+    limited = solve_walled(x0, fixed_again, args_again, max_steps=25)
     assert compiled_solves() == before, "new data or max_steps compiled a program"
     assert int(limited.status[SLOW]) == Status.MAX_STEPS
     assert int(limited.steps[SLOW]) == 25
@@ -93,30 +105,20 @@ def test_a_slow_last_row_finishes_in_the_tail():
 def test_a_row_failing_beside_a_slow_one_in_the_tail_fails_alone():
     """Two slow rows reach the tail together, one of them (``SLOW - 1``) into a NaN wall
     on its way to the valley's floor: each ends with the status and point it gets alone,
-    the other rows keep their bits, and fixed entries theirs."""
+    the other rows keep their bits, and fixed entries theirs. The programs (the block's,
+    the tail's, a row alone's) of :func:`test_a_slow_last_row_finishes_in_the_tail`."""
     wall = SLOW - 1
-
-    def objective(x, curvature, center, weight, walled):  # new here: compiles here
-        nan = jnp.where(walled * x[-1] > 0.9, jnp.nan, 0.0)  # its floor: x[-1] = 1
-        return (1 - weight) * quadratic(x, curvature, center) + weight * (valley(x) + nan)
-
-    def solve(x0, fixed, args, batched=True):
-        return fixedopt.minimize(objective, x0, fixed, args=args, batched=batched)
-
-    before = compiled_solves()
-    clean_x0, clean_fixed, clean_args = rows(slow=False)  # no straggler: no tail
-    clean = solve(clean_x0, clean_fixed, (*clean_args, jnp.zeros(200)))
+    clean = solve_walled(*unwalled(rows(slow=False)))  # no straggler: no tail
     x0, fixed, (curvature, center, weight) = rows(slow=True)
     weight = weight.at[wall].set(1.0)
     x0[wall], fixed[wall] = x0[SLOW], fixed[SLOW]
     args = (curvature, center, weight, jnp.zeros(200).at[wall].set(1.0))
-    tailed = solve(x0, fixed, args)
-    assert compiled_solves() == before + 2, "the block's program, then the tail's"
+    tailed = solve_walled(x0, fixed, args)
     steps = np.asarray(tailed.steps)
     assert min(steps[wall], steps[SLOW]) > 2 * np.max(np.delete(steps, [wall, SLOW]))
     for row in (wall, SLOW):
         own = tuple(a[row] for a in args)
-        alone = solve(x0[row], fixed[row], own, batched=False)
+        alone = solve_walled(x0[row], fixed[row], own, batched=False)
         assert int(tailed.status[row]) == int(alone.status), row
         np.testing.assert_allclose(tailed.x[row], alone.x, rtol=1e-6, atol=1e-8)
     assert int(tailed.status[wall]) != Status.CONVERGED, "no wall was met"

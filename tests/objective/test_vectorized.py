@@ -40,12 +40,13 @@ def assert_same_rows(mine, theirs):
     np.testing.assert_allclose(mine.x, theirs.x, rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.parametrize("lanes", [8, 40])
-def test_minimize_agrees_with_the_per_row_objective(lanes):
+def test_minimize_agrees_with_the_per_row_objective():
+    """The whole batch in its lanes (40 rows, 40 lanes: started once, never refilled);
+    lanes that refill: :func:`test_shared_arguments_and_bounds`."""
     x0, fixed, args = batch()
-    per_row = fixedopt.minimize(row_objective, x0, fixed, args=args, batched=True, lanes=lanes)
+    per_row = fixedopt.minimize(row_objective, x0, fixed, args=args, batched=True, lanes=40)
     vectorized = fixedopt.minimize(
-        batch_objective, x0, fixed, args=args, batched=True, lanes=lanes, vectorized=True
+        batch_objective, x0, fixed, args=args, batched=True, lanes=40, vectorized=True
     )
     assert bool(jnp.all(vectorized.converged))
     assert_same_rows(vectorized, per_row)
@@ -69,19 +70,31 @@ def test_least_squares_agrees_with_the_per_row_residuals(solver, loss):
     assert_same_rows(vectorized, per_row)
 
 
+def scaled_row_objective(x, curvature, target, scale):
+    return scale * row_objective(x, curvature, target)
+
+
+def scaled_batch_objective(x, curvature, target, scale):
+    return scale * batch_objective(x, curvature, target)
+
+
+def solve_shared(fun, target, vectorized):
+    """40 rows through lanes that refill (the default width here: 8), an argument shared
+    by every row, bounds; fixed values within them."""
+    x0, fixed, (curvature, _) = batch()
+    return fixedopt.minimize(
+        fun, jnp.clip(x0, -0.5, 0.5), fixed, args=(curvature, target, jnp.asarray(2.0)),
+        batched=True, args_axes=(0, 0, None), bounds=(-0.5, 0.5), vectorized=vectorized,
+    )  # fmt: skip
+
+
 def test_shared_arguments_and_bounds():
-    x0, fixed, (curvature, target) = batch()
-    x0 = jnp.clip(x0, -0.5, 0.5)  # fixed values within the bounds
-    scale = jnp.asarray(2.0)  # shared by every row
-    per_row = fixedopt.minimize(
-        lambda x, c, t, s: s * row_objective(x, c, t), x0, fixed, args=(curvature, target, scale),
-        batched=True, args_axes=(0, 0, None), bounds=(-0.5, 0.5),
-    )  # fmt: skip
-    vectorized = fixedopt.minimize(
-        lambda x, c, t, s: s * batch_objective(x, c, t), x0, fixed, args=(curvature, target, scale),
-        batched=True, args_axes=(0, 0, None), bounds=(-0.5, 0.5), vectorized=True,
-    )  # fmt: skip
+    x0, fixed, (_, target) = batch()
+    per_row = solve_shared(scaled_row_objective, target, False)
+    vectorized = solve_shared(scaled_batch_objective, target, True)
     assert_same_rows(vectorized, per_row)
+    np.testing.assert_array_equal(bits(vectorized.x)[np.asarray(fixed)],
+                                  bits(jnp.clip(x0, -0.5, 0.5))[fixed])  # fmt: skip
 
 
 def test_implicit_derivative_agrees_with_the_per_row_objective():
@@ -98,15 +111,10 @@ def test_implicit_derivative_agrees_with_the_per_row_objective():
 
 
 def test_a_nan_row_stays_in_its_row():
-    """The batch and lanes of ``test_minimize_agrees_with_the_per_row_objective[8]``:
-    its program, run again."""
-    x0, fixed, (curvature, target) = batch()
-
-    def solve(target):
-        return fixedopt.minimize(batch_objective, x0, fixed, args=(curvature, target),
-                                 batched=True, vectorized=True, lanes=8)  # fmt: skip
-
-    clean, broken = solve(target), solve(target.at[5].set(jnp.nan))
+    """The program of :func:`test_shared_arguments_and_bounds`, run again."""
+    _, _, (_, target) = batch()
+    clean = solve_shared(scaled_batch_objective, target, True)
+    broken = solve_shared(scaled_batch_objective, target.at[5].set(jnp.nan), True)
     assert int(broken.status[5]) == Status.NONFINITE
     others = np.arange(40) != 5
     np.testing.assert_array_equal(bits(broken.x)[others], bits(clean.x)[others])

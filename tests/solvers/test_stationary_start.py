@@ -13,6 +13,12 @@ from fixedopt import Status
 
 DTYPES = (np.float32, np.float64)
 
+# Verdicts far from rounding's edge (a maximum, a saddle, a start at an exact minimum:
+# no CONVERGED; an exact zero gradient; minima reached to 1e-3) and fixed bits: nothing
+# XLA's backend optimizations change (conftest.py). The certification of gradient
+# descent on stiff rows judges at 100 sqrt(eps): compiled as a user's program.
+pytestmark = pytest.mark.fewer_optimizations
+
 
 def bump(x):
     """A maximum at 0 (value 1); minima at ``|x_i| = 1/sqrt(2)`` (value ``1 - n/4``)."""
@@ -111,6 +117,7 @@ def stiff(x, a):
     return a * x[0] ** 2 + 0.5 * (x[1] - 3.0) ** 2
 
 
+@pytest.mark.optimized
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_gradient_descent_verdicts_are_certified(dtype):
     """A batch of quadratics of growing stiffness ``a x0^2 + (x1 - 3)^2 / 2`` from
