@@ -13,8 +13,12 @@ exported once (``jax.export``: the StableHLO ``jit`` lowers, so the same program
 bits), pickled under ``fixedopt-programs`` in the cache folder, and run through a
 ``jit`` of the export: its lowering embeds the stored module, XLA's program comes from
 the persistent cache. Without a local cache folder, or for a function the export
-refuses, it is ``jax.jit``'s call as before. A stored export is code that the process
-runs, as the cache's programs are: keep the folder your own
+refuses, it is ``jax.jit``'s call as before. A program with a model in it is stored
+alike where its static arguments name themselves (``named``:
+:mod:`fixedopt._numerics.program_names`, a fit of ``fixedopt.models``' built-in
+lineshapes: its solve's trace and lowering, 0.5 + 0.12 s of a cached 1.2 s call, issue
+62); an argument without a name (a user's function) is ``jit``'s call. A stored export
+is code that the process runs, as the cache's programs are: keep the folder your own
 (:mod:`fixedopt._driver.cache`).
 """
 
