@@ -4,6 +4,7 @@ function, a closure, a subclass of the user's) has none."""
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -96,3 +97,35 @@ def test_names_read_what_equality_reads_in_a_fixed_order():
     tied = _Residual(model, layout(params, 4), ("x",), False, False)
     assert name_of(tied) != name_of(residual)
     assert name_of(plan._replace(fun=UserFunction(_pvoigt, "residual_fun"))) is None
+
+
+def test_another_fixedopt_or_jax_names_another_program(monkeypatch, tmp_path):
+    """The stored solve's name holds fixedopt's source and JAX's versions: an export
+    made by another fixedopt or JAX is never run (no compile here: names only)."""
+    from fixedopt._driver import engine, machine
+    from fixedopt._numerics import stored
+
+    monkeypatch.setattr(stored, "cache_subfolder", lambda name: tmp_path / name)
+    model = _spectra()
+    residual = _Residual(model, layout(model.make_params(), 4), ("x",), False, False)
+    plan = Plan(UserFunction(residual, "residual_fun"), LevenbergMarquardt(), True, None,
+                (False, True))  # fmt: skip
+    static = (plan, machine.schedule(plan.solver, plan.lanes, plan.backend))
+    leaves = [np.zeros((4, 10))]
+    tree = jax.tree.structure(leaves)
+
+    def name():
+        return stored.StoredJit(engine._solve, (0, 1), {}, named=True)._name(static, tree, leaves)
+
+    first = name()
+    assert first is not None and name() == first
+    with monkeypatch.context() as patched:
+        patched.setattr(stored, "library_digest", lambda: "another fixedopt")
+        assert name() not in (None, first)
+    with monkeypatch.context() as patched:
+        patched.setattr(jax, "__version__", "0.0.0")
+        assert name() not in (None, first)
+    unnamed = (plan._replace(fun=UserFunction(_pvoigt, "residual_fun")), static[1])
+    assert (
+        stored.StoredJit(engine._solve, (0, 1), {}, named=True)._name(unnamed, tree, leaves) is None
+    )
