@@ -66,12 +66,9 @@ def solve_rows(
     plan: Plan,
     schedule: Schedule,
     inputs: Inputs,
-    tail: Callable[[Plan, Schedule, Inputs], Solution] | None = None,
 ) -> Solution:
     """``compiled(plan, schedule, inputs)``, its rows given to it in the compiled size
-    of the module's rules, the solution cut back to the batch's rows; a CPU block's
-    tail solved by ``tail`` (a ``jax.jit`` of the same function, its own compiler
-    options; default ``compiled``)."""
+    of the module's rules, the solution cut back to the batch's rows."""
 
     def solve(inputs: Inputs) -> Solution:
         return compiled(plan, schedule, inputs)
@@ -100,8 +97,7 @@ def solve_rows(
         padded = buckets.pad_rows(leaves, bucket, flags, plan.backend) if bucket > batch else leaves
         solution = solve(block_inputs(padded, asarray(batch)))
         return solution if bucket == batch else buckets.first_rows(solution, batch, plan.backend)
-    programs = (compiled, tail or compiled)
-    return _in_blocks(programs, plan, schedule, (leaves, flags), block_inputs, size)
+    return _in_blocks(compiled, plan, schedule, (leaves, flags), block_inputs, size)
 
 
 def rows_for(plan: Plan, schedule: Schedule, inputs: Inputs, count: int) -> int:
@@ -122,7 +118,7 @@ def rows_for(plan: Plan, schedule: Schedule, inputs: Inputs, count: int) -> int:
 
 
 def _in_blocks(
-    programs: tuple[Callable[[Plan, Schedule, Inputs], Solution], Any],
+    compiled: Callable[[Plan, Schedule, Inputs], Solution],
     plan: Plan,
     schedule: Schedule,
     batched: tuple[tuple[Any, ...], tuple[bool, ...]],
@@ -130,9 +126,8 @@ def _in_blocks(
     size: int,
 ) -> Solution:
     """The batch's rows (``batched``: every leaf, and whether it has the batch axis) in
-    blocks of ``size`` rows by ``programs[0]``, each block's tail solved again by
-    ``programs[1]`` (the module's rules)."""
-    (compiled, tail_compiled), (leaves, flags) = programs, batched
+    blocks of ``size`` rows, each block's tail solved again (the module's rules)."""
+    leaves, flags = batched
     batch = next(leaf for leaf, flag in zip(leaves, flags) if flag).shape[0]
     tail_lanes = schedule.defaults.tail_lanes
     block_schedule = schedule._replace(tail=True)
@@ -154,7 +149,7 @@ def _in_blocks(
         if int(np.asarray(inputs.stopping.max_steps)) >= schedule.defaults.tail_patience:
             traced = functools.partial(compiled.lower, plan, block_schedule, inputs)  # type: ignore[attr-defined]
             tail_inputs_ahead = tail_inputs(block, np.arange(tail_lanes))
-            ahead.start(traced, tail_compiled, plan, tail_schedule, tail_inputs_ahead, export=True)
+            ahead.start(traced, compiled, plan, tail_schedule, tail_inputs_ahead, export=True)
         solution = compiled(plan, block_schedule, inputs)
         status = np.asarray(solution.status)[:count]
         rows = np.flatnonzero(busy(status))  # the tail, left RUNNING or PENDING (not CLAIMED)
@@ -163,7 +158,7 @@ def _in_blocks(
         # The block's slow last rows (at most tail_lanes): solved again on their own
         # and put in their places.
         tail = tail_inputs(block, rows)
-        alone = ahead.call(tail_compiled, plan, tail_schedule, tail, like=solution)
+        alone = ahead.call(compiled, plan, tail_schedule, tail, like=solution)
         put: Solution = jax.tree.map(lambda a, b: _put_rows(a, b, rows), solution, alone)
         return put
 

@@ -90,10 +90,8 @@ def _run_compiled(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
     tuned = bool(schedule.compiler_options) and at_top_level()
     compiled = _compiled_for_cpu if tuned else _compiled
 
-    tail = _tail_for_cpu if tuned else _compiled
-
     def solve(inputs: Inputs) -> Solution:
-        return batching.solve_rows(compiled, plan, schedule, inputs, tail)
+        return batching.solve_rows(compiled, plan, schedule, inputs)
 
     if after_loop.applies(plan, inputs):  # claims of CONVERGED checked after the loop
         rows_for = functools.partial(batching.rows_for, plan, schedule, inputs)
@@ -105,14 +103,13 @@ def compiled_programs() -> int:
     """Programs compiled so far for solves (a CPU block's tail as its export:
     :mod:`fixedopt._driver.ahead`). ``_cache_size`` is jit's own count: private,
     so the stubs of ``jax.jit``'s result (``JitWrapped``) do not list it."""
-    own: int = _compiled._cache_size() + _tail_for_cpu._cache_size()  # type: ignore[attr-defined]
+    own: int = _compiled._cache_size()  # type: ignore[attr-defined]
     return own + _compiled_for_cpu._cache_size() + ahead.compiled_programs()
 
 
 def clear_compiled() -> None:
     """Drop every compiled solve."""
     _compiled.clear_cache()  # type: ignore[attr-defined]
-    _tail_for_cpu.clear_cache()  # type: ignore[attr-defined]
     _compiled_for_cpu.clear_cache()
     ahead.forget()
 
@@ -200,11 +197,8 @@ _compiled = jax.jit(_solve, static_argnums=(0, 1))
 # lineshapes: fixedopt._numerics.program_names) runs in a new process from its export,
 # untraced (fixedopt._numerics.stored); any other plan through jit, as before.
 _compiled_for_cpu = stored.StoredJit(_solve, (0, 1), dict(cpu_compiler.CPU_OPTIONS), named=True)
-# A CPU block's tail, compiled ahead as an export (fixedopt._driver.ahead): a fit's
-# at LLVM's level 0 (cpu_compiler.TAIL_OPTIONS), a minimize's as its block.
-_tail_for_cpu = jax.jit(_solve, static_argnums=(0, 1), compiler_options=cpu_compiler.TAIL_OPTIONS)
-ahead.register(_compiled, None)
-ahead.register(_tail_for_cpu, cpu_compiler.TAIL_OPTIONS)
+ahead.register(_compiled, None)  # a CPU block's tail: compiled ahead as an export
+ahead.register(_compiled_for_cpu, cpu_compiler.CPU_OPTIONS)
 
 
 def _set_up(plan: Plan, inputs: Inputs) -> tuple[Objective, RowData]:

@@ -17,11 +17,6 @@ from fixedopt._numerics.stored import StoredJit
 from fixedopt._numerics.trace_state import at_top_level
 
 CPU_OPTIONS: dict[str, Any] = {"xla_cpu_use_fusion_emitters": False}
-# A CPU block's tail (at most Backend.tail_lanes rows, compiled in the first call of a
-# model whose first batch has a slow row): LLVM's level 0 compiles it in half the CPU
-# (the spectra's 1.65 -> 0.78 s) and its few rows agree with level 2's to rounding
-# (docs/decisions.md, "The tail's program at LLVM's level 0").
-TAIL_OPTIONS: dict[str, Any] = CPU_OPTIONS | {"xla_backend_optimization_level": 0}
 
 
 # Also for programs whose rows must round alike in any batch (the covariance): XLA:CPU
