@@ -26,7 +26,9 @@ backend and fixedopt's own source (:func:`library_digest`): the tail's program i
 in the block's, so a fixedopt whose code changed never runs a tail exported by
 another. A folder ``fixedopt-programs`` holds, named alike, the exports of programs
 that read nothing but their arguments (a fit's covariance from the solver's normal
-equations: :mod:`fixedopt._numerics.stored`), which a new process runs untraced.
+equations: :mod:`fixedopt._numerics.stored`), and the solves of fits whose model
+fixedopt names itself (``fixedopt.models``' built-in lineshapes:
+:mod:`fixedopt._numerics.program_names`), which a new process runs untraced.
 """
 
 from __future__ import annotations

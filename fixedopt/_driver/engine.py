@@ -23,7 +23,7 @@ from fixedopt._driver.machine import Schedule
 from fixedopt._driver.plan import Inputs, Plan
 from fixedopt._fixing.mask import active_set, unravel_mask
 from fixedopt._inputs.validate import PyTree
-from fixedopt._numerics import cpu_compiler, kernels
+from fixedopt._numerics import cpu_compiler, kernels, stored
 from fixedopt._numerics.trace_state import at_top_level
 from fixedopt._objective.call_note import passed_as
 from fixedopt._objective.fit_data import Weighted
@@ -103,14 +103,14 @@ def compiled_programs() -> int:
     """Programs compiled so far for solves (a CPU block's tail as its export:
     :mod:`fixedopt._driver.ahead`). ``_cache_size`` is jit's own count: private,
     so the stubs of ``jax.jit``'s result (``JitWrapped``) do not list it."""
-    own = sum(c._cache_size() for c in (_compiled, _compiled_for_cpu))  # type: ignore[attr-defined]
-    return own + ahead.compiled_programs()
+    own: int = _compiled._cache_size()  # type: ignore[attr-defined]
+    return own + _compiled_for_cpu._cache_size() + ahead.compiled_programs()
 
 
 def clear_compiled() -> None:
     """Drop every compiled solve."""
-    for compiled in (_compiled, _compiled_for_cpu):
-        compiled.clear_cache()  # type: ignore[attr-defined]
+    _compiled.clear_cache()  # type: ignore[attr-defined]
+    _compiled_for_cpu.clear_cache()
     ahead.forget()
 
 
@@ -193,9 +193,10 @@ def _step_bytes(objective: Objective, x: jax.Array) -> int:
 
 
 _compiled = jax.jit(_solve, static_argnums=(0, 1))
-_compiled_for_cpu = jax.jit(
-    _solve, static_argnums=(0, 1), compiler_options=cpu_compiler.CPU_OPTIONS
-)
+# A plan that names itself before a trace (a fit of fixedopt.models' built-in
+# lineshapes: fixedopt._numerics.program_names) runs in a new process from its export,
+# untraced (fixedopt._numerics.stored); any other plan through jit, as before.
+_compiled_for_cpu = stored.StoredJit(_solve, (0, 1), dict(cpu_compiler.CPU_OPTIONS), named=True)
 ahead.register(_compiled, None)  # a CPU block's tail: compiled ahead as an export
 ahead.register(_compiled_for_cpu, cpu_compiler.CPU_OPTIONS)
 

@@ -17,6 +17,7 @@ import numpy as np
 from fixedopt._models.host import host_call, host_curve
 from fixedopt._models.layout import Layout, arrays, layout
 from fixedopt._models.parameters import Parameters
+from fixedopt._numerics.program_names import defined_here, name_of
 
 Curve = Callable[..., Any]
 OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
@@ -139,6 +140,20 @@ class Model:
 
     def __hash__(self) -> int:
         return hash(self._identity())
+
+    def program_name(self) -> str | None:
+        """Text naming this model's curve before a trace, for a program stored beside
+        the persistent cache (:mod:`fixedopt._numerics.program_names`): fixedopt's own
+        class and function, then what :meth:`_identity` holds; None for a function of
+        the user's, or one made in a function (a polynomial's, an expression's)."""
+        kind = type(self)
+        if not (defined_here(kind) and defined_here(self.func)):
+            return None
+        func = f"{self.func.__module__}.{self.func.__qualname__}"
+        options = tuple(sorted(self.options.items()))
+        fields = (func, self.prefix, self._names, self.independent_vars, options)
+        named = name_of(fields)
+        return None if named is None else f"{kind.__module__}.{kind.__qualname__}{named}"
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -263,6 +278,11 @@ class CompositeModel(Model):
     def _identity(self) -> Any:
         """Equal where both operands and the operator are (see :meth:`Model._identity`)."""
         return (type(self), self.left, self.right, self.op)
+
+    def program_name(self) -> str | None:
+        """Both operands' names and the operator (see :meth:`Model.program_name`)."""
+        named = name_of((self.left, self.op, self.right))
+        return None if named is None or type(self) is not CompositeModel else f"composite{named}"
 
     @property
     def param_names(self) -> tuple[str, ...]:
