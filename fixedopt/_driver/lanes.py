@@ -269,10 +269,15 @@ def _layout(
     return LaneLayout(
         Packing.of(one_row, minor=minor),
         state,
-        Packing.of(_reported(started, normal_of), vectors=True),
+        Packing.of(_reported_shapes(started, normal_of), vectors=True),
         state.columns(flags),
         normal_of,
     )
+
+
+def _reported_shapes(state: LoopState, normal_of: Callable[[Any], Any] | None) -> LastState:
+    """:func:`_reported` of a state's shapes (``normal_of`` may compute)."""
+    return jax.eval_shape(functools.partial(_reported, normal_of=normal_of), state)  # type: ignore[no-any-return]
 
 
 def _reported(state: LoopState, normal_of: Callable[[Any], Any] | None = None) -> LastState:

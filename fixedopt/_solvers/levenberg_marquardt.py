@@ -38,7 +38,9 @@ from fixedopt._solvers.normal_equations import (
 
 
 class LevenbergMarquardtState(NamedTuple):
-    normal: jax.Array  # J^T J at the point, (n, n): all a step reads of J
+    # J^T J at the point, its lower triangle ((n (n + 1) / 2,), small_linalg.symmetric):
+    # all a step reads of J, in fewer bytes (more lanes in the cache)
+    normal: jax.Array
     residual_norm: jax.Array  # |r| at the point (MINPACK's gtol measure)
     damping: jax.Array
     growth: jax.Array  # Nielsen's factor for the next rejection
@@ -119,13 +121,13 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         """MINPACK's residual–Jacobian cosine (see
         :func:`fixedopt._solvers.normal_equations.residual_cosine`); ``inf`` while the row
         walks: its last accepted step went on along the one before (:func:`_walks`)."""
-        columns = problem.free_part(jnp.diagonal(state.normal).astype(x.dtype))
+        columns = problem.free_part(small_linalg.diagonal_of(state.normal).astype(x.dtype))
         measure = cosine(problem, x, grad, columns, state.residual_norm)
         return jnp.where(state.walking, jnp.inf, measure)
 
     def normal_matrix(self, state: LevenbergMarquardtState) -> jax.Array:
-        """``J^T J`` at the row's point: the state's ``normal``."""
-        return state.normal
+        """``J^T J`` at the row's point: the state's ``normal``, made whole."""
+        return small_linalg.symmetric(state.normal)
 
     def init(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array
@@ -152,7 +154,15 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         walls, short = jnp.zeros((), jnp.int32), jnp.zeros(x.shape, bool)
         growth, walking = jnp.asarray(2.0, x.dtype), jnp.zeros((), bool)
         return LevenbergMarquardtState(
-            normal, norm, damping, growth, scale, walls, short, jnp.zeros_like(x), walking
+            small_linalg.lower_triangle(normal),
+            norm,
+            damping,
+            growth,
+            scale,
+            walls,
+            short,
+            jnp.zeros_like(x),
+            walking,
         )
 
     def step(
@@ -166,9 +176,10 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         # batched call: two independent LAPACK calls can deadlock jaxlib's CPU thread
         # pool (each waits for pool threads the other holds; seen on 2 cores).
         dampings = jnp.stack([state.damping, jnp.asarray(_UNDAMPED, state.damping.dtype)])
+        current = small_linalg.symmetric(state.normal)  # J^T J at x
 
         def solve(damping: jax.Array) -> jax.Array:
-            return normal_equations_step(state.normal, grad, free, damping, state.scale)
+            return normal_equations_step(current, grad, free, damping, state.scale)
 
         step, gauss_newton = jax.vmap(solve)(dampings)
         x_trial = short_of_bounds(problem, x, x + step, state.short)
@@ -181,7 +192,7 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         trial_value = problem.residual_value(x_trial, residual) if robust else 0.5 * squared
         # The reductions, in a unit of the residuals where the cost underflows (1 else):
         unit = 1.0 if robust else residual_unit(value, state.residual_norm)
-        sums = _step_sums(problem, x, grad, free, step, gauss_newton, unit, state)
+        sums = _step_sums(problem, x, grad, free, step, gauss_newton, unit, state, current)
         predicted = -(sums.slope + 0.5 * sums.curvature)  # the Gauss–Newton model's
         old_value, new_value = value, trial_value
         if not robust:  # the costs in that unit (the same where it is 1)
@@ -190,7 +201,7 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         gain = (old_value - new_value) / jnp.where(predicted > 0, predicted, 1.0)
         # J is finite where J^T J is (bar overflow, which would break the next step).
         finite = jnp.isfinite(trial_value) & jnp.all(jnp.isfinite(normal))
-        trapped = _trapped(problem, x, x_trial, state.normal, normal)
+        trapped = _trapped(problem, x, x_trial, current, normal)
         accepted = finite & (predicted > 0) & (gain > 1e-4) & ~reduce.any_true(trapped)
         # A stopped row's step (not active) keeps J^T J at its x (Solver.normal_matrix).
         kept = accepted & context.active
@@ -241,7 +252,7 @@ def _next_state(
     dtype = state.scale.dtype
     scale = jnp.maximum(state.scale, problem.free_part(jnp.diagonal(trial.normal).astype(dtype)))
     return LevenbergMarquardtState(
-        keep(trial.normal, state.normal),
+        keep(small_linalg.lower_triangle(trial.normal), state.normal),
         keep(trial.norm, state.residual_norm),
         damping,
         growth,
@@ -267,6 +278,7 @@ class _StepSums(NamedTuple):
 def _step_sums(
     problem: Problem, x: jax.Array, grad: jax.Array, free: jax.Array, step: jax.Array,
     gauss_newton: jax.Array, unit: ArrayLike, state: LevenbergMarquardtState,
+    normal: jax.Array,
 ) -> _StepSums:  # fmt: skip
     """The sums over ``n`` a step reads: the xtol measure (:func:`relative_step_size`),
     the walk (:func:`_walks`) and the Cauchy point's dots (:func:`cauchy_reduction`) in
@@ -274,10 +286,10 @@ def _step_sums(
     function would take it; the model's slope and curvature in the residuals' ``unit``
     as two dots (in the one reduction they round otherwise: 35 of Gpufit's 1e5 fits
     ended in other bits)."""
-    wide_step = (step / unit).astype(state.normal.dtype)
+    wide_step = (step / unit).astype(normal.dtype)
     slope = reduce.dot(grad / unit, step / unit)
-    curvature = reduce.dot(wide_step, small_linalg.matvec(state.normal, wide_step))
-    cauchy = cauchy_pairs(state.normal, grad, free, state.scale)
+    curvature = reduce.dot(wide_step, small_linalg.matvec(normal, wide_step))
+    cauchy = cauchy_pairs(normal, grad, free, state.scale)
     relative = relative_step_pairs(problem, x, gauss_newton, state.scale)
     walk = _walk_pairs(step, state.last_step)
     ((relative_sums, _), (walk_sums, _)), cauchy_sums = scaled.grouped((relative, walk), cauchy)

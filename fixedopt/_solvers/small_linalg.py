@@ -30,8 +30,11 @@ Cholesky, here by columns), and 3.1.1-3.1.2 (the triangular solves).
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from fixedopt._numerics import kernels, reduce
 
@@ -52,6 +55,45 @@ def unrolls(matrix: jax.Array | jax.ShapeDtypeStruct) -> bool:
 def gram(matrix: jax.Array) -> jax.Array:
     """``matrix.T @ matrix``: :func:`unrolled_gram` if :func:`unrolls`, else a dot."""
     return unrolled_gram(matrix) if unrolls(matrix) else matrix.T @ matrix
+
+
+def lower_triangle(matrix: jax.Array) -> jax.Array:
+    """The ``n (n + 1) / 2`` entries on and below the diagonal of a symmetric ``(n, n)``
+    matrix, row by row: a state that holds it instead of the matrix is smaller, so
+    that more lanes fit the cache (:func:`symmetric` makes the matrix again).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from fixedopt._solvers import small_linalg
+      >>> a = jnp.array([[1.0, 2.0], [2.0, 3.0]])
+      >>> small_linalg.lower_triangle(a).tolist()
+      [1.0, 2.0, 3.0]
+      >>> bool((small_linalg.symmetric(small_linalg.lower_triangle(a)) == a).all())
+      True
+    """
+    rows, columns = np.tril_indices(matrix.shape[-1])
+    return matrix[..., rows, columns]
+
+
+def symmetric(packed: jax.Array) -> jax.Array:
+    """The symmetric ``(..., n, n)`` matrices whose :func:`lower_triangle` is ``packed``
+    (``(..., n (n + 1) / 2)``)."""
+    n = _order(packed)
+    index = np.zeros((n, n), int)
+    rows, columns = np.tril_indices(n)
+    index[rows, columns] = index[columns, rows] = np.arange(rows.size)
+    return packed[..., index]
+
+
+def _order(packed: jax.Array) -> int:
+    """``n`` of a :func:`lower_triangle` of ``n (n + 1) / 2`` entries."""
+    return (math.isqrt(8 * packed.shape[-1] + 1) - 1) // 2
+
+
+def diagonal_of(packed: jax.Array) -> jax.Array:
+    """The diagonal of the :func:`symmetric` matrix of ``packed``."""
+    n = np.arange(_order(packed))
+    return packed[..., n * (n + 1) // 2 + n]
 
 
 def matvec(matrix: jax.Array, vector: jax.Array) -> jax.Array:

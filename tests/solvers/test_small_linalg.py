@@ -256,3 +256,21 @@ def test_residual_norm_from_the_normal_sums_pass(size, dtype):
     np.testing.assert_allclose([float(norm), float(alone)], exact, rtol=4 * eps)
     if float(squared) > jnp.finfo(dtype).tiny / jnp.finfo(dtype).eps:
         assert float(norm) == float(jnp.sqrt(squared))
+
+
+@pytest.mark.parametrize("n", (1, 5))
+def test_a_symmetric_matrix_held_as_its_lower_triangle_is_the_same_to_the_bit(n):
+    """Levenberg–Marquardt's state holds ``J^T J`` as its lower triangle: made whole
+    again (batched, as the lanes write it), it is the matrix, and its diagonal the
+    matrix's; against NumPy's ``tril_indices``."""
+    rng = np.random.default_rng(n)
+    matrices = np.stack([spd_matrix(rng, n) for _ in range(3)])
+    matrices = (matrices + np.swapaxes(matrices, 1, 2)) / 2  # symmetric to the bit
+    packed = small_linalg.lower_triangle(jnp.asarray(matrices))
+    rows, columns = np.tril_indices(n)
+    assert packed.shape == (3, n * (n + 1) // 2)
+    np.testing.assert_array_equal(packed, matrices[:, rows, columns])
+    np.testing.assert_array_equal(small_linalg.symmetric(packed), matrices)
+    np.testing.assert_array_equal(
+        small_linalg.diagonal_of(packed), np.diagonal(matrices, axis1=1, axis2=2)
+    )
