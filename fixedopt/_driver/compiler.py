@@ -21,18 +21,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
-import jax.extend.core
-
 from fixedopt._contract.solver import Solver
 from fixedopt._driver import machine
+from fixedopt._numerics import backends
 from fixedopt._numerics.trace_state import at_top_level
 from fixedopt._objective.arguments import check_is_solver
 
 
 def compiler_options(solver: Solver[Any], backend: str | None = None) -> dict[str, Any]:
     """The XLA options fixedopt compiles ``solver``'s solves with on ``backend``
-    (default: JAX's default backend); ``{}`` where it keeps XLA's defaults.
+    (default: where a call runs here: ``jax.default_device``'s platform where one is
+    set, else JAX's default backend); ``{}`` where it keeps XLA's defaults.
 
     A solve called inside a ``jax.jit`` of your own is compiled by that ``jit``: pass
     these to it (``jax.jit`` takes them at the top level only) and the program compiles
@@ -54,7 +53,7 @@ def compiler_options(solver: Solver[Any], backend: str | None = None) -> dict[st
       >>> print(fast(jnp.zeros(2), jnp.array([False, False])).round(6))
       [2. 1.]
     """
-    schedule = machine.schedule(check_is_solver(solver), None, backend or jax.default_backend())
+    schedule = machine.schedule(check_is_solver(solver), None, backend or backends.platform())
     return dict(schedule.compiler_options)
 
 

@@ -17,7 +17,7 @@ import pytest
 
 import fixedopt
 from fixedopt._driver import compiler, engine
-from fixedopt._numerics import cpu_compiler, trace_state
+from fixedopt._numerics import backends, cpu_compiler, trace_state
 
 ON_CPU = jax.default_backend() == "cpu"
 # The options exist in jaxlib 0.10; jaxlib 0.11 refuses them (no elemental emitter to
@@ -115,6 +115,15 @@ def test_other_backends_keep_xlas_defaults():
     for backend in ("gpu", "cuda", "rocm", "tpu"):
         assert fixedopt.compiler_options(LM, backend) == {}
         assert not compiler.takes_options(LM, backend)
+
+
+def test_the_default_backend_is_where_a_call_runs(monkeypatch):
+    """Without ``backend``, the options are those of the platform a call runs on
+    (``jax.default_device``'s where one is set: a TPU's host may run a fit on its CPU)."""
+    monkeypatch.setattr(backends, "platform", lambda: "tpu")
+    assert fixedopt.compiler_options(LM) == {}
+    monkeypatch.setattr(backends, "platform", lambda: "cpu")
+    assert fixedopt.compiler_options(LM) == fixedopt.compiler_options(LM, "cpu")
 
 
 def test_a_jaxlib_that_refuses_the_options_gets_the_defaults(monkeypatch, fresh):
