@@ -31,6 +31,15 @@ ROW_WISE_OPTIONS: dict[str, Any] = CPU_OPTIONS | {
     "xla_cpu_experimental_ynn_fusion_type": "",
 }
 
+# The covariance's programs also without XLA:CPU's parallel task assigner, which splits
+# every fusion's loop into tasks for the intra-op threads: a chunk of a covariance is
+# dozens of short fusions over its rows (a pivot of the small inverse a fusion: 4,096
+# rows of 5x5 in 34), each too short to pay for the split. The same fusions and bits,
+# one thread each (docs/decisions.md, "The covariance's fusions on one thread").
+SERIAL_ROW_WISE_OPTIONS: dict[str, Any] = ROW_WISE_OPTIONS | {
+    "xla_disable_hlo_passes": "tree_reduction_rewriter,cpu-parallel-task-assigner",
+}
+
 
 def accepted(options: dict[str, Any] | None = None) -> bool:
     """Whether this jaxlib takes ``options`` (default :data:`CPU_OPTIONS`; XLA refuses

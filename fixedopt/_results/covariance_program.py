@@ -147,9 +147,10 @@ def _inverse(
 
 
 # Compiled with XLA:CPU's elemental emitter at the top level, its reductions the same for
-# every batch size (fixedopt._numerics.cpu_compiler.ROW_WISE_OPTIONS). Called as
+# every batch size, each fusion on one thread
+# (fixedopt._numerics.cpu_compiler.SERIAL_ROW_WISE_OPTIONS). Called as
 # ``compiled(residual_fun, batched, rule, axes, derived, path, x, constraints, sigma,
 # args)``: ``(covariance, certificates, derived)``.
 compiled = cpu_compiler.jit_for_cpu(
-    _row_covariances, (0, 1, 2, 3, 4, 5), cpu_compiler.ROW_WISE_OPTIONS
+    _row_covariances, (0, 1, 2, 3, 4, 5), cpu_compiler.SERIAL_ROW_WISE_OPTIONS
 )

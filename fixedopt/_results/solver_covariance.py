@@ -263,4 +263,4 @@ def _no_gradient() -> jax.Array:
 
 
 # A function of its arguments alone: a new process runs its export, untraced.
-_compiled = cpu_compiler.jit_for_cpu(_rows, (0,), cpu_compiler.ROW_WISE_OPTIONS, stored=True)
+_compiled = cpu_compiler.jit_for_cpu(_rows, (0,), cpu_compiler.SERIAL_ROW_WISE_OPTIONS, stored=True)
