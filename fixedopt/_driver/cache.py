@@ -28,7 +28,10 @@ another. A folder ``fixedopt-programs`` holds, named alike, the exports of progr
 that read nothing but their arguments (a fit's covariance from the solver's normal
 equations: :mod:`fixedopt._numerics.stored`), and the solves of fits whose model
 fixedopt names itself (``fixedopt.models``' built-in lineshapes:
-:mod:`fixedopt._numerics.program_names`), which a new process runs untraced.
+:mod:`fixedopt._numerics.program_names`), which a new process runs untraced. A
+folder ``fixedopt-probes`` holds one empty mark for each set of XLA:CPU options this
+jaxlib was seen to compile (:func:`fixedopt._numerics.cpu_compiler.accepted`), so a
+new process compiles no probe program.
 """
 
 from __future__ import annotations

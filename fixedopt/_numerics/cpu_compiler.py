@@ -7,13 +7,16 @@ default device's platform: ``fixedopt._numerics.backends.Backend.tuned_compiler`
 from __future__ import annotations
 
 import functools
+import hashlib
+import pathlib
 from collections.abc import Callable
 from typing import Any
 
 import jax
+import jaxlib.version
 import numpy as np
 
-from fixedopt._numerics import backends
+from fixedopt._numerics import backends, stored
 from fixedopt._numerics.stored import StoredJit
 from fixedopt._numerics.trace_state import at_top_level
 
@@ -41,21 +44,44 @@ SERIAL_ROW_WISE_OPTIONS: dict[str, Any] = ROW_WISE_OPTIONS | {
 }
 
 
+# The subfolder of the persistent cache holding a mark per set of options that compiled.
+PROBES = "fixedopt-probes"
+
+
 def accepted(options: dict[str, Any] | None = None) -> bool:
     """Whether this jaxlib takes ``options`` (default :data:`CPU_OPTIONS`; XLA refuses
     an option it does not know at compile time): one tiny program compiled once per
-    process and set of options."""
+    process and set of options, or once per cache folder where the persistent cache
+    is a local folder (a mark there, named by the options, the versions, the backend
+    and fixedopt's source: a new process then traces, lowers and reads no probe)."""
     return _accepted(tuple(sorted((CPU_OPTIONS if options is None else options).items())))
 
 
 @functools.cache
 def _accepted(options: tuple[tuple[str, Any], ...]) -> bool:
+    mark = _mark(options)
+    if mark is not None and mark.is_file():
+        return True
     probe = jax.jit(lambda x: x + 1, compiler_options=dict(options))
     try:
         probe.lower(np.float32(0)).compile()
     except jax.errors.JaxRuntimeError:
         return False
+    if mark is not None:
+        stored.write_whole(mark, lambda: b"")
     return True
+
+
+def _mark(options: tuple[tuple[str, Any], ...]) -> pathlib.Path | None:
+    """The file in the cache folder saying that ``options`` compiled here (None: no
+    local cache folder). A refusal leaves no mark: it is probed in each process."""
+    folder = stored.cache_subfolder(PROBES)
+    if folder is None:
+        return None
+    client = jax.devices()[0].client  # the default backend's, which the probe compiles for
+    given = (options, jax.__version__, jaxlib.version.__version__, client.platform,
+             client.platform_version, stored.library_digest())  # fmt: skip
+    return folder / hashlib.sha256(repr(given).encode()).hexdigest()
 
 
 def jit_for_cpu(
