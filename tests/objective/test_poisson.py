@@ -2,6 +2,8 @@
 references: scipy's minimization of the negative log-likelihood, the Fisher
 information computed here, and the Cramér–Rao bound on simulated 2D spots."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -39,11 +41,16 @@ def simulate(count, seed, truth=TRUTH):
 
 def fisher_inverse(params):
     """``(J^T diag(1/mu) J)^{-1}`` at the true parameters, per spot."""
+    return np.asarray(_fisher_inverse(jnp.asarray(params)))
+
+
+@jax.jit
+def _fisher_inverse(params):
     model = lambda p: spot(PIXELS, *p)
-    jacobian = jax.vmap(jax.jacfwd(model))(jnp.asarray(params))
-    mu = jax.vmap(model)(jnp.asarray(params))
+    jacobian = jax.vmap(jax.jacfwd(model))(params)
+    mu = jax.vmap(model)(params)
     information = jnp.einsum("bmi,bm,bmj->bij", jacobian, 1.0 / mu, jacobian)
-    return np.asarray(jnp.linalg.inv(information))
+    return jnp.linalg.inv(information)
 
 
 def negative_log_likelihood(p, counts):
@@ -51,28 +58,34 @@ def negative_log_likelihood(p, counts):
     return np.sum(mu - scipy.special.xlogy(counts, mu))
 
 
+@functools.cache
+def _likelihood(free: tuple[int, ...], estimator: str):
+    """The objective of :func:`maximum_likelihood` of the ``free`` parameters, the
+    others' values and the counts as data, and its gradient and Hessian: compiled once
+    for every spot and every held value, not once a call."""
+
+    def nll(q, held, counts):
+        mu = spot(PIXELS, *held.at[jnp.array(free)].set(q))
+        if estimator == "least_squares":
+            return 0.5 * jnp.sum((mu - counts) ** 2)
+        return jnp.sum(mu - jax.scipy.special.xlogy(counts, mu))
+
+    return jax.jit(nll), jax.jit(jax.grad(nll)), jax.jit(jax.hessian(nll))
+
+
 def maximum_likelihood(start, counts, known=None, estimator="poisson"):
     """scipy's exact-Hessian trust region on the negative log-likelihood (BFGS stops
     at 1e-5 on these scales: "precision loss"); ``known``: ``{index: value}`` held.
     ``estimator="least_squares"``: on half the sum of squared residuals instead."""
     known = known or {}
-    free = [k for k in range(5) if k not in known]
-
-    def full(q):
-        p = jnp.zeros(5).at[jnp.array(free)].set(q)
-        for k, v in known.items():
-            p = p.at[k].set(v)
-        return p
-
-    def nll(q):
-        mu = spot(PIXELS, *full(q))
-        if estimator == "least_squares":
-            return 0.5 * jnp.sum((mu - counts) ** 2)
-        return jnp.sum(mu - jax.scipy.special.xlogy(counts, mu))
-
+    free = tuple(k for k in range(5) if k not in known)
+    held = np.zeros(5)
+    held[list(known)] = list(known.values())
+    nll, grad, hessian = _likelihood(free, estimator)
+    data = (jnp.asarray(held), jnp.asarray(counts, float))
     result = scipy.optimize.minimize(
-        jax.jit(nll), start[free], jac=jax.jit(jax.grad(nll)), hess=jax.jit(jax.hessian(nll)),
-        method="trust-exact", options={"gtol": 1e-10},
+        nll, start[list(free)], args=data, jac=grad, hess=hessian, method="trust-exact",
+        options={"gtol": 1e-10},
     )  # fmt: skip
     return result.x
 

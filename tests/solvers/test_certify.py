@@ -29,6 +29,13 @@ def _hessian_times(hessian, free):
     return lambda v: jnp.where(free, hessian @ v, 0.0)
 
 
+@jax.jit
+def _newton_check(hessian, g, scale, free):
+    """:func:`newton_check` of ``hessian`` as one program (as a solve runs it), the
+    matrix as data: one compile a size, not one a NumPy-driven operation."""
+    return newton_check(_hessian_times(hessian, free), g, scale, free)
+
+
 def _badly_scaled(n, seed):
     """An SPD matrix whose entries span 1e-10..1e10 (parameters 1e5 apart)."""
     rng = np.random.default_rng(seed)
@@ -49,8 +56,8 @@ def test_newton_check_is_the_newton_decrement(seed):
     block = hessian[np.ix_(free, free)]
     expected_step = np.zeros(5)
     expected_step[free] = -np.linalg.solve(block, g[free])
-    decrement, step = newton_check(_hessian_times(jnp.asarray(hessian), free), jnp.asarray(g),
-                                   jnp.asarray(1.0), jnp.asarray(free))  # fmt: skip
+    decrement, step = _newton_check(jnp.asarray(hessian), jnp.asarray(g), jnp.asarray(1.0),
+                                    jnp.asarray(free))  # fmt: skip
     np.testing.assert_allclose(float(decrement), -g @ expected_step, rtol=1e-6)
     np.testing.assert_allclose(np.asarray(step), expected_step, rtol=1e-6, atol=0)
 
@@ -60,8 +67,7 @@ def test_newton_check_at_a_saddle_is_infinite_and_steps_downhill():
     that lowers the quadratic model."""
     hessian = jnp.diag(jnp.array([2.0, -0.5, 3.0]))
     g = jnp.array([1e-9, 1e-9, -1e-9])
-    decrement, step = newton_check(_hessian_times(hessian, jnp.ones(3, bool)), g,
-                                   jnp.asarray(4.0), jnp.ones(3, bool))  # fmt: skip
+    decrement, step = _newton_check(hessian, g, jnp.asarray(4.0), jnp.ones(3, bool))
     assert float(decrement) == np.inf
     assert abs(float(step[1])) > 1.0 and float(g @ step + 0.5 * step @ hessian @ step) < -1.0
 
@@ -73,8 +79,7 @@ def test_newton_check_finds_a_saddle_the_gradient_does_not_point_along():
     hessian = jnp.array([[2.0, 0.3, 0.0], [0.3, -0.5, 0.0], [0.0, 0.0, 3.0]])
     _, vectors = np.linalg.eigh(np.asarray(hessian))
     g = jnp.asarray(1e-9 * (vectors[:, 1] + vectors[:, 2]))  # orthogonal to the negative one
-    decrement, step = newton_check(_hessian_times(hessian, jnp.ones(3, bool)), g,
-                                   jnp.asarray(4.0), jnp.ones(3, bool))  # fmt: skip
+    decrement, step = _newton_check(hessian, g, jnp.asarray(4.0), jnp.ones(3, bool))
     assert float(decrement) == np.inf
     assert float(g @ step + 0.5 * step @ hessian @ step) < -1.0
 
@@ -171,15 +176,20 @@ def test_a_precision_verdict_stands_where_the_proposed_step_gains_nothing():
         assert int(jnp.max(solution.steps)) < 100
 
 
+@jax.jit
+def _conjugate_gradient_check(hessian, g):
+    """:func:`conjugate_gradient_check` of ``hessian``, unpreconditioned, as one program."""
+    free = jnp.ones(g.shape, bool)
+    return conjugate_gradient_check(_hessian_times(hessian, free), lambda r: r, g)
+
+
 @pytest.mark.parametrize("n", [2, 3, 12])
 def test_conjugate_gradients_bound_the_decrement_from_below(n):
     """Below ``g.H^-1 g`` always; equal once the iterations span the space (n <= 3)."""
     hessian, g = _badly_scaled(n, n)
     hessian = jnp.asarray(hessian / np.max(np.abs(hessian)) + np.eye(n))
-    free = jnp.ones(n, bool)
     exact = float(g @ np.linalg.solve(hessian, g))
-    decrement, step = conjugate_gradient_check(_hessian_times(hessian, free), lambda r: r,
-                                               jnp.asarray(g))  # fmt: skip
+    decrement, step = _conjugate_gradient_check(hessian, jnp.asarray(g))
     assert float(decrement) <= exact * (1 + 1e-12)
     if n <= 3:
         np.testing.assert_allclose(float(decrement), exact, rtol=1e-8)
