@@ -21,7 +21,9 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 # Not ``gpu``: its quick plan is the ``cpu`` one (tested below), run there once.
-SUITES = ("cpu", "scale", "status_truth", "ase", "curve_fit", "tiny", "tiny_large",
+# ``tiny`` right after ``cpu``: its quad case is the cpu smoke's, whose programs it reuses
+# (``status_truth`` drops JAX's caches at its end).
+SUITES = ("cpu", "scale", "tiny", "tiny_large", "status_truth", "ase", "curve_fit",
           "deblur")  # fmt: skip
 PLOTTED = ("cpu", "tiny")  # suites with solver cases against the scipy loop
 # The suites compile without XLA's expensive backend optimizations (as tests marked

@@ -9,6 +9,10 @@ import pytest
 
 from fixedopt.models import LinearModel, PseudoVoigtModel
 
+# lmfit's and closed forms' values within 1e-12 to 1e-6 and rows equal within one
+# compiled fit (a new batch size compiles none): none rests on the backend's rounding.
+pytestmark = pytest.mark.fewer_optimizations
+
 X = np.linspace(0.0, 30.0, 301)
 SIGMA = 0.05 * (1.0 + 0.5 * np.sin(X / 5.0))  # the noise, point by point: weights 1/SIGMA
 TRUTH = {

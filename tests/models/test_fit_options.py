@@ -12,6 +12,10 @@ import scipy.optimize
 import fixedopt
 from fixedopt.models import ConstantModel, GaussianModel
 
+# lmfit's and scipy's values within 1e-12 to 1e-3 and rows equal within one compiled
+# fit (a NaN fit isolated): none rests on the backend's rounding.
+pytestmark = pytest.mark.fewer_optimizations
+
 X = np.linspace(0.0, 20.0, 41)
 NAMES = ["amplitude", "center", "sigma", "c"]
 TRUTH = np.array([200.0, 10.0, 1.5, 5.0])
