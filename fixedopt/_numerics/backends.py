@@ -68,6 +68,11 @@ class Backend(NamedTuple):
     # by fixedopt.covariance, curve_fit and Model.fit; docs/decisions.md, "A TPU's new
     # process and its covariance")
     device_qr_covariance: bool = False
+    # A least-squares model of at least this many residuals (or with a loop) has its rows
+    # started by their lanes' next trip, on the trip's evaluation (the program holds the
+    # model once: fixedopt._driver.shared_start); 0: never. Smaller models ran slower so
+    # (docs/decisions.md, "One evaluation of the model in the lanes' program")
+    start_in_step_residuals: int = 256
 
 
 # The CPU (XLA:CPU of jaxlib 0.10, measured on 2-core EPYC machines).
