@@ -6,7 +6,8 @@ step. Here the loop advances ``W`` lanes at a time (``W`` much smaller than the 
 ``W`` = ``width``): each lane holds one row. When enough lanes hold a row that has
 stopped (or none is running), one real ``lax.cond`` on the whole lane batch writes
 those rows' results out and loads the next unsolved rows into their lanes, starting
-them. So
+them (or leaving them to their lanes' next trip to start, on its evaluation of the
+objective: :mod:`fixedopt._driver.shared_start`, ``start_in_step``). So
 
 - one loop body is compiled whatever the batch size;
 - the loop's working memory is that of ``W`` rows (the results, ``B`` rows, are
@@ -14,8 +15,8 @@ them. So
 - a slow row costs its own steps: the other lanes go on with other rows meanwhile.
 
 With ``W >= B`` (``lanes=`` the batch or more, and batches of at most 8 rows) every
-row has a lane from the start: the rows are started before the loop and nothing
-is refilled or written, the whole batch as one ``vmap``.
+row has a lane from the start: the rows are started before the loop (or by its
+first trip) and nothing is refilled or written, the whole batch as one ``vmap``.
 
 The lanes' data and states are carried packed (:mod:`fixedopt._driver.packing`): one array
 per dtype for their scalars and vectors, so that a trip, a refill or a write handles
@@ -181,6 +182,8 @@ def iterate_lanes(
     if start_in_step:
         start_rows = functools.partial(_unstarted_rows, layout)
     tail_lanes, patience = schedule.defaults.tail_lanes, schedule.defaults.tail_patience
+    # A refill that starts no row itself costs its gathers and writes alone.
+    refill_cost = schedule.defaults.bare_refill_cost if start_in_step else schedule.refill_cost
 
     def advance_lanes(data: Any, state: Packed, iteration: jax.Array,
                       starting: jax.Array | None) -> Packed:  # fmt: skip
@@ -202,7 +205,7 @@ def iterate_lanes(
         # Refill first: the first trip fills the empty lanes, so the rows are started
         # by one piece of code (traced and compiled once); the last only writes the
         # rows out (its step runs for nothing), so they are written by one piece too.
-        due = _refill_due(lanes.idle, lanes.idle_steps, width, schedule.refill_cost)
+        due = _refill_due(lanes.idle, lanes.idle_steps, width, refill_cost)
         last = _last_trip(lanes, limit, width, patience if tail else None)
         wanted = (due & (lanes.queued < limit)) | last
         lanes, starting = _refill_if(wanted, refill, lanes, last, start_in_step)

@@ -73,6 +73,10 @@ class Backend(NamedTuple):
     # model once: fixedopt._driver.shared_start); 0: never. Smaller models ran slower so
     # (docs/decisions.md, "One evaluation of the model in the lanes' program")
     start_in_step_residuals: int = 256
+    # The cost of a refill whose rows start on their next trip (no evaluation: gathers
+    # and writes), in steps (Schedule.refill_cost's unit): the spectra's compiled call
+    # 0.41 s of CPU at 1.0, 0.31 at 0.1, 0.31-0.38 at 0.03 (same decision)
+    bare_refill_cost: float = 0.1
 
 
 # The CPU (XLA:CPU of jaxlib 0.10, measured on 2-core EPYC machines).
