@@ -157,6 +157,7 @@ def _solve_traced(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
             _step_bytes(objective, start),
             inputs.resume,
             normal_of,
+            _start_in_step(objective, schedule),
         )
         normal = rows_final.normal
     else:
@@ -176,6 +177,16 @@ def _normal_of(plan: Plan, inputs: Inputs) -> Callable[[Any], Any] | None:
     every entry in the solver's vector (not ``strategy="split"``); else None."""
     plain = plan.least_squares and plan.loss is None and inputs.split_index is None
     return plan.solver.normal_matrix if plan.normal and plain else None
+
+
+def _start_in_step(objective: Objective, schedule: Schedule) -> bool:
+    """Whether the lanes start their rows in their next trip, on its evaluation
+    (:mod:`fixedopt._driver.shared_start`): a least-squares model with a loop or at least
+    ``Backend.start_in_step_residuals`` residuals, whose evaluation dominates a step."""
+    least = schedule.defaults.start_in_step_residuals
+    if not objective.least_squares or least <= 0:
+        return False
+    return objective.loops or math.prod(objective.output_shape) >= least
 
 
 def _step_bytes(objective: Objective, x: jax.Array) -> int:

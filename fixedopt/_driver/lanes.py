@@ -6,7 +6,8 @@ step. Here the loop advances ``W`` lanes at a time (``W`` much smaller than the 
 ``W`` = ``width``): each lane holds one row. When enough lanes hold a row that has
 stopped (or none is running), one real ``lax.cond`` on the whole lane batch writes
 those rows' results out and loads the next unsolved rows into their lanes, starting
-them. So
+them (or leaving them to their lanes' next trip to start, on its evaluation of the
+objective: :mod:`fixedopt._driver.shared_start`, ``start_in_step``). So
 
 - one loop body is compiled whatever the batch size;
 - the loop's working memory is that of ``W`` rows (the results, ``B`` rows, are
@@ -14,8 +15,8 @@ them. So
 - a slow row costs its own steps: the other lanes go on with other rows meanwhile.
 
 With ``W >= B`` (``lanes=`` the batch or more, and batches of at most 8 rows) every
-row has a lane from the start: the rows are started before the loop and nothing
-is refilled or written, the whole batch as one ``vmap``.
+row has a lane from the start: the rows are started before the loop (or by its
+first trip) and nothing is refilled or written, the whole batch as one ``vmap``.
 
 The lanes' data and states are carried packed (:mod:`fixedopt._driver.packing`): one array
 per dtype for their scalars and vectors, so that a trip, a refill or a write handles
@@ -63,6 +64,7 @@ from fixedopt._driver.loop import (
 from fixedopt._driver.machine import Schedule
 from fixedopt._driver.packing import Packed, Packing
 from fixedopt._driver.progress import Progress, report_lanes
+from fixedopt._driver.shared_start import step_or_start, unstarted
 from fixedopt._inputs import arrays
 from fixedopt._numerics import reduce
 
@@ -120,6 +122,7 @@ def iterate_lanes(
     step_bytes: int = 0,
     resume: Resume | None = None,
     normal_of: Callable[[Any], Any] | None = None,
+    start_in_step: bool = False,
 ) -> LastState:
     """Run every row of a batch through the schedule's lanes until each row stops (or,
     with ``schedule.tail``, until a tail is left).
@@ -149,6 +152,9 @@ def iterate_lanes(
         lanes (:mod:`fixedopt._driver.lane_checks`).
       normal_of: ``solver_state -> J^T J`` (:meth:`~fixedopt.Solver.normal_matrix`),
         reported in :attr:`LastState.normal`; None: not reported.
+      start_in_step: a lane's new row is started by the lane's next trip, on the
+        trip's evaluation of the objective (:mod:`fixedopt._driver.shared_start`; static):
+        the program holds one evaluation, each row takes one more trip.
 
     Returns:
       The :class:`LastState` of every row, ``(B, ...)`` leaves.
@@ -170,32 +176,41 @@ def iterate_lanes(
     layout = _layout(one_row[0], started, schedule.defaults.minor_rows, normal_of)
     if folds and not schedule.folds(width, x.shape[1]):
         folds, start_row = False, start_row_jitted()  # wide lanes: traced again, plain
-    # The refill's start, PENDING (CLAIMED: after) where a test holds.
+    # The refill's start, PENDING (CLAIMED: after) where a test holds; or the rows
+    # left to their lanes' next trip to start.
     start_rows = _checked(solver, start_row, after)
+    if start_in_step:
+        start_rows = functools.partial(_unstarted_rows, layout)
     tail_lanes, patience = schedule.defaults.tail_lanes, schedule.defaults.tail_patience
+    # A refill that starts no row itself costs its gathers and writes alone.
+    refill_cost = schedule.defaults.bare_refill_cost if start_in_step else schedule.refill_cost
 
-    def advance_lanes(data: Any, state: Packed, iteration: jax.Array) -> Packed:
-        return _advance(solver, problem_of, stopping, layout, data, state, iteration, after)
+    def advance_lanes(data: Any, state: Packed, iteration: jax.Array,
+                      starting: jax.Array | None) -> Packed:  # fmt: skip
+        return _advance(solver, problem_of, stopping, layout, data, state, iteration, after,
+                        starting)  # fmt: skip
 
     report = functools.partial(_report, layout, limit, progress)
     if width == total:
         # Rows padded beyond count (at most 8 rows in all) take their steps, dropped.
         with reduce.folding(folds):
-            return _whole_batch(start_rows, advance_lanes, report, layout, rows, x, resume)
+            return _whole_batch(start_rows, advance_lanes, report, layout, rows, x, resume,
+                                start_in_step)  # fmt: skip
     tail = schedule.tail and width > tail_lanes
 
-    def refill(lanes: Lanes, last: jax.Array) -> Lanes:
+    def refill(lanes: Lanes, last: jax.Array) -> tuple[Lanes, jax.Array]:
         return _refill(lanes, rows, (x, resume), start_rows, layout, limit, last)
 
     def body(lanes: Lanes) -> Lanes:
         # Refill first: the first trip fills the empty lanes, so the rows are started
         # by one piece of code (traced and compiled once); the last only writes the
         # rows out (its step runs for nothing), so they are written by one piece too.
-        due = _refill_due(lanes.idle, lanes.idle_steps, width, schedule.refill_cost)
+        due = _refill_due(lanes.idle, lanes.idle_steps, width, refill_cost)
         last = _last_trip(lanes, limit, width, patience if tail else None)
         wanted = (due & (lanes.queued < limit)) | last
-        lanes = jax.lax.cond(wanted, refill, lambda lanes, _: lanes, lanes, last)
-        state = advance_lanes(layout.data.unpack(lanes.data), lanes.state, lanes.iteration)
+        lanes, starting = _refill_if(wanted, refill, lanes, last, start_in_step)
+        state = advance_lanes(layout.data.unpack(lanes.data), lanes.state, lanes.iteration,
+                              starting)  # fmt: skip
         idle, idle_steps = _idle(layout.state.unpack(state))
         lanes = lanes._replace(iteration=lanes.iteration + 1, state=state, idle=idle,
                                idle_steps=idle_steps)  # fmt: skip
@@ -295,8 +310,10 @@ def _advance(
     packed: Packed,
     iteration: jax.Array,
     after: bool = False,
+    starting: jax.Array | None = None,
 ) -> Packed:
-    """One step of every running lane. A stopped lane keeps what it reports; its
+    """One step of every running lane (or, where ``starting``, its new row's start:
+    :func:`~fixedopt._driver.shared_start.step_or_start`). A stopped lane keeps what it reports; its
     solver state is never read again, so it takes the new one (keeping the old would
     stream the whole L-BFGS history through a select). A row that the step leaves
     CONVERGED waits, PENDING, for its certification
@@ -305,12 +322,17 @@ def _advance(
     state: LoopState = layout.state.unpack(packed)
     running = state.status == RUNNING
 
-    def one(row: Any, state: LoopState, running: jax.Array) -> LoopState:
+    def one(row: Any, state: LoopState, running: jax.Array, starting: jax.Array | None
+            ) -> LoopState:  # fmt: skip
         context = StepContext(running, iteration)
-        new = advance(solver, problem_of(row), state, stopping, context, check=False)
+        if starting is None:
+            new = advance(solver, problem_of(row), state, stopping, context, check=False)
+        else:
+            new = step_or_start(solver, problem_of(row), state, stopping, context, starting,
+                                after)  # fmt: skip
         return claim(solver, new) if after else _waiting(solver, new)
 
-    new = layout.state.pack(jax.vmap(one)(data, state, running))
+    new = layout.state.pack(jax.vmap(one)(data, state, running, starting))
     # A waiting lane keeps what it reports; its solver state is the inactive step's,
     # which leaves what the check reads unchanged (Solver.certify).
     new = layout.state.select(running, new, packed, layout.always_new)
@@ -346,21 +368,25 @@ def _checked(
 
 def _whole_batch(
     start_rows: Callable[[Any, jax.Array, Resume | None], LoopState],
-    advance_lanes: Callable[[Any, Packed, jax.Array], Packed],
+    advance_lanes: Callable[[Any, Packed, jax.Array, jax.Array | None], Packed],
     report: Callable[[Packed, jax.Array, int], None],
     layout: LaneLayout,
     rows: Any,
     x: jax.Array,
     resume: Resume | None,
+    start_in_step: bool = False,
 ) -> LastState:
     """Every row in its own lane from the start: no refill, no writes. The rows' data go
-    round the loop as they are, or packed where their arrays hold rows last (``minor``)."""
+    round the loop as they are, or packed where their arrays hold rows last (``minor``).
+    ``start_in_step``: ``start_rows`` leaves the rows to the loop's first trip to start."""
     total = x.shape[0]
     carried = layout.data
 
     def body(carry: tuple[jax.Array, Packed, Any]) -> tuple[jax.Array, Packed, Any]:
         iteration, state, data = carry
-        state = advance_lanes(carried.unpack(data) if carried.minor else data, state, iteration)
+        starting = jnp.full((total,), iteration == 0) if start_in_step else None
+        unpacked = carried.unpack(data) if carried.minor else data
+        state = advance_lanes(unpacked, state, iteration, starting)
         report(state, iteration + 1, total)
         # The rows' data go round the loop through a barrier: as loop invariants, XLA
         # hoists what depends on them alone out of the loop and carries it instead,
@@ -398,12 +424,41 @@ def _empty_lanes(layout: LaneLayout, x: jax.Array, width: int) -> Lanes:
                  layout.data.zeros(width), state, results)  # fmt: skip
 
 
+def _unstarted_rows(layout: LaneLayout, rows: Any, x: jax.Array, resume: Resume | None
+                    ) -> LoopState:  # fmt: skip
+    """The loop states of rows left to their lanes' next trip to start
+    (:func:`~fixedopt._driver.shared_start.unstarted`)."""
+    del rows  # the trip reads them from its lanes
+    blank: LoopState = layout.state.unpack(layout.state.zeros(x.shape[0]))
+    return unstarted(blank, x, resume)
+
+
 def _idle(state: LoopState) -> tuple[jax.Array, jax.Array]:
     """The lanes not running and the sum of their rows' steps (one reduction)."""
     idle = ~busy(state.status)
     counts = jnp.stack([idle.astype(jnp.int32), jnp.where(idle, state.steps, 0)])
     count, steps = reduce.total(counts, dtype=jnp.int32)
     return count, steps
+
+
+def _refill_if(
+    wanted: jax.Array,
+    refill: Callable[[Lanes, jax.Array], tuple[Lanes, jax.Array]],
+    lanes: Lanes,
+    last: jax.Array,
+    start_in_step: bool,
+) -> tuple[Lanes, jax.Array | None]:
+    """``refill(lanes, last)`` where ``wanted`` (one ``lax.cond``), and the lanes it left
+    to their next trip to start (``start_in_step``, static; else None, and the program
+    is the one without it)."""
+    if not start_in_step:
+        kept: Lanes = jax.lax.cond(wanted, lambda *a: refill(*a)[0], lambda lanes, _: lanes,
+                                   lanes, last)  # fmt: skip
+        return kept, None
+    unrefilled = (lanes, jnp.zeros(lanes.row.shape, bool))
+    refilled: tuple[Lanes, jax.Array] = jax.lax.cond(wanted, refill, lambda *_: unrefilled,
+                                                     lanes, last)  # fmt: skip
+    return refilled
 
 
 def _refill_due(count: jax.Array, steps_sum: jax.Array, width: int, cost: float) -> jax.Array:
@@ -438,13 +493,14 @@ def _refill(
     layout: LaneLayout,
     limit: jax.Array | int,
     last: jax.Array,
-) -> Lanes:
+) -> tuple[Lanes, jax.Array]:
     """Write the stopped lanes' rows out (every lane's, on the ``last`` trip) and give
     the idle lanes the next queued rows.
 
     The ``k``-th idle lane (in lane order: stopped, or holding no row) takes row
     ``queued + k`` while that is below ``limit`` (the queue's end); an idle lane left
-    without a row holds row ``B`` (none), as does every lane after the last trip."""
+    without a row holds row ``B`` (none), as does every lane after the last trip. Also
+    returns the lanes that took a row (``(W,)``)."""
     x = starts[0]
     total = x.shape[0]
     idle = ~busy(layout.state.unpack(lanes.state).status) | last
@@ -459,5 +515,6 @@ def _refill(
     state = layout.state.select(takes, started, lanes.state)
     row = jnp.where(takes, new_row, jnp.where(idle, total, lanes.row))
     queued = jnp.minimum(lanes.queued + jnp.sum(idle), limit).astype(jnp.int32)
-    return lanes._replace(queued=queued, row=row.astype(jnp.int32), data=data, state=state,
-                          results=results)  # fmt: skip
+    refilled = lanes._replace(queued=queued, row=row.astype(jnp.int32), data=data, state=state,
+                              results=results)  # fmt: skip
+    return refilled, takes

@@ -68,6 +68,15 @@ class Backend(NamedTuple):
     # by fixedopt.covariance, curve_fit and Model.fit; docs/decisions.md, "A TPU's new
     # process and its covariance")
     device_qr_covariance: bool = False
+    # A least-squares model of at least this many residuals (or with a loop) has its rows
+    # started by their lanes' next trip, on the trip's evaluation (the program holds the
+    # model once: fixedopt._driver.shared_start); 0: never. Smaller models ran slower so
+    # (docs/decisions.md, "One evaluation of the model in the lanes' program")
+    start_in_step_residuals: int = 256
+    # The cost of a refill whose rows start on their next trip (no evaluation: gathers
+    # and writes), in steps (Schedule.refill_cost's unit): the spectra's compiled call
+    # 0.41 s of CPU at 1.0, 0.31 at 0.1, 0.31-0.38 at 0.03 (same decision)
+    bare_refill_cost: float = 0.1
 
 
 # The CPU (XLA:CPU of jaxlib 0.10, measured on 2-core EPYC machines).
