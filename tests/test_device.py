@@ -154,6 +154,35 @@ def test_fitted_values_agree_with_the_cpu(fits):
     assert np.max(np.abs(solution.x - cpu.x) / scale) <= 2e-4
 
 
+LONG_TIMES = np.linspace(0.0, 4.0, 300, dtype=F32)
+
+
+def long_decay(p, y):
+    """The decay on 300 points: a model long enough (``Backend.start_in_step_residuals``)
+    that the lanes start its rows in their next trip, on the trip's one evaluation."""
+    return p[0] * jnp.exp(-p[1] * LONG_TIMES) + p[2] - y
+
+
+def test_a_long_model_started_in_its_trip_agrees_with_the_cpu():
+    rng = np.random.default_rng(62)
+    true = np.stack([rng.uniform(1, 2, 64), rng.uniform(0.5, 2, 64), rng.uniform(0.05, 0.2, 64)],
+                    axis=1).astype(F32)  # fmt: skip
+    y = (true[:, :1] * np.exp(-true[:, 1:2] * LONG_TIMES) + true[:, 2:]).astype(F32)
+    y = y + rng.normal(0, 0.01, y.shape).astype(F32)
+    x0, fixed = (true * 1.2).astype(F32), np.eye(64, 3, dtype=bool)
+
+    def long_fit(x0, fixed, y):
+        return fixedopt.least_squares(long_decay, jnp.asarray(x0), jnp.asarray(fixed),
+                                      args=(jnp.asarray(y),), batched=True, lanes=16)  # fmt: skip
+
+    solution, cpu = on_device(long_fit, x0, fixed, y), on_cpu(long_fit, x0, fixed, y)
+    assert np.all(solution.status == fixedopt.Status.CONVERGED), np.bincount(solution.status)
+    assert np.all(cpu.status == fixedopt.Status.CONVERGED)
+    assert np.all(solution.x[fixed].view(np.uint32) == x0[fixed].view(np.uint32))
+    scale = np.max(np.abs(cpu.x), axis=1, keepdims=True)
+    assert np.max(np.abs(solution.x - cpu.x) / scale) <= 2e-4
+
+
 def test_one_rows_failure_changes_no_other_row(quad, fits):
     (x0, fixed, c), solution = quad
     c_bad = c.copy()
