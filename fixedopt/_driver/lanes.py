@@ -157,7 +157,9 @@ def iterate_lanes(
         the program holds one evaluation, each row takes one more trip.
 
     Returns:
-      The :class:`LastState` of every row, ``(B, ...)`` leaves.
+      The :class:`LastState` of every row, ``(B, ...)`` leaves (rows padded beyond
+      ``count`` are never taken: their reports stay empty, and the caller drops them,
+      :mod:`fixedopt._driver.batching`).
     """
     total = x.shape[0]
     limit = total if count is None else count  # the queue's end
@@ -176,14 +178,7 @@ def iterate_lanes(
     layout = _layout(one_row[0], started, schedule.defaults.minor_rows, normal_of)
     if folds and not schedule.folds(width, x.shape[1]):
         folds, start_row = False, start_row_jitted()  # wide lanes: traced again, plain
-    # The refill's start, PENDING (CLAIMED: after) where a test holds; or the rows
-    # left to their lanes' next trip to start.
-    start_rows = _checked(solver, start_row, after)
-    if start_in_step:
-        start_rows = functools.partial(_unstarted_rows, layout)
-    tail_lanes, patience = schedule.defaults.tail_lanes, schedule.defaults.tail_patience
-    # A refill that starts no row itself costs its gathers and writes alone.
-    refill_cost = schedule.defaults.bare_refill_cost if start_in_step else schedule.refill_cost
+    start_rows, refill_cost = _starts(solver, start_row, after, layout, schedule, start_in_step)
 
     def advance_lanes(data: Any, state: Packed, iteration: jax.Array,
                       starting: jax.Array | None) -> Packed:  # fmt: skip
@@ -196,7 +191,7 @@ def iterate_lanes(
         with reduce.folding(folds):
             return _whole_batch(start_rows, advance_lanes, report, layout, rows, x, resume,
                                 start_in_step)  # fmt: skip
-    tail = schedule.tail and width > tail_lanes
+    tail = schedule.tail and width > schedule.defaults.tail_lanes
 
     def refill(lanes: Lanes, last: jax.Array) -> tuple[Lanes, jax.Array]:
         return _refill(lanes, rows, (x, resume), start_rows, layout, limit, last)
@@ -206,7 +201,7 @@ def iterate_lanes(
         # by one piece of code (traced and compiled once); the last only writes the
         # rows out (its step runs for nothing), so they are written by one piece too.
         due = _refill_due(lanes.idle, lanes.idle_steps, width, refill_cost)
-        last = _last_trip(lanes, limit, width, patience if tail else None)
+        last = _last_trip(lanes, limit, width, schedule.defaults.tail_patience if tail else None)
         wanted = (due & (lanes.queued < limit)) | last
         lanes, starting = _refill_if(wanted, refill, lanes, last, start_in_step)
         state = advance_lanes(layout.data.unpack(lanes.data), lanes.state, lanes.iteration,
@@ -215,7 +210,7 @@ def iterate_lanes(
         lanes = lanes._replace(iteration=lanes.iteration + 1, state=state, idle=idle,
                                idle_steps=idle_steps)  # fmt: skip
         if tail:
-            lanes = _count_lone(lanes, limit, width, tail_lanes)
+            lanes = _count_lone(lanes, limit, width, schedule.defaults.tail_lanes)
         report(state, lanes.iteration, lanes.queued, last)
         return lanes
 
@@ -224,10 +219,25 @@ def iterate_lanes(
 
     with reduce.folding(folds):
         final = jax.lax.while_loop(going, body, _empty_lanes(layout, x, width))
-    # Rows padded beyond count are never taken: their reports stay empty, and the
-    # caller drops them (fixedopt._driver.batching).
     unpacked: LastState = layout.results.unpack(final.results)
     return unpacked
+
+
+def _starts(
+    solver: Solver[Any],
+    start_row: Callable[[Any, jax.Array, Resume | None], LoopState],
+    after: bool,
+    layout: LaneLayout,
+    schedule: Schedule,
+    start_in_step: bool,
+) -> tuple[Callable[[Any, jax.Array, Resume | None], LoopState], float]:
+    """How the refill starts its rows, and what a refill costs in trips: the refill's
+    start, PENDING (CLAIMED: ``after``) where a test holds, at ``Schedule.refill_cost``;
+    or (``start_in_step``) the rows left to their lanes' next trip to start, a refill
+    then costing its gathers and writes alone (``Backend.bare_refill_cost``)."""
+    if start_in_step:
+        return functools.partial(_unstarted_rows, layout), schedule.defaults.bare_refill_cost
+    return _checked(solver, start_row, after), schedule.refill_cost
 
 
 def _bytes(tree: Any) -> int:
