@@ -9,6 +9,7 @@ import pytest
 
 import fixedopt
 from fixedopt._driver import engine
+from fixedopt.testing import compiled_solves
 
 T = np.linspace(0.0, 2.0, 300)  # 300 residuals: at least Backend.start_in_step_residuals
 
@@ -56,6 +57,13 @@ def test_rows_started_in_their_trip_keep_the_refills_bits(monkeypatch):
                                       bounds=(lower, upper), max_steps=max_steps)  # fmt: skip
 
     started = [solve(long_residuals, steps) for steps in (50, 1, 0)]
+    # A new mask and new fixed values run the same program, the new fixed entries exact.
+    before, moved = compiled_solves(), np.nan_to_num(x0, nan=1.0)
+    mask = np.roll(fixed, 1, axis=1)
+    again = fixedopt.least_squares(long_residuals, moved, mask, args=(y,), batched=True,
+                                   lanes=4, bounds=(lower, upper), max_steps=50)  # fmt: skip
+    assert compiled_solves() == before
+    np.testing.assert_array_equal(np.asarray(again.x)[mask], moved[mask])
     monkeypatch.setattr(engine, "_start_in_step", lambda *_: False)
     apart = [solve(long_residuals_apart, steps) for steps in (50, 1, 0)]
     for one, other in zip(started, apart):
