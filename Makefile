@@ -47,9 +47,13 @@ bench: $(VENV)/.installed-bench
 # For a TPU machine's Python: make device-wheels DEVICE_PYTHON=3.11.
 DEVICE_PYTHON ?= 3.12
 DEVICE_WHEELS := jaxopt==0.8.5 tfp-nightly==0.26.0.dev20261027 dm-tree==0.1.10 gast==0.7.0 \
-	decorator==5.3.1 lmfit==1.3.4 asteval==1.0.10 uncertainties==3.2.3 dill==0.4.1
+	decorator==5.3.1 lmfit==1.3.4 asteval==1.0.10 uncertainties==3.2.3 dill==0.4.1 \
+	optimistix==0.1.0 equinox==0.13.8 lineax==0.1.1 jaxtyping==0.3.11 wadler_lindig==0.1.8 \
+	typing_extensions==4.16.0
+# The checkout's exclude file (a worktree's .git is a file: its exclude is the main one's).
+EXCLUDE = $(shell git rev-parse --git-path info/exclude)
 device-wheels:
-	grep -qx '/.whl/' .git/info/exclude || echo /.whl/ >> .git/info/exclude
+	grep -qx '/.whl/' $(EXCLUDE) || echo /.whl/ >> $(EXCLUDE)
 	$(PYTHON) -m pip download --quiet --no-deps --only-binary=:all: --python-version $(DEVICE_PYTHON) \
 		--implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
 		--platform manylinux2014_x86_64 -d .whl $(DEVICE_WHEELS)

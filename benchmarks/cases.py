@@ -28,11 +28,13 @@ class Case:
 
 
 def repeats(run_s: float, args) -> int:
-    """Timed calls of a compiled method taking ``run_s``: ~3 s of work (quick: 3)."""
+    """Timed calls of a compiled method taking ``run_s``: ~3 s of work (quick: 3), at
+    least ``--least-repeats`` (3) and at most ``--repeats``."""
     most = min(3, args.repeats) if args.quick else args.repeats
     if run_s > 15.0:
         return 1
-    return max(min(3, most), min(most, int((0.3 if args.quick else 3.0) / max(run_s, 1e-6))))
+    least = min(getattr(args, "least_repeats", 3), most)
+    return max(least, min(most, int((0.3 if args.quick else 3.0) / max(run_s, 1e-6))))
 
 
 def run_case(case: Case, settings: Settings, args) -> list[dict]:

@@ -248,6 +248,59 @@ def optax_program(objective, gtol: float, max_steps: int):
     return jax.jit(jax.vmap(solve_row))
 
 
+def optimistix_lbfgs(problem: BatchedProblem, settings: Settings) -> Runner:
+    """``optimistix.LBFGS`` per row in a ``while_loop`` under ``jit(vmap)``, objective
+    masked; stopped by optax's gradient test, or by optimistix's own test (steps and
+    value changes) at the dtype's rounding: a row that no longer moves."""
+    if problem.bounds is not None:
+        raise Skipped("optimistix's minimisers have no bounds")
+    load("optimistix", "pip install optimistix")
+    program = optimistix_program(problem.jax_fun, settings.gtol, settings.max_steps)
+    notes = ("optimistix: steps = accepted steps (a loop iteration is one evaluation, "
+             "at most 10 max_steps)",)  # fmt: skip
+    return compiled_runner(program, device_inputs(problem), notes=notes)
+
+
+@functools.cache
+def optimistix_program(objective, gtol: float, max_steps: int):
+    """The optimistix recipe for ``objective``: ``solver.init`` and ``solver.step`` (one
+    evaluation each: the search's trial, accepted or not) in a ``while_loop``, the state's
+    arrays carried as ``optimistix.minimise`` carries them, until the max |gradient| on
+    free entries at the accepted point is at most ``gtol`` or the solver's own test
+    (``rtol = atol = eps``: its last accepted step changed ``x`` and the value by less
+    than their rounding) ends it."""
+    equinox, optx = importlib.import_module("equinox"), importlib.import_module("optimistix")
+    norm = lambda fixed, state: jnp.max(jnp.where(fixed, 0.0, jnp.abs(state.f_info.grad)))
+
+    def solve_row(x0, fixed, *args):
+        eps = float(jnp.finfo(x0.dtype).eps)
+        solver = optx.LBFGS(rtol=eps, atol=eps, history_length=HISTORY)
+        fun = lambda x, _: (masked(objective)(x, x0, fixed, *args), None)  # (value, aux)
+        start = solver.init(fun, x0, None, {}, jax.ShapeDtypeStruct((), x0.dtype), None,
+                            frozenset())  # fmt: skip
+        arrays, static = equinox.partition(start, equinox.is_array)
+        state_of = lambda arrays: equinox.combine(arrays, static)
+
+        def cond(carry):
+            _, arrays, evaluations = carry
+            state = state_of(arrays)
+            going = (state.num_accepted_steps < max_steps) & (evaluations < 10 * max_steps)
+            going &= jnp.invert(state.terminate) & (norm(fixed, state) > gtol)
+            return (evaluations == 0) | going
+
+        def body(carry):
+            x, arrays, evaluations = carry
+            x, state, _ = solver.step(fun, x, None, {}, state_of(arrays), frozenset())
+            return x, equinox.filter(state, equinox.is_array), evaluations + 1
+
+        x, arrays, _ = jax.lax.while_loop(cond, body, (x0, arrays, 0))
+        state = state_of(arrays)
+        converged = norm(fixed, state) <= gtol
+        return jnp.where(fixed, x0, x), state.f_info.f, state.num_accepted_steps, converged
+
+    return jax.jit(jax.vmap(solve_row))
+
+
 @functools.cache
 def public_call(fun, least_squares: bool, keywords: tuple):
     """The public ``least_squares`` (or ``minimize``): one function per objective and options."""
@@ -290,6 +343,7 @@ METHODS = {
     "scipy-lbfgsb-loop": subsampled(scipy_lbfgsb, LOOP_ROWS),
     "jaxopt-lbfgsb-vmap": subsampled(jaxopt_lbfgsb, JAXOPT_ROWS),
     "optax-lbfgs-vmap-mask": optax_lbfgs,
+    "optimistix-lbfgs-vmap-mask": optimistix_lbfgs,
     "tfp-lbfgs-batch": tfp_lbfgs,
     "fixedopt-mask": fixedopt_method(),
     "fixedopt-mask-vmap": fixedopt_method(lanes=WHOLE_BATCH),  # no lanes: one vmap

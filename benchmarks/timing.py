@@ -14,8 +14,8 @@ from importlib import metadata
 
 import jax
 
-PACKAGES = ("jax", "jaxlib", "optax", "scipy", "numpy", "fixedopt", "jaxopt", "tfp-nightly",
-            "lmfit", "matplotlib", "ase")  # fmt: skip
+PACKAGES = ("jax", "jaxlib", "optax", "scipy", "numpy", "fixedopt", "jaxopt", "optimistix",
+            "tfp-nightly", "lmfit", "matplotlib", "ase")  # fmt: skip
 
 
 STAGES = ("jaxpr_trace", "jaxpr_to_mlir_module", "backend_compile")  # the last: XLA's

@@ -1,22 +1,23 @@
 """The ``tpu_peers`` suite (issue 61, item 3): the mission's benchmark on an accelerator,
 float32 (a TPU has no float64 linear algebra). fixedopt's mask against its index
 splitting (``strategy="split"``: padded per-row free indices) on the same solver, and the
-whole batch as one loop (``fixedopt-mask-vmap``), beside jaxopt's L-BFGS-B, optax's L-BFGS
-and TFP's batched L-BFGS, on ``quad`` and ``rosen`` at n = 8, 64, 512 (the cpu suite's
-problems, methods and checks; scipy's loop on a subsample is the reference where it
-runs); Gpufit's protocol by Poisson maximum likelihood at 1e6 and 1e7 spots
-(``mle``), and by least squares at 1e6 (``gpufit``: fixedopt's matmul precision, the
-machine profile's, and JAX's default traded back, ``jax.default_matmul_precision``;
-1e7 fits are ``tiny_large``'s); ``keep_fixed(adam)`` against plain adam. Each fixedopt
-record counts its rows' statuses and the rows that ran to ``max_steps`` (the first of
-them by index).
+whole batch as one loop (``fixedopt-mask-vmap``), beside jaxopt's L-BFGS-B, optax's and
+optimistix's L-BFGS (``vmap`` over rows, the fixed entries substituted in the objective)
+and TFP's batched L-BFGS, on ``quad`` and ``rosen`` at n = 8, 64, 512 with JAX's 64-bit
+mode off (:func:`float32_only`; the cpu suite's problems, methods and checks; scipy's
+loop on a subsample is the reference where it runs, else fixedopt-mask); Gpufit's
+protocol by Poisson maximum likelihood at 1e6 and 1e7 spots (``mle``), and by least
+squares at 1e6 (``gpufit``: fixedopt's matmul precision, the machine profile's, and JAX's
+default traded back, ``jax.default_matmul_precision``; 1e7 fits are ``tiny_large``'s);
+``keep_fixed(adam)`` against plain adam. Each fixedopt record counts its rows' statuses
+and the rows that ran to ``max_steps`` (the first of them by index).
 
-Made for one TPU v5e chip (``bash benchmarks/device.sh tpu_peers``, jaxopt and TFP carried
-as wheels: ``make device-wheels DEVICE_PYTHON=3.11``); runs on any backend (``--quick``:
-a smoke run on a CPU). A device call has 10 minutes: the environment picks a share,
-comma-separated, all by default: ``PARTS`` (quad, rosen, mle, gpufit, adam), ``SIZES`` (n of quad
-and rosen: 8, 64, 512), ``METHODS`` (those of :data:`METHODS`, in its order; without
-scipy's loop the first one listed is the reference)."""
+Made for one TPU v5e chip (``bash benchmarks/device.sh tpu_peers``, jaxopt, optimistix and
+TFP carried as wheels: ``make device-wheels DEVICE_PYTHON=3.11``); runs on any backend
+(``--quick``: a smoke run on a CPU). A device call has 10 minutes: the environment picks
+a share, comma-separated, all by default: ``PARTS`` (quad, rosen, mle, gpufit, adam),
+``SIZES`` (n of quad and rosen: 8, 64, 512), ``METHODS`` (those of :data:`METHODS`, in
+its order; without scipy's loop the first one listed is the reference)."""
 
 import contextlib
 import dataclasses
@@ -36,8 +37,9 @@ from benchmarks.suites import Plan, run_plan
 from benchmarks.tiny import GPUFIT, fit_record
 from fixedopt.testing_problems import gaussian_fits, gaussian_model
 
-METHODS = ("scipy-lbfgsb-loop", "jaxopt-lbfgsb-vmap", "optax-lbfgs-vmap-mask", "tfp-lbfgs-batch",
-           "fixedopt-mask", "fixedopt-split", "fixedopt-mask-vmap")  # fmt: skip
+METHODS = ("scipy-lbfgsb-loop", "fixedopt-mask", "fixedopt-split", "fixedopt-mask-vmap",
+           "jaxopt-lbfgsb-vmap", "optax-lbfgs-vmap-mask", "optimistix-lbfgs-vmap-mask",
+           "tfp-lbfgs-batch")  # fmt: skip
 FIXEDOPT = {"fixedopt-mask": {}, "fixedopt-split": {"strategy": "split"},
             "fixedopt-mask-vmap": {"lanes": WHOLE_BATCH}}  # fmt: skip
 PARTS = ("quad", "rosen", "mle", "gpufit", "adam")
@@ -59,6 +61,23 @@ def chosen(variable: str, choices: tuple) -> tuple:
     if unknown:
         raise ValueError(f"{variable}: unknown {unknown}; choose from {list(choices)}")
     return tuple(c for c in choices if str(c) in named) if named else choices
+
+
+@contextlib.contextmanager
+def float32_only():
+    """JAX's 64-bit mode off within, as a float32 user on a TPU runs (``benchmarks.run``
+    turns it on): under it the peers' programs carry float64 and int64 arrays (optax's
+    masked L-BFGS at rosen n = 8: 640 float64 tensors, 49 of them ``(B, n)``; jaxopt's
+    1,412 int64), which a TPU emulates (optax's recipe: 25.8 s a call at quad n = 64 in
+    ``tpu-tpu_peers-2026-12-06``, 96 steps at most; 8.3 s with x64 off on another batch
+    of 16,384 rows of n = 64 to 500 steps, ``tpu-first_call-float32-2026-12-06``). Set
+    globally: fixedopt may compile in a thread of its own."""
+    enabled = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", False)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", enabled)
 
 
 def outcome(solution, max_steps: int) -> dict:
@@ -193,11 +212,12 @@ def run(quick: bool, args=None) -> list[dict]:
     sizes = chosen("SIZES", tuple(batch)) if os.environ.get("SIZES") or not quick else (8,)
     plan, records = QUICK if quick else FULL, []
     settings = Settings(GTOL["float32"], args.max_steps or 5000, plan.loop_rows, plan.jaxopt_work)
-    for problem in ("quad", "rosen"):
-        for n in sizes if problem in parts else ():
-            case = Case((problem,), batch[n], n, methods, "float32")
-            measured = run_plan(dataclasses.replace(plan, cases=(case,)), args)
-            records += shown(with_outcomes(measured, case, settings))
+    with float32_only():
+        for problem in ("quad", "rosen"):
+            for n in sizes if problem in parts else ():
+                case = Case((problem,), batch[n], n, methods, "float32")
+                measured = run_plan(dataclasses.replace(plan, cases=(case,)), args)
+                records += shown(with_outcomes(measured, case, settings))
     for count in (QUICK_SPOTS if quick else SPOTS) if "mle" in parts else ():
         records += shown([gpufit_mle(count, 1 if quick else 3)])
     if "gpufit" in parts:
