@@ -301,3 +301,56 @@ def test_one_fits_covariance_agrees_with_the_cpu(fits):
         scale = np.sqrt(np.diag(cpu))
         scale = np.where(scale > 0, scale, 1.0)
         assert np.max(np.abs(device - cpu) / np.outer(scale, scale)) <= 1e-3
+
+
+SPOTS = 20_000  # Gpufit's spots: 160 tiles of 128 rows, eight jobs of the batch-last loop
+
+
+def spot_residual(p, data):
+    """A 5x5 Gaussian spot against its data."""
+    from fixedopt.testing_problems import gaussian_model
+
+    return gaussian_model(p) - data
+
+
+def spot_fit(x0, fixed, data):
+    """Gpufit's protocol (``benchmarks.tiny.GPUFIT``) on 5x5 spots, batch-last
+    (``fixedopt._driver.batch_last``, forced: the lanes are the profile's choice
+    elsewhere)."""
+    from fixedopt._driver import machine
+
+    with machine.forced_layout(machine.BATCH_LAST):
+        return fixedopt.least_squares(spot_residual, jnp.asarray(x0), jnp.asarray(fixed),
+                                      args=(jnp.asarray(data),), batched=True, ftol=1e-4,
+                                      gtol=0.0, xtol=0.0, max_steps=10)  # fmt: skip
+
+
+def test_batch_last_spots_agree_with_the_cpu_and_keep_the_guarantees():
+    """Batch-last on the chip: the CPU's statuses and (to float32 sums' order) steps and
+    points, fixed entries exact, one row's NaN alone, a new mask compiles nothing."""
+    from fixedopt.testing_problems import gaussian_fits
+
+    spots = gaussian_fits(SPOTS, seed=3)
+    fixed = np.zeros(spots.x0.shape, bool)
+    fixed[::3, 4] = True
+    x0 = np.where(fixed, spots.truth, spots.x0).astype(F32)
+    data = spots.data.astype(F32)
+    solution, cpu = on_device(spot_fit, x0, fixed, data), on_cpu(spot_fit, x0, fixed, data)
+    np.testing.assert_array_equal(solution.status, cpu.status)
+    assert np.mean(solution.steps == cpu.steps) >= 0.98
+    scale = np.max(np.abs(cpu.x), axis=1, keepdims=True)
+    assert np.max(np.abs(solution.x - cpu.x) / scale) <= 2e-3
+    assert np.all(solution.x[fixed].view(np.uint32) == x0[fixed].view(np.uint32))
+    broken = data.copy()
+    broken[11, 7] = np.nan
+    bad = on_device(spot_fit, x0, fixed, broken)
+    assert bad.status[11] == fixedopt.Status.NONFINITE
+    others = np.arange(SPOTS) != 11
+    np.testing.assert_array_equal(bad.x[others], solution.x[others])
+    np.testing.assert_array_equal(bad.steps[others], solution.steps[others])
+    before = compiled_solves()
+    flipped = np.zeros_like(fixed)
+    flipped[::2, 3] = True
+    again = on_device(spot_fit, x0, flipped, data)
+    assert compiled_solves() == before
+    np.testing.assert_array_equal(again.x[flipped], x0[flipped])
