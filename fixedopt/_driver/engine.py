@@ -17,7 +17,6 @@ from fixedopt._contract.status import Status
 from fixedopt._derivatives.differentiation import captured_values
 from fixedopt._derivatives.implicit import DerivativeProblem
 from fixedopt._driver import after_loop, ahead, batching, cache, machine
-from fixedopt._driver.batch_last import iterate_batch_last
 from fixedopt._driver.lanes import LastState, iterate_lanes
 from fixedopt._driver.loop import LoopState, Resume, iterate
 from fixedopt._driver.machine import Schedule
@@ -28,7 +27,6 @@ from fixedopt._numerics import cpu_compiler, kernels, stored
 from fixedopt._numerics.trace_state import at_top_level
 from fixedopt._objective.call_note import passed_as
 from fixedopt._objective.fit_data import Weighted
-from fixedopt._objective.losses import Poisson
 from fixedopt._objective.problem import (
     Objective,
     RowData,
@@ -41,7 +39,6 @@ from fixedopt._objective.problem import objective as make_objective
 from fixedopt._objective.reparam import expand
 from fixedopt._results.solution import Solution
 from fixedopt._solvers import small_linalg
-from fixedopt._solvers.levenberg_marquardt import LevenbergMarquardt
 
 Result = tuple[PyTree, jax.Array, jax.Array, PyTree]  # (x, value, grad_norm, at_bound) of a row
 
@@ -144,13 +141,7 @@ def _solve_traced(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
 
     start = jax.vmap(objective.start)(rows)
     rows_final: LoopState | LastState
-    if _batch_last(plan, schedule, objective, inputs, start):
-        assert isinstance(plan.solver, LevenbergMarquardt)
-        rows_final = iterate_batch_last(plan.solver, objective, plan.differentiate.stop(rows),
-                                        start, stopping, inputs.batch, inputs.resume,
-                                        normal_of is not None)  # fmt: skip
-        normal = rows_final.normal
-    elif plan.differentiate.through_lanes:
+    if plan.differentiate.through_lanes:
         # The lanes carry the rows' data round the loop: as the solver sees them
         # (stopped under Implicit), or their tangents go round it too (a jvp of the
         # whole loop body, which XLA compiles and runs for nothing).
@@ -177,22 +168,6 @@ def _solve_traced(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
         rows_final = jax.vmap(one)(rows, start, inputs.resume)
         normal = None if normal_of is None else normal_of(rows_final.solver_state)
     return _solution(rows_final, jax.vmap(finish)(rows, rows_final), normal)
-
-
-def _batch_last(plan: Plan, schedule: Schedule, objective: Objective, inputs: Inputs,
-                x: jax.Array) -> bool:  # fmt: skip
-    """Whether the batch steps batch-last (:mod:`fixedopt._driver.batch_last`): where the
-    schedule says so for its rows' sizes, for Levenberg-Marquardt itself on squares or
-    the Poisson likelihood of a plain row function, run through the lanes' path with
-    no progress report."""
-    if type(plan.solver) is not LevenbergMarquardt or not plan.differentiate.through_lanes:
-        return False
-    if plan.progress is not None or objective.vectorized or inputs.split_index is not None:
-        return False
-    if objective.loss is not None and not isinstance(objective.loss, Poisson):
-        return False
-    n, m = x.shape[-1], math.prod(objective.output_shape)
-    return schedule.batch_last(n, m, x.dtype)
 
 
 def _normal_of(plan: Plan, inputs: Inputs) -> Callable[[Any], Any] | None:

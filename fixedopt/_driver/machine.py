@@ -105,48 +105,9 @@ def covariance_on_device(backend: str | None = None) -> bool:
     return backends.defaults(backend).device_qr_covariance
 
 
-# The rows' layout: through the lanes (ROWS_MAJOR), or a least-squares batch of small
-# rows stepped whole with the batch last (BATCH_LAST, fixedopt._driver.batch_last), where
-# the backend's profile says so (``Backend.batch_last``) or where forced (tests and
-# benchmarks).
+# The rows' layout in the lanes: a row's entries along the minor axis (the one value so
+# far); the TPU's small rows want the batch there ("rows-minor", issue 61).
 ROWS_MAJOR = "rows-major"
-BATCH_LAST = "batch-last"
-LAYOUTS = (ROWS_MAJOR, BATCH_LAST)
-# Rows small enough for it: at most 8 unknowns (its Cholesky solve and J^T J are
-# unrolled, n^2 / 2 arrays of the batch), and a Jacobian of at most 4096 entries (m n:
-# it is in memory, 2^21 rows a loop). Set by reasoning: only n = 5, m = 25 ran on a chip.
-BATCH_LAST_MOST_N = 8
-BATCH_LAST_MOST_ENTRIES = 4096
-_forced_layout: list[str] = []  # tests' and benchmarks' choice, innermost last
-
-
-@contextlib.contextmanager
-def forced_layout(layout: str) -> Iterator[None]:
-    """Solves scheduled inside take ``layout`` (one of :data:`LAYOUTS`) whatever their
-    backend: for tests and benchmarks (a user never needs it).
-
-    Example:
-      >>> from fixedopt import LevenbergMarquardt
-      >>> from fixedopt._driver import machine
-      >>> with machine.forced_layout(machine.BATCH_LAST):
-      ...     print(machine.schedule(LevenbergMarquardt(), None, "cpu").layout)
-      batch-last
-    """
-    if layout not in LAYOUTS:
-        raise ValueError(f"`layout` must be one of {LAYOUTS}, got {layout!r}")
-    _forced_layout.append(layout)
-    try:
-        yield
-    finally:
-        _forced_layout.pop()
-
-
-def default_layout(tuned: backends.Backend) -> str:
-    """The rows' layout on a backend of defaults ``tuned`` (:data:`BATCH_LAST` where
-    ``Backend.batch_last``), or as forced."""
-    if _forced_layout:
-        return _forced_layout[-1]
-    return BATCH_LAST if tuned.batch_last else ROWS_MAJOR
 
 
 class Schedule(NamedTuple):
@@ -155,7 +116,7 @@ class Schedule(NamedTuple):
     backend: str  # the platform compiled for
     defaults: backends.Backend  # its tuned numbers
     precision: str | None  # the matmul precision traced at (None: JAX's, untouched)
-    layout: str  # the rows' layout (ROWS_MAJOR: lanes; BATCH_LAST where rows are small)
+    layout: str  # the rows' layout in the lanes (ROWS_MAJOR)
     lanes: int | None  # the lanes asked for (None: :meth:`width` of a row's bytes)
     refill_cost: float  # a refill (one evaluation a row) in steps of the solver
     tail: bool  # a CPU block: stop when its tail is left (fixedopt._driver.batching)
@@ -168,16 +129,6 @@ class Schedule(NamedTuple):
         few entries in all for XLA:CPU's YNN (``Backend.ynn_entries``)."""
         fold = self.defaults.kernels.fold
         return 0 < fold < length and rows * length < self.defaults.ynn_entries
-
-    def batch_last(self, n: int, m: int, dtype: Any) -> bool:
-        """Whether a least-squares batch whose rows have ``n`` unknowns and ``m``
-        residuals of ``dtype`` steps batch-last (:mod:`fixedopt._driver.batch_last`):
-        the layout :data:`BATCH_LAST`, rows within :data:`BATCH_LAST_MOST_N` and
-        :data:`BATCH_LAST_MOST_ENTRIES`, float32 or float64 (the engine checks the
-        solver and the objective)."""
-        small = 0 < n <= BATCH_LAST_MOST_N and m * n <= BATCH_LAST_MOST_ENTRIES
-        wide = jax.numpy.dtype(dtype) in (jax.numpy.float32, jax.numpy.float64)
-        return self.layout == BATCH_LAST and small and wide
 
     def width(self, total: int, row_bytes: int) -> int:
         """The lanes for ``total`` rows whose step's working set is ``row_bytes`` each:
@@ -197,7 +148,7 @@ def schedule(solver: Solver[Any], lanes: int | None, backend: str, tail: bool = 
         backend=backend,
         defaults=tuned,
         precision=matmul_precision(backend),
-        layout=default_layout(tuned),
+        layout=ROWS_MAJOR,
         lanes=lanes,
         refill_cost=1.0 / solver.evaluations_per_step,
         tail=tail,

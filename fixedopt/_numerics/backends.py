@@ -77,9 +77,6 @@ class Backend(NamedTuple):
     # and writes), in steps (Schedule.refill_cost's unit): the spectra's compiled call
     # 0.41 s of CPU at 1.0, 0.31 at 0.1, 0.31-0.38 at 0.03 (same decision)
     bare_refill_cost: float = 0.1
-    # Levenberg-Marquardt on a least-squares batch of small rows stepped whole, the batch
-    # last (fixedopt._driver.batch_last; machine.Schedule.batch_last), not through lanes
-    batch_last: bool = False
 
 
 # The CPU (XLA:CPU of jaxlib 0.10, measured on 2-core EPYC machines).
