@@ -19,14 +19,14 @@ turn): the two compiles shared the busy cores.
 
 Not again in a new process once done (a model compiled before): where JAX's persistent
 cache is a folder, a tail compiled ahead leaves a mark there named by its block's
-lowered program, the versions of jax and jaxlib and a digest of fixedopt's source
-(the tail's program is not in the block's: a changed fixedopt never runs an older
-one's tail), so a process whose block is marked compiles nothing ahead (the tail's
-trace and lowering had cost 0.35-0.43 s of
-process CPU in every new process of the spectra, whose cached call takes 1.5-1.7 s,
-under load). Nor is the tail traced again when one comes (issue 62: a cached call
-traces once): the tail is compiled ahead as ``jax.export`` makes it (one function of
-the flat inputs: the same StableHLO, so the same bits, as the ``jit`` call's program),
+lowered program, the versions of jax and jaxlib, the platform and a digest of
+fixedopt's source (the tail's program is not in the block's: a changed fixedopt never
+runs an older one's tail), so a process whose block is marked compiles nothing ahead
+(the tail's trace and lowering had cost 0.35-0.43 s of process CPU in every new
+process of the spectra, whose cached call takes 1.5-1.7 s, under load). Nor is the
+tail traced again when one comes (issue 62: a cached call traces once): the tail is
+compiled ahead as ``jax.export`` makes it (one function of the flat inputs: the same
+StableHLO, so the same bits, as the ``jit`` call's program),
 the mark holds that export (pickled), and a new process runs it (:func:`call`): its
 lowering embeds the stored module (0.03 s against 0.3-0.4 s of trace and lowering, the
 spectra) and XLA's program comes from the persistent cache. A mark that cannot be read
@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import hashlib
 import os
 import pathlib
 import pickle
@@ -60,9 +59,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import jax
-import jaxlib.version
 
-from fixedopt._driver import cache
 from fixedopt._numerics import stored
 
 
@@ -96,6 +93,8 @@ _runners: dict[Any, Any] = {}
 _marks: dict[Any, pathlib.Path | None] = {}
 # The compiler options of a jit function given to start(export=True) (register()).
 _options: dict[Any, dict[str, Any] | None] = {}
+# The subfolder of the persistent cache holding the tails' marks.
+TAILS = "fixedopt-tails"
 
 
 def register(compiled: Callable[..., Any], options: dict[str, Any] | None) -> None:
@@ -324,16 +323,13 @@ def _write_mark(mark: pathlib.Path, exported: Any) -> None:
 
 def _mark(beside: Any) -> pathlib.Path | None:
     """The mark of a tail compiled ahead beside the program ``beside`` (a
-    ``jax.stages.Lowered``) in JAX's persistent cache folder; None where the cache is
-    off, not a local folder, or ``beside`` not a lowered program, or fixedopt's source
-    cannot be read (:func:`fixedopt._driver.cache.library_digest`)."""
-    folder, library = stored.cache_subfolder("fixedopt-tails"), cache.library_digest()
-    if folder is None or library is None or not hasattr(beside, "as_text"):
+    ``jax.stages.Lowered``) in JAX's persistent cache folder, named by its text
+    (:func:`fixedopt._numerics.stored.cache_file`: the tail's code is not beside's,
+    fixedopt's source is in the name); None where the cache is off, not a local
+    folder, or ``beside`` not a lowered program, or fixedopt's source cannot be read."""
+    if not hasattr(beside, "as_text"):
         return None
-    versions = f"{jax.__version__} {jaxlib.version.__version__} {jax.default_backend()}"
-    code = f"{versions} {library}\n"  # the tail's code is not beside's
-    digest = hashlib.sha256((code + beside.as_text()).encode()).hexdigest()
-    return folder / digest
+    return stored.cache_file(TAILS, beside.as_text())
 
 
 def _settings() -> tuple[Any, ...]:

@@ -22,9 +22,9 @@ file for each CPU block whose tail's program was compiled ahead
 (:mod:`fixedopt._driver.ahead`): that program's ``jax.export``, pickled, which a new
 process runs (unpickled: code, as the cache's programs are) rather than trace the
 tail again. Its name digests the block's program, the versions of jax and jaxlib, the
-backend and fixedopt's own source (:func:`library_digest`): the tail's program is not
-in the block's, so a fixedopt whose code changed never runs a tail exported by
-another. A folder ``fixedopt-programs`` holds, named alike, the exports of programs
+platform and fixedopt's own source (:func:`fixedopt._numerics.stored.digest`): the
+tail's program is not in the block's, so a fixedopt whose code changed never runs a
+tail exported by another. A folder ``fixedopt-programs`` holds, named alike, the exports of programs
 that read nothing but their arguments (a fit's covariance from the solver's normal
 equations: :mod:`fixedopt._numerics.stored`), and the solves of fits whose model
 fixedopt names itself (``fixedopt.models``' built-in lineshapes:
@@ -43,8 +43,6 @@ from typing import Any
 
 import jax
 from jax.experimental.compilation_cache import compilation_cache
-
-from fixedopt._numerics.stored import library_digest as library_digest  # ahead's marks
 
 OFF = ("0", "off", "false", "no", "")
 # Programs that compile in at least this long are written to fixedopt's cache (JAX's

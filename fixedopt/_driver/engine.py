@@ -17,7 +17,8 @@ from fixedopt._contract.status import Status
 from fixedopt._derivatives.differentiation import captured_values
 from fixedopt._derivatives.implicit import DerivativeProblem
 from fixedopt._driver import after_loop, ahead, batching, cache, machine
-from fixedopt._driver.lanes import LastState, iterate_lanes
+from fixedopt._driver.lane_layout import LastState
+from fixedopt._driver.lanes import iterate_lanes
 from fixedopt._driver.loop import LoopState, Resume, iterate
 from fixedopt._driver.machine import Schedule
 from fixedopt._driver.plan import Inputs, Plan

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 
 from fixedopt._contract.solver import Problem, Solver
 from fixedopt._contract.status import PENDING, RUNNING, Status
-from fixedopt._driver.loop import LoopState, Stopping, certify
+from fixedopt._driver.loop import LoopState, Stopping, certify, checks, to_certify
 from fixedopt._driver.packing import Packed, Packing
 from fixedopt._numerics import reduce
 
@@ -68,6 +68,13 @@ def certify_some(
 
     certified: Packed = jax.lax.cond(certify_due(status, slots), check, lambda p: p, packed)
     return certified
+
+
+def waiting(solver: Solver[Any], state: LoopState) -> LoopState:
+    """``state``, PENDING where its verdict is to be checked (``to_certify``)."""
+    if not checks(solver):
+        return state
+    return state._replace(status=jnp.where(to_certify(solver, state), PENDING, state.status))
 
 
 def certify_due(status: jax.Array, slots: int) -> jax.Array:

@@ -21,12 +21,12 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-import jax.extend.core
 import jax.numpy as jnp
 
 from fixedopt._contract.solver import Problem, Solver, StepContext
 from fixedopt._contract.status import RUNNING
 from fixedopt._driver.loop import LoopState, Resume, Stopping, advance, begin
+from fixedopt._numerics import trace_state
 
 # The Problem's evaluations a step and a start may share (least squares: the residuals
 # and Jacobian; a robust loss's value too).
@@ -47,12 +47,12 @@ def step_or_start(
     evaluation of the objective; ``resumed`` (static): the row's :class:`Resume` is in
     ``state`` (its ``steps``, ``doubted`` and ``initial_value``)."""
     at = problem.project(state.x)
-    level = jax.extend.core.get_opaque_trace_state()
+    level = trace_state.current()
     found: dict[str, Any] = {}
 
     def shared(name: str, evaluate: Callable[[jax.Array], Any]) -> Callable[[jax.Array], Any]:
         def evaluate_step(x: jax.Array) -> Any:
-            top = jax.extend.core.get_opaque_trace_state() == level
+            top = trace_state.current() == level
             if not top or name in found:
                 return evaluate(x)
             found[name] = evaluate(jnp.where(starting, at, x))

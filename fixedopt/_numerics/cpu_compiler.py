@@ -7,13 +7,11 @@ default device's platform: ``fixedopt._numerics.backends.Backend.tuned_compiler`
 from __future__ import annotations
 
 import functools
-import hashlib
 import pathlib
 from collections.abc import Callable
 from typing import Any
 
 import jax
-import jaxlib.version
 import numpy as np
 
 from fixedopt._numerics import backends, stored
@@ -75,13 +73,7 @@ def _accepted(options: tuple[tuple[str, Any], ...]) -> bool:
 def _mark(options: tuple[tuple[str, Any], ...]) -> pathlib.Path | None:
     """The file in the cache folder saying that ``options`` compiled here (None: no
     local cache folder). A refusal leaves no mark: it is probed in each process."""
-    folder = stored.cache_subfolder(PROBES)
-    if folder is None:
-        return None
-    client = jax.devices()[0].client  # the default backend's, which the probe compiles for
-    given = (options, jax.__version__, jaxlib.version.__version__, client.platform,
-             client.platform_version, stored.library_digest())  # fmt: skip
-    return folder / hashlib.sha256(repr(given).encode()).hexdigest()
+    return stored.cache_file(PROBES, repr(options))
 
 
 def jit_for_cpu(

@@ -46,9 +46,10 @@ FOLDER = "fixedopt-programs"
 @functools.cache
 def library_digest() -> str | None:
     """A digest of fixedopt's source: every ``.py`` file of the package (its path and
-    bytes), once per process (about 3 ms, 119 files). Part of the name of an export
-    kept beside the cache (here, and a tail's mark: :mod:`fixedopt._driver.ahead`): a
-    program JAX's own key does not name is then never one that another fixedopt
+    bytes), once per process (about 3 ms, 119 files). Part of every name of a file
+    kept beside the cache (:func:`digest`: an export here, a tail's mark,
+    :mod:`fixedopt._driver.ahead`, a probe's, :mod:`fixedopt._numerics.cpu_compiler`):
+    a program JAX's own key does not name is then never one that another fixedopt
     exported. None where the package has no source files to read (a zip, compiled
     files only): then nothing is stored."""
     root = pathlib.Path(__file__).resolve().parent.parent
@@ -134,9 +135,8 @@ class StoredJit:
             self._runners.clear()
 
     def _name(self, static: tuple[Any, ...], tree: Any, leaves: list[Any]) -> str | None:
-        """The program's file name (a digest), or None where nothing is stored."""
-        library = library_digest()
-        if cache_subfolder(FOLDER) is None or library is None:
+        """The program's file name (:func:`digest`), or None where nothing is stored."""
+        if cache_subfolder(FOLDER) is None:
             return None
         config: Any = jax.config  # its options are attributes made at run time
         types = tuple((a.shape, a.dtype, a.weak_type) for a in map(jax.typeof, leaves))
@@ -147,13 +147,9 @@ class StoredJit:
         if known in self._names:
             return self._names[known]
         described = program_names.name_of(static) if self.named else static
-        name = None
-        if described is not None:
-            versions = (jax.__version__, jaxlib.version.__version__)
-            code = (self.function.__module__, self.function.__qualname__, library)
-            given = (described, tree, types, settings)
-            text = repr((code, versions, settings, sorted(self.options.items()), given))
-            name = hashlib.sha256(text.encode()).hexdigest()
+        code = (self.function.__module__, self.function.__qualname__)
+        text = repr((code, sorted(self.options.items()), (described, tree, types, settings)))
+        name = None if described is None else digest(text)
         self._names[known] = name
         return name
 
@@ -209,6 +205,30 @@ def cache_subfolder(name: str) -> pathlib.Path | None:
     if not (folder and config.jax_enable_compilation_cache) or "://" in str(folder):
         return None
     return None if library_digest() is None else pathlib.Path(folder) / name
+
+
+def digest(text: str) -> str | None:
+    """The name of a file kept beside the cache for ``text`` (what it is of: a
+    program's or an option's description): a digest of ``text`` with all that makes
+    another fixedopt's or machine's file another's, the versions of jax and jaxlib,
+    the default backend's platform and its version, and fixedopt's source
+    (:func:`library_digest`). None where the source cannot be read: nothing stored."""
+    library = library_digest()
+    if library is None:
+        return None
+    client = jax.devices()[0].client  # the default backend's, which programs compile for
+    given = (jax.__version__, jaxlib.version.__version__, client.platform,
+             client.platform_version, library)  # fmt: skip
+    return hashlib.sha256(f"{given!r}\n{text}".encode()).hexdigest()
+
+
+def cache_file(subfolder: str, text: str) -> pathlib.Path | None:
+    """The file for ``text`` (:func:`digest`) in the cache's ``subfolder``: a mark or
+    an export one process writes and a later one reads (the same fixedopt, jax, jaxlib
+    and platform); None where there is no local cache folder or no source to read."""
+    folder = cache_subfolder(subfolder)
+    name = None if folder is None else digest(text)
+    return None if folder is None or name is None else folder / name
 
 
 def takes(exported: Any, leaves: list[Any]) -> bool:

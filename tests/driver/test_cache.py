@@ -89,7 +89,7 @@ def test_the_library_digest_reads_every_source_file_of_fixedopt():
     the package's ``.py`` files (their paths and bytes)."""
     import hashlib
 
-    from fixedopt._driver import cache
+    from fixedopt._numerics import stored
 
     root = ROOT / "fixedopt"
     sources = sorted(root.rglob("*.py"))
@@ -98,7 +98,7 @@ def test_the_library_digest_reads_every_source_file_of_fixedopt():
     for source in sources:
         reference.update(source.relative_to(root).as_posix().encode() + b"\0")
         reference.update(source.read_bytes() + b"\0")
-    assert cache.library_digest() == reference.hexdigest()
+    assert stored.library_digest() == reference.hexdigest()
 
 
 @pytest.mark.compiles_ahead
@@ -110,7 +110,8 @@ def test_a_changed_library_never_runs_a_tail_exported_by_another(tmp_path, monke
     import jax
     import jax.numpy as jnp
 
-    from fixedopt._driver import ahead, cache
+    from fixedopt._driver import ahead
+    from fixedopt._numerics import stored
     from tests.helpers import persistent_cache
 
     def block():  # the block's program, the same in every "version"
@@ -129,13 +130,13 @@ def test_a_changed_library_never_runs_a_tail_exported_by_another(tmp_path, monke
         return ahead.call(tail, "plan", inputs, like=inputs)["x"].tolist()
 
     with persistent_cache(tmp_path):
-        monkeypatch.setattr(cache, "library_digest", lambda: "version one")
+        monkeypatch.setattr(stored, "library_digest", lambda: "version one")
         assert new_process_runs(tail_of(2.0)) == [0.0, 2.0, 4.0]
         assert new_process_runs(tail_of(3.0)) == [0.0, 2.0, 4.0], "the mark's, by design"
-        monkeypatch.setattr(cache, "library_digest", lambda: "version two")
+        monkeypatch.setattr(stored, "library_digest", lambda: "version two")
         assert new_process_runs(tail_of(3.0)) == [0.0, 3.0, 6.0]
         assert len(list((tmp_path / "fixedopt-tails").iterdir())) == 2
-        monkeypatch.setattr(cache, "library_digest", lambda: None)  # no source to read:
+        monkeypatch.setattr(stored, "library_digest", lambda: None)  # no source to read:
         assert new_process_runs(tail_of(4.0)) == [0.0, 4.0, 8.0]
         assert len(list((tmp_path / "fixedopt-tails").iterdir())) == 2, "no mark"
     ahead.forget()
