@@ -104,9 +104,13 @@ def solve_checked(
     step)."""
     resume = fresh(plan, inputs)
     program = _check_program(schedule)
+    release: Callable[[], None] = lambda: None
     if certifies(plan.solver) and _rows_shape(plan, inputs) != (0,):
-        _check_ahead(program, set_up, plan, inputs, resume)  # nearly every row claims
-    solution = solve(inputs._replace(resume=resume))
+        release = _check_ahead(program, set_up, plan, inputs, resume)  # nearly every row claims
+    try:
+        solution = solve(inputs._replace(resume=resume))
+    finally:
+        release()
     batched = plan.batched_args is not None
     max_steps = int(np.asarray(inputs.stopping.max_steps))
     for _ in range(PASSES):
@@ -255,10 +259,12 @@ def _take(plan: Plan, inputs: Inputs, index: np.ndarray, keep_resume: bool = Fal
 
 
 def _check_ahead(program: Any, set_up: SetUp, plan: Plan, inputs: Inputs,
-                 resume: Resume) -> None:  # fmt: skip
+                 resume: Resume) -> Callable[[], None]:  # fmt: skip
     """The check's ``program`` compiled in a thread (``fixedopt._driver.ahead``) while the
     loop's compiles and runs, for the claims of a solver that certifies its verdicts
-    (at its rows' starts: the types of a real chunk's)."""
+    (at its rows' starts: the types of a real chunk's); traced there once the loop's
+    program is lowered (``ahead.start_behind``: returns the release, for when the loop
+    has run)."""
     batched = plan.batched_args is not None
     index = np.zeros(CHUNK if batched else 1, np.int64)
     taken = functools.partial(_take_rows, index, batched)
@@ -267,7 +273,7 @@ def _check_ahead(program: Any, set_up: SetUp, plan: Plan, inputs: Inputs,
              np.zeros(value.shape, np.int32), value, taken(resume.initial_value))  # fmt: skip
     if not batched:
         claim = jax.tree.map(lambda a: a[0], claim)
-    ahead.start(lambda: None, program, set_up, plan, (_take(plan, inputs, index), claim))
+    return ahead.start_behind(program, set_up, plan, (_take(plan, inputs, index), claim))
 
 
 def _check_program(schedule: Schedule) -> Any:
