@@ -19,7 +19,6 @@ import jax.numpy as jnp
 
 from fixedopt._contract.solver import Problem
 from fixedopt._numerics import reduce
-from fixedopt._solvers import small_linalg
 
 HessianTimes = Callable[[jax.Array], jax.Array]
 
@@ -106,7 +105,7 @@ def newton_parts(
     eps = jnp.finfo(wide).eps
     hessian = jax.vmap(hessian_times)(jnp.eye(n, dtype=dtype)).astype(wide)  # rows = columns
     hessian = 0.5 * (hessian + hessian.T)
-    diagonal = jnp.abs(small_linalg.diagonal(hessian))
+    diagonal = jnp.abs(jnp.diagonal(hessian))
     usable = free & (diagonal > 0) & jnp.isfinite(diagonal)
     s = jnp.where(usable, 1.0 / jnp.sqrt(jnp.where(usable, diagonal, 1.0)), 1.0)
     both = free[:, None] & free[None, :]

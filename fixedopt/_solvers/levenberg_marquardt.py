@@ -150,7 +150,7 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
     ) -> LevenbergMarquardtState:
         """The state at a start whose ``J^T J`` is ``normal`` and ``|r|`` ``norm``."""
         damping = jnp.asarray(self.initial_damping, x.dtype)
-        scale = problem.free_part(small_linalg.diagonal(normal).astype(x.dtype))
+        scale = problem.free_part(jnp.diagonal(normal).astype(x.dtype))
         walls, short = jnp.zeros((), jnp.int32), jnp.zeros(x.shape, bool)
         growth, walking = jnp.asarray(2.0, x.dtype), jnp.zeros((), bool)
         return LevenbergMarquardtState(
@@ -250,9 +250,7 @@ def _next_state(
         return jnp.where(accepted, new, old)
 
     dtype = state.scale.dtype
-    scale = jnp.maximum(
-        state.scale, problem.free_part(small_linalg.diagonal(trial.normal).astype(dtype))
-    )
+    scale = jnp.maximum(state.scale, problem.free_part(jnp.diagonal(trial.normal).astype(dtype)))
     return LevenbergMarquardtState(
         keep(small_linalg.lower_triangle(trial.normal), state.normal),
         keep(trial.norm, state.residual_norm),
@@ -382,7 +380,7 @@ def _trapped(
         return jnp.zeros(x.shape, bool)
     on_bound = (trial == problem.lower) | (trial == problem.upper)
     landed = on_bound & (trial != x) & ~problem.fixed
-    column, trial_column = small_linalg.diagonal(normal), small_linalg.diagonal(trial_normal)
+    column, trial_column = jnp.diagonal(normal), jnp.diagonal(trial_normal)
     vanished = (column != 0) & (trial_column == 0) & ~problem.fixed
     trapped: jax.Array = landed & reduce.any_true(vanished)
     return trapped

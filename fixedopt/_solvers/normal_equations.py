@@ -83,7 +83,7 @@ def normal_equations_step(
     dtype = grad.dtype
     if jnp.finfo(dtype).bits < 32:  # no low-precision Cholesky: solve in float32
         normal, grad = normal.astype(jnp.float32), grad.astype(jnp.float32)
-    diagonal = small_linalg.diagonal(normal) if scale is None else scale.astype(normal.dtype)
+    diagonal = jnp.diagonal(normal) if scale is None else scale.astype(normal.dtype)
     weight = jnp.maximum(damping * diagonal, jnp.finfo(normal.dtype).tiny)
     both_free = free[:, None] & free[None, :]
     matrix = jnp.where(both_free, normal + jnp.diag(weight), 0.0)

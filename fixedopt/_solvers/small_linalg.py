@@ -57,14 +57,6 @@ def gram(matrix: jax.Array) -> jax.Array:
     return unrolled_gram(matrix) if unrolls(matrix) else matrix.T @ matrix
 
 
-def diagonal(matrix: jax.Array) -> jax.Array:
-    """``jnp.diagonal`` of a square ``(..., n, n)`` matrix as a strided slice: the same
-    entries, bit for bit, where ``jnp.diagonal`` traces two forms of it (a gather, and
-    a product with the identity for Mosaic), about 10 ms a call under the lanes' ``vmap``."""
-    n = matrix.shape[-1]
-    return matrix.reshape(*matrix.shape[:-2], n * n)[..., :: n + 1]
-
-
 def lower_triangle(matrix: jax.Array) -> jax.Array:
     """The ``n (n + 1) / 2`` entries on and below the diagonal of a symmetric ``(n, n)``
     matrix, row by row: a state that holds it instead of the matrix is smaller, so
@@ -267,7 +259,7 @@ def eliminated_solve(matrix: jax.Array, rhs: jax.Array) -> jax.Array:
     n, given = matrix.shape[-1], rhs.dtype
     dtype = jnp.promote_types(matrix.dtype, rhs.dtype)
     matrix, rhs = matrix.astype(dtype), rhs.astype(dtype)
-    scale = _halving_scale(diagonal(matrix))  # 2^-e/2: diag(S A S) ~ 1
+    scale = _halving_scale(matrix.reshape(n * n)[:: n + 1])  # 2^-e/2: diag(S A S) ~ 1
     scaled = scale[:, None] * matrix * scale[None, :]
     augmented = jnp.concatenate([scaled, (scale * rhs)[:, None]], axis=1)
     unit = jnp.eye(n, dtype=dtype)

@@ -296,13 +296,3 @@ def test_the_elimination_scale_is_frexp_and_ldexp_to_the_bit(dtype):
         found = np.asarray(jax.jit(small_linalg._halving_scale)(diagonal))
     assert found.dtype == expected.dtype == dtype
     assert np.array_equal(found.view(np.uint8), expected.view(np.uint8))
-
-
-@pytest.mark.parametrize("shape", [(1, 1), (5, 5), (3, 8, 8)])
-def test_the_diagonal_as_a_slice_is_jnp_diagonal_to_the_bit(shape):
-    rng = np.random.default_rng(1)
-    matrix = rng.normal(size=shape)
-    matrix[..., 0, 0], matrix[..., -1, -1] = -0.0, np.nan
-    expected = np.asarray(jnp.diagonal(jnp.asarray(matrix), axis1=-2, axis2=-1))
-    found = np.asarray(jax.jit(small_linalg.diagonal)(jnp.asarray(matrix)))
-    assert np.array_equal(found.view(np.uint8), expected.view(np.uint8))
