@@ -259,7 +259,7 @@ def eliminated_solve(matrix: jax.Array, rhs: jax.Array) -> jax.Array:
     n, given = matrix.shape[-1], rhs.dtype
     dtype = jnp.promote_types(matrix.dtype, rhs.dtype)
     matrix, rhs = matrix.astype(dtype), rhs.astype(dtype)
-    scale = _halving_scale(matrix.reshape(n * n)[:: n + 1])  # 2^-e/2: diag(S A S) ~ 1
+    scale = _halving_scale(jnp.diagonal(matrix))  # 2^-e/2: diag(S A S) ~ 1
     scaled = scale[:, None] * matrix * scale[None, :]
     augmented = jnp.concatenate([scaled, (scale * rhs)[:, None]], axis=1)
     unit = jnp.eye(n, dtype=dtype)
