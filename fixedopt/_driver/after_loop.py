@@ -104,13 +104,9 @@ def solve_checked(
     step)."""
     resume = fresh(plan, inputs)
     program = _check_program(schedule)
-    release: Callable[[], None] = lambda: None
     if certifies(plan.solver) and _rows_shape(plan, inputs) != (0,):
-        release = _check_ahead(program, set_up, plan, inputs, resume)  # nearly every row claims
-    try:
-        solution = solve(inputs._replace(resume=resume))
-    finally:
-        release()
+        _check_ahead(program, set_up, plan, inputs, resume)  # nearly every row claims
+    solution = solve(inputs._replace(resume=resume))
     batched = plan.batched_args is not None
     max_steps = int(np.asarray(inputs.stopping.max_steps))
     for _ in range(PASSES):
@@ -259,12 +255,10 @@ def _take(plan: Plan, inputs: Inputs, index: np.ndarray, keep_resume: bool = Fal
 
 
 def _check_ahead(program: Any, set_up: SetUp, plan: Plan, inputs: Inputs,
-                 resume: Resume) -> Callable[[], None]:  # fmt: skip
+                 resume: Resume) -> None:  # fmt: skip
     """The check's ``program`` compiled in a thread (``fixedopt._driver.ahead``) while the
     loop's compiles and runs, for the claims of a solver that certifies its verdicts
-    (at its rows' starts: the types of a real chunk's); traced there once the loop's
-    program is lowered (``ahead.start_behind``: returns the release, for when the loop
-    has run)."""
+    (at its rows' starts: the types of a real chunk's)."""
     batched = plan.batched_args is not None
     index = np.zeros(CHUNK if batched else 1, np.int64)
     taken = functools.partial(_take_rows, index, batched)
@@ -273,7 +267,7 @@ def _check_ahead(program: Any, set_up: SetUp, plan: Plan, inputs: Inputs,
              np.zeros(value.shape, np.int32), value, taken(resume.initial_value))  # fmt: skip
     if not batched:
         claim = jax.tree.map(lambda a: a[0], claim)
-    return ahead.start_behind(program, set_up, plan, (_take(plan, inputs, index), claim))
+    ahead.start(lambda: None, program, set_up, plan, (_take(plan, inputs, index), claim))
 
 
 def _check_program(schedule: Schedule) -> Any:

@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import functools
 import hashlib
 import os
 import pathlib
@@ -97,10 +96,6 @@ _runners: dict[Any, Any] = {}
 _marks: dict[Any, pathlib.Path | None] = {}
 # The compiler options of a jit function given to start(export=True) (register()).
 _options: dict[Any, dict[str, Any] | None] = {}
-# Programs lowered outside fixedopt's threads so far (start_behind waits for one).
-_LOWERED = "/jax/core/compile/jaxpr_to_mlir_module_duration"
-_lowered = [0]
-_lowerings = threading.Condition()
 
 
 def register(compiled: Callable[..., Any], options: dict[str, Any] | None) -> None:
@@ -110,11 +105,7 @@ def register(compiled: Callable[..., Any], options: dict[str, Any] | None) -> No
 
 
 def start(
-    before: Callable[[], Any],
-    compiled: Callable[..., Any],
-    *args: Any,
-    export: bool = False,
-    in_thread: bool = False,
+    before: Callable[[], Any], compiled: Callable[..., Any], *args: Any, export: bool = False
 ) -> None:
     """Trace, lower and compile ``compiled(*args)`` (a ``jax.jit`` function whose first
     arguments are static) in the thread, unless started before for the same argument
@@ -124,52 +115,18 @@ def start(
     runs while XLA compiles the caller's program, not while it is traced; the lowered
     program it returns names the mark of the module's rule. ``export``: compiled as
     ``jax.export`` makes it and run by :func:`call` (``compiled`` registered, the last
-    argument its traced inputs), its export kept in the mark. ``in_thread``:
-    ``before()`` is called in the thread instead, first (:func:`start_behind`)."""
+    argument its traced inputs), its export kept in the mark."""
     key = _key(compiled, args)
     done = _claim(key)  # done: when the thread has compiled
     if done is None:
         return
     try:
-        lowered = None if in_thread else before()
-        waits = before if in_thread else None
-        future = _POOL.submit(_compile, key, compiled, args, _settings(), lowered, export, waits)
+        lowered = before()
+        future = _POOL.submit(_compile, key, compiled, args, _settings(), lowered, export)
     except BaseException:
         done.set_result(None)  # nothing to wait for: the call compiles its own
         raise
     future.add_done_callback(lambda _: done.set_result(None))
-
-
-def start_behind(compiled: Callable[..., Any], *args: Any) -> Callable[[], None]:
-    """:func:`start` of ``compiled(*args)`` for a program the caller needs only after
-    its own has run (the check after the loop), whose trace in the thread waits until
-    the caller's thread has lowered a program (its own solve's): the interpreter runs
-    one trace at a time, so a trace beside the caller's only delays it, while beside
-    the caller's XLA compile (which releases the interpreter) it takes the core that
-    compile leaves. Returns the release: call it when the caller's program has run
-    (one that lowered nothing, read from an export, say), and the thread goes on."""
-    gate = threading.Event()
-    with _lowerings:
-        seen = _lowered[0]
-    start(functools.partial(_behind, gate, seen), compiled, *args, in_thread=True)
-    return gate.set
-
-
-def _behind(gate: threading.Event, seen: int) -> None:
-    """Wait (in the thread) until a program is lowered outside it after ``seen``
-    lowerings, or ``gate`` is set."""
-    with _lowerings:
-        _lowerings.wait_for(lambda: _lowered[0] > seen or gate.is_set())
-
-
-def _count_lowering(event: str, duration_secs: float, **kwargs: str | int) -> None:
-    """JAX's monitoring listener: a program lowered outside fixedopt's threads counts."""
-    del duration_secs, kwargs
-    if event != _LOWERED or threading.current_thread().name.startswith("fixedopt-ahead"):
-        return
-    with _lowerings:
-        _lowered[0] += 1
-        _lowerings.notify_all()
 
 
 def soon(key: Any, lower: Callable[[], Any]) -> None:
@@ -317,10 +274,7 @@ def _compile(
     settings: tuple[Any, ...],
     beside: Any,
     export: bool,
-    waits: Callable[[], None] | None = None,
 ) -> None:
-    if waits is not None:
-        waits()
     mark = _mark(beside)
     with _lock:
         _marks[key] = mark if export else None
@@ -396,6 +350,3 @@ def _key(compiled: Any, args: tuple[Any, ...]) -> Any:
     """The program's identity: the function, static arguments, argument types, settings."""
     leaves, tree = jax.tree.flatten(args[-1])
     return (compiled, *args[:-1], tree, tuple(jax.typeof(leaf) for leaf in leaves), _settings())
-
-
-jax.monitoring.register_event_duration_secs_listener(_count_lowering)
