@@ -274,3 +274,25 @@ def test_a_symmetric_matrix_held_as_its_lower_triangle_is_the_same_to_the_bit(n)
     np.testing.assert_array_equal(
         small_linalg.diagonal_of(packed), np.diagonal(matrices, axis1=1, axis2=2)
     )
+
+
+@pytest.mark.parametrize("dtype", (jnp.float16, jnp.float32, jnp.float64), ids=lambda d: d.__name__)
+def test_the_elimination_scale_is_frexp_and_ldexp_to_the_bit(dtype):
+    # eliminated_solve's scale 2^-(e // 2), built from the bits: every entry equal to
+    # jnp.frexp and jnp.ldexp's, zeros, subnormals, infinities and NaN among them.
+    info = np.finfo(dtype)
+    special = [0.0, -0.0, np.inf, -np.inf, np.nan, info.tiny, info.tiny / 2,
+               info.smallest_subnormal, info.max, -info.max, 1.0, 0.5, 3.0, -7.5]  # fmt: skip
+    rng = np.random.default_rng(0)
+    drawn = rng.normal(size=4000) * 2.0 ** rng.integers(info.minexp - info.nmant, info.maxexp, 4000)
+    with np.errstate(over="ignore"):
+        diagonal = jnp.asarray(np.concatenate([special, drawn]).astype(dtype))
+
+        def reference(d):
+            _, exponent = jnp.frexp(d)
+            return jnp.ldexp(jnp.ones((), d.dtype), -(exponent // 2))
+
+        expected = np.asarray(jax.jit(reference)(diagonal))
+        found = np.asarray(jax.jit(small_linalg._halving_scale)(diagonal))
+    assert found.dtype == expected.dtype == dtype
+    assert np.array_equal(found.view(np.uint8), expected.view(np.uint8))
