@@ -35,6 +35,7 @@ from benchmarks.cases import Case
 from benchmarks.methods import GTOL, WHOLE_BATCH, Settings, fixedopt_call, jitted
 from benchmarks.suites import Plan, run_plan
 from benchmarks.tiny import GPUFIT, fit_record
+from fixedopt.testing import wait_for_compiles_ahead
 from fixedopt.testing_problems import gaussian_fits, gaussian_model
 
 METHODS = ("scipy-lbfgsb-loop", "fixedopt-mask", "fixedopt-split", "fixedopt-mask-vmap",
@@ -71,12 +72,14 @@ def float32_only():
     1,412 int64), which a TPU emulates (optax's recipe: 25.8 s a call at quad n = 64 in
     ``tpu-tpu_peers-2026-12-06``, 96 steps at most; 8.3 s with x64 off on another batch
     of 16,384 rows of n = 64 to 500 steps, ``tpu-first_call-float32-2026-12-06``). Set
-    globally: fixedopt may compile in a thread of its own."""
+    globally: fixedopt may compile in a thread of its own, which finishes under it
+    before the mode comes back."""
     enabled = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", False)
     try:
         yield
     finally:
+        wait_for_compiles_ahead()
         jax.config.update("jax_enable_x64", enabled)
 
 
