@@ -27,32 +27,53 @@ class Case:
         return BATCHED[name](self.batch, self.n, SEED, self.dtype)
 
 
+SLOW_S = 15.0  # a compiled call past it is timed once
+
+
 def repeats(run_s: float, args) -> int:
-    """Timed calls of a compiled method taking ``run_s``: ~3 s of work (quick: 3), at
-    least ``--least-repeats`` (3) and at most ``--repeats``."""
+    """Timed calls of a compiled method taking ``run_s``: ~3 s of work (quick: 0.3 s), at
+    least ``--least-repeats`` (3; 1 below :data:`SLOW_S`) and at most ``--repeats``; one
+    past :data:`SLOW_S`, or none where ``--least-repeats`` is 0: :func:`timed` keeps its
+    first call's run (a first call's own costs, a fixedopt call's wait for a program
+    compiled in a thread beside it, say, are under a second there)."""
     most = min(3, args.repeats) if args.quick else args.repeats
-    if run_s > 15.0:
-        return 1
     least = min(getattr(args, "least_repeats", 3), most)
-    return max(least, min(most, int((0.3 if args.quick else 3.0) / max(run_s, 1e-6))))
+    if run_s > SLOW_S:
+        return min(1, least)
+    return max(least, 1, min(most, int((0.3 if args.quick else 3.0) / max(run_s, 1e-6))))
+
+
+def timed(runners: dict, args) -> tuple[dict, dict, dict, set]:
+    """Each compiled runner's first call (its compile seconds), then every runner's timed
+    calls, interleaved: first calls, times, last outputs, and the runners timed by their
+    first call alone (no more calls: ``--least-repeats 0`` past :data:`SLOW_S`)."""
+    first, counts, kept = {}, {}, {}
+    for key, runner in runners.items():
+        counts[key] = args.loop_repeats
+        if runner.compiles:
+            keep = lambda key=key, call=runner.call: kept.__setitem__(key, call())
+            first[key] = call = timing.first_call(keep)
+            counts[key] = repeats(call["first_call_s"] - call["compile_s"], args)
+            if counts[key]:
+                del kept[key]
+    times, outputs = timing.interleaved({k: r.call for k, r in runners.items()}, counts)
+    for key, output in kept.items():
+        times[key] = [first[key]["first_call_s"] - first[key]["compile_s"]]
+        outputs[key] = output
+    return first, times, outputs, set(kept)
 
 
 def run_case(case: Case, settings: Settings, args) -> list[dict]:
     """Compile, time (interleaved) and check every method on every problem of ``case``."""
     problems = {name: case.make(name) for name in case.problems}
     keys = [(name, method) for name in problems for method in case.methods]
-    runners, skipped, first, counts = {}, {}, {}, {}
+    runners, skipped = {}, {}
     for name, method in keys:
         try:
-            runners[name, method] = runner = METHODS[method](problems[name], settings)
+            runners[name, method] = METHODS[method](problems[name], settings)
         except Skipped as reason:
             skipped[name, method] = str(reason)
-            continue
-        counts[name, method] = args.loop_repeats
-        if runner.compiles:
-            first[name, method] = call = timing.first_call(runner.call)
-            counts[name, method] = repeats(call["first_call_s"] - call["compile_s"], args)
-    times, outputs = timing.interleaved({k: r.call for k, r in runners.items()}, counts)
+    first, times, outputs, once = timed(runners, args)
     records, references, firsts = [], {}, {}
     for name, method in keys:
         record = {"kind": "case", "problem": problems[name].name, "group": "+".join(case.problems),
@@ -67,6 +88,8 @@ def run_case(case: Case, settings: Settings, args) -> list[dict]:
         record |= {k: v * case.batch / rows for k, v in timing.summary(samples).items()}
         record |= first.get((name, method), {"first_call_s": None, "compile_s": 0.0})
         record |= {"memory_bytes": runner.memory(), "notes": list(runner.notes)}
+        if (name, method) in once:
+            record["notes"].append("timed by its first call, compile subtracted")
         result = runner.collect(outputs[name, method])
         reference, seconds = references.setdefault(name, (result, record["time_median_s"]))
         record |= quality(problems[name], result, reference, settings.gtol)

@@ -44,7 +44,8 @@ def parse(argv) -> argparse.Namespace:
     parser.add_argument("--out", type=pathlib.Path, default=RESULTS, help="results folder")
     parser.add_argument("--repeats", type=int, default=7, help="most timed calls (compiled)")
     parser.add_argument("--least-repeats", type=int, default=3,
-                        help="fewest timed calls (compiled; fewer past ~3 s of work)")  # fmt: skip
+                        help="fewest timed calls (compiled; fewer past ~3 s of work; "
+                             "0: a call past 15 s is timed by its first call alone)")  # fmt: skip
     parser.add_argument("--loop-repeats", type=int, default=3, help="timed calls (loops)")
     parser.add_argument("--gtol", type=float, help="float64 tolerance (default 1e-6; f32: 1e-3)")
     parser.add_argument("--max-steps", type=int, help="default: 5000")

@@ -106,6 +106,36 @@ def test_the_scale_smoke_finds_the_lanes_memory_below_one_vmap(results):
     assert memory["default"]["converged"] == memory["whole batch"]["converged"] == 1.0
 
 
+def test_least_repeats_zero_times_a_slow_call_by_its_first_call(monkeypatch):
+    """``--least-repeats 0``: a call past ``SLOW_S`` (15 s; here 0.3) runs once, its first
+    call's run the sample and its output kept; a shorter one still runs again, timed."""
+    import argparse
+    import time
+
+    from benchmarks import cases
+    from benchmarks.methods import Runner
+
+    calls = collections.Counter()
+
+    def runner(name: str, seconds: float) -> Runner:
+        def call():
+            calls[name] += 1
+            time.sleep(seconds)
+            return name
+
+        return Runner(call, lambda out: out, compiles=True)
+
+    monkeypatch.setattr(cases, "SLOW_S", 0.3)
+    args = argparse.Namespace(quick=True, repeats=3, least_repeats=0, loop_repeats=1)
+    runners = {"slow": runner("slow", 0.35), "middle": runner("middle", 0.2),
+               "fast": runner("fast", 0.0)}  # fmt: skip
+    first, times, outputs, once = cases.timed(runners, args)
+    assert once == {"slow"} and calls == {"slow": 1, "middle": 2, "fast": 4}
+    assert outputs == {"slow": "slow", "middle": "middle", "fast": "fast"}
+    assert times["slow"] == [first["slow"]["first_call_s"] - first["slow"]["compile_s"]]
+    assert 0.35 <= times["slow"][0] < 1 and len(times["fast"]) == 3
+
+
 def imported_modules(path: pathlib.Path) -> set[str]:
     """The absolute modules a Python file imports (``from a.b import c``: ``a.b``)."""
     names = set()
