@@ -61,8 +61,10 @@ def random_batch(seed, batch, n=5, rate=0.3):
 @pytest.mark.parametrize("name", list(SOLVERS))
 def test_bad_rows_do_not_change_other_rows(name):
     """64 rows; rows 3, 5, 9 go bad; the others are bit-identical to a batch without
-    them (both run through 8 lanes)."""
+    them (both run through 8 lanes). Row 0 is all fixed: CONVERGED at step zero, its
+    gradient zero, its bits kept; row 1 none fixed: CONVERGED after steps of its own."""
     x0, fixed, target = random_batch(seed=1, batch=64)
+    fixed[0], fixed[1] = True, False
     limit = np.full(64, np.inf)
     fixed[3, 0] = False  # row 3 runs into a NaN wall at x[0] = 0.5 mid-solve
     x0[3, 0], target[3, 0], limit[3] = 0.0, 5.0, 0.5
@@ -82,6 +84,9 @@ def test_bad_rows_do_not_change_other_rows(name):
         np.all(np.isfinite(row)) and np.isfinite(solution.value[3]) and row[0] <= 0.5
     )
     np.testing.assert_array_equal(bits(solution.x)[fixed], bits(x0)[fixed])
+    assert status[0] == Status.CONVERGED and int(solution.steps[0]) == 0
+    assert float(solution.grad_norm[0]) == 0.0
+    assert status[1] == Status.CONVERGED and int(solution.steps[1]) > 0
 
 
 def straggling_batch(seed, batch=72):
@@ -133,22 +138,6 @@ def test_a_row_stuck_at_a_nan_wall_stops_instead_of_running_to_max_steps(name):
         Status(int(solution.status)).name,
         int(solution.steps),
     )
-
-
-# ---------------------------------------------------- (b) all-fixed and none-fixed rows
-
-
-@pytest.mark.fewer_optimizations
-@pytest.mark.parametrize("name", list(SOLVERS))
-def test_all_fixed_row_converges_at_step_zero_and_none_fixed_row_converges(name):
-    x0, fixed, target = random_batch(seed=4, batch=4)
-    fixed[0], fixed[1] = True, False
-    solution = solve(name, x0, fixed, target)
-    assert int(solution.status[0]) == Status.CONVERGED and int(solution.steps[0]) == 0
-    assert float(solution.grad_norm[0]) == 0.0
-    np.testing.assert_array_equal(bits(solution.x[0]), bits(x0[0]))
-    assert np.all(np.asarray(solution.converged))
-    assert int(solution.steps[1]) > 0
 
 
 # --------------------------------------------------------------------------- (c) float32
@@ -229,7 +218,12 @@ def test_pytree_with_leaf_and_element_masks_matches_the_reduced_closed_form():
 # ------------------------------------------------------------------ (e) vmap and jit
 
 
+@pytest.mark.fewer_optimizations
 def test_vmap_of_the_unbatched_call_agrees_with_batched():
+    """The batched solve runs the program of the float32 test's float64 reference (8
+    rows, L-BFGS) again, when they run in one process. Fewer optimizations: the rows
+    agree to 1e-12, not in their bits (the vmapped solve is another program), and its
+    compiles take ~25% less CPU time without them (18.1 against 13.4 s, measured)."""
     x0, fixed, target = random_batch(seed=7, batch=8)
     limit = np.full(8, np.inf)
     batched = solve("lbfgs", x0, fixed, target, limit)
@@ -247,16 +241,15 @@ def test_vmap_of_the_unbatched_call_agrees_with_batched():
 # -------------------------------------------------------------------- (f) recompilation
 
 
-def recompile_probe(x, target):
-    """Used by the recompilation test only, so its cache entry is its own."""
-    return jnp.sum((x - target) ** 2) + 0.1 * jnp.sum(x) ** 2
-
-
+@pytest.mark.fewer_optimizations  # what compiles, and fixed bits (a select)
 @pytest.mark.parametrize("lanes", [None, 2], ids=["whole_batch", "refilled_lanes"])
 def test_new_masks_fixed_values_and_tolerances_reuse_the_compiled_solve(lanes):
-    """Also through 2 lanes for 4 rows, the path with a refill (the default of
-    batches over 8 rows): the masks go through it as data."""
-    x0, _, target = random_batch(seed=8, batch=4)
+    """Also through 2 lanes for 8 rows, the path with a refill (the default of
+    batches over 8 rows): the masks go through it as data. The whole batch's program
+    may have compiled before (the float32 test's float64 reference): the count is
+    compared between the calls here."""
+    x0, _, target = random_batch(seed=8, batch=8)
+    limit = np.full(8, np.inf)
     rng = np.random.default_rng(8)
     settings = [
         {"fixed": rng.random(x0.shape) < 0.5, "fixed_values": None, "gtol": 1e-6},
@@ -267,11 +260,11 @@ def test_new_masks_fixed_values_and_tolerances_reuse_the_compiled_solve(lanes):
     for setting in settings:
         values = setting["fixed_values"]
         solution = fixedopt.minimize(
-            recompile_probe,
+            objective,
             jnp.asarray(x0),
             jnp.asarray(setting["fixed"]),
             fixed_values=None if values is None else jnp.asarray(values),
-            args=(jnp.asarray(target),),
+            args=(jnp.asarray(target), jnp.asarray(limit)),
             batched=True,
             gtol=setting["gtol"],
             solver=fixedopt.LBFGS(),  # a new, equal solver object each time
