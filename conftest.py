@@ -10,8 +10,8 @@ import time
 # One BLAS thread in each test process, before NumPy or SciPy loads OpenBLAS (as
 # benchmarks/run.py does): the references' per-row SciPy loops call LAPACK on tiny
 # matrices, where OpenBLAS's thread pool, on two cores shared by two workers, cost
-# ~4.6 ms of CPU a call to scipy's L-BFGS-B, not ~0.1 ms (measured). A user's setting
-# stays; subprocesses (notebooks, benchmarks) inherit it.
+# ~4.6 ms of CPU an evaluation of scipy's L-BFGS-B, not ~0.1 ms (docs/decisions.md,
+# "The suite's BLAS threads"). A user's setting stays; subprocesses inherit it.
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
