@@ -7,8 +7,16 @@ import pathlib
 import resource
 import time
 
-import jax
-import pytest
+# One BLAS thread in each test process, before NumPy or SciPy loads OpenBLAS (as
+# benchmarks/run.py does): the references' per-row SciPy loops call LAPACK on tiny
+# matrices, where OpenBLAS's thread pool, on two cores shared by two workers, cost
+# ~4.6 ms of CPU an evaluation of scipy's L-BFGS-B, not ~0.1 ms (docs/decisions.md,
+# "The suite's BLAS threads"). A user's setting stays; subprocesses inherit it.
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
+import jax  # noqa: E402
+import pytest  # noqa: E402
 
 # fixedopt's persistent compilation cache (on by default, fixedopt/_driver/cache.py) in
 # a folder of this checkout, one per test process: not the user's, so a run starts from
