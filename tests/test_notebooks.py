@@ -24,10 +24,10 @@ CELL_TIMEOUT_S = 300
 # The kernels compile without XLA's expensive backend optimizations (as tests marked
 # ``fewer_optimizations``, conftest.py): a notebook's programs run for milliseconds and
 # compile for seconds, and what the notebooks assert (fixed entries' bits, compile
-# counts, a reference within 1e-10) no backend optimization changes. Notebooks 05 and 06
-# read FIXEDOPT_NOTEBOOK_SMOKE: two slabs of eight and one timed call, 10,000 spots of
-# 100,000 (each notebook says so in its first cell); what they show and assert runs the
-# same code at any size.
+# counts, a reference within 1e-10) no backend optimization changes. Notebooks 03, 05 and
+# 06 read FIXEDOPT_NOTEBOOK_SMOKE: 200 spectra of 2000, two slabs of eight and one timed
+# call, 10,000 spots of 100,000 (each notebook says so in its first cell); what they show
+# and assert runs the same code at any size.
 ENVIRONMENT = {"JAX_DISABLE_MOST_OPTIMIZATIONS": "1", "FIXEDOPT_NOTEBOOK_SMOKE": "1"}
 # Nothing compiled ahead (``fixedopt.testing.no_compiles_ahead``, as in the tests:
 # conftest.py): a CPU block's tail is compiled by the call that has one, not in a thread

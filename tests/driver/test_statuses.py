@@ -25,6 +25,7 @@ from fixedopt.testing_problems import (
     hyperbola,
     hyperbola_batch,
     quad,
+    quad_jax,
     reference_fits,
     relative_error,
 )
@@ -323,19 +324,23 @@ def test_lbfgs_stops_where_its_exact_line_search_lands_on_the_minimizer(dtype):
 
 def test_float32_rows_stop_within_a_few_steps_of_stagnation():
     """A float32 row that can no longer make progress stops with a status that says
-    so, and never runs to max_steps: here every row converges in few steps."""
+    so, and never runs to max_steps: here every row converges in few steps. The rows
+    ``0.5 sum(scale (x - target)^2) + 0.1 sum(diff(x)^2)`` (condition ~400 a row) less
+    its constant: the tridiagonal form of ``quad``, through the program of the next
+    test (its tolerances are data)."""
     rng = np.random.default_rng(3)
-    batch, n = 64, 16
-    scale = np.exp(rng.uniform(-3, 3, size=(batch, n)))  # condition ~ 400 per row
+    batch, n = 256, 64
+    scale = np.exp(rng.uniform(-3, 3, size=(batch, n)))
     target = rng.normal(size=(batch, n))
     fixed = rng.random((batch, n)) < 0.3
-
-    def fun(x, scale, target):
-        return 0.5 * jnp.sum(scale * (x - target) ** 2) + 0.1 * jnp.sum(jnp.diff(x) ** 2)
-
-    args = (jnp.asarray(scale, np.float32), jnp.asarray(target, np.float32))
-    x0 = jnp.zeros((batch, n), np.float32)
-    sol = fixedopt.minimize(fun, x0, jnp.asarray(fixed), args=args, batched=True, max_steps=1000)
+    coupling = np.zeros((batch, n))
+    coupling[:, 1:] += 0.2
+    coupling[:, :-1] += 0.2
+    diagonal, off = scale + coupling, np.full((batch, n - 1), -0.2)
+    args = tuple(jnp.asarray(a, np.float32) for a in (diagonal, off, scale * target))
+    x0 = jnp.asarray(np.zeros((batch, n), np.float32))
+    sol = fixedopt.minimize(quad_jax, x0, jnp.asarray(fixed), args=args,
+                            batched=True, max_steps=1000)  # fmt: skip
     assert np.all(np.asarray(sol.converged)), np.unique(np.asarray(sol.status))
     assert int(np.max(np.asarray(sol.steps))) < 200
 
