@@ -27,6 +27,7 @@ and for ``strategy="split"`` the claims are checked inside the loop, as before
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -104,8 +105,27 @@ def solve_checked(
     step)."""
     resume = fresh(plan, inputs)
     program = _check_program(schedule)
-    if certifies(plan.solver) and _rows_shape(plan, inputs) != (0,):
-        _check_ahead(program, set_up, plan, inputs, resume)  # nearly every row claims
+    held: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+    # Nearly every row claims: the check compiles in fixedopt's thread, and a block's
+    # tail, which the call may not need, after the call (or when it is needed).
+    checks = certifies(plan.solver) and _rows_shape(plan, inputs) != (0,)
+    if checks and _check_ahead(program, set_up, plan, inputs, resume):
+        held = ahead.held()
+    with held:
+        return _solve_in_passes(solve, set_up, plan, (inputs, resume), program, rows_for)
+
+
+def _solve_in_passes(
+    solve: Callable[[Inputs], Solution],
+    set_up: SetUp,
+    plan: Plan,
+    start: tuple[Inputs, Resume],
+    program: Any,
+    rows_for: Callable[[int], int],
+) -> Solution:
+    """:func:`solve_checked`'s passes from ``start`` (the inputs, each row's first
+    :class:`Resume`), the claims checked by ``program``."""
+    inputs, resume = start
     solution = solve(inputs._replace(resume=resume))
     batched = plan.batched_args is not None
     max_steps = int(np.asarray(inputs.stopping.max_steps))
@@ -255,10 +275,10 @@ def _take(plan: Plan, inputs: Inputs, index: np.ndarray, keep_resume: bool = Fal
 
 
 def _check_ahead(program: Any, set_up: SetUp, plan: Plan, inputs: Inputs,
-                 resume: Resume) -> None:  # fmt: skip
+                 resume: Resume) -> bool:  # fmt: skip
     """The check's ``program`` compiled in a thread (``fixedopt._driver.ahead``) while the
     loop's compiles and runs, for the claims of a solver that certifies its verdicts
-    (at its rows' starts: the types of a real chunk's)."""
+    (at its rows' starts: the types of a real chunk's); whether it was started here."""
     batched = plan.batched_args is not None
     index = np.zeros(CHUNK if batched else 1, np.int64)
     taken = functools.partial(_take_rows, index, batched)
@@ -267,7 +287,7 @@ def _check_ahead(program: Any, set_up: SetUp, plan: Plan, inputs: Inputs,
              np.zeros(value.shape, np.int32), value, taken(resume.initial_value))  # fmt: skip
     if not batched:
         claim = jax.tree.map(lambda a: a[0], claim)
-    ahead.start(lambda: None, program, set_up, plan, (_take(plan, inputs, index), claim))
+    return ahead.start(lambda: None, program, set_up, plan, (_take(plan, inputs, index), claim))
 
 
 def _check_program(schedule: Schedule) -> Any:

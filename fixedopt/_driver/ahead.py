@@ -35,6 +35,16 @@ the tail is traced, or compiled, in the call that has one, as without the thread
 mark is code that the process runs, as the cache's programs are: keep the folder your
 own (:mod:`fixedopt._driver.cache`).
 
+Where the thread already compiles a program the call is sure to need (``minimize``'s
+check after the loop, started at the call's start: nearly every row claims,
+:mod:`fixedopt._driver.after_loop`), a tail's compile is held (:func:`held`) until
+the call's passes end, then goes to the thread; a tail that comes before runs it in
+the call's own thread, export and mark as the thread's. On 2 cores the tail's trace
+and compile had shared the call's cores with the check's and the block's (issue 62:
+quad n = 64, no tail, 1.1 s of the tail's trace in a 3.4 s wait); a first batch of
+``minimize`` with a slow row pays its tail's compile in the call, as before the
+thread.
+
 A second thread compiles, from a ``curve_fit`` call's start, its covariance program
 from the solver's normal equations (:func:`soon`), lowered by the caller first: that
 program reads nothing of the model, its types are known before the solve, and while
@@ -50,6 +60,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import contextvars
+import functools
 import os
 import pathlib
 import pickle
@@ -95,6 +107,13 @@ _marks: dict[Any, pathlib.Path | None] = {}
 _options: dict[Any, dict[str, Any] | None] = {}
 # The subfolder of the persistent cache holding the tails' marks.
 TAILS = "fixedopt-tails"
+# Within held(): the compiles started meanwhile (key, its done future), in order,
+# submitted when the block ends unless a call needed one first (run then, there).
+_held: contextvars.ContextVar[list[tuple[Any, Future[None]]] | None] = contextvars.ContextVar(
+    "fixedopt_ahead_held", default=None
+)
+# The held compiles not yet run or submitted, by key (a call that needs one runs it).
+_waiting: dict[Any, Callable[[], None]] = {}
 
 
 def register(compiled: Callable[..., Any], options: dict[str, Any] | None) -> None:
@@ -105,7 +124,7 @@ def register(compiled: Callable[..., Any], options: dict[str, Any] | None) -> No
 
 def start(
     before: Callable[[], Any], compiled: Callable[..., Any], *args: Any, export: bool = False
-) -> None:
+) -> bool:
     """Trace, lower and compile ``compiled(*args)`` (a ``jax.jit`` function whose first
     arguments are static) in the thread, unless started before for the same argument
     types; nothing is run. ``before()`` is called first, here, when the thread starts:
@@ -114,18 +133,75 @@ def start(
     runs while XLA compiles the caller's program, not while it is traced; the lowered
     program it returns names the mark of the module's rule. ``export``: compiled as
     ``jax.export`` makes it and run by :func:`call` (``compiled`` registered, the last
-    argument its traced inputs), its export kept in the mark."""
+    argument its traced inputs), its export kept in the mark. Whether it was started
+    here (not before, nor turned off)."""
     key = _key(compiled, args)
     done = _claim(key)  # done: when the thread has compiled
     if done is None:
-        return
+        return False
     try:
-        lowered = before()
-        future = _POOL.submit(_compile, key, compiled, args, _settings(), lowered, export)
+        work = functools.partial(_compile, key, compiled, args, _settings(), before(), export)
+        if not _hold(key, done, work):
+            _POOL.submit(work).add_done_callback(lambda _: done.set_result(None))
     except BaseException:
         done.set_result(None)  # nothing to wait for: the call compiles its own
         raise
-    future.add_done_callback(lambda _: done.set_result(None))
+    return True
+
+
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """Within this block, a compile ahead that :func:`start` begins waits: for the call
+    that needs it (:func:`call` or :func:`wait`, which then runs it in its own thread,
+    as the thread would have), else for the block's end (submitted to the thread then,
+    behind what it compiles already). For a call whose thread already compiles a
+    program the call is sure to need (the check after the loop of a solver that
+    certifies: nearly every row claims), so that a program it may not need (a block's
+    tail) does not share the call's two cores with it and the call's own compile."""
+    if _held.get() is not None:  # held already, by an enclosing block
+        yield
+        return
+    token = _held.set([])
+    try:
+        yield
+    finally:
+        started = _held.get() or []
+        _held.reset(token)
+        for key, done in started:
+            with _lock:
+                waiting = _waiting.pop(key, None)
+            if waiting is not None:
+                _POOL.submit(waiting).add_done_callback(functools.partial(_set, done))
+
+
+def _hold(key: Any, done: Future[None], work: Callable[[], None]) -> bool:
+    """Whether ``work`` (``key``'s compile) is held (within :func:`held`), not submitted."""
+    started = _held.get()
+    if started is None:
+        return False
+    with _lock:
+        _waiting[key] = work
+    started.append((key, done))
+    return True
+
+
+def _run_held(key: Any, future: Future[None]) -> None:
+    """``key``'s compile, held (:func:`held`) and now needed: run here, in the caller's
+    thread, unless already submitted; what it raises is left to the call, which then
+    compiles its own program (as a failed compile in the thread is)."""
+    with _lock:
+        work = _waiting.pop(key, None)
+    if work is None:
+        return
+    try:
+        _work(work)
+    finally:
+        _set(future)
+
+
+def _set(future: Future[None], *_: Any) -> None:
+    """``future`` done (a held compile run or submitted)."""
+    future.set_result(None)
 
 
 def soon(key: Any, lower: Callable[[], Any]) -> None:
@@ -178,9 +254,11 @@ def wait(compiled: Callable[..., Any], *args: Any) -> None:
     """Wait for ``compiled(*args)``'s compile ahead, if one was started: the call then
     finds it compiled, rather than compile it a second time meanwhile. A compile that
     failed in the thread is left to the call (it raises there, as it would have)."""
+    key = _key(compiled, args)
     with _lock:
-        future = _started.get(_key(compiled, args))
+        future = _started.get(key)
     if future is not None:
+        _run_held(key, future)
         future.result()  # its result None, also where the thread's compile failed
 
 
@@ -202,6 +280,7 @@ def call(compiled: Callable[..., Any], *args: Any, like: Any) -> Any:
         future = _started.get(key)
     if future is None:  # not compiled ahead (turned off): compiled by jit, as before
         return compiled(*args)
+    _run_held(key, future)
     future.result()
     leaves = jax.tree.leaves(args[-1])
     runner = _runner(key, compiled, leaves)

@@ -9,6 +9,7 @@ program in its own thread, and its rows are those of a tail program compiled the
 
 import contextlib
 import threading
+import time
 
 import jax
 import jax.numpy as jnp
@@ -211,18 +212,20 @@ def tail_traces(traced):
     return [name for name in traced if name != "_check_rows"]
 
 
-def test_the_tails_program_compiles_ahead_of_the_first_tail(tmp_path):
+def test_the_first_tail_is_traced_once_as_its_export(tmp_path):
     """The first batch of a model has a slow row: the call traces one solve in its own
-    thread (the block's), the tail's program having compiled in fixedopt's thread
-    meanwhile; the rows equal, bit for bit, those of the tail's program compiled in the
-    caller's thread (no compile ahead, the solves' caches cleared). A new process (here:
-    every in-memory program and compile ahead forgotten) finds the tail marked in the
-    persistent cache: its thread traces nothing (it had traced and lowered the tail in
-    every new process), and a tail that comes is not traced either (issue 62: the call
-    traces one solve, the tail runs the export its mark holds), its rows bit for bit;
-    a mark that cannot be read costs the tail's trace, as before, not its bits. A
-    persistent cache of its own: the suite's may hold the tail and its mark from an
-    earlier run."""
+    thread (the block's), the tail's program compiled as its export (here in the call's
+    thread when the tail comes: fixedopt's thread compiles ``minimize``'s check
+    meanwhile, ``fixedopt._driver.after_loop``; a least-squares solve's tail compiles in
+    that thread from the block's lowering); the rows equal, bit for bit, those of the
+    tail's program compiled in the caller's thread (no compile ahead, the solves' caches
+    cleared). A new process (here: every in-memory program and compile ahead forgotten)
+    finds the tail marked in the persistent cache: its thread traces nothing (it had
+    traced and lowered the tail in every new process), and a tail that comes is not
+    traced either (issue 62: the call traces one solve, the tail runs the export its
+    mark holds), its rows bit for bit; a mark that cannot be read costs the tail's
+    trace, as before, not its bits. A persistent cache of its own: the suite's may hold
+    the tail and its mark from an earlier run."""
     from fixedopt._driver import ahead
 
     def objective(x, curvature, center, weight):  # new here: its programs compile here
@@ -233,9 +236,11 @@ def test_the_tails_program_compiles_ahead_of_the_first_tail(tmp_path):
         return fixedopt.minimize(objective, x0, fixed, args=args, batched=True)
 
     with persistent_cache(tmp_path):
-        with traced_here() as traced:
+        with traced_here() as traced, traced_here(ahead=True) as thread:
             tailed = solve()
         assert traced.count("_solve") == 1, traced
+        # minimize's check compiles in the thread, the tail held: run here when needed
+        assert traced.count("tail_exported") == 1 and tail_traces(thread) == [], thread
         for slow in (False, True):
             wait_for_compiles_ahead()  # a new process:
             engine.clear_compiled()
@@ -266,6 +271,74 @@ def test_the_tails_program_compiles_ahead_of_the_first_tail(tmp_path):
         here = solve()
     assert traced.count("_solve") == 2, traced  # the block's, then the tail's
     assert_rows_identical(here, tailed)
+
+
+@contextlib.contextmanager
+def trace_starts():
+    """``(name, ahead, start)`` of each function JAX traces meanwhile: its name, whether
+    fixedopt's thread traced it, when its trace began (``time.perf_counter``)."""
+    found = []
+
+    def listen(event, seconds, **kwargs):
+        if event.endswith("jaxpr_trace_duration"):
+            ahead = threading.current_thread().name.startswith("fixedopt-ahead")
+            found.append((str(kwargs.get("fun_name")), ahead, time.perf_counter() - seconds))
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        yield found
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+
+
+def test_a_checked_call_without_a_tail_compiles_its_tail_after_its_passes(tmp_path, monkeypatch):
+    """``minimize``'s first call compiles its check after the loop in fixedopt's thread;
+    its tail's program, which a batch without a slow row does not need, waits for the
+    call's passes to end (``fixedopt._driver.ahead.held``: it had shared the call's two
+    cores, issue 62), then compiles in the thread and leaves its mark: a new process
+    whose first batch has a slow row runs the mark's export, traces no tail, and its
+    rows are those of the tail compiled in the call (no compile ahead)."""
+    from fixedopt._driver import ahead
+
+    def objective(x, curvature, center, weight):  # new here: its programs compile here
+        return (1 - weight) * quadratic(x, curvature, center) + weight * valley(x)
+
+    def solve(slow):
+        x0, fixed, args = rows(slow=slow)
+        return fixedopt.minimize(objective, x0, fixed, args=args, batched=True)
+
+    ended, held = [], ahead.held
+
+    @contextlib.contextmanager
+    def timed_held():
+        with held():
+            yield
+            ended.append(time.perf_counter())  # before the held block's end submits
+
+    monkeypatch.setattr(ahead, "held", timed_held)
+    with persistent_cache(tmp_path):
+        with trace_starts() as starts:
+            solve(slow=False)
+            wait_for_compiles_ahead()
+        tails = [(thread, start) for name, thread, start in starts if name == "tail_exported"]
+        assert len(ended) == 1 and len(tails) == 1, starts
+        assert tails[0][0], "the tail compiled in the caller's thread"
+        assert tails[0][1] > ended[0], "the tail's trace began during the call's passes"
+        marks = list((tmp_path / "fixedopt-tails").iterdir())
+        assert len(marks) == 1 and marks[0].stat().st_size > 0, marks
+        engine.clear_compiled()  # a new process:
+        jax.clear_caches()
+        ahead._started.clear()
+        with traced_here() as here, traced_here(ahead=True) as thread:
+            tailed = solve(slow=True)
+            wait_for_compiles_ahead()
+        assert here.count("_solve") == 1 and "tail_exported" not in here + thread, here
+    engine.clear_compiled()
+    jax.clear_caches()
+    with no_compiles_ahead():
+        reference = solve(slow=True)
+    assert_rows_identical(tailed, reference)
+    assert int(tailed.status[SLOW]) == Status.CONVERGED
 
 
 def test_nothing_compiles_ahead_where_no_row_runs_long_enough_for_a_tail():
