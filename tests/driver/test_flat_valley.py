@@ -14,7 +14,6 @@ import numpy as np
 
 import fixedopt
 from fixedopt.testing_problems import BATCHED
-from fixedopt.testing_problems._batched import rosen_jax, rosen_numpy
 
 
 def test_float32_rosenbrock_rows_in_the_valley_reach_abs_gtol():
@@ -25,11 +24,11 @@ def test_float32_rosenbrock_rows_in_the_valley_reach_abs_gtol():
     problem = BATCHED["rosen"](1024, 64, 0, "float32")
     x0, fixed = problem.x0[:16], problem.fixed[:16]
     with jax.enable_x64(False):
-        solution = fixedopt.minimize(rosen_jax, jnp.asarray(x0), jnp.asarray(fixed),
+        solution = fixedopt.minimize(problem.jax_fun, jnp.asarray(x0), jnp.asarray(fixed),
                                      abs_gtol=1e-3, gtol=0.0, ftol=0.0, xtol=0.0,
                                      batched=True)  # fmt: skip
         x, status = np.asarray(solution.x, np.float64), np.asarray(solution.status)
-    gradient = np.max(np.where(fixed, 0.0, np.abs(rosen_numpy(x)[1])), axis=-1)
+    gradient = np.max(np.where(fixed, 0.0, np.abs(problem.numpy_fun(x)[1])), axis=-1)
     converged = status == fixedopt.Status.CONVERGED
     assert converged.all(), status
     assert np.all(gradient[converged] <= 2e-3), gradient
