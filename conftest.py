@@ -168,13 +168,20 @@ def pytest_collection_modifyitems(items):
 # `--cost-report PATH`: where the suite's time goes, measured in each test process. A
 # line a test module, appended to PATH: the process's CPU seconds in its tests (those of
 # its subprocesses included: notebooks, benchmarks) and the XLA programs it compiled
-# (JAX's compile events; a persistent-cache hit compiles nothing). CPU seconds, not
+# (JAX's compile events; a persistent-cache hit compiles nothing), and the wall seconds
+# JAX reported for its stages: tracing, lowering to MLIR, XLA's compile. CPU seconds, not
 # wall: on a shared machine they still add up; summed over the modules and halved they
 # estimate `make test`'s two workers on an idle 2-core machine.
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
+STAGE_EVENTS = {
+    "/jax/core/compile/jaxpr_trace_duration": "trace_s",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_s",
+    COMPILE_EVENT: "xla_s",
+}
 _costs: dict[str, dict[str, float]] = {}
 _compiles = [0]
+_stages = dict.fromkeys(STAGE_EVENTS.values(), 0.0)
 
 
 def pytest_addoption(parser):
@@ -183,8 +190,10 @@ def pytest_addoption(parser):
                           "programs to PATH, a JSON line a module")  # fmt: skip
 
 
-def _compiled(event, *_, **__):
+def _compiled(event, duration, *_, **__):
     _compiles[0] += event == COMPILE_EVENT
+    if event in STAGE_EVENTS:
+        _stages[STAGE_EVENTS[event]] += duration
 
 
 def _loaded(event, *_, **__):  # a persistent-cache hit fires the compile event too
@@ -207,11 +216,15 @@ def pytest_runtest_protocol(item, nextitem):
     if not item.config.getoption("--cost-report"):
         yield
         return
-    cpu, programs = _cpu_seconds(), _compiles[0]
+    cpu, programs, stages = _cpu_seconds(), _compiles[0], dict(_stages)
     yield
-    cost = _costs.setdefault(item.nodeid.split("::")[0], {"cpu_s": 0.0, "programs": 0})
+    cost = _costs.setdefault(
+        item.nodeid.split("::")[0], {"cpu_s": 0.0, "programs": 0, **dict.fromkeys(stages, 0.0)}
+    )
     cost["cpu_s"] += _cpu_seconds() - cpu
     cost["programs"] += _compiles[0] - programs
+    for stage, seconds in stages.items():
+        cost[stage] += _stages[stage] - seconds
 
 
 def pytest_sessionfinish(session):
@@ -219,6 +232,6 @@ def pytest_sessionfinish(session):
     if path and _costs:
         with open(path, "a") as report:
             for module, cost in _costs.items():
-                line = {"module": module, "cpu_s": round(cost["cpu_s"], 2),
-                        "programs": int(cost["programs"])}  # fmt: skip
+                line = {"module": module, "programs": int(cost.pop("programs"))}
+                line |= {key: round(seconds, 2) for key, seconds in cost.items()}
                 report.write(json.dumps(line) + "\n")
