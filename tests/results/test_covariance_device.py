@@ -117,16 +117,6 @@ def test_one_fit_takes_the_device_path_too(as_device, monkeypatch):
         assert_close(found, expected, deficient)
 
 
-def test_curve_fit_takes_the_profiles_path(as_device, monkeypatch):
-    """``curve_fit`` asks the machine profile as ``fixedopt.covariance`` does
-    (``machine.covariance_on_device``): its rows by the QR on the "device"."""
-    x, _, y = rows()
-    calls, real = [], covariance_batches.on_device
-    monkeypatch.setattr(covariance_batches, "on_device", lambda *a: calls.append(1) or real(*a))
-    fixedopt.curve_fit(lambda t, a, b: a * t + b, T, y[:4], p0=x[:4, ::2], batched=True)
-    assert calls == [1] and as_device == []  # every row certified: none sent to the host
-
-
 def line(t, a, b):
     return a * t + b
 
@@ -148,16 +138,20 @@ def _compiled_in(call):
 
 
 @pytest.mark.compiles_ahead
-def test_curve_fit_compiles_the_device_covariance_beside_its_solve(as_device, monkeypatch,
-                                                                   tmp_path):  # fmt: skip
-    """Where the profile says so (``Backend.covariance_ahead``: a TPU's), ``curve_fit``'s
-    device-path covariance program is lowered once the arguments are checked and
-    compiled in fixedopt's thread while the solve compiles: the call's thread compiles
-    none, and ``pcov`` is bit for bit the one the call compiles itself, after its solve
-    (nothing ahead). With the CPU's own profile the call compiles it (chunks, as before).
-    Persistent caches of their own (the suite's may hold the program); one solve."""
+def test_curve_fit_takes_the_profiles_path_compiled_beside_its_solve(as_device, monkeypatch,
+                                                                     tmp_path):  # fmt: skip
+    """``curve_fit`` asks the machine profile as ``fixedopt.covariance`` does
+    (``machine.covariance_on_device``): its rows by the QR on the "device". Where the
+    profile says so (``Backend.covariance_ahead``: a TPU's) that program is lowered once
+    the arguments are checked and compiled in fixedopt's thread while the solve
+    compiles: the call's thread compiles none, and ``pcov`` is bit for bit the one the
+    call compiles itself, after its solve (nothing ahead); the CPU's own profile has
+    none ahead (``tests/driver/test_schedule.py``). Persistent caches of their own (the
+    suite's may hold the program); one solve program."""
     ahead_profile = backends.BACKENDS["cpu"]._replace(covariance_ahead=True)
     monkeypatch.setitem(backends.BACKENDS, "cpu", ahead_profile)
+    calls, real = [], covariance_batches.on_device
+    monkeypatch.setattr(covariance_batches, "on_device", lambda *a: calls.append(1) or real(*a))
     x, _, y = rows()
 
     def fit(folder):
@@ -167,15 +161,12 @@ def test_curve_fit_compiles_the_device_covariance_beside_its_solve(as_device, mo
             for key in [k for k in ahead._started if k[0] == "covariance-on-device"]:
                 del ahead._started[key]
         with persistent_cache(folder):
-            return fixedopt.curve_fit(line, T, y, p0=x[:, ::2], batched=True,
-                                      bounds=([0.0, -np.inf], np.inf))[1]  # fmt: skip
+            return fixedopt.curve_fit(line, T, y[:4], p0=x[:4, ::2], batched=True)[1]
 
     pcov, threads = _compiled_in(lambda: fit(tmp_path / "ahead"))
+    assert calls == [1] and as_device == []  # every row certified: none sent to the host
     assert threads and all(name.startswith("fixedopt-ahead") for name in threads), threads
     with no_compiles_ahead():
         alone, threads = _compiled_in(lambda: fit(tmp_path / "here"))
     assert threads == ["MainThread"], threads
     np.testing.assert_array_equal(np.asarray(pcov), np.asarray(alone))
-    monkeypatch.setitem(backends.BACKENDS, "cpu", backends.CPU)  # the CPU's own: in the call
-    _, threads = _compiled_in(lambda: fit(tmp_path / "cpu"))
-    assert threads and set(threads) == {"MainThread"}, threads
