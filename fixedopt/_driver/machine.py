@@ -6,7 +6,8 @@ the matmul precision, the layout of the rows, the lanes' width (:meth:`Schedule.
 from one row's bytes), CPU blocks and their tail, folding and summing of reductions,
 the compiler options (the solve's and its check's after the loop), and when the lanes
 refill; and, for a covariance outside a solve, where it runs
-(:func:`covariance_on_device`). The tuned numbers are the per-backend
+(:func:`covariance_on_device`) and whether ``curve_fit`` compiles it beside its solve
+(:func:`covariance_compiled_ahead`). The tuned numbers are the per-backend
 ``Backend`` defaults of ``fixedopt._numerics.backends`` (its ``CPU``, ``GPU``, ``TPU``:
 adding or changing a backend is an edit there), each beside its reason and the
 measurement that set it (a heading of ``docs/decisions.md``), the thresholds of
@@ -103,6 +104,20 @@ def covariance_on_device(backend: str | None = None) -> bool:
       (True, False)
     """
     return backends.defaults(backend).device_qr_covariance
+
+
+def covariance_compiled_ahead(backend: str | None = None) -> bool:
+    """Whether ``curve_fit`` compiles the covariance program of :func:`covariance_on_device`'s
+    path in fixedopt's thread while the caller traces and compiles the solve
+    (``Backend.covariance_ahead``: a TPU, whose host has cores to spare), on ``backend``
+    (default: where the call runs). A CPU compiles it in the call, after the solve.
+
+    Example:
+      >>> from fixedopt._driver.machine import covariance_compiled_ahead
+      >>> covariance_compiled_ahead("tpu"), covariance_compiled_ahead("cpu")
+      (True, False)
+    """
+    return backends.defaults(backend).covariance_ahead
 
 
 # The rows' layout in the lanes: a row's entries along the minor axis (the one value so

@@ -40,6 +40,7 @@ from fixedopt._numerics import backends
 from fixedopt._objective.arguments import hashable_function
 from fixedopt._objective.call_note import Passed
 from fixedopt._objective.fit_data import ESTIMATORS
+from fixedopt._results import covariance as covariance_module
 from fixedopt._results import solver_covariance
 from fixedopt._results.covariance import AT_BOUND, AT_BOUND_DEFAULT, Covariance
 from fixedopt._results.solution import Solution
@@ -305,7 +306,7 @@ def _solve(
         )  # fmt: skip
         residual: Callable[..., Any] = _Pearson(fit.model)
     else:
-        residual = _Whitened(fit.model) if data.whitened else _CurveResidual(fit.model)
+        residual = _residual(fit, data)
         # The solver's J^T J at x, for the covariance (solver_covariance), where it pays.
         normal = _normal_here(fit, data)
         checked = None if early is None else functools.partial(ahead.soon, *early)
@@ -326,20 +327,39 @@ def _normal_here(fit: Fit, data: Data) -> bool:
     return here and solver_covariance.pays(jnp.result_type(data.p0), jnp.shape(data.p0)[-1])
 
 
+def _residual(fit: Fit, data: Data) -> Callable[..., Any]:
+    """The residual function of a least-squares fit (not Poisson): its solve's and its
+    covariance's."""
+    return _Whitened(fit.model) if data.whitened else _CurveResidual(fit.model)
+
+
 def _covariance_ahead(
     fit: Fit, data: Data, limits: Any, options: dict[str, Any], covariance: dict[str, Any]
 ) -> Any:
-    """The covariance program of a batched fit whose solve reports its normal matrix
-    (a plain loss, the mask strategy), as ``(key, lower)`` for ``ahead.soon`` once
-    the solve's arguments are checked: traced and lowered there, its XLA compile in
-    fixedopt's thread, while the solve is traced and one core would otherwise wait;
-    that program reads nothing of the model (``docs/decisions.md``, "The covariance
-    compiled from the call's start"). None where there is none to compile."""
-    plain = options.get("loss") in (None, "linear") and options.get("strategy") != "split"
-    if fit.poisson or not fit.batched or not plain or not _normal_here(fit, data):
+    """The covariance program of a batched least-squares fit, as ``(key, lower)`` for
+    ``ahead.soon`` once the solve's arguments are checked: traced and lowered there,
+    its XLA compile in fixedopt's thread while the caller traces and compiles the
+    solve. Where the solve reports its normal matrix (a plain loss, the mask
+    strategy), the program that inverts it, which reads nothing of the model
+    (``docs/decisions.md``, "The covariance compiled from the call's start"); else,
+    where the machine profile says so (``machine.covariance_compiled_ahead``: a TPU),
+    the device path's, which evaluates the model's Jacobian ("A TPU's covariance
+    compiled beside its solve"). None where there is none to compile."""
+    if fit.poisson or not fit.batched:
         return None
-    cache.use_default_cache()  # as the solve's first call would: the program's name reads it
-    return solver_covariance.early(data.p0, limits is not None, **covariance)
+    plain = options.get("loss") in (None, "linear") and options.get("strategy") != "split"
+    normal = plain and _normal_here(fit, data)
+    if not normal and not machine.covariance_compiled_ahead():
+        return None
+    # as the solve's first call would: the program's name reads it, and its compile the
+    # persistent cache (a new process reads it there)
+    cache.use_default_cache()
+    if normal:
+        return solver_covariance.early(data.p0, limits is not None, **covariance)
+    return covariance_module.early_on_device(
+        _residual(fit, data), data.p0, limits is not None, data.sigma, data.args, data.axes,
+        **covariance,
+    )  # fmt: skip
 
 
 def _infeasible_rows(solution: Solution, p0: jax.Array, outside: jax.Array) -> Solution:

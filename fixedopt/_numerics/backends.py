@@ -68,6 +68,13 @@ class Backend(NamedTuple):
     # by fixedopt.covariance, curve_fit and Model.fit; docs/decisions.md, "A TPU's new
     # process and its covariance")
     device_qr_covariance: bool = False
+    # curve_fit's covariance program of that path (the model's Jacobian at x, its QR)
+    # traced and lowered once the call's arguments are checked, its XLA compile in
+    # fixedopt's thread while the caller traces and compiles the solve: a TPU's host has
+    # 13 cores, and the two compiles ran one after the other (spectra_slow: 6.2 s after
+    # the solve's 10.0 s; docs/decisions.md, "A TPU's covariance compiled beside its
+    # solve"); on 2 cores it did not pay ("A covariance compiled while the solve compiles")
+    covariance_ahead: bool = False
     # A least-squares model of at least this many residuals (or with a loop) has its rows
     # started by their lanes' next trip, on the trip's evaluation (the program holds the
     # model once: fixedopt._driver.shared_start); 0: never. Smaller models ran slower so
@@ -157,8 +164,8 @@ GPU = Backend(fewest_lanes=1 << 16, most_lanes=1 << 16, cache_bytes=0, blocks=Fa
 # carry of (rows, 8) rows padded each row to 128 entries and was transposed every trip
 # (docs/decisions.md, "Rows on a TPU's minor axis").
 # Its covariance: the elementwise QR on the chip, LAPACK's rows on the host
-# (Backend.device_qr_covariance).
-TPU = GPU._replace(minor_rows=True, device_qr_covariance=True)
+# (Backend.device_qr_covariance), compiled beside the solve (Backend.covariance_ahead).
+TPU = GPU._replace(minor_rows=True, device_qr_covariance=True, covariance_ahead=True)
 BACKENDS = {"cpu": CPU, "gpu": GPU, "cuda": GPU, "rocm": GPU, "tpu": TPU}
 
 

@@ -45,6 +45,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.typing import ArrayLike
 
 from fixedopt._inputs import arrays
@@ -54,7 +55,7 @@ from fixedopt._numerics import buckets
 from fixedopt._objective.arguments import args_tuple
 from fixedopt._results import covariance_batches as batches
 from fixedopt._results.covariance_fields import Covariance as Covariance
-from fixedopt._results.covariance_program import EITHER, EXACT, Derived, paths
+from fixedopt._results.covariance_program import EITHER, EXACT, ON_DEVICE, Derived, paths
 from fixedopt._results.covariance_program import compiled as _compiled
 from fixedopt._results.free_block import (
     Constraints,
@@ -108,6 +109,51 @@ def covariance_and(
     result, extra = _computed(residual_fun, batched, rule, axes, derived, data, on_device)
     row = jax.tree.map(arrays.one_row, x) if batched else x
     return result._replace(index=flat_index(row)), extra
+
+
+def early_on_device(
+    residual_fun: ResidualFun,
+    x: jax.Array,
+    bounded: bool,
+    sigma: jax.Array | None,
+    args: tuple[Any, ...],
+    args_axes: Any,
+    *,
+    absolute_sigma: bool,
+    at_bound: str,
+    pseudo_inverse: bool,
+) -> tuple[Any, Callable[[], Any]] | None:
+    """The device path's program (:func:`covariance_and` with ``on_device``, these
+    keywords) that a batched solve's :class:`fixedopt.Solution` from ``x`` (its start,
+    ``(B, n)``; ``bounded``: whether it has bounds; ``sigma`` and ``args`` checked) runs,
+    as ``(key, lower)``: ``lower()`` traces and lowers it for the types the solution's
+    fields will have, before the solve has run: the same ``jit``, so that the
+    ``compile()`` of what it returns is the call's own (``fixedopt._driver.ahead.soon``;
+    ``curve_fit`` on a TPU, ``fixedopt._driver.machine.covariance_compiled_ahead``).
+    None where the call would not take that path here."""
+    if np.ndim(x) != 2:
+        return None
+    batch, n = np.shape(x)
+    start = jax.ShapeDtypeStruct((batch, n), jnp.result_type(x))
+    flags = jax.ShapeDtypeStruct((batch, n), jnp.bool_)
+    failed: Any = np.broadcast_to(np.zeros((), bool), (batch,))  # solved_problem's: NumPy
+    constraints = Constraints(flags, (start, start) if bounded else None, flags, failed)
+    if sigma is not None:  # as _check_sigma makes it
+        sigma = jax.ShapeDtypeStruct(np.shape(sigma), jnp.result_type(sigma))  # type: ignore[assignment]
+    data = (start, constraints, sigma, args_tuple(args))
+    leaves = jax.tree.leaves(data)
+    several = len(paths(start, True)) > 1
+    if not several or buckets.chunks_here(leaves) or not batches.device_here(True, leaves):
+        return None
+    rule = Rule(absolute_sigma, at_bound == "fixed", pseudo_inverse)
+    axes = args_in_axes(data[3], args_axes, batch)
+    types = tuple((np.shape(leaf), jnp.result_type(leaf)) for leaf in leaves)
+    precision = jax.config.jax_default_matmul_precision  # type: ignore[attr-defined]
+    axes_leaves, axes_tree = jax.tree.flatten(axes, is_leaf=lambda axis: axis is None)
+    key = ("covariance-on-device", residual_fun, rule, tuple(axes_leaves), axes_tree,
+           jax.tree.structure(data), types, precision)  # fmt: skip
+    static = (residual_fun, True, rule, axes, None, ON_DEVICE)
+    return key, functools.partial(_compiled.lower, *static, *data)
 
 
 def _check_sigma(value: ArrayLike, batch: int | None) -> jax.Array:

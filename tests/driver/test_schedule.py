@@ -36,11 +36,14 @@ def test_a_cpu_schedule_takes_the_cpus_tricks():
 def test_an_accelerators_schedule_takes_none_of_them(backend):
     schedule = machine.schedule(LM, None, backend)
     # A TPU's profile differs from a GPU's in its lanes' carry (rows last) and its
-    # covariance (the elementwise QR on the chip) alone.
-    tuned = schedule.defaults._replace(minor_rows=False, device_qr_covariance=False)
+    # covariance (the elementwise QR on the chip, compiled beside the solve) alone.
+    tuned = schedule.defaults._replace(minor_rows=False, device_qr_covariance=False,
+                                       covariance_ahead=False)  # fmt: skip
     assert tuned == backends.GPU and not schedule.defaults.blocks
     assert schedule.defaults.minor_rows == (backend == "tpu")
     assert schedule.defaults.device_qr_covariance == (backend == "tpu")
+    assert schedule.defaults.covariance_ahead == (backend == "tpu")
+    assert not backends.CPU.covariance_ahead  # the CPU compiles it in the call
     assert not backends.CPU.minor_rows
     reduced = backend in backends.REDUCED_FLOAT32_MATMULS
     assert schedule.precision == ("highest" if reduced else None)

@@ -2,7 +2,10 @@
 ``machine.covariance_on_device``), run here on the CPU as if it were the device: every
 row by the elementwise QR in one call, whatever the block's height, and the rows it does
 not certify by LAPACK's path on the host's CPU, each row's result its own; taken by
-``fixedopt.covariance`` and ``curve_fit`` alike, one fit too."""
+``fixedopt.covariance`` and ``curve_fit`` alike, one fit too; ``curve_fit``'s program
+compiled in fixedopt's thread beside its solve where the profile says so."""
+
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -10,8 +13,12 @@ import numpy as np
 import pytest
 
 import fixedopt
+from fixedopt._driver import ahead
 from fixedopt._numerics import backends
+from fixedopt._results import covariance as covariance_module
 from fixedopt._results import covariance_batches
+from fixedopt.testing import no_compiles_ahead
+from tests.helpers import persistent_cache
 
 # The CPU taken for a device: on an accelerator, tests/test_device.py compares the two.
 pytestmark = pytest.mark.skipif(jax.default_backend() != "cpu", reason="the CPU as a device")
@@ -110,11 +117,56 @@ def test_one_fit_takes_the_device_path_too(as_device, monkeypatch):
         assert_close(found, expected, deficient)
 
 
-def test_curve_fit_takes_the_profiles_path(as_device, monkeypatch):
+def line(t, a, b):
+    return a * t + b
+
+
+def _compiled_in(call):
+    """``call()`` and the threads that compiled the device path's covariance program."""
+    threads = []
+    compiled = ("/jax/core/compile/backend_compile_duration", "jit(_row_covariances)")
+
+    def listen(event, seconds, **kwargs):
+        if (event, kwargs.get("fun_name")) == compiled:
+            threads.append(threading.current_thread().name)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        return call(), threads
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+
+
+@pytest.mark.compiles_ahead
+def test_curve_fit_takes_the_profiles_path_compiled_beside_its_solve(as_device, monkeypatch,
+                                                                     tmp_path):  # fmt: skip
     """``curve_fit`` asks the machine profile as ``fixedopt.covariance`` does
-    (``machine.covariance_on_device``): its rows by the QR on the "device"."""
-    x, _, y = rows()
+    (``machine.covariance_on_device``): its rows by the QR on the "device". Where the
+    profile says so (``Backend.covariance_ahead``: a TPU's) that program is lowered once
+    the arguments are checked and compiled in fixedopt's thread while the solve
+    compiles: the call's thread compiles none, and ``pcov`` is bit for bit the one the
+    call compiles itself, after its solve (nothing ahead); the CPU's own profile has
+    none ahead (``tests/driver/test_schedule.py``). Persistent caches of their own (the
+    suite's may hold the program); one solve program."""
+    ahead_profile = backends.BACKENDS["cpu"]._replace(covariance_ahead=True)
+    monkeypatch.setitem(backends.BACKENDS, "cpu", ahead_profile)
     calls, real = [], covariance_batches.on_device
     monkeypatch.setattr(covariance_batches, "on_device", lambda *a: calls.append(1) or real(*a))
-    fixedopt.curve_fit(lambda t, a, b: a * t + b, T, y[:4], p0=x[:4, ::2], batched=True)
+    x, _, y = rows()
+
+    def fit(folder):
+        covariance_module._compiled.plain.clear_cache()  # compiled anew, in this call
+        covariance_module._compiled.tuned.clear_cache()
+        with ahead._lock:
+            for key in [k for k in ahead._started if k[0] == "covariance-on-device"]:
+                del ahead._started[key]
+        with persistent_cache(folder):
+            return fixedopt.curve_fit(line, T, y[:4], p0=x[:4, ::2], batched=True)[1]
+
+    pcov, threads = _compiled_in(lambda: fit(tmp_path / "ahead"))
     assert calls == [1] and as_device == []  # every row certified: none sent to the host
+    assert threads and all(name.startswith("fixedopt-ahead") for name in threads), threads
+    with no_compiles_ahead():
+        alone, threads = _compiled_in(lambda: fit(tmp_path / "here"))
+    assert threads == ["MainThread"], threads
+    np.testing.assert_array_equal(np.asarray(pcov), np.asarray(alone))
