@@ -49,7 +49,8 @@ def layout(
     the data's and states' arrays hold their rows last (``Backend.minor_rows``);
     ``normal_of``: the solver's normal matrix of a state, written with each row."""
     one_row, started = jax.tree.map(_rows_of_one, (one_row, one_state))
-    state = Packing.of(started, minor=minor)
+    # Their scalars in words (packing.py; not a TPU's, untried there): fewer arrays.
+    state = Packing.of(started, minor=minor, words=not minor)
     # advance keeps a stopped lane's x, value and grad itself (StepContext.active): so
     # the carried grad is the one its tests read, computed once (XLA fuses a value
     # into each of its readers unless one of them needs it in memory).
@@ -59,7 +60,7 @@ def layout(
     return LaneLayout(
         Packing.of(one_row, minor=minor),
         state,
-        Packing.of(_reported_shapes(started, normal_of), vectors=True),
+        Packing.of(_reported_shapes(started, normal_of), vectors=True, words=True),
         state.columns(flags),
         normal_of,
     )

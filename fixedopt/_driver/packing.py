@@ -17,6 +17,14 @@ rounding of L-BFGS steps (other fusions of the reductions that read them). The r
 results, written once and never read by the loop, pack their vectors too
 (``vectors=True``).
 
+With ``words`` (the lanes' states and reports, but a TPU's) the scalars of different
+dtypes share arrays: every leaf as wide as the widest float's bits in that float's
+array (or, with no float, an unsigned integer's), booleans as 0 and 1, at most
+:data:`CONCATENATED` leaves to an array; a narrower number keeps its dtype's array.
+The Gpufit spot's float32 state (8 floats, 5 integers, a boolean) is carried in two
+arrays, not three, and its reports written as one: 7 fewer kernels (docs/decisions.md,
+"The lanes' scalars in words").
+
 With ``minor`` (a TPU's lanes: ``fixedopt._numerics.backends.Backend.minor_rows``) the
 leaves kept as they are hold their rows on the last axis, ``(..., rows)``, and every
 array is carried flattened to one axis: a TPU tiles an array's two minor axes by
@@ -39,6 +47,10 @@ import numpy as np
 
 from fixedopt._inputs import arrays
 
+# XLA:CPU fuses a concatenation of at most 8 arrays with their producers and the
+# kernel that reads it; one of more takes a kernel per array besides (measured:
+# docs/decisions.md, "The lanes' scalars in words"). Words hold at most 8 leaves an array.
+CONCATENATED = 8
 Tree = Any  # a pytree of arrays, every leaf with the leading axis of rows
 Packed = tuple[jax.Array, ...]  # a tree packed by its Packing: packed arrays, then kept leaves
 
@@ -58,9 +70,12 @@ class Packing:
     groups: tuple[tuple[Any, int], ...]  # (dtype, columns) of each packed array
     vectors: bool  # packed arrays are (rows, columns); else (columns, rows): see of()
     minor: bool = False  # kept leaves hold their rows last, every array flattened
+    words: bool = False  # dtypes share packed arrays, as their bits: see of()
 
     @classmethod
-    def of(cls, tree: Tree, vectors: bool = False, minor: bool = False) -> Packing:
+    def of(
+        cls, tree: Tree, vectors: bool = False, minor: bool = False, words: bool = False
+    ) -> Packing:
         """The packing of ``tree`` (arrays or ``jax.ShapeDtypeStruct``, rows first).
 
         Its scalars per row are packed as ``(columns, rows)`` arrays: each leaf stays
@@ -68,21 +83,31 @@ class Packing:
         accelerator's reads of it coalesce). With ``vectors``, its vectors too, as
         ``(rows, columns)`` arrays: a row's entries are contiguous, for writing rows.
         With ``minor``, the leaves kept as they are hold their rows on the last axis,
-        and every array is carried flattened (:meth:`_flat`).
+        and every array is carried flattened (:meth:`_flat`). With ``words``, packed
+        leaves of any dtype as wide as the word (:func:`_word_of`) and booleans share
+        arrays of words, at most :data:`CONCATENATED` leaves to an array, each leaf's
+        bits as they are (booleans as 0 and 1); a narrower number keeps its dtype's.
         """
         leaves, treedef = jax.tree.flatten(tree)
-        columns: dict[Any, int] = {}
+        word = _word_of(leaves, vectors) if words else None
+        columns: dict[Any, int] = {}  # per packed array's key: its dtype, or (word, k)
         place: list[tuple[int, int] | None] = []
         for leaf in leaves:
-            dtype = np.dtype(leaf.dtype)
-            if leaf.ndim != 1 and not (vectors and leaf.ndim == 2):
+            if not _is_packed(leaf, vectors):
                 place.append(None)
                 continue
-            group = list(columns).index(dtype) if dtype in columns else len(columns)
-            place.append((group, columns.get(dtype, 0)))
-            columns[dtype] = columns.get(dtype, 0) + math.prod(leaf.shape[1:])
+            key: Any = np.dtype(leaf.dtype)
+            if word is not None and _in_words(key, word):
+                worded = sum(isinstance(k, tuple) for k in columns)
+                key = (word, worded - 1)
+                if worded == 0 or _leaves_in(place, key, columns) == CONCATENATED:
+                    key = (word, worded)
+            group = list(columns).index(key) if key in columns else len(columns)
+            place.append((group, columns.get(key, 0)))
+            columns[key] = columns.get(key, 0) + math.prod(leaf.shape[1:])
         shapes = tuple(arrays.one_row(leaf) for leaf in leaves)
-        return cls(treedef, shapes, tuple(place), tuple(columns.items()), vectors, minor)
+        groups = tuple((k[0] if isinstance(k, tuple) else k, n) for k, n in columns.items())
+        return cls(treedef, shapes, tuple(place), groups, vectors, minor, word is not None)
 
     def pack(self, tree: Tree) -> Packed:
         """``tree`` as its packed arrays, then the leaves kept as they are, in order."""
@@ -92,7 +117,9 @@ class Packing:
         for leaf, place in zip(leaves, self.place):
             if place is None:
                 kept.append(jnp.moveaxis(leaf, 0, -1) if self.minor else leaf)
-            elif self.vectors:
+                continue
+            leaf = _to_word(leaf, self.groups[place[0]][0]) if self.words else leaf
+            if self.vectors:
                 parts[place[0]].append(
                     jnp.reshape(leaf, (leaf.shape[0], math.prod(leaf.shape[1:])))
                 )
@@ -113,10 +140,11 @@ class Packing:
                 continue
             group, start = place
             if not self.vectors:
-                leaves.append(packed[group][start])
-                continue
-            block = packed[group][:, start : start + math.prod(leaf.shape)]
-            leaves.append(block.reshape(block.shape[0], *leaf.shape))
+                block = packed[group][start]
+            else:
+                block = packed[group][:, start : start + math.prod(leaf.shape)]
+                block = block.reshape(block.shape[0], *leaf.shape)
+            leaves.append(_from_word(block, leaf.dtype) if self.words else block)
         return jax.tree.unflatten(self.treedef, leaves)
 
     def take(self, arrays: Packed, index: jax.Array) -> Packed:
@@ -207,3 +235,61 @@ class Packing:
                 chosen = chosen | jnp.asarray(flag).reshape((1, -1) if self.vectors else (-1, 1))
             picked.append(jnp.where(chosen, a, b))
         return self._flat(tuple(picked))
+
+
+def _is_packed(leaf: Any, vectors: bool) -> bool:
+    """Whether :meth:`Packing.of` packs ``leaf`` (rows first): a scalar per row, or
+    with ``vectors`` a vector."""
+    return bool(leaf.ndim == 1 or (vectors and leaf.ndim == 2))
+
+
+def _leaves_in(place: list[tuple[int, int] | None], key: Any, columns: dict[Any, int]) -> int:
+    """How many of the leaves placed so far went to the packed array of ``key``."""
+    group = list(columns).index(key)
+    return sum(p is not None and p[0] == group for p in place)
+
+
+def _in_words(dtype: np.dtype[Any], word: np.dtype[Any] | None = None) -> bool:
+    """Whether a leaf of ``dtype`` goes into arrays of ``word``s (any width where
+    None): booleans, and integers and real floats as wide. A narrower number keeps its
+    dtype's array: widened, its bits cost kernels where the array is written (measured,
+    the integers of a float64 solve's reports)."""
+    if dtype == np.bool_:
+        return True
+    number = jnp.issubdtype(dtype, jnp.integer) or jnp.issubdtype(dtype, jnp.floating)
+    return number and (word is None or dtype.itemsize == word.itemsize)
+
+
+def _word_of(leaves: list[Any], vectors: bool) -> np.dtype[Any] | None:
+    """The dtype of a packing's words: that of the widest float among the packed
+    leaves of ``leaves`` (:meth:`Packing.of`'s test), whose leaves then go in as they
+    are (a float vector's bits cast again cost a kernel where a float64 solve's reports
+    are written, measured); else an unsigned integer as wide as the widest of them.
+    None where none is packed."""
+    dtypes = (np.dtype(leaf.dtype) for leaf in leaves if _is_packed(leaf, vectors))
+    packed = [dtype for dtype in dtypes if _in_words(dtype)]
+    if not packed:
+        return None
+    widest = max(dtype.itemsize for dtype in packed)
+    floats = [d for d in packed if jnp.issubdtype(d, jnp.floating) and d.itemsize == widest]
+    return floats[0] if floats else np.dtype(f"uint{8 * widest}")
+
+
+def _to_word(leaf: jax.Array, word: Any) -> jax.Array:
+    """``leaf``'s bits as its packed array's ``word`` dtype (booleans: 0 and 1); a leaf
+    of that dtype, or in its own dtype's array (:func:`_in_words`), as it is."""
+    dtype = np.dtype(leaf.dtype)
+    if dtype == np.dtype(word):
+        return leaf
+    if dtype == np.bool_:
+        return leaf.astype(word)
+    return jax.lax.bitcast_convert_type(leaf, word)
+
+
+def _from_word(block: jax.Array, dtype: Any) -> jax.Array:
+    """The ``dtype`` values whose bits :func:`_to_word` put in ``block``."""
+    if np.dtype(dtype) == np.dtype(block.dtype):
+        return block
+    if np.dtype(dtype) == np.bool_:
+        return block != 0
+    return jax.lax.bitcast_convert_type(block, dtype)

@@ -1,6 +1,6 @@
-"""Packing a tree's per-row scalars into one array per dtype (``fixedopt._driver.packing``):
-unpack gives back the same bits, shapes and dtypes; the column masks flag the right
-entries; empty batches work."""
+"""Packing a tree's per-row scalars into one array per dtype, or into shared arrays of
+words (``fixedopt._driver.packing``): unpack gives back the same bits, shapes and
+dtypes; the column masks flag the right entries; empty batches work."""
 
 import jax
 import jax.numpy as jnp
@@ -24,11 +24,15 @@ def tree(rows):
     }
 
 
-@pytest.mark.parametrize(("vectors", "minor"), [(False, False), (True, False), (False, True)])
+LAYOUTS = [(False, False, False), (True, False, False), (False, True, False),
+           (False, False, True), (True, False, True)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("vectors", "minor", "words"), LAYOUTS)
 @pytest.mark.parametrize("rows", [0, 1, 5])
-def test_unpack_gives_back_the_same_bits(rows, vectors, minor):
+def test_unpack_gives_back_the_same_bits(rows, vectors, minor, words):
     original = tree(rows)
-    packing = Packing.of(original, vectors=vectors, minor=minor)
+    packing = Packing.of(original, vectors=vectors, minor=minor, words=words)
     packed = packing.pack(original)
     restored = packing.unpack(packed)
     assert jax.tree.structure(restored) == jax.tree.structure(original)
@@ -53,6 +57,37 @@ def test_scalars_are_packed_per_dtype_and_the_rest_kept():
     assert with_vectors[3].shape == (4, 4)  # a row per row: the value and x's 3 entries
 
 
+def test_words_share_arrays_of_the_widest_float_eight_leaves_to_one():
+    """In words, booleans and the leaves as wide as the widest float share that
+    float's arrays (8 leaves at most to one); a narrower number keeps its own."""
+    packed = Packing.of(tree(4), words=True).pack(tree(4))
+    # flag, status, steps, value as float32 words; small (bfloat16) in its own array.
+    assert [(a.shape, a.dtype) for a in packed] == [
+        ((4, 4), jnp.float32), ((1, 4), jnp.bfloat16), ((4, 2, 2), jnp.float32),
+        ((4, 3), jnp.float32),
+    ]  # fmt: skip
+    many = {f"{k:02}": jnp.full(3, k, jnp.int32) for k in range(10)} | {"z": jnp.ones(3, bool)}
+    assert [a.shape for a in Packing.of(many, words=True).pack(many)] == [(8, 3), (3, 3)]
+    assert Packing.of(many, words=True).pack(many)[0].dtype == jnp.uint32  # no float
+
+
+def test_words_keep_the_bits_of_integers_that_read_as_nan_in_a_compiled_select():
+    """Integers whose bits are a float's NaN or subnormal pass through a compiled
+    select and write as they were."""
+    ints = jnp.array([-1, 1, 0x7F800001, 0x7FC00000, -(2**31)], jnp.int32)
+    old = {"n": ints, "v": jnp.linspace(-1.0, 1.0, 5, dtype=jnp.float32), "f": ints > 0}
+    new = {"n": ints[::-1], "v": -old["v"], "f": ~old["f"]}
+    packing = Packing.of(old, words=True)
+    rows = jnp.array([True, False, True, True, False])
+
+    @jax.jit
+    def picked(new, old):
+        return packing.unpack(packing.select(rows, packing.pack(new), packing.pack(old)))
+
+    for key, leaf in picked(new, old).items():
+        np.testing.assert_array_equal(bits(leaf), bits(jnp.where(rows, new[key], old[key])))
+
+
 def test_column_masks_flag_the_leaves_asked_for():
     packing = Packing.of(tree(4))
     flags = {key: key in ("status", "matrix") for key in tree(4)}
@@ -62,10 +97,10 @@ def test_column_masks_flag_the_leaves_asked_for():
     assert masks[4] is True and masks[5] is None  # the matrix flagged, x not
 
 
-@pytest.mark.parametrize(("vectors", "minor"), [(False, False), (True, False), (False, True)])
-def test_select_takes_new_rows_and_the_flagged_leaves_everywhere(vectors, minor):
+@pytest.mark.parametrize(("vectors", "minor", "words"), LAYOUTS)
+def test_select_takes_new_rows_and_the_flagged_leaves_everywhere(vectors, minor, words):
     old, new = tree(5), jax.tree.map(lambda a: ~a if a.dtype == bool else a + 1, tree(5))
-    packing = Packing.of(old, vectors=vectors, minor=minor)
+    packing = Packing.of(old, vectors=vectors, minor=minor, words=words)
     rows = jnp.array([True, False, True, False, False])
     flags = {key: key in ("status", "matrix") for key in old}
     always = packing.columns(flags)
@@ -89,12 +124,12 @@ def test_rows_last_hold_the_kept_leaves_rows_on_their_last_axis():
     np.testing.assert_array_equal(packed[2], jnp.concatenate([tree(4)["status"], tree(4)["steps"]]))
 
 
-@pytest.mark.parametrize(("vectors", "minor"), [(False, False), (True, False), (False, True)])
-def test_take_and_put_move_whole_rows(vectors, minor):
+@pytest.mark.parametrize(("vectors", "minor", "words"), LAYOUTS)
+def test_take_and_put_move_whole_rows(vectors, minor, words):
     """``take`` gives the rows asked for, as packed; ``put`` writes them at those rows
     and drops an index out of range."""
     old, new = tree(5), jax.tree.map(lambda a: ~a if a.dtype == bool else a + 1, tree(5))
-    packing = Packing.of(old, vectors=vectors, minor=minor)
+    packing = Packing.of(old, vectors=vectors, minor=minor, words=words)
     index = jnp.array([3, 0])
     taken = packing.unpack(packing.take(packing.pack(new), index))
     for key in old:
