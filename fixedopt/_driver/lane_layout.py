@@ -49,8 +49,11 @@ def layout(
     the data's and states' arrays hold their rows last (``Backend.minor_rows``);
     ``normal_of``: the solver's normal matrix of a state, written with each row."""
     one_row, started = jax.tree.map(_rows_of_one, (one_row, one_state))
-    # Their scalars in words (packing.py; not a TPU's, untried there): fewer arrays.
-    state = Packing.of(started, minor=minor, words=not minor)
+    # States and reports hold their scalars in words (packing.py): fewer arrays. Not a
+    # TPU's (minor): untried there, where a float unit might flush the subnormals that
+    # small integers' bits read as.
+    words = not minor
+    state = Packing.of(started, minor=minor, words=words)
     # advance keeps a stopped lane's x, value and grad itself (StepContext.active): so
     # the carried grad is the one its tests read, computed once (XLA fuses a value
     # into each of its readers unless one of them needs it in memory).
@@ -60,7 +63,7 @@ def layout(
     return LaneLayout(
         Packing.of(one_row, minor=minor),
         state,
-        Packing.of(_reported_shapes(started, normal_of), vectors=True, words=True),
+        Packing.of(_reported_shapes(started, normal_of), vectors=True, words=words),
         state.columns(flags),
         normal_of,
     )
