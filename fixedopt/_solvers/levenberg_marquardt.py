@@ -71,7 +71,10 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
     (``normal_equations.cauchy_reduction``): the same while the damping is small, and not small
     where the damping grew far from a minimum. No ``gtol`` claim is made while the row
     walks along a valley (its last accepted step goes on along the one before:
-    :func:`_walks`), where the cosine can dip at one iterate far from the end. A row whose
+    :func:`_walks`), where the cosine can dip at one iterate far from the end. A step
+    whose predicted and actual changes of the cost are rounding is taken where it lowers
+    the gradient's norm ``GRADIENT_DROP`` times: a gap below the cost's rounding is no
+    precision limit while the gradient can still fall. A row whose
     damping exceeds ``max_damping`` stops with ``Status.LINESEARCH_FAILED`` (no
     acceptable step), or as converged if it is stationary to working precision. A row
     whose trials ran into non-finite values (a NaN wall) since its last accepted step
@@ -203,11 +206,14 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         finite = jnp.isfinite(trial_value) & jnp.all(jnp.isfinite(normal))
         trapped = _trapped(problem, x, x_trial, current, normal)
         accepted = finite & (predicted > 0) & (gain > 1e-4) & ~reduce.any_true(trapped)
+        rounding = EPS_FACTOR * eps_of(value) * old_value
+        lowers = _lowers_gradient(problem, x, grad, x_trial, trial_grad)
+        level = (predicted <= rounding) & (jnp.abs(old_value - new_value) <= rounding)
+        accepted = accepted | (finite & level & lowers & ~reduce.any_true(trapped))
         # A stopped row's step (not active) keeps J^T J at its x (Solver.normal_matrix).
         kept = accepted & context.active
         trial = _Trial(kept, finite, trapped, gain, normal, trial_norm, step, sums.walks)
         new_state = _next_state(problem, state, trial)
-        rounding = EPS_FACTOR * eps_of(value) * old_value
         no_progress = ~reduce.any_true(step != 0) | ((predicted >= 0) & (predicted <= rounding))
         spent, walled = new_state.damping > self.max_damping, new_state.walls > 0
         outcome = _outcome(accepted, finite, no_progress, spent, walled)
@@ -222,6 +228,21 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
             predicted=jnp.maximum(jnp.maximum(predicted * unit**2, cauchy), 0.0),
             relative_step=sums.relative_step,
         )
+
+
+# How many times lower than the row's the gradient's norm at a trial point must be for a
+# step whose change of the cost, and the model's predicted one, are rounding to be taken:
+# the cost cannot show the progress (float32, a valley below |f|'s rounding) but the
+# gradient can. Giving up there ended float32 rows CONVERGED (PRECISION) with gradients
+# far above their rounding (docs/decisions.md, "A gradient test of PRECISION verdicts").
+GRADIENT_DROP = 8.0
+
+
+def _lowers_gradient(problem: Problem, x: jax.Array, grad: jax.Array, trial: jax.Array,
+                     trial_grad: jax.Array) -> jax.Array:  # fmt: skip
+    """Whether the projected gradient's max-norm at ``trial`` is ``GRADIENT_DROP``
+    times below the one at ``x``."""
+    return GRADIENT_DROP * problem.grad_norm(trial, trial_grad) < problem.grad_norm(x, grad)
 
 
 class _Trial(NamedTuple):

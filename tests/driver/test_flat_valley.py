@@ -32,3 +32,33 @@ def test_float32_rosenbrock_rows_in_the_valley_reach_abs_gtol():
     converged = status == fixedopt.Status.CONVERGED
     assert converged.all(), status
     assert np.all(gradient[converged] <= 2e-3), gradient
+
+
+def test_float32_least_squares_rows_below_the_cost_rounding_reach_abs_gtol():
+    """Levenberg-Marquardt on ``1e4 + 0.5 sum_i d_i (x_i - c_i)^2`` (``d`` from 1 to 1e4,
+    n = 16, float32, relative tests off): a gap of the cost below its rounding (1e-3)
+    leaves gradients up to 1.2 on the stiff entries, far above their rounding. Its
+    steps then change the cost by rounding alone, and rows 0 and 6 gave up CONVERGED
+    (PRECISION) at gradients 1.06 and 1.18 before a step that lowers the gradient
+    ``GRADIENT_DROP`` times was taken (``fixedopt/_solvers/levenberg_marquardt.py``)."""
+    rng = np.random.default_rng(0)
+    d = np.geomspace(1.0, 1e4, 16)
+    c = rng.normal(size=(128, 16))
+    x0 = (c + rng.normal(size=(128, 16)))[:8]
+    fixed = (rng.random((128, 16)) < 0.3)[:8]
+    c = c[:8].astype(np.float32)
+    with jax.enable_x64(False):
+        weights = jnp.sqrt(jnp.asarray(d, jnp.float32))
+
+        def residuals(x, c):
+            offset = jnp.full((1,), np.sqrt(2e4), x.dtype)  # the cost's 1e4
+            return jnp.concatenate([weights * (x - c), offset])
+
+        solution = fixedopt.least_squares(residuals, jnp.asarray(x0, jnp.float32),
+                                          jnp.asarray(fixed), args=(jnp.asarray(c),),
+                                          abs_gtol=1e-2, gtol=0.0, ftol=0.0, xtol=0.0,
+                                          batched=True)  # fmt: skip
+        x, status = np.asarray(solution.x, np.float64), np.asarray(solution.status)
+    gradient = np.max(np.where(fixed, 0.0, np.abs(d * (x - c))), axis=-1)
+    assert (status == fixedopt.Status.CONVERGED).all(), status
+    assert np.all(gradient <= 2e-2), gradient
