@@ -6,6 +6,7 @@ checks it); the problems of the status-truth suite live in the public module
 """
 
 import contextlib
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -231,3 +232,20 @@ def persistent_cache(folder):
         config.update("jax_compilation_cache_dir", saved[0])
         config.update("jax_persistent_cache_min_compile_time_secs", saved[1])
         compilation_cache.reset_cache()
+
+
+def compiling_threads(call, program):
+    """``call()``, and the names of the threads that compiled the XLA program ``program``
+    (JAX's name of it, e.g. ``"jit(_rows)"``) meanwhile: the caller's, or fixedopt's
+    ``ahead`` thread."""
+    threads, compiled = [], ("/jax/core/compile/backend_compile_duration", program)
+
+    def listen(event, seconds, **kwargs):
+        if (event, kwargs.get("fun_name")) == compiled:
+            threads.append(threading.current_thread().name)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        return call(), threads
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)

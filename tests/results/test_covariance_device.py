@@ -5,8 +5,6 @@ not certify by LAPACK's path on the host's CPU, each row's result its own; taken
 ``fixedopt.covariance`` and ``curve_fit`` alike, one fit too; ``curve_fit``'s program
 compiled in fixedopt's thread beside its solve where the profile says so."""
 
-import threading
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -18,7 +16,7 @@ from fixedopt._numerics import backends
 from fixedopt._results import covariance as covariance_module
 from fixedopt._results import covariance_batches
 from fixedopt.testing import no_compiles_ahead
-from tests.helpers import persistent_cache
+from tests.helpers import compiling_threads, persistent_cache
 
 # The CPU taken for a device: on an accelerator, tests/test_device.py compares the two.
 pytestmark = pytest.mark.skipif(jax.default_backend() != "cpu", reason="the CPU as a device")
@@ -121,22 +119,6 @@ def line(t, a, b):
     return a * t + b
 
 
-def _compiled_in(call):
-    """``call()`` and the threads that compiled the device path's covariance program."""
-    threads = []
-    compiled = ("/jax/core/compile/backend_compile_duration", "jit(_row_covariances)")
-
-    def listen(event, seconds, **kwargs):
-        if (event, kwargs.get("fun_name")) == compiled:
-            threads.append(threading.current_thread().name)
-
-    jax.monitoring.register_event_duration_secs_listener(listen)
-    try:
-        return call(), threads
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listen)
-
-
 @pytest.mark.compiles_ahead
 def test_curve_fit_takes_the_profiles_path_compiled_beside_its_solve(as_device, monkeypatch,
                                                                      tmp_path):  # fmt: skip
@@ -163,10 +145,10 @@ def test_curve_fit_takes_the_profiles_path_compiled_beside_its_solve(as_device, 
         with persistent_cache(folder):
             return fixedopt.curve_fit(line, T, y[:4], p0=x[:4, ::2], batched=True)[1]
 
-    pcov, threads = _compiled_in(lambda: fit(tmp_path / "ahead"))
+    pcov, threads = compiling_threads(lambda: fit(tmp_path / "ahead"), "jit(_row_covariances)")
     assert calls == [1] and as_device == []  # every row certified: none sent to the host
     assert threads and all(name.startswith("fixedopt-ahead") for name in threads), threads
     with no_compiles_ahead():
-        alone, threads = _compiled_in(lambda: fit(tmp_path / "here"))
+        alone, threads = compiling_threads(lambda: fit(tmp_path / "here"), "jit(_row_covariances)")
     assert threads == ["MainThread"], threads
     np.testing.assert_array_equal(np.asarray(pcov), np.asarray(alone))

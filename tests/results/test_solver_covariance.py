@@ -6,9 +6,6 @@ undetermined, collinear and NaN rows included), a batch whose rows are all certi
 compiles no covariance program with the model, and that program is compiled ahead, in
 fixedopt's thread, from the call's start."""
 
-import threading
-
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -19,7 +16,7 @@ from fixedopt._entry.minimize import solved_least_squares
 from fixedopt._results import covariance as covariance_module
 from fixedopt._results import solver_covariance
 from fixedopt.testing import no_compiles_ahead
-from tests.helpers import persistent_cache
+from tests.helpers import compiling_threads, persistent_cache
 
 _T = np.linspace(0.0, 3.0, 30)
 _ROWS = 24
@@ -142,22 +139,6 @@ def test_a_new_model_compiles_no_covariance_with_the_model():
     np.testing.assert_allclose(alone, np.asarray(pcov)[1], rtol=1e-6, atol=0)
 
 
-def _covariance_compiles(call):
-    """The threads that compiled the covariance program (``_rows``) in ``call()``."""
-    threads = []
-
-    def listen(event, seconds, **kwargs):
-        name = kwargs.get("fun_name")
-        if event == "/jax/core/compile/backend_compile_duration" and name == "jit(_rows)":
-            threads.append(threading.current_thread().name)
-
-    jax.monitoring.register_event_duration_secs_listener(listen)
-    try:
-        return call(), threads
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listen)
-
-
 @pytest.mark.compiles_ahead
 def test_the_covariance_compiles_ahead_from_the_calls_start(tmp_path):
     """A batched fit's covariance program (no model in it) is lowered at the call's
@@ -177,10 +158,10 @@ def test_the_covariance_compiles_ahead_from_the_calls_start(tmp_path):
             return fixedopt.curve_fit(_model, _T, y[rows], start[rows], sigma=sigma[rows],
                                       fixed=fixed[rows], batched=True)[1]  # fmt: skip
 
-    pcov, threads = _covariance_compiles(lambda: fit(tmp_path / "ahead"))
+    pcov, threads = compiling_threads(lambda: fit(tmp_path / "ahead"), "jit(_rows)")
     assert threads and all(name.startswith("fixedopt-ahead") for name in threads), threads
     with no_compiles_ahead():
-        alone, threads = _covariance_compiles(lambda: fit(tmp_path / "here"))
+        alone, threads = compiling_threads(lambda: fit(tmp_path / "here"), "jit(_rows)")
     assert threads == ["MainThread"], threads
     np.testing.assert_array_equal(np.asarray(pcov), np.asarray(alone))
 
