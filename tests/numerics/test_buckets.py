@@ -153,3 +153,27 @@ def test_fixed_entries_keep_their_bits_through_a_padded_batch(dtype, scale):
     mask = np.asarray(fixed)
     np.testing.assert_array_equal(bits(solution.x)[mask], bits(expected)[mask])
     assert bool(jnp.all(solution.status == fixedopt.Status.CONVERGED))
+
+
+def test_an_accelerators_rows_on_the_host_are_padded_there(monkeypatch):
+    # An accelerator's profile (rows_on_host False): rows that are mostly NumPy's (a
+    # caller's data; a device mask of fewer bytes beside them) are padded in NumPy,
+    # compiling nothing, with the compiled pad's values and types; rows on the device
+    # go through the compiled pad.
+    from fixedopt._numerics import buckets
+
+    rng = np.random.default_rng(3)
+    data = rng.normal(size=(5, 25)).astype(np.float32)
+    mask = jnp.asarray(rng.random((5, 3)) < 0.5)  # on the device, 15 bytes
+    shared = np.float32(2.0)  # not padded
+    leaves, flags = (data, mask, shared), (True, True, False)
+    compiled = buckets._pad_compiled(leaves, 8, flags)
+    calls = []
+    monkeypatch.setattr(buckets, "_pad_compiled", lambda *a: calls.append(a) or compiled)
+    grown = buckets.pad_rows(leaves, 8, flags, on_host=False)
+    assert calls == [] and isinstance(grown[0], np.ndarray) and grown[2] is shared
+    for mine, theirs in zip(grown, compiled):
+        assert np.shape(mine) == np.shape(theirs) and np.result_type(mine) == theirs.dtype
+        np.testing.assert_array_equal(mine, theirs)
+    buckets.pad_rows((jnp.asarray(data), mask, shared), 8, flags, on_host=False)
+    assert len(calls) == 1  # every padded row on the device
