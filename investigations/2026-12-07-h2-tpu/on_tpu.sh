@@ -3,8 +3,9 @@
 # `bash .tpu-h2/investigations/2026-12-07-h2-tpu/on_tpu.sh bench|check`.
 # bench: benchmarks.first_call (float32, first call and new process) of spot,
 # spectra_slow and models at the base (.tpu-h2-base, 3af40d8) then this tree (.tpu-h2),
-# fresh processes, the same machine session; check: pcov_check.py and the chip's
-# covariance tests. optax from the machine's own index, after its JAX on the path.
+# fresh processes, the same machine session; check: models' first call again (its
+# covariance compiled ahead at any size), pcov_check.py and spot_pad_ab.py. optax from
+# the machine's own index, after its JAX on the path.
 set -uo pipefail
 root=$PWD
 site=/tmp/fixedopt-site
@@ -27,9 +28,12 @@ if [ "$1" = bench ]; then
         in_tree "${pair%%:*}" 270 python3 -m benchmarks.first_call --float32 --first-only \
             --repeats 1 --cases spot spectra_slow models --label "${pair##*:}" --out "$OUT"
     done
-else
-    in_tree .tpu-h2 240 python3 investigations/2026-12-07-h2-tpu/pcov_check.py "$OUT/pcov.json"
-    in_tree .tpu-h2 150 python3 -m pytest -p no:cacheprovider -o addopts=-q tests/test_device.py \
-        -k covariance
+else  # models (its covariance ahead at any size), the pcov check, the spot's compiled call
+    for pair in .tpu-h2-base:h2b-base2-3af40d8 .tpu-h2:h2b-modelsahead; do
+        in_tree "${pair%%:*}" 100 python3 -m benchmarks.first_call --float32 --first-only \
+            --repeats 1 --cases models --label "${pair##*:}" --out "$OUT"
+    done
+    in_tree .tpu-h2 150 python3 investigations/2026-12-07-h2-tpu/pcov_check.py "$OUT/pcov.json"
+    in_tree .tpu-h2 60 python3 investigations/2026-12-07-h2-tpu/spot_pad_ab.py "$OUT/spot_pad.json"
 fi
 echo "== done $(date -u +%H:%M:%S)" | tee -a "$log"

@@ -145,26 +145,31 @@ def test_curve_fit_takes_the_profiles_path_compiled_beside_its_solve(as_device, 
 
 
 @pytest.mark.compiles_ahead
+@pytest.mark.fewer_optimizations  # one program compiled twice: its bits equal at any level
 def test_model_fit_compiles_its_covariance_beside_its_solve(as_device, monkeypatch, tmp_path):
     """``Model.fit`` as ``curve_fit``: where the profile says so its covariance's program,
-    with the derived parameters (a Gaussian's ``fwhm`` and ``height``), is compiled in
-    fixedopt's thread beside the solve, and the propagated covariance is bit for bit the
-    one of the program the call compiles itself."""
+    with the derived parameters (each Gaussian's ``fwhm`` and ``height``), is compiled in
+    fixedopt's thread beside the solve, here a block too large for the device path (9
+    parameters: LAPACK's, the whole batch in one call), and the propagated covariance is
+    bit for bit the one of the program the call compiles itself."""
     monkeypatch.setitem(backends.BACKENDS, "cpu", _ahead_profile())
     rng = np.random.default_rng(7)
-    centre = rng.uniform(0.4, 0.6, (4, 1))
-    y = (np.exp(-0.5 * ((T - centre) / 0.1) ** 2) + rng.normal(0, 0.02, (4, POINTS))).astype(
-        np.float32
-    )
-    model = GaussianModel()
-    params = model.make_params(amplitude=0.25, center=0.5, sigma=0.1)
+    centres = np.array([0.2, 0.5, 0.8]) + rng.uniform(-0.02, 0.02, (4, 3))
+    peaks = np.exp(-0.5 * ((T[None, None] - centres[:, :, None]) / 0.05) ** 2).sum(axis=1)
+    y = (peaks + rng.normal(0, 0.02, (4, POINTS))).astype(np.float32)
+    model = GaussianModel(prefix="a_") + GaussianModel(prefix="b_") + GaussianModel(prefix="c_")
+    params = model.make_params()
+    for prefix, centre in zip("abc", (0.2, 0.5, 0.8)):
+        params[f"{prefix}_amplitude"].set(value=0.12)
+        params[f"{prefix}_center"].set(value=centre)
+        params[f"{prefix}_sigma"].set(value=0.05)
 
     def fit():
         return model.fit(y, params, x=T).covariance
 
     covariance, alone = _ahead_and_alone(fit, tmp_path)
-    assert as_device == []
-    assert np.all(np.isfinite(covariance)) and covariance.shape == (4, 5, 5)
+    assert as_device == [] and covariance.shape == (4, 15, 15)
+    assert np.all(np.isfinite(covariance))
     np.testing.assert_array_equal(covariance, alone)
 
 
