@@ -47,26 +47,28 @@ def pad_rows(
 ) -> tuple[Any, ...]:
     """Each leaf flagged in ``padded`` grown to ``size`` rows with copies of its row 0;
     the others as they are. ``on_host`` (the machine profile's
-    ``Backend.rows_on_host``: a CPU, whose memory is the host's), in NumPy: no
-    program to compile for each new batch size, which costs more than the copy; so
-    too on an accelerator where the flagged leaves are mostly on the host
-    (:func:`mostly_on_host`: a caller's NumPy data, which the call sends to the device
-    either way; a TPU compiled Gpufit's spot's pad for 1.3 s); else (the data on the
-    device), or for a weakly typed leaf (NumPy would make it strong), one small
-    compiled program per set of shapes."""
-    if not any(getattr(leaf, "weak_type", False) for leaf in leaves) and (
-        on_host or mostly_on_host([leaf for leaf, flag in zip(leaves, padded) if flag])
-    ):
+    ``Backend.rows_on_host``: a CPU, whose memory is the host's; on an accelerator,
+    rows mostly on the host until their program is compiled:
+    ``fixedopt._driver.batching``), in NumPy: no program to compile for each new batch
+    size, which costs more than the copy; else, or for a weakly typed leaf (NumPy
+    would make it strong), one small compiled program per set of shapes."""
+    if on_host and not any(getattr(leaf, "weak_type", False) for leaf in leaves):
         return tuple(_pad_on_host(leaf, size) if flag else leaf
                      for leaf, flag in zip(leaves, padded))  # fmt: skip
     grown: tuple[Any, ...] = _pad_compiled(leaves, size, padded)
     return grown
 
 
+def lowered_pad(leaves: tuple[Any, ...], size: int, padded: tuple[bool, ...]) -> Any:
+    """:func:`pad_rows`' program for these arguments, traced and lowered (to compile
+    ahead: ``fixedopt._driver.ahead.soon``)."""
+    return _pad_compiled.lower(leaves, size, padded)
+
+
 def mostly_on_host(leaves: list[Any]) -> bool:
     """Whether the leaves on the device (``jax.Array``) hold at most as many bytes as
     those on the host (NumPy's): copied to the host and back, they cost no more than
-    the transfer of the others that the call makes anyway (Gpufit's spot: its mask,
+    the transfer of the others that a call makes anyway (Gpufit's spot: its mask,
     100,000 x 5 booleans, beside 14 MB of NumPy data). None on the host: False."""
     on_device = sum(leaf.nbytes for leaf in leaves if isinstance(leaf, jax.Array))
     host = sum(np.asarray(leaf).nbytes for leaf in leaves if not isinstance(leaf, jax.Array))
