@@ -174,6 +174,14 @@ def wait_for(key: Any) -> None:
         future.result()
 
 
+def ready(key: Any) -> bool:
+    """Whether :func:`soon`'s work of ``key`` was started and has ended (compiled, or
+    failed: the call then compiles it itself)."""
+    with _lock:
+        future = _started.get(key)
+    return future is not None and future.done()
+
+
 def wait(compiled: Callable[..., Any], *args: Any) -> None:
     """Wait for ``compiled(*args)``'s compile ahead, if one was started: the call then
     finds it compiled, rather than compile it a second time meanwhile. A compile that

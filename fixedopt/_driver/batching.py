@@ -95,10 +95,32 @@ def solve_rows(
     if size is None:
         bucket = buckets.bucket(batch)
         host = schedule.defaults.rows_on_host
-        padded = buckets.pad_rows(leaves, bucket, flags, host) if bucket > batch else leaves
+        padded = _padded(leaves, bucket, flags, host) if bucket > batch else leaves
         solution = solve(block_inputs(padded, asarray(batch)))
         return solution if bucket == batch else buckets.first_rows(solution, batch, host)
     return _in_blocks(compiled, plan, schedule, (leaves, flags), block_inputs, size)
+
+
+def _padded(
+    leaves: tuple[Any, ...], size: int, flags: tuple[bool, ...], host: bool
+) -> tuple[Any, ...]:
+    """The batch's rows padded to ``size`` (:func:`fixedopt._numerics.buckets.pad_rows`,
+    in NumPy where ``host``). On an accelerator, rows mostly on the host
+    (``buckets.mostly_on_host``: a caller's NumPy data) are padded in NumPy while the
+    small program that pads them compiles in fixedopt's thread (:func:`ahead.soon`),
+    and by that program once it is compiled: a TPU compiled Gpufit's spot's for 1.3 s
+    inside its first call, and NumPy's copy cost that spot's compiled call 4.5 ms of
+    52 (``docs/decisions.md``, "The pad program of a TPU's first call")."""
+    flagged = [leaf for leaf, flag in zip(leaves, flags) if flag]
+    if host or not ahead.enabled[0] or not buckets.mostly_on_host(flagged):
+        return buckets.pad_rows(leaves, size, flags, host)
+    types = tuple((np.shape(leaf), jnp.result_type(leaf), getattr(leaf, "weak_type", False),
+                   isinstance(leaf, jax.Array)) for leaf in leaves)  # fmt: skip
+    key = ("pad", size, flags, types)
+    if ahead.ready(key):
+        return buckets.pad_rows(leaves, size, flags, False)
+    ahead.soon(key, functools.partial(buckets.lowered_pad, leaves, size, flags))
+    return buckets.pad_rows(leaves, size, flags, True)
 
 
 def rows_for(plan: Plan, schedule: Schedule, inputs: Inputs, count: int) -> int:

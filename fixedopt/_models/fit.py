@@ -15,9 +15,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fixedopt._driver import machine
+from fixedopt._driver import ahead, cache, machine
 from fixedopt._entry.fit_output import warn_if_not_estimated
-from fixedopt._entry.minimize import least_squares
+from fixedopt._entry.minimize import least_squares, solved_least_squares
 from fixedopt._inputs import arrays as host_arrays
 from fixedopt._inputs.notices import warn_if_float64_dropped
 from fixedopt._models import curves
@@ -26,7 +26,7 @@ from fixedopt._models.layout import Arrays, Layout, arrays, initial_values, layo
 from fixedopt._models.nan import apply_nan_policy, too_few_points
 from fixedopt._models.parameters import Parameters, traced
 from fixedopt._models.result import ModelResult
-from fixedopt._results.covariance import covariance_and
+from fixedopt._results.covariance import AT_BOUND_DEFAULT, covariance_and, early_on_device
 
 
 class Fittable(Protocol):
@@ -306,17 +306,16 @@ def fit(model: Fittable, data: Any, params: Parameters | None = None, *, weights
     extra = tuple(a for a in (w, codes) if a is not None)  # no None in args (it shifts args_axes)
     args, axes = (xs, data, *extra), (x_axis, 0, *(0 for _ in extra))
     problem = _problem(residual, args, axes, arr, kwargs)
-    solve_args, options = problem.solve_inputs()
-    solution = least_squares(
-        problem.fun,
-        host_arrays.asarray(arr.p0),
-        host_arrays.asarray(arr.fixed),
-        args=solve_args,
-        **options,
-    )
-    solution = too_few_points(solution, omitted)
     sigma = None if omitted is None else jnp.where(omitted, jnp.inf, 1.0)  # dof: kept points
     derived = curves.Computed(plan, residual) if plan.computed else None
+    early = _covariance_ahead(problem, derived, arr.p0, sigma)
+    solve_args, options = problem.solve_inputs()
+    solution = solved_least_squares(
+        False, problem.fun, host_arrays.asarray(arr.p0), host_arrays.asarray(arr.fixed),
+        args=solve_args, checked=early and functools.partial(ahead.soon, *early), **options,
+    )  # fmt: skip
+    solution = too_few_points(solution, omitted)
+    ahead.wait_for(early and early[0])
     cov, computed = covariance_and(derived, solution, residual, args=args, args_axes=axes,
                                    sigma=sigma, absolute_sigma=poisson,
                                    on_device=machine.covariance_on_device())  # fmt: skip
@@ -324,6 +323,27 @@ def fit(model: Fittable, data: Any, params: Parameters | None = None, *, weights
     result = _result(model, params, plan, arr, solution, cov.covariance, computed, problem,
                      omitted)  # fmt: skip
     return dataclasses.replace(result, rank_deficient=np.asarray(cov.rank_deficient))
+
+
+def _covariance_ahead(
+    problem: FitProblem, derived: curves.Computed | None, p0: Any, sigma: jax.Array | None
+) -> tuple[Any, Any] | None:
+    """The covariance program of the fit (:func:`covariance_and`'s device path, with
+    ``derived``), as ``(key, lower)`` for ``ahead.soon`` once the solve's arguments are
+    checked: traced and lowered there, its XLA compile in fixedopt's thread while the
+    caller traces and compiles the solve, where the machine profile says so
+    (``machine.covariance_compiled_ahead``: a TPU; ``docs/decisions.md``, "A TPU's
+    covariance compiled beside its solve"), as ``curve_fit``'s. None elsewhere."""
+    if not machine.covariance_compiled_ahead():
+        return None
+    # as the solve's first call would: the program's compile reads the persistent cache
+    cache.use_default_cache()
+    residual = problem.residual
+    return early_on_device(
+        residual, p0, problem.bounded, sigma, problem.args, problem.axes,
+        absolute_sigma=residual.poisson, at_bound=AT_BOUND_DEFAULT, pseudo_inverse=True,
+        derived=derived,
+    )  # fmt: skip
 
 
 def _problem(residual: _Residual, args: tuple[Any, ...], axes: tuple[Any, ...], arr: Arrays,

@@ -47,15 +47,32 @@ def pad_rows(
 ) -> tuple[Any, ...]:
     """Each leaf flagged in ``padded`` grown to ``size`` rows with copies of its row 0;
     the others as they are. ``on_host`` (the machine profile's
-    ``Backend.rows_on_host``: a CPU, whose memory is the host's), in NumPy: no
-    program to compile for each new batch size, which costs more than the copy; else
-    (an accelerator), or for a weakly typed leaf (NumPy would make it strong), one
-    small compiled program per set of shapes."""
+    ``Backend.rows_on_host``: a CPU, whose memory is the host's; on an accelerator,
+    rows mostly on the host until their program is compiled:
+    ``fixedopt._driver.batching``), in NumPy: no program to compile for each new batch
+    size, which costs more than the copy; else, or for a weakly typed leaf (NumPy
+    would make it strong), one small compiled program per set of shapes."""
     if on_host and not any(getattr(leaf, "weak_type", False) for leaf in leaves):
         return tuple(_pad_on_host(leaf, size) if flag else leaf
                      for leaf, flag in zip(leaves, padded))  # fmt: skip
     grown: tuple[Any, ...] = _pad_compiled(leaves, size, padded)
     return grown
+
+
+def lowered_pad(leaves: tuple[Any, ...], size: int, padded: tuple[bool, ...]) -> Any:
+    """:func:`pad_rows`' program for these arguments, traced and lowered (to compile
+    ahead: ``fixedopt._driver.ahead.soon``)."""
+    return _pad_compiled.lower(leaves, size, padded)
+
+
+def mostly_on_host(leaves: list[Any]) -> bool:
+    """Whether the leaves on the device (``jax.Array``) hold at most as many bytes as
+    those on the host (NumPy's): copied to the host and back, they cost no more than
+    the transfer of the others that a call makes anyway (Gpufit's spot: its mask,
+    100,000 x 5 booleans, beside 14 MB of NumPy data). None on the host: False."""
+    on_device = sum(leaf.nbytes for leaf in leaves if isinstance(leaf, jax.Array))
+    host = sum(np.asarray(leaf).nbytes for leaf in leaves if not isinstance(leaf, jax.Array))
+    return host > 0 and on_device <= host
 
 
 def _pad_on_host(leaf: Any, size: int) -> Any:

@@ -63,6 +63,7 @@ from fixedopt._results.free_block import (
     args_in_axes,
     flat_index,
     solved_problem,
+    solved_types,
 )
 from fixedopt._results.row_covariance import Rule
 from fixedopt._results.solution_fields import SolutionFields
@@ -122,37 +123,44 @@ def early_on_device(
     absolute_sigma: bool,
     at_bound: str,
     pseudo_inverse: bool,
+    derived: Derived | None = None,
 ) -> tuple[Any, Callable[[], Any]] | None:
-    """The device path's program (:func:`covariance_and` with ``on_device``, these
-    keywords) that a batched solve's :class:`fixedopt.Solution` from ``x`` (its start,
-    ``(B, n)``; ``bounded``: whether it has bounds; ``sigma`` and ``args`` checked) runs,
-    as ``(key, lower)``: ``lower()`` traces and lowers it for the types the solution's
-    fields will have, before the solve has run: the same ``jit``, so that the
-    ``compile()`` of what it returns is the call's own (``fixedopt._driver.ahead.soon``;
-    ``curve_fit`` on a TPU, ``fixedopt._driver.machine.covariance_compiled_ahead``).
-    None where the call would not take that path here."""
+    """The program that :func:`covariance_and` with ``on_device`` (these keywords and
+    ``derived``) runs first for a batched solve's :class:`fixedopt.Solution` from ``x``
+    (its start, ``(B, n)``; ``bounded``: whether it has bounds; ``sigma`` and ``args``
+    checked) where its rows do not run in chunks (an accelerator): the device path's
+    (a small block), or the whole batch's in one call (a larger one: LAPACK's, as
+    ``Model.fit``'s spectra of 10 parameters), as ``(key, lower)``: ``lower()`` traces
+    and lowers it for the types the solution's fields will have, before the solve has
+    run: the same ``jit``, so that the ``compile()`` of what it returns is the call's
+    own (``fixedopt._driver.ahead.soon``; ``curve_fit`` and ``Model.fit`` on a TPU,
+    ``fixedopt._driver.machine.covariance_compiled_ahead``). None where the rows run in
+    chunks here."""
     if np.ndim(x) != 2:
         return None
     batch, n = np.shape(x)
-    start = jax.ShapeDtypeStruct((batch, n), jnp.result_type(x))
-    flags = jax.ShapeDtypeStruct((batch, n), jnp.bool_)
-    failed: Any = np.broadcast_to(np.zeros((), bool), (batch,))  # solved_problem's: NumPy
-    constraints = Constraints(flags, (start, start) if bounded else None, flags, failed)
+
+    def rows(shape: tuple[int, ...], kind: Any) -> jax.ShapeDtypeStruct:
+        return jax.ShapeDtypeStruct((batch, *shape), kind)
+
+    start, constraints = solved_types(rows, n, jnp.result_type(x), bounded)
     if sigma is not None:  # as _check_sigma makes it
         sigma = jax.ShapeDtypeStruct(np.shape(sigma), jnp.result_type(sigma))  # type: ignore[assignment]
     data = (start, constraints, sigma, args_tuple(args))
     leaves = jax.tree.leaves(data)
-    several = len(paths(start, True)) > 1
-    if not several or buckets.chunks_here(leaves) or not batches.device_here(True, leaves):
+    if buckets.chunks_here(leaves):
         return None
+    several = len(paths(start, True)) > 1  # as _computed chooses
+    device = several and batches.device_here(True, leaves)
+    path = ON_DEVICE if device else EITHER if several else EXACT
     rule = Rule(absolute_sigma, at_bound == "fixed", pseudo_inverse)
     axes = args_in_axes(data[3], args_axes, batch)
     types = tuple((np.shape(leaf), jnp.result_type(leaf)) for leaf in leaves)
     precision = jax.config.jax_default_matmul_precision  # type: ignore[attr-defined]
     axes_leaves, axes_tree = jax.tree.flatten(axes, is_leaf=lambda axis: axis is None)
     key = ("covariance-on-device", residual_fun, rule, tuple(axes_leaves), axes_tree,
-           jax.tree.structure(data), types, precision)  # fmt: skip
-    static = (residual_fun, True, rule, axes, None, ON_DEVICE)
+           jax.tree.structure(data), types, precision, derived, path)  # fmt: skip
+    static = (residual_fun, True, rule, axes, derived, path)
     return key, functools.partial(_compiled.lower, *static, *data)
 
 

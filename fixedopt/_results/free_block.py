@@ -40,6 +40,20 @@ class Constraints(NamedTuple):
     failed: jax.Array | None
 
 
+def solved_types(
+    rows: Callable[[tuple[int, ...], Any], Any], n: int, dtype: Any, bounded: bool
+) -> tuple[Any, Constraints]:
+    """The ``x`` and :class:`Constraints` that :func:`solved_problem` makes of a batched
+    solve's :class:`fixedopt.Solution` of ``n`` parameters (``bounded``: whether it has
+    bounds), before the solve has run: each leaf ``rows(shape, dtype)`` (one row's
+    shape: ``rows`` adds the batch), its failed rows a NumPy vector, as there (a
+    covariance program traced and lowered ahead: ``covariance.early_on_device``,
+    ``solver_covariance.early``)."""
+    start, flags = rows((n,), dtype), rows((n,), np.bool_)
+    failed: Any = np.broadcast_to(np.zeros((), bool), np.shape(start)[:1])  # as _failed's
+    return start, Constraints(flags, (start, start) if bounded else None, flags, failed)
+
+
 def no_fit(constraints: Constraints) -> jax.Array | bool:
     """Whether the row's solve failed (its covariance is NaN): its status is
     ``NONFINITE`` (the last finite iterate before a NaN wall) or ``INFEASIBLE``."""

@@ -40,6 +40,7 @@ from fixedopt._results.free_block import (
     flat_index,
     held_entries,
     solved_problem,
+    solved_types,
     summed_variance,
 )
 from fixedopt._results.normal_inverse import inverse_of_normal
@@ -155,10 +156,7 @@ def early(
     def rows(shape: tuple[int, ...], kind: Any) -> np.ndarray:  # no memory: a view
         return np.broadcast_to(np.zeros((), kind), (batch, *shape))
 
-    mask = rows((n,), bool)
-    start = rows((n,), dtype)
-    failed: Any = rows((), bool)  # as solved_problem's, in NumPy
-    constraints = Constraints(mask, (start, start) if bounded else None, mask, failed)
+    start, constraints = solved_types(rows, n, dtype, bounded)
     data = (start, constraints, rows((n, n), dtype), rows((), dtype), rows((), np.int32),
             rows((), np.int32))  # fmt: skip  # as _from_normal's
     flat, treedef = jax.tree.flatten(data)

@@ -8,7 +8,13 @@ import pytest
 
 import fixedopt
 from fixedopt.testing import compiled_solves
-from tests.helpers import assert_rows_identical, bits, quadratic, quadratic_rows
+from tests.helpers import (
+    assert_rows_identical,
+    bits,
+    compiling_threads,
+    quadratic,
+    quadratic_rows,
+)
 
 
 def test_a_new_batch_size_compiles_nothing_and_gives_the_same_bits():
@@ -153,3 +159,32 @@ def test_fixed_entries_keep_their_bits_through_a_padded_batch(dtype, scale):
     mask = np.asarray(fixed)
     np.testing.assert_array_equal(bits(solution.x)[mask], bits(expected)[mask])
     assert bool(jnp.all(solution.status == fixedopt.Status.CONVERGED))
+
+
+@pytest.mark.compiles_ahead
+def test_an_accelerators_rows_on_the_host_are_padded_there_until_their_program_compiles():
+    # An accelerator's profile (rows_on_host False): rows mostly NumPy's (a caller's
+    # data; a device mask of fewer bytes beside them) are padded in NumPy while their
+    # pad program compiles in fixedopt's thread, then by that program, which the call
+    # compiles no more, with the same values and types; rows on the device go through
+    # the compiled pad at once.
+    from fixedopt._driver import ahead, batching
+
+    rng = np.random.default_rng(3)
+    data = rng.normal(size=(5, 27)).astype(np.float32)
+    mask = jnp.asarray(rng.random((5, 3)) < 0.5)  # on the device, 15 bytes
+    shared = np.float32(2.0)  # not padded
+    leaves, flags = (data, mask, shared), (True, True, False)
+    pad = lambda leaves: batching._padded(leaves, 8, flags, False)
+    first, threads = compiling_threads(lambda: pad(leaves), "jit(_pad_compiled)")
+    ahead.settle()
+    assert isinstance(first[0], np.ndarray) and first[2] is shared
+    assert threads == [] or all(name.startswith("fixedopt-ahead") for name in threads)
+    again, threads = compiling_threads(lambda: pad(leaves), "jit(_pad_compiled)")
+    assert threads == [] and isinstance(again[0], jax.Array)
+    for mine, theirs in zip(first, again):
+        assert np.shape(mine) == np.shape(theirs) and np.result_type(mine) == theirs.dtype
+        np.testing.assert_array_equal(mine, theirs)
+    on_device = (jnp.asarray(data[:, :26]), mask, shared)  # a program of its own
+    grown, threads = compiling_threads(lambda: pad(on_device), "jit(_pad_compiled)")
+    assert threads == ["MainThread"] and isinstance(grown[0], jax.Array)

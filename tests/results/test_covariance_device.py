@@ -2,8 +2,8 @@
 ``machine.covariance_on_device``), run here on the CPU as if it were the device: every
 row by the elementwise QR in one call, whatever the block's height, and the rows it does
 not certify by LAPACK's path on the host's CPU, each row's result its own; taken by
-``fixedopt.covariance`` and ``curve_fit`` alike, one fit too; ``curve_fit``'s program
-compiled in fixedopt's thread beside its solve where the profile says so."""
+``fixedopt.covariance``, ``curve_fit`` and ``Model.fit`` alike, one fit too; their
+program compiled in fixedopt's thread beside the solve where the profile says so."""
 
 import jax
 import jax.numpy as jnp
@@ -15,6 +15,7 @@ from fixedopt._driver import ahead
 from fixedopt._numerics import backends
 from fixedopt._results import covariance as covariance_module
 from fixedopt._results import covariance_batches
+from fixedopt.models import GaussianModel
 from fixedopt.testing import no_compiles_ahead
 from tests.helpers import compiling_threads, persistent_cache
 
@@ -130,25 +131,70 @@ def test_curve_fit_takes_the_profiles_path_compiled_beside_its_solve(as_device, 
     call compiles itself, after its solve (nothing ahead); the CPU's own profile has
     none ahead (``tests/driver/test_schedule.py``). Persistent caches of their own (the
     suite's may hold the program); one solve program."""
-    ahead_profile = backends.BACKENDS["cpu"]._replace(covariance_ahead=True)
-    monkeypatch.setitem(backends.BACKENDS, "cpu", ahead_profile)
+    monkeypatch.setitem(backends.BACKENDS, "cpu", _ahead_profile())
     calls, real = [], covariance_batches.on_device
     monkeypatch.setattr(covariance_batches, "on_device", lambda *a: calls.append(1) or real(*a))
     x, _, y = rows()
 
-    def fit(folder):
+    def fit():
+        return fixedopt.curve_fit(line, T, y[:4], p0=x[:4, ::2], batched=True)[1]
+
+    pcov, alone = _ahead_and_alone(fit, tmp_path)
+    assert calls == [1, 1] and as_device == []  # every row certified: none sent to the host
+    np.testing.assert_array_equal(np.asarray(pcov), np.asarray(alone))
+
+
+@pytest.mark.compiles_ahead
+@pytest.mark.fewer_optimizations  # one program compiled twice: its bits equal at any level
+def test_model_fit_compiles_its_covariance_beside_its_solve(as_device, monkeypatch, tmp_path):
+    """``Model.fit`` as ``curve_fit``: where the profile says so its covariance's program,
+    with the derived parameters (each Gaussian's ``fwhm`` and ``height``), is compiled in
+    fixedopt's thread beside the solve, here a block too large for the device path (9
+    parameters: LAPACK's, the whole batch in one call), and the propagated covariance is
+    bit for bit the one of the program the call compiles itself."""
+    monkeypatch.setitem(backends.BACKENDS, "cpu", _ahead_profile())
+    rng = np.random.default_rng(7)
+    centres = np.array([0.2, 0.5, 0.8]) + rng.uniform(-0.02, 0.02, (4, 3))
+    peaks = np.exp(-0.5 * ((T[None, None] - centres[:, :, None]) / 0.05) ** 2).sum(axis=1)
+    y = (peaks + rng.normal(0, 0.02, (4, POINTS))).astype(np.float32)
+    model = GaussianModel(prefix="a_") + GaussianModel(prefix="b_") + GaussianModel(prefix="c_")
+    params = model.make_params()
+    for prefix, centre in zip("abc", (0.2, 0.5, 0.8)):
+        params[f"{prefix}_amplitude"].set(value=0.12)
+        params[f"{prefix}_center"].set(value=centre)
+        params[f"{prefix}_sigma"].set(value=0.05)
+
+    def fit():
+        return model.fit(y, params, x=T).covariance
+
+    covariance, alone = _ahead_and_alone(fit, tmp_path)
+    assert as_device == [] and covariance.shape == (4, 15, 15)
+    assert np.all(np.isfinite(covariance))
+    np.testing.assert_array_equal(covariance, alone)
+
+
+def _ahead_profile():
+    """The profile of ``as_device`` that compiles the covariance ahead (a TPU's)."""
+    return backends.BACKENDS["cpu"]._replace(covariance_ahead=True)
+
+
+def _ahead_and_alone(fit, folder):
+    """``fit()`` with its covariance compiled ahead (checked: in fixedopt's thread),
+    then with nothing ahead (checked: in the caller's), each its covariance program
+    compiled anew, in persistent caches of their own (the suite's may hold it)."""
+
+    def fresh(where):
         covariance_module._compiled.plain.clear_cache()  # compiled anew, in this call
         covariance_module._compiled.tuned.clear_cache()
         with ahead._lock:
             for key in [k for k in ahead._started if k[0] == "covariance-on-device"]:
                 del ahead._started[key]
-        with persistent_cache(folder):
-            return fixedopt.curve_fit(line, T, y[:4], p0=x[:4, ::2], batched=True)[1]
+        with persistent_cache(folder / where):
+            return fit()
 
-    pcov, threads = compiling_threads(lambda: fit(tmp_path / "ahead"), "jit(_row_covariances)")
-    assert calls == [1] and as_device == []  # every row certified: none sent to the host
+    found, threads = compiling_threads(lambda: fresh("ahead"), "jit(_row_covariances)")
     assert threads and all(name.startswith("fixedopt-ahead") for name in threads), threads
     with no_compiles_ahead():
-        alone, threads = compiling_threads(lambda: fit(tmp_path / "here"), "jit(_row_covariances)")
+        alone, threads = compiling_threads(lambda: fresh("here"), "jit(_row_covariances)")
     assert threads == ["MainThread"], threads
-    np.testing.assert_array_equal(np.asarray(pcov), np.asarray(alone))
+    return found, alone
