@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import fixedopt
+from fixedopt._numerics import stored
 from fixedopt.testing import compiled_solves
 
 CPU = jax.devices("cpu")[0]
@@ -109,6 +110,25 @@ def test_the_solves_run_on_the_default_device():
     with jax.default_device(CPU):
         (device,) = fit(x0[:8], fixed[:8], y[:8]).x.devices()
     assert device.platform == "cpu"
+
+
+def _stored_program(power, x):
+    return jnp.sum(x**power, axis=-1)
+
+
+def test_a_stored_program_runs_on_the_cpu_beside_the_chip(tmp_path, monkeypatch):
+    """A program run from its export (``fixedopt.models``' built-in lineshapes' solves,
+    a tail) is exported for the platform the call runs on: the same program under
+    ``jax.default_device(cpu)`` after the chip's ran, where an export for the default
+    backend was refused ("exported for platforms ('tpu',) but it is used on
+    ('cpu',)")."""
+    monkeypatch.setattr(stored, "cache_subfolder", lambda name: tmp_path / name)
+    program = stored.StoredJit(_stored_program, (0,), {})
+    x = np.linspace(-1.0, 1.0, 12, dtype=F32).reshape(4, 3)
+    device = on_device(program, 3, x)
+    cpu = on_cpu(program, 3, x)
+    assert len(list((tmp_path / stored.FOLDER).iterdir())) == 2  # one export each
+    np.testing.assert_allclose(device, cpu, rtol=1e-6)
 
 
 def test_fixed_entries_are_bit_identical(quad, fits):

@@ -271,7 +271,7 @@ def _exported(compiled: Any, args: tuple[Any, ...]) -> Any:
     def tail_exported(*leaves: Any) -> list[Any]:
         return jax.tree.leaves(traced(*static, jax.tree.unflatten(tree, leaves)))
 
-    return jax.export.export(jax.jit(tail_exported))(*leaves)
+    return jax.export.export(jax.jit(tail_exported), platforms=stored.call_platforms())(*leaves)
 
 
 def _compile(

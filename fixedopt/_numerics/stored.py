@@ -38,7 +38,7 @@ from typing import Any
 import jax
 import jaxlib.version
 
-from fixedopt._numerics import kernels, program_names
+from fixedopt._numerics import backends, kernels, program_names
 
 FOLDER = "fixedopt-programs"
 
@@ -183,7 +183,7 @@ class StoredJit:
 
         flat.__name__ = self.function.__name__
         try:
-            exported = jax.export.export(jax.jit(flat))(*leaves)
+            exported = jax.export.export(jax.jit(flat), platforms=call_platforms())(*leaves)
         except Exception:  # a host callback, say: not exported
             return None
         folder = cache_subfolder(FOLDER)
@@ -211,12 +211,12 @@ def digest(text: str) -> str | None:
     """The name of a file kept beside the cache for ``text`` (what it is of: a
     program's or an option's description): a digest of ``text`` with all that makes
     another fixedopt's or machine's file another's, the versions of jax and jaxlib,
-    the default backend's platform and its version, and fixedopt's source
+    the platform a call runs on here and its version, and fixedopt's source
     (:func:`library_digest`). None where the source cannot be read: nothing stored."""
     library = library_digest()
     if library is None:
         return None
-    client = jax.devices()[0].client  # the default backend's, which programs compile for
+    client = jax.devices(backends.platform())[0].client  # which programs compile for
     given = (jax.__version__, jaxlib.version.__version__, client.platform,
              client.platform_version, library)  # fmt: skip
     return hashlib.sha256(f"{given!r}\n{text}".encode()).hexdigest()
@@ -229,6 +229,14 @@ def cache_file(subfolder: str, text: str) -> pathlib.Path | None:
     folder = cache_subfolder(subfolder)
     name = None if folder is None else digest(text)
     return None if folder is None or name is None else folder / name
+
+
+def call_platforms() -> tuple[str]:
+    """The platform an export is made for: where a call runs here
+    (``jax.default_device``'s where one is set, a CPU beside a TPU say; else the
+    default backend's), not ``jax.export``'s default, the default backend, whose export
+    the CPU refuses to run."""
+    return (backends.platform(),)
 
 
 def takes(exported: Any, leaves: list[Any]) -> bool:
