@@ -39,9 +39,7 @@ def test_no_function_in_the_library_is_longer_than_a_screen():
 # Ablations that put back, in one process, an internal function as it was before a
 # change (the change's own measurement), or take one out to measure its cost: they must
 # reach the private module it lives in.
-ABLATIONS: dict[str, set[str]] = {  # a one-off study's (docs/decisions.md)
-    "benchmarks/gn_precision.py": {"fixedopt._solvers"},
-}
+ABLATIONS: dict[str, set[str]] = {}  # none left: their scripts are in git (docs/decisions.md)
 
 
 def test_benchmarks_use_only_the_public_api():
