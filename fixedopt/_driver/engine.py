@@ -160,7 +160,7 @@ def _solve_traced(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
             normal_of,
             _start_in_step(objective, schedule),
         )
-        normal = rows_final.normal
+        normal = rows_final.solver_state  # the report's J^T J (LastState)
     else:
 
         def one(row: RowData, x: jax.Array, resume: Resume | None) -> LoopState:

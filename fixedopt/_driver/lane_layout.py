@@ -1,32 +1,22 @@
 """The lanes' static layout (:class:`LaneLayout`: how the rows' data, their loop states
 and their reports are packed, :mod:`fixedopt._driver.packing`) and what the loop reports
-of each row (:class:`LastState`, :func:`reported`)."""
+of each row (:data:`LastState`, :func:`reported`)."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeAlias
 
 import jax
 
-from fixedopt._driver.loop import LoopState
+from fixedopt._driver.loop import LoopState, RowState
 from fixedopt._driver.packing import Packing
 
-
-class LastState(NamedTuple):
-    """What the loop reports of each row: its last iterate and how it stopped; and,
-    where asked, the solver's ``J^T J`` at that iterate (``normal``,
-    :meth:`~fixedopt.Solver.normal_matrix`; else None)."""
-
-    x: jax.Array
-    value: jax.Array
-    grad: jax.Array
-    grad_norm: jax.Array
-    steps: jax.Array
-    status: jax.Array
-    reason: jax.Array
-    normal: jax.Array | None = None
+# What the loop reports of each row: its last iterate and how it stopped (the fields of
+# its LoopState, the loop's own None); and, where asked, the solver's J^T J at that
+# iterate in place of the solver's state (Solver.normal_matrix; else None).
+LastState: TypeAlias = RowState[None]
 
 
 class LaneLayout(NamedTuple):
@@ -68,8 +58,10 @@ def layout(
 def reported(state: LoopState, normal_of: Callable[[Any], Any] | None = None) -> LastState:
     """What the loop reports of a row in ``state`` (``normal_of``: its normal matrix)."""
     normal = None if normal_of is None else normal_of(state.solver_state)
-    return LastState(state.x, state.value, state.grad, state.grad_norm, state.steps,
-                     state.status, state.reason, normal)  # fmt: skip
+    loop_state: Any = state  # its loop's own fields become None: a RowState[None]
+    report: LastState = loop_state._replace(gamma=None, initial_value=None, doubted=None,
+                                            solver_state=normal, flat_steps=None)  # fmt: skip
+    return report
 
 
 def _rows_of_one(a: jax.ShapeDtypeStruct) -> jax.ShapeDtypeStruct:

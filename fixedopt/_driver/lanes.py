@@ -112,7 +112,7 @@ def iterate_lanes(
         their check after it (``fixedopt._driver.after_loop``); None: checked in the
         lanes (:mod:`fixedopt._driver.lane_checks`).
       normal_of: ``solver_state -> J^T J`` (:meth:`~fixedopt.Solver.normal_matrix`),
-        reported in :attr:`LastState.normal`; None: not reported.
+        reported in the :data:`LastState`'s ``solver_state``; None: not reported.
       start_in_step: a lane's new row is started by the lane's next trip, on the
         trip's evaluation of the objective (:mod:`fixedopt._driver.lane_starts`; static):
         the program holds one evaluation, each row takes one more trip.

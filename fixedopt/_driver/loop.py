@@ -11,7 +11,7 @@ cannot reach another row.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeAlias, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -76,7 +76,18 @@ class Stopping(NamedTuple):
     precision: jax.Array
 
 
-class LoopState(NamedTuple):
+# The loop's own fields of a row's state: arrays in the loop (LoopState), None in what
+# the loop reports of the row (fixedopt._driver.lane_layout.LastState).
+Own = TypeVar("Own", jax.Array, None)
+
+
+class RowState(NamedTuple, Generic[Own]):
+    """A row's state in the loop (:data:`LoopState`), or what the loop reports of it
+    (:data:`fixedopt._driver.lane_layout.LastState`): one definition of the fields. A
+    report drops the loop's own fields (None) and holds, for the solver's state, the
+    solver's ``J^T J`` at ``x`` where asked (:meth:`~fixedopt.Solver.normal_matrix`),
+    else None."""
+
     x: jax.Array
     value: jax.Array
     grad: jax.Array
@@ -84,11 +95,14 @@ class LoopState(NamedTuple):
     steps: jax.Array
     status: jax.Array
     reason: jax.Array
-    gamma: jax.Array  # secant curvature of the last good step (inf: none): gradient_measure's
-    initial_value: jax.Array  # f(x0), the scale of the last-resort PRECISION test
-    doubted: jax.Array  # f where the solver's certification last rejected a verdict (inf: never)
-    solver_state: Any
-    flat_steps: jax.Array  # accepted steps in a row that lowered neither f nor the gradient
+    gamma: Own  # secant curvature of the last good step (inf: none): gradient_measure's
+    initial_value: Own  # f(x0), the scale of the last-resort PRECISION test
+    doubted: Own  # f where the solver's certification last rejected a verdict (inf: never)
+    solver_state: Any  # in a report: J^T J at x, or None
+    flat_steps: Own  # accepted steps in a row that lowered neither f nor the gradient
+
+
+LoopState: TypeAlias = RowState[jax.Array]  # a row's state in the loop
 
 
 class Resume(NamedTuple):

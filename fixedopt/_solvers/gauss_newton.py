@@ -27,6 +27,7 @@ from fixedopt._solvers.normal_equations import (
     eps_of,
     free_block_step,
     gauss_newton_model,
+    lowers_gradient,
     residual_cosine,
     residuals_and_jacobian,
 )
@@ -93,7 +94,9 @@ class GaussNewton(_LeastSquaresSolver[GaussNewtonState]):
 
     A row whose accepted step changed ``f`` by rounding only, to a point where the
     step's secant predicts no more than rounding still to gain (``10 eps |f|``),
-    stops CONVERGED (``PRECISION``). Where the residuals' own curvature dominates
+    stops CONVERGED (``PRECISION``), unless the step lowered the gradient's max-norm
+    ``GRADIENT_DROP`` times (a gap below the cost's rounding that the gradient still
+    shows). Where the residuals' own curvature dominates
     ``J^T J`` at a minimum with a non-zero residual (one residual, or a Jacobian that
     turns singular there), the Gauss–Newton step is far too long and no MINPACK test
     holds (each step predicts the whole residual away): such a row ran to
@@ -160,10 +163,13 @@ class GaussNewton(_LeastSquaresSolver[GaussNewtonState]):
         step = step_from_search(search, new_state, jnp.maximum(predicted, 0.0), relative_step)
         # An accepted step within rounding of f, to a point where the step's secant
         # predicts no more than rounding to gain: stop (the driver's PRECISION test
-        # reads the gain); else go on, as the slope may still show progress.
+        # reads the gain); else go on, as the slope may still show progress. A step that
+        # lowered the gradient GRADIENT_DROP times goes on too: the cost cannot show the
+        # progress there (a gap below its rounding), the gradient can.
         gain = _secant_gain(problem, x, grad, search.x, search.grad)
         stationary = gain <= EPS_FACTOR * eps_of(value) * jnp.abs(search.value)
-        stop = search.accepted & search.flat & stationary
+        lowers = lowers_gradient(problem, x, grad, search.x, search.grad)
+        stop = search.accepted & search.flat & stationary & ~lowers
         outcome = jnp.where(stop, Outcome.ACCEPT_AND_STOP, step.outcome).astype(jnp.int32)
         return step._replace(outcome=outcome, predicted=jnp.where(stop, gain, step.predicted))
 

@@ -28,6 +28,7 @@ from fixedopt._solvers.normal_equations import (
     cauchy_pairs,
     cosine,
     eps_of,
+    lowers_gradient,
     normal_equations_step,
     relative_step_of,
     relative_step_pairs,
@@ -207,7 +208,7 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         trapped = _trapped(problem, x, x_trial, current, normal)
         accepted = finite & (predicted > 0) & (gain > 1e-4) & ~reduce.any_true(trapped)
         rounding = EPS_FACTOR * eps_of(value) * old_value
-        lowers = _lowers_gradient(problem, x, grad, x_trial, trial_grad)
+        lowers = lowers_gradient(problem, x, grad, x_trial, trial_grad)
         level = (predicted <= rounding) & (jnp.abs(old_value - new_value) <= rounding)
         accepted = accepted | (finite & level & lowers & ~reduce.any_true(trapped))
         # A stopped row's step (not active) keeps J^T J at its x (Solver.normal_matrix).
@@ -228,21 +229,6 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
             predicted=jnp.maximum(jnp.maximum(predicted * unit**2, cauchy), 0.0),
             relative_step=sums.relative_step,
         )
-
-
-# How many times lower than the row's the gradient's norm at a trial point must be for a
-# step whose change of the cost, and the model's predicted one, are rounding to be taken:
-# the cost cannot show the progress (float32, a valley below |f|'s rounding) but the
-# gradient can. Giving up there ended float32 rows CONVERGED (PRECISION) with gradients
-# far above their rounding (docs/decisions.md, "A gradient test of PRECISION verdicts").
-GRADIENT_DROP = 8.0
-
-
-def _lowers_gradient(problem: Problem, x: jax.Array, grad: jax.Array, trial: jax.Array,
-                     trial_grad: jax.Array) -> jax.Array:  # fmt: skip
-    """Whether the projected gradient's max-norm at ``trial`` is ``GRADIENT_DROP``
-    times below the one at ``x``."""
-    return GRADIENT_DROP * problem.grad_norm(trial, trial_grad) < problem.grad_norm(x, grad)
 
 
 class _Trial(NamedTuple):

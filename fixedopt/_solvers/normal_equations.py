@@ -289,3 +289,19 @@ EPS_FACTOR = 10  # a predicted reduction below this many eps of f is rounding no
 
 def eps_of(value: jax.Array) -> np.floating[Any]:
     return jnp.finfo(value.dtype).eps
+
+
+# How many times lower than the row's the gradient's norm at a trial point must be for a
+# step whose change of the cost, and the model's predicted one, are rounding to be taken:
+# the cost cannot show the progress (float32, a valley below |f|'s rounding) but the
+# gradient can. Giving up there ended float32 rows CONVERGED (PRECISION) with gradients
+# far above their rounding: Levenberg-Marquardt's (docs/decisions.md, "A gradient test of
+# PRECISION verdicts") and Gauss-Newton's ("Gauss-Newton's give-up by the gradient").
+GRADIENT_DROP = 8.0
+
+
+def lowers_gradient(problem: Problem, x: jax.Array, grad: jax.Array, trial: jax.Array,
+                    trial_grad: jax.Array) -> jax.Array:  # fmt: skip
+    """Whether the projected gradient's max-norm at ``trial`` is ``GRADIENT_DROP``
+    times below the one at ``x``."""
+    return GRADIENT_DROP * problem.grad_norm(trial, trial_grad) < problem.grad_norm(x, grad)

@@ -62,3 +62,29 @@ def test_float32_least_squares_rows_below_the_cost_rounding_reach_abs_gtol():
     gradient = np.max(np.where(fixed, 0.0, np.abs(d * (x - c))), axis=-1)
     assert (status == fixedopt.Status.CONVERGED).all(), status
     assert np.all(gradient <= 2e-2), gradient
+
+
+def test_float32_gauss_newton_rows_whose_gradient_can_fall_reach_abs_gtol():
+    """Gauss-Newton on rosen's residuals (n = 64, float32, relative tests off, abs_gtol
+    1e-4), three rows of 128: each took a step that changed the cost by rounding and
+    lowered the gradient's max-norm over 100 times, and its secant then predicted no more
+    than rounding to gain: the rows gave up CONVERGED (PRECISION) at float64 gradients
+    3.5e-4, 2.4e-4 and 6.2e-4 (the float32 points nearest their minima have 1.5e-5 to
+    1.7e-5) before such a step went on (``GRADIENT_DROP``,
+    ``fixedopt/_solvers/gauss_newton.py``)."""
+    problem = BATCHED["rosen"](128, 64, 0, "float32")
+    rows = [76, 85, 115]
+    x0, fixed = problem.x0[rows], problem.fixed[rows]
+
+    def residuals(x):
+        odd, even = x[0::2], x[1::2]
+        return jnp.concatenate([10.0 * (even - odd**2), 1.0 - odd])
+
+    with jax.enable_x64(False):
+        solution = fixedopt.least_squares(residuals, jnp.asarray(x0), jnp.asarray(fixed),
+                                          solver=fixedopt.GaussNewton(), abs_gtol=1e-4,
+                                          gtol=0.0, ftol=0.0, xtol=0.0, batched=True)  # fmt: skip
+        x, status = np.asarray(solution.x, np.float64), np.asarray(solution.status)
+    gradient = np.max(np.where(fixed, 0.0, np.abs(0.5 * problem.numpy_fun(x)[1])), axis=-1)
+    assert (status == fixedopt.Status.CONVERGED).all(), status
+    assert np.all(gradient <= 2e-4), gradient
