@@ -21,16 +21,20 @@ SOLVE = textwrap.dedent(
     import fixedopt
     residuals = lambda x: x - 2.0
     solution = fixedopt.least_squares(residuals, jnp.zeros(3), jnp.array([False, True, False]))
-    print(jnp.round(solution.x, 3).tolist(), jax.config.jax_compilation_cache_dir)
+    print(jnp.round(solution.x, 3).tolist(), jax.config.jax_compilation_cache_dir,
+          jax.config.jax_persistent_cache_min_compile_time_secs)
     """
 )
 
 
-def run(environment: dict) -> str:
+def run(environment: dict, threshold: str | None = "0") -> str:
+    """The solve's output in a new process of ``environment``, the user's threshold of
+    the cache's compile time ``threshold`` (None: not set)."""
     env = {k: v for k, v in os.environ.items()
-           if k not in ("FIXEDOPT_CACHE", "JAX_COMPILATION_CACHE_DIR")}  # fmt: skip
-    env |= {"PYTHONPATH": str(ROOT), "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-            **environment}  # fmt: skip
+           if not k.startswith(("FIXEDOPT_", "JAX_COMPILATION", "JAX_PERSISTENT"))}  # fmt: skip
+    env |= {"PYTHONPATH": str(ROOT), **environment}
+    if threshold is not None:
+        env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = threshold
     done = subprocess.run([sys.executable, "-c", SOLVE], env=env, cwd=ROOT, capture_output=True,
                           text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -41,47 +45,29 @@ def entries(folder: pathlib.Path) -> list[pathlib.Path]:
     return [path for path in folder.rglob("*") if path.is_file()] if folder.exists() else []
 
 
-@pytest.mark.parametrize("how", ["FIXEDOPT_CACHE", "XDG_CACHE_HOME"])
-def test_a_solve_writes_its_program_to_the_default_cache(tmp_path, how):
+@pytest.mark.parametrize(("how", "threshold"), [("FIXEDOPT_CACHE", "0"), ("XDG_CACHE_HOME", None)])
+def test_a_solve_writes_its_program_to_the_default_cache(tmp_path, how, threshold):
+    """The folder, and the programs it keeps: those that compile for a tenth of a
+    second or more (JAX writes only programs of >= 1 s by default: a fit's covariance,
+    ~0.5 s, was compiled again in every process), unless the user set a threshold
+    (here 0: kept). The solve compiles for longer than 0.1 s: written either way."""
     folder = tmp_path / "chosen"
     if how == "FIXEDOPT_CACHE":
-        output = run({"FIXEDOPT_CACHE": str(folder)})
+        output = run({"FIXEDOPT_CACHE": str(folder)}, threshold)
     else:
-        output = run({"XDG_CACHE_HOME": str(tmp_path / "xdg")})
+        output = run({"XDG_CACHE_HOME": str(tmp_path / "xdg")}, threshold)
         folder = tmp_path / "xdg" / "fixedopt" / "jax"
-    assert output == f"[2.0, 0.0, 2.0] {folder}", output
+    kept = "0.1" if threshold is None else f"{float(threshold)}"
+    assert output == f"[2.0, 0.0, 2.0] {folder} {kept}", output
     assert entries(folder), "no program written to the cache"
 
 
 def test_the_cache_can_be_turned_off_and_a_users_own_is_kept(tmp_path):
     output = run({"FIXEDOPT_CACHE": "0", "XDG_CACHE_HOME": str(tmp_path / "xdg")})
-    assert output.endswith(" None") and not entries(tmp_path / "xdg")
+    assert output.endswith(" None 0.0") and not entries(tmp_path / "xdg")
     own = tmp_path / "own"
     output = run({"JAX_COMPILATION_CACHE_DIR": str(own), "FIXEDOPT_CACHE": str(tmp_path / "no")})
-    assert output.endswith(str(own)) and entries(own) and not entries(tmp_path / "no")
-
-
-THRESHOLD = SOLVE.replace(
-    "jax.config.jax_compilation_cache_dir)",
-    "jax.config.jax_persistent_cache_min_compile_time_secs)",
-)
-
-
-@pytest.mark.parametrize(("given", "expected"), [(None, "0.1"), ("5", "5.0")])
-def test_the_default_cache_keeps_programs_of_a_tenth_of_a_second_unless_told(
-    tmp_path, given, expected
-):
-    """JAX writes only programs of >= 1 s by default: a fit's covariance (~0.5 s) was
-    compiled again in every process. A threshold the user set is kept."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("FIXEDOPT_", "JAX_COMPILATION", "JAX_PERSISTENT"))}  # fmt: skip
-    env |= {"PYTHONPATH": str(ROOT), "FIXEDOPT_CACHE": str(tmp_path / "cache")}
-    if given is not None:
-        env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = given
-    done = subprocess.run([sys.executable, "-c", THRESHOLD], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split()[-1] == expected, done.stdout
+    assert output.endswith(f"{own} 0.0") and entries(own) and not entries(tmp_path / "no")
 
 
 def test_the_library_digest_reads_every_source_file_of_fixedopt():

@@ -46,10 +46,18 @@ def _function(name):
     return name.split("-")[0]
 
 
+def jitted(name):
+    """The lineshape of ``name`` as one program, its parameters data (eagerly, each of
+    its operations compiled its own: 212 programs over the two tests below, measured)."""
+    _, _, options = SHAPES[name]
+    shape = getattr(lineshapes, _function(name))
+    return jax.jit(lambda x, *params: shape(x, *params, **options))
+
+
 @pytest.mark.parametrize("name", sorted(SHAPES))
 def test_lineshape_equals_lmfit(name):
     x, params, options = SHAPES[name]
-    got = np.asarray(getattr(lineshapes, _function(name))(jnp.asarray(x), *params, **options))
+    got = np.asarray(jitted(name)(jnp.asarray(x), *params))
     expected = getattr(reference, _function(name))(x.copy(), *params, **options)
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14 * np.abs(expected).max())
@@ -78,7 +86,7 @@ def test_lineshape_derivatives_match_finite_differences(name):
 @pytest.mark.parametrize("name", sorted(SHAPES))
 def test_lineshape_keeps_float32(name):
     x, params, options = SHAPES[name]
-    got = getattr(lineshapes, _function(name))(jnp.asarray(x, jnp.float32), *params, **options)
+    got = jitted(name)(jnp.asarray(x, jnp.float32), *params)
     expected = getattr(reference, _function(name))(x.copy(), *params, **options)
     assert got.dtype == jnp.float32
     # float32: ~6e-8 per operation over a few dozen, and the Faddeeva and gamma series

@@ -19,6 +19,10 @@ def _unit_columns(matrix):
     return matrix / np.where(norms > 0, norms, 1.0)
 
 
+# NumPy's inverse within 1e3 eps of well-conditioned blocks (cond < 10), certified far
+# from the certificate's cut-off: nothing here rests on the backend's optimizations
+# (conftest.py); the rank-deficient blocks below, apart by rounding, keep them.
+@pytest.mark.fewer_optimizations
 @pytest.mark.parametrize("inverse", list(INVERSES))
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
 @pytest.mark.parametrize("n", [1, 3, 5, 8])

@@ -20,6 +20,12 @@ from fixedopt._solvers import normal_equations, small_linalg
 
 CPU = backends.CPU.kernels  # the thresholds a CPU solve's trace reads
 
+# References within tolerances far above rounding (bounds that any order of the sums
+# meets), exact zeros and symmetry that the code's structure gives, and bits compared
+# within one program or through exact bit operations: none rests on the backend's
+# optimizations (conftest.py).
+pytestmark = pytest.mark.fewer_optimizations
+
 CONDITION = 100.0
 SIZES = (1, 2, 3, 5, 8, 16)
 DTYPES = (jnp.float32, jnp.float64)
@@ -108,8 +114,9 @@ def test_the_rolled_elimination_has_the_derivatives_of_a_solve():
     def loss(solve):
         return lambda m, b: jnp.sum(jnp.sin(solve(m, b)))
 
-    actual = jax.grad(loss(small_linalg.eliminated_solve), argnums=(0, 1))(matrix, rhs)
-    expected = jax.grad(loss(jnp.linalg.solve), argnums=(0, 1))(matrix, rhs)
+    gradient = lambda solve: jax.jit(jax.grad(loss(solve), argnums=(0, 1)))  # one program
+    actual = gradient(small_linalg.eliminated_solve)(matrix, rhs)
+    expected = gradient(jnp.linalg.solve)(matrix, rhs)
     for a, e in zip(actual, expected):
         np.testing.assert_allclose(a, e, rtol=1e-10, atol=1e-10 * float(jnp.max(jnp.abs(e))))
 
@@ -122,7 +129,7 @@ def test_an_indefinite_matrix_gives_nan_in_the_rolled_elimination_too():
     eigenvalues[3] = -0.5  # one negative eigenvalue: not positive definite
     matrix, rhs = jnp.asarray((q * eigenvalues) @ q.T), jnp.asarray(rng.normal(size=n))
     assert np.all(np.isnan(jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(matrix), rhs)))
-    assert np.all(np.isnan(small_linalg.eliminated_solve(matrix, rhs)))
+    assert np.all(np.isnan(jax.jit(small_linalg.eliminated_solve)(matrix, rhs)))
 
 
 def test_only_a_cpu_trace_takes_the_rolled_elimination():
@@ -227,14 +234,18 @@ def test_normal_sums_differentiate_as_the_sums_one_by_one():
             gram, gradient, squared = small_linalg.normal_sums(j, r)
         return jnp.sum(jnp.sin(gram)) + jnp.sum(gradient**3) + jnp.cos(squared)
 
-    for argnums in (0, 1):
-        together = jax.grad(loss, argnums=argnums + 1)(True, jacobian, residual)
-        apart = jax.grad(loss, argnums=argnums + 1)(False, jacobian, residual)
-        np.testing.assert_allclose(together, apart, rtol=1e-12, atol=1e-12)
+    # jitted, one program a derivative (eagerly, each of the unrolled sums' operations
+    # compiled its own: 144 programs in this test, measured)
+    gradients = jax.jit(jax.grad(loss, argnums=(1, 2)), static_argnums=0)
+    together, apart = gradients(True, jacobian, residual), gradients(False, jacobian, residual)
+    for t, a in zip(together, apart):
+        np.testing.assert_allclose(t, a, rtol=1e-12, atol=1e-12)
     tangent = jnp.asarray(rng.normal(size=(25, 5)))
-    forward = [jax.jvp(lambda j, s=s: loss(s, j, residual), (jacobian,), (tangent,))[1]
-               for s in (True, False)]  # fmt: skip
-    np.testing.assert_allclose(*forward, rtol=1e-12)
+    forward = jax.jit(
+        lambda s, j: jax.jvp(lambda j: loss(s, j, residual), (j,), (tangent,))[1],
+        static_argnums=0,
+    )
+    np.testing.assert_allclose(forward(True, jacobian), forward(False, jacobian), rtol=1e-12)
 
 
 @pytest.mark.parametrize("dtype", [*DTYPES, jnp.bfloat16], ids=lambda d: jnp.dtype(d).name)
