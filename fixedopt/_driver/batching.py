@@ -61,14 +61,20 @@ ROW_FIELDS = ("x0", "fixed", "fixed_values", "bounds", "sigma", "counts", "split
               "resume")  # fmt: skip
 
 
+Compiled = Callable[[Plan, Schedule, Inputs], Solution]  # a jit function of the solve
+
+
 def solve_rows(
-    compiled: Callable[[Plan, Schedule, Inputs], Solution],
+    compiled_for: Callable[[Schedule], Compiled],
     plan: Plan,
     schedule: Schedule,
     inputs: Inputs,
 ) -> Solution:
     """``compiled(plan, schedule, inputs)``, its rows given to it in the compiled size
-    of the module's rules, the solution cut back to the batch's rows."""
+    of the module's rules, the solution cut back to the batch's rows; ``compiled_for``:
+    the jit function that compiles a schedule (with its XLA options: a block's tail has
+    its own, :meth:`fixedopt._driver.machine.Schedule.of_tail`)."""
+    compiled = compiled_for(schedule)
 
     def solve(inputs: Inputs) -> Solution:
         return compiled(plan, schedule, inputs)
@@ -98,7 +104,7 @@ def solve_rows(
         padded = _padded(leaves, bucket, flags, host) if bucket > batch else leaves
         solution = solve(block_inputs(padded, asarray(batch)))
         return solution if bucket == batch else buckets.first_rows(solution, batch, host)
-    return _in_blocks(compiled, plan, schedule, (leaves, flags), block_inputs, size)
+    return _in_blocks(compiled_for, plan, schedule, (leaves, flags), block_inputs, size)
 
 
 def _padded(
@@ -141,7 +147,7 @@ def rows_for(plan: Plan, schedule: Schedule, inputs: Inputs, count: int) -> int:
 
 
 def _in_blocks(
-    compiled: Callable[[Plan, Schedule, Inputs], Solution],
+    compiled_for: Callable[[Schedule], Compiled],
     plan: Plan,
     schedule: Schedule,
     batched: tuple[tuple[Any, ...], tuple[bool, ...]],
@@ -153,8 +159,8 @@ def _in_blocks(
     leaves, flags = batched
     batch = next(leaf for leaf, flag in zip(leaves, flags) if flag).shape[0]
     tail_lanes = schedule.defaults.tail_lanes
-    block_schedule = schedule._replace(tail=True)
-    tail_schedule = schedule._replace(lanes=tail_lanes)
+    block_schedule, tail_schedule = schedule._replace(tail=True), schedule.of_tail()
+    compiled, tail_compiled = compiled_for(block_schedule), compiled_for(tail_schedule)
 
     def tail_inputs(block: tuple[Any, ...], rows: np.ndarray) -> Inputs:
         """The tail's inputs: ``rows`` of ``block``, as tail_lanes rows (a copy of the
@@ -172,7 +178,7 @@ def _in_blocks(
         if int(np.asarray(inputs.stopping.max_steps)) >= schedule.defaults.tail_patience:
             traced = functools.partial(compiled.lower, plan, block_schedule, inputs)  # type: ignore[attr-defined]
             tail_inputs_ahead = tail_inputs(block, np.arange(tail_lanes))
-            ahead.start(traced, compiled, plan, tail_schedule, tail_inputs_ahead, export=True)
+            ahead.start(traced, tail_compiled, plan, tail_schedule, tail_inputs_ahead, export=True)
         solution = compiled(plan, block_schedule, inputs)
         status = np.asarray(solution.status)[:count]
         rows = np.flatnonzero(busy(status))  # the tail, left RUNNING or PENDING (not CLAIMED)
@@ -181,7 +187,7 @@ def _in_blocks(
         # The block's slow last rows (at most tail_lanes): solved again on their own
         # and put in their places.
         tail = tail_inputs(block, rows)
-        alone = ahead.call(compiled, plan, tail_schedule, tail, like=solution)
+        alone = ahead.call(tail_compiled, plan, tail_schedule, tail, like=solution)
         put: Solution = jax.tree.map(lambda a, b: _put_rows(a, b, rows), solution, alone)
         return put
 

@@ -10,7 +10,9 @@ derived parameters and curves, compile with them too
 (:func:`fixedopt._numerics.cpu_compiler.jit_for_cpu`: 0.6x the time, as fast:
 ``docs/decisions.md``, "A fit's covariance with the elemental emitter"), and so does
 every solver's check of CONVERGED claims after its loop (``fixedopt._driver.after_loop``:
-0.63x its compile). Other backends keep XLA's defaults.
+0.63x its compile) and a CPU block's tail, ``minimize``'s too (at most two rows, its trips
+launches: 0.6x its compile, ``fixedopt._driver.machine.Schedule.of_tail``). Other backends
+keep XLA's defaults.
 
 ``jax.jit`` takes such options only at the top level: a solve traced inside the
 caller's own ``jit``, ``vmap``, ``grad`` or ``scan`` is compiled by the caller's

@@ -88,16 +88,22 @@ def _run_compiled(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
     in the compiled sizes of :mod:`fixedopt._driver.batching`; with the schedule's
     compiler options where nothing traces around the call (jit refuses options on a
     nested program)."""
-    tuned = bool(schedule.compiler_options) and at_top_level()
-    compiled = _compiled_for_cpu if tuned else _compiled
 
     def solve(inputs: Inputs) -> Solution:
-        return batching.solve_rows(compiled, plan, schedule, inputs)
+        return batching.solve_rows(_compiled_with, plan, schedule, inputs)
 
     if after_loop.applies(plan, inputs):  # claims of CONVERGED checked after the loop
         rows_for = functools.partial(batching.rows_for, plan, schedule, inputs)
         return after_loop.solve_checked(solve, _set_up, plan, schedule, inputs, rows_for)
     return solve(inputs)
+
+
+def _compiled_with(schedule: Schedule) -> batching.Compiled:
+    """The jit function that compiles ``schedule``'s solve: with its XLA options where
+    it has some and nothing traces around the call (jit refuses options on a nested
+    program)."""
+    tuned = bool(schedule.compiler_options) and at_top_level()
+    return _compiled_for_cpu if tuned else _compiled
 
 
 def compiled_programs() -> int:

@@ -44,8 +44,9 @@ def secant_curvature(s: jax.Array, y: jax.Array, moved: jax.Array, gamma: jax.Ar
     return jnp.where(positive, sy / jnp.where(positive, yy, 1.0), gamma)
 
 
-def objective_scale(value: jax.Array, initial_value: jax.Array, precision: jax.Array) -> jax.Array:
-    """``max(|f|, eps (f0 - f))``, ``eps = precision ** 2``: the scale of ``f`` that the
+def objective_scale(value: jax.Array, initial_value: jax.Array, eps: jax.Array) -> jax.Array:
+    """``max(|f|, eps (f0 - f))``, ``eps`` the square of the dtype's ``sqrt(eps)``
+    (:attr:`Stopping.precision_squared`): the scale of ``f`` that the
     relative-reduction test (``ftol``) compares against.
 
     ``|f|`` alone leaves no scale at a minimum with ``f* = 0`` and a singular Hessian
@@ -56,8 +57,16 @@ def objective_scale(value: jax.Array, initial_value: jax.Array, precision: jax.A
     changes. The gradient tests keep ``|f|``: relative to this scale they would pass
     early on badly scaled problems (measured on the minimize status-truth suite).
     """
-    eps = precision**2
     return jnp.maximum(jnp.abs(value), eps * jnp.maximum(initial_value - value, 0.0))
+
+
+class Tolerances(NamedTuple):
+    """The relative tests' tolerances as a loop compares them: NaN where a test is off
+    (a tolerance of 0, or NaN), so that ``measure <= tolerance`` is the whole test."""
+
+    gtol: jax.Array
+    ftol: jax.Array
+    xtol: jax.Array
 
 
 class Stopping(NamedTuple):
@@ -65,7 +74,14 @@ class Stopping(NamedTuple):
 
     ``gtol``, ``ftol`` and ``xtol`` are relative tolerances (see :class:`Reason`);
     ``precision`` is ``sqrt(eps)`` of the dtype, the tolerance of the test a row that
-    can no longer progress must pass to count as converged.
+    can no longer progress must pass to count as converged. ``strict`` and ``loose``
+    (each relative tolerance raised to ``precision``) are the tests' tolerances and
+    ``precision_squared`` is :func:`objective_scale`'s ``eps``, made with the rules
+    (``fixedopt._entry.describe.stopping_rules``) on the host where the rules are: a
+    scalar that a loop derives from its invariant inputs is hoisted out of the loop as
+    a kernel of its own, and a kernel costs XLA:CPU about 15 ms of compile however
+    small (quad n = 64's solve: 199 -> 189 kernels; ``docs/decisions.md``, "Where
+    quad n = 64's compile goes").
     """
 
     gtol: jax.Array
@@ -74,6 +90,9 @@ class Stopping(NamedTuple):
     abs_gtol: jax.Array
     max_steps: jax.Array
     precision: jax.Array
+    strict: Tolerances
+    loose: Tolerances
+    precision_squared: jax.Array
 
 
 # The loop's own fields of a row's state: arrays in the loop (LoopState), None in what
@@ -132,15 +151,11 @@ def _reason(tests: Tests, stopping: Stopping, loose: bool = False) -> jax.Array:
     With ``loose``, each relative tolerance is raised to ``stopping.precision``: the
     test of a row that can no longer progress (reported as PRECISION)."""
 
-    def within(measure: jax.Array, tol: jax.Array) -> jax.Array:
-        # A tolerance of 0 turns a relative test off.
-        tol = jnp.maximum(tol, stopping.precision) if loose else tol
-        return (tol > 0) & (measure <= tol)
-
+    tolerances = stopping.loose if loose else stopping.strict  # NaN: a test that is off
     met = [
-        (within(tests.gradient, stopping.gtol), Reason.GTOL),
-        (within(tests.reduction, stopping.ftol), Reason.FTOL),
-        (within(tests.relative_step, stopping.xtol), Reason.XTOL),
+        (tests.gradient <= tolerances.gtol, Reason.GTOL),
+        (tests.reduction <= tolerances.ftol, Reason.FTOL),
+        (tests.relative_step <= tolerances.xtol, Reason.XTOL),
         (tests.grad_norm <= stopping.abs_gtol, Reason.ABS_GTOL),
     ]
     if loose:  # an objective whose minimum is 0 at x = 0 leaves no relative scale:
@@ -286,7 +301,7 @@ def advance(
     grad_norm = problem.grad_norm(x, grad)
     s, y = problem.free_part(x - state.x), grad - state.grad
     gamma = secant_curvature(s, y, moved, state.gamma)
-    scale = objective_scale(state.value, state.initial_value, stopping.precision)
+    scale = objective_scale(state.value, state.initial_value, stopping.precision_squared)
     tests = Tests(
         grad_norm=grad_norm,
         gradient=solver.gradient_measure(problem, x, value, grad, step.state, gamma),
@@ -412,7 +427,7 @@ def certify(solver: AnySolver, problem: Problem, state: LoopState, stopping: Sto
     if checked is None:  # no check for this problem
         return state
     decrement, step, doubted_state = jax.lax.stop_gradient(checked)  # also the closure's
-    scale = objective_scale(state.value, state.initial_value, stopping.precision)
+    scale = objective_scale(state.value, state.initial_value, stopping.precision_squared)
     allowed = CERTIFY_SHARE * stopping.precision * scale
     holds = 0.5 * decrement <= allowed
     if certifies(solver):  # a row that can no longer progress: its step tried too

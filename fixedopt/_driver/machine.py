@@ -138,6 +138,17 @@ class Schedule(NamedTuple):
     compiler_options: tuple[tuple[str, Any], ...]  # XLA's options at the top level
     check_options: tuple[tuple[str, Any], ...]  # those of the check after the loop
 
+    def of_tail(self) -> Schedule:
+        """A CPU block's tail's schedule: ``Backend.tail_lanes`` lanes, compiled with the
+        check's options where the solve's keep XLA's (``minimize``'s solvers: on the
+        CPU XLA:CPU's elemental emitter, as least squares' are). A trip of at most
+        ``tail_lanes`` rows is its kernels' launches more than their arithmetic, and the
+        elemental emitter compiles a kernel in a fraction of the time: quad n = 64's
+        tail 2.57 -> 1.55 s of CPU, its compile inside a first call on 2 cores
+        (``docs/decisions.md``, "Where quad n = 64's compile goes")."""
+        options = self.compiler_options or self.check_options
+        return self._replace(lanes=self.defaults.tail_lanes, compiler_options=options)
+
     def folds(self, rows: int, length: int) -> bool:
         """Whether reductions of ``rows`` rows of ``length`` entries fold
         (``fixedopt._numerics.reduce.folding``): rows longer than ``Kernels.fold``, too

@@ -26,7 +26,7 @@ import numpy as np
 
 from fixedopt._contract.solver import Solver
 from fixedopt._derivatives.differentiation import Differentiation, differentiation_option
-from fixedopt._driver.loop import Stopping
+from fixedopt._driver.loop import Stopping, Tolerances
 from fixedopt._driver.plan import Inputs, Plan
 from fixedopt._driver.progress import progress_option
 from fixedopt._entry.fit_keywords import jacobian
@@ -293,18 +293,32 @@ def stopping_rules(tolerances: tuple[Any, ...], max_steps: int, dtype: Any) -> S
     """
     eps = float(jnp.finfo(dtype).eps)
     precision = math.sqrt(eps)
-    gtol, ftol, xtol, abs_gtol = tolerances
+    gtol, ftol, xtol, abs_gtol = (
+        default if value is None else value
+        for value, default in zip(tolerances, (precision, eps, precision, 0.0))
+    )
+    relative = (gtol, ftol, xtol)
+    # The tests' tolerances (Stopping.strict, .loose): by NumPy where every rule is on
+    # the host (the same bits as XLA's: a comparison, a maximum, a product), so that no
+    # program derives them (each would be a kernel of its own); else by jax.numpy.
+    on_device = any(isinstance(tol, (jax.Array, jax.core.Tracer)) for tol in relative)
+    xp: Any = jnp if on_device else np
 
-    def as_array(value: float | jax.Array | None, default: float) -> jax.Array:
-        return arrays.asarray(default if value is None else value, dtype)
+    def tested(tol: Any) -> jax.Array:  # NaN where the test is off
+        tol = xp.asarray(tol, dtype)
+        return arrays.asarray(xp.where(tol > 0, tol, xp.asarray(np.nan, dtype)), dtype)
 
+    floor = xp.asarray(precision, dtype)
     return Stopping(
-        gtol=as_array(gtol, precision),
-        ftol=as_array(ftol, eps),
-        xtol=as_array(xtol, precision),
-        abs_gtol=as_array(abs_gtol, 0.0),
+        gtol=arrays.asarray(gtol, dtype),
+        ftol=arrays.asarray(ftol, dtype),
+        xtol=arrays.asarray(xtol, dtype),
+        abs_gtol=arrays.asarray(abs_gtol, dtype),
         max_steps=arrays.asarray(max_steps, jnp.int32),
-        precision=as_array(precision, precision),
+        precision=arrays.asarray(floor, dtype),
+        strict=Tolerances(*map(tested, relative)),
+        loose=Tolerances(*(tested(xp.maximum(xp.asarray(tol, dtype), floor)) for tol in relative)),
+        precision_squared=arrays.asarray(floor * floor, dtype),
     )
 
 

@@ -94,3 +94,16 @@ def test_the_policy_by_backend():
         assert machine.matmul_precision(backend) == "highest"
     with jax.default_matmul_precision("highest"):
         assert machine.matmul_precision("tpu") is None  # the user's: nothing entered
+
+
+@pytest.mark.parametrize(
+    "solver", [fixedopt.LBFGS(), fixedopt.LevenbergMarquardt()], ids=["LBFGS", "LM"]
+)
+def test_a_cpu_blocks_tail_compiles_with_the_checks_options(solver):
+    """A block's tail (at most ``tail_lanes`` rows: its trips are launches) compiles with
+    the check's options on the CPU, ``minimize``'s too, whose block keeps XLA's."""
+    schedule = machine.schedule(solver, None, "cpu")
+    tail = schedule.of_tail()
+    assert tail.lanes == schedule.defaults.tail_lanes
+    assert tail.compiler_options == schedule.check_options
+    assert tail._replace(lanes=None, compiler_options=schedule.compiler_options) == schedule
