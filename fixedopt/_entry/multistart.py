@@ -156,14 +156,16 @@ def _one_problem(
         fixed_values=row(values), bounds=None if limits is None else row(limits), args=args,
         batched=True, args_axes=tuple(None for _ in args), return_all=True, **options,
     )  # fmt: skip
-    best, every, chosen = _unrow(result)  # type: ignore[arg-type]  # return_all=True
+    best, every, chosen = _unrow(result)  # return_all=True: a tuple
     return (best, every, chosen) if return_all else best
 
 
+@jax.jit
 def _unrow(
     result: tuple[Solution, Solution, jax.Array],
 ) -> tuple[Solution, Solution, jax.Array]:
-    """``(best, every, chosen)`` of a batch of one row, without the row axis."""
+    """``(best, every, chosen)`` of a batch of one row, without the row axis (one
+    program, not one a field)."""
     best, every, chosen = result
     best = jax.tree.map(lambda leaf: leaf[0], best)
     every = jax.tree.map(lambda leaf: leaf[:, 0], every)
