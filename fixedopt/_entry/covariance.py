@@ -101,9 +101,11 @@ def covariance(
       >>> print(fixedopt.covariance(sol, line).stderr.round(4))
       [0.1222 0.0748 0.    ]
     """
-    found, _ = covariance_and(
-        None, sol, residual_fun, fixed, args=args, batched=batched, bounds=bounds, sigma=sigma,
-        absolute_sigma=absolute_sigma, at_bound=at_bound, args_axes=args_axes,
-        pseudo_inverse=pseudo_inverse, on_device=machine.covariance_on_device(),
-    )  # fmt: skip
+    with machine.covariance_precision():
+        found, _ = covariance_and(
+            None, sol, residual_fun, fixed, args=args, batched=batched, bounds=bounds,
+            sigma=sigma, absolute_sigma=absolute_sigma, at_bound=at_bound,
+            args_axes=args_axes, pseudo_inverse=pseudo_inverse,
+            on_device=machine.covariance_on_device(),
+        )  # fmt: skip
     return found

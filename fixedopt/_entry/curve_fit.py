@@ -271,10 +271,11 @@ def curve_fit(
     if boolean("nan_unconverged", nan_unconverged):  # before the covariance: NaN too
         solution = solution.unconverged_as_nan()
     ahead.wait_for(early and early[0])
-    cov = solver_covariance.fit_covariance(  # the solution's mask, bounds, active set
-        solution, residual, args=data.args, sigma=data.sigma, args_axes=data.axes,
-        on_device=machine.covariance_on_device(), **covariance,
-    )  # fmt: skip
+    with machine.covariance_precision():
+        cov = solver_covariance.fit_covariance(  # the solution's mask, bounds, active set
+            solution, residual, args=data.args, sigma=data.sigma, args_axes=data.axes,
+            on_device=machine.covariance_on_device(), **covariance,
+        )  # fmt: skip
     solution = solution._replace(normal=None)  # the solver's J^T J: the covariance's only
     popt, pcov = solution.x, cov.covariance
     warn_if_not_estimated(pcov)
@@ -356,10 +357,11 @@ def _covariance_ahead(
     cache.use_default_cache()
     if normal:
         return solver_covariance.early(data.p0, limits is not None, **covariance)
-    return covariance_module.early_on_device(
-        _residual(fit, data), data.p0, limits is not None, data.sigma, data.args, data.axes,
-        **covariance,
-    )  # fmt: skip
+    with machine.covariance_precision():
+        return covariance_module.early_on_device(
+            _residual(fit, data), data.p0, limits is not None, data.sigma, data.args,
+            data.axes, **covariance,
+        )  # fmt: skip
 
 
 def _infeasible_rows(solution: Solution, p0: jax.Array, outside: jax.Array) -> Solution:

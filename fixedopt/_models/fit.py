@@ -316,9 +316,10 @@ def fit(model: Fittable, data: Any, params: Parameters | None = None, *, weights
     )  # fmt: skip
     solution = too_few_points(solution, omitted)
     ahead.wait_for(early and early[0])
-    cov, computed = covariance_and(derived, solution, residual, args=args, args_axes=axes,
-                                   sigma=sigma, absolute_sigma=poisson,
-                                   on_device=machine.covariance_on_device())  # fmt: skip
+    with machine.covariance_precision():
+        cov, computed = covariance_and(derived, solution, residual, args=args, args_axes=axes,
+                                       sigma=sigma, absolute_sigma=poisson,
+                                       on_device=machine.covariance_on_device())  # fmt: skip
     warn_if_not_estimated(cov.covariance)
     result = _result(model, params, plan, arr, solution, cov.covariance, computed, problem,
                      omitted)  # fmt: skip
@@ -339,11 +340,12 @@ def _covariance_ahead(
     # as the solve's first call would: the program's compile reads the persistent cache
     cache.use_default_cache()
     residual = problem.residual
-    return early_on_device(
-        residual, p0, problem.bounded, sigma, problem.args, problem.axes,
-        absolute_sigma=residual.poisson, at_bound=AT_BOUND_DEFAULT, pseudo_inverse=True,
-        derived=derived,
-    )  # fmt: skip
+    with machine.covariance_precision():
+        return early_on_device(
+            residual, p0, problem.bounded, sigma, problem.args, problem.axes,
+            absolute_sigma=residual.poisson, at_bound=AT_BOUND_DEFAULT, pseudo_inverse=True,
+            derived=derived,
+        )  # fmt: skip
 
 
 def _problem(residual: _Residual, args: tuple[Any, ...], axes: tuple[Any, ...], arr: Arrays,

@@ -52,8 +52,15 @@ def child(case: str, variant: str, out: pathlib.Path) -> dict:
     leaves = [np.asarray(leaf) for leaf in jax.tree.leaves(result["value"])]
     np.savez(out / f"{case}-{variant}.npz", *leaves)
     again = [first_call.timed(calls["call"])[0] for _ in range(7)]
-    return {"case": case, "variant": variant, "open_s": opened, "first_s": first,
-            "compiled_s": statistics.median(again), "compiled_all_s": again, **found}
+    return {
+        "case": case,
+        "variant": variant,
+        "open_s": opened,
+        "first_s": first,
+        "compiled_s": statistics.median(again),
+        "compiled_all_s": again,
+        **found,
+    }
 
 
 def compare(a: np.ndarray, b: np.ndarray) -> dict:
@@ -67,11 +74,16 @@ def compare(a: np.ndarray, b: np.ndarray) -> dict:
     gap = np.abs(a - b)[finite]
     scale = np.maximum(np.abs(a), np.abs(b))[finite]
     rel = gap / np.where(scale > 0, scale, 1)
-    return {"same": not bits.any(), "entries_differ": int(bits.sum()), "size": a.size,
-            "rows_differ": int(bits.reshape(len(a), -1).any(1).sum()) if a.ndim else int(bits),
-            "max_abs": float(gap.max(initial=0)), "max_rel": float(rel.max(initial=0)),
-            "median_rel_of_differing": float(np.median(rel[bits[finite]])) if bits.any() else 0.0,
-            "finite_differ": int((np.isfinite(a) != np.isfinite(b)).sum())}
+    return {
+        "same": not bits.any(),
+        "entries_differ": int(bits.sum()),
+        "size": a.size,
+        "rows_differ": int(bits.reshape(len(a), -1).any(1).sum()) if a.ndim else int(bits),
+        "max_abs": float(gap.max(initial=0)),
+        "max_rel": float(rel.max(initial=0)),
+        "median_rel_of_differing": float(np.median(rel[bits[finite]])) if bits.any() else 0.0,
+        "finite_differ": int((np.isfinite(a) != np.isfinite(b)).sum()),
+    }
 
 
 def main() -> None:
@@ -89,9 +101,19 @@ def main() -> None:
             print(case, variant, done.stderr[-3000:], flush=True)
             continue
         record = json.loads(done.stdout.strip().splitlines()[-1])
-        print(case, variant, "first %.2f compiled %.4f trace %.2f lower %.2f xla %.2f"
-              % (record["first_s"], record["compiled_s"], record["trace"], record["lower"],
-                 record["compile"]), flush=True)
+        print(
+            case,
+            variant,
+            "first %.2f compiled %.4f trace %.2f lower %.2f xla %.2f"
+            % (
+                record["first_s"],
+                record["compiled_s"],
+                record["trace"],
+                record["lower"],
+                record["compile"],
+            ),
+            flush=True,
+        )
         records.append(record)
         (out / "effort.json").write_text(json.dumps({"runs": records, "same": same(out)}, indent=1))
 
