@@ -100,7 +100,7 @@ def covariance_precision(backend: str | None = None) -> Iterator[None]:
     by LAPACK's whole-batch path differed from the CPU's by up to 9.1e-3 of
     ``sqrt(var_i var_j)`` (``docs/decisions.md``, "A TPU's covariance at the solve's
     precision"). ``covariance.early_on_device`` keeps the precision for the program it
-    lowers in fixedopt's thread, where this context does not reach."""
+    has lowered later (``ahead.soon``), where this context does not reach."""
     with solve_precision(backends.platform() if backend is None else backend):
         yield
 

@@ -165,11 +165,11 @@ def early_on_device(
 
 
 def _lowered_at(precision: str | None, *arguments: Any) -> Any:
-    """``_compiled.lower(*arguments)`` at matmul ``precision``, the caller's when
-    :func:`early_on_device` ran (None: JAX's setting, untouched): a thread that lowers
-    it (``fixedopt._driver.ahead.soon``) does not see the caller's context
-    (``fixedopt._driver.machine.covariance_precision``), and the call's own program must
-    be the same."""
+    """``_compiled.lower(*arguments)`` at matmul ``precision``, the one in effect when
+    :func:`early_on_device` ran (None: JAX's setting, untouched): it is lowered later
+    (``fixedopt._driver.ahead.soon``, once the solve's arguments are checked), outside
+    the caller's context (``fixedopt._driver.machine.covariance_precision``), and must
+    be the program the call itself then lowers."""
     if precision is None:
         return _compiled.lower(*arguments)
     with jax.default_matmul_precision(precision):

@@ -101,8 +101,8 @@ def test_the_policy_by_backend():
 def covariance_lowered_ahead(platform: str) -> set[str]:
     """The dots' precisions of the covariance program that ``curve_fit`` and
     ``Model.fit`` lower ahead (``covariance.early_on_device``, in the profile's
-    ``machine.covariance_precision``), lowered in another thread as
-    ``fixedopt._driver.ahead`` does: JAX's precision context is the thread's own."""
+    ``machine.covariance_precision``), lowered later outside that context, in another
+    thread here (JAX's precision context is a thread's own)."""
     x0, _ = inputs(3)
     with machine.covariance_precision(platform):
         _, lower = covariance_module.early_on_device(
@@ -121,7 +121,7 @@ def covariance_lowered_ahead(platform: str) -> set[str]:
 def test_a_covariance_follows_the_solves_precision(monkeypatch):
     """A covariance's programs are traced at the solve's precision (on a TPU "highest":
     its LAPACK path's products at bfloat16 passes missed the CPU's by 9.1e-3 of
-    ``sqrt(var_i var_j)``), also the one lowered in fixedopt's thread; a CPU's as
+    ``sqrt(var_i var_j)``), also the one lowered ahead; a CPU's as
     before; the user's own precision kept. The CPU's rows in one call, as a TPU's (in
     chunks none is lowered ahead)."""
     monkeypatch.setitem(backends.BACKENDS, "cpu", backends.CPU._replace(chunked=False))
