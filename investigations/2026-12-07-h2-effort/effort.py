@@ -26,6 +26,12 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EFFORTS = {"default": None, "e-1": -1.0, "e-0.5": -0.5, "e-0.25": -0.25}
+# libtpu options for the whole process (LIBTPU_INIT_ARGS), by variant
+LIBTPU = {
+    "par": "--xla_tpu_impure_hlo_parallel_compile=true",
+    "llo0": "--xla_jf_llo_level=0",
+    "beo0": "--xla_backend_optimization_level=0",
+}
 
 
 def child(case: str, variant: str, out: pathlib.Path) -> dict:
@@ -35,7 +41,7 @@ def child(case: str, variant: str, out: pathlib.Path) -> dict:
     from fixedopt.testing import wait_for_compiles_ahead
 
     first_call_cases.use_float32()
-    if EFFORTS[variant] is not None:
+    if EFFORTS.get(variant) is not None:
         jax.config.update("jax_exec_time_optimization_effort", EFFORTS[variant])
     start = time.perf_counter()
     jax.devices()
@@ -95,6 +101,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as cache:
             env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
             env["FIXEDOPT_CACHE"] = cache
+            if variant in LIBTPU:
+                env["LIBTPU_INIT_ARGS"] = f"{env.get('LIBTPU_INIT_ARGS', '')} {LIBTPU[variant]}"
             command = [sys.executable, __file__, "--child", case, variant, str(out)]
             done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=ROOT)
         if done.returncode:
