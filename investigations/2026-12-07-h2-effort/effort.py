@@ -31,6 +31,10 @@ LIBTPU = {
     "par": "--xla_tpu_impure_hlo_parallel_compile=true",
     "llo0": "--xla_jf_llo_level=0",
     "beo0": "--xla_backend_optimization_level=0",
+    "sched0": "--xla_tpu_autotune_schedules=false",
+    "win0": "--xla_tpu_autotune_windows=false",
+    "fus0": "--xla_tpu_autotune_fusions=false",
+    "lay0": "--xla_tpu_autotune_layouts=false",
 }
 
 
