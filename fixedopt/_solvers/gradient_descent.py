@@ -11,6 +11,7 @@ import jax.numpy as jnp
 from fixedopt._contract.solver import Certificate, Problem, Solver, Step, StepContext
 from fixedopt._inputs.checks import positive_int, set_option
 from fixedopt._numerics import reduce
+from fixedopt._solvers import normal_equations
 from fixedopt._solvers.certify import HessianTimes, free_hessian_check
 from fixedopt._solvers.linesearch import (
     SearchStart,
@@ -30,7 +31,10 @@ class GradientDescent(Solver[GradientDescentState]):
 
     The first trial step of each line search is the Barzilai–Borwein step
     ``s.s / s.y`` from the last move (Barzilai, Borwein 1988), falling back to the
-    last accepted step; a projected backtracking line search enforces decrease.
+    last accepted step; a projected backtracking line search enforces decrease, or,
+    where ``f`` is flat to rounding, takes a trial that lowers the gradient's max-norm
+    (``normal_equations.LEVEL_DROP``): float32 rows in a valley below ``f``'s rounding
+    gave up CONVERGED (PRECISION) at gradients beyond 8 times their floor.
     A row about to stop CONVERGED is certified from the true Hessian as L-BFGS's are
     (:meth:`GradientDescent.certify`): the secant test reads one scalar curvature,
     which a stiff problem fools (float32 ``1e8 x0^2 + (x1 - 3)^2 / 2`` from ``(1, 0)``
@@ -75,7 +79,9 @@ class GradientDescent(Solver[GradientDescentState]):
         start = SearchStart(
             problem, evaluate, x, value, grad, direction, state.trial_step, context.active
         )
-        search = projected_backtracking(start, max_steps=self.max_linesearch_steps)
+        search = projected_backtracking(
+            start, max_steps=self.max_linesearch_steps, gradient_drop=normal_equations.LEVEL_DROP
+        )
         s, y = problem.free_part(search.x - x), search.grad - grad
         sy = reduce.dot(s, y)
         barzilai_borwein = reduce.dot(s, s) / jnp.where(sy > 0, sy, 1.0)

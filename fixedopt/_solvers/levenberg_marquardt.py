@@ -24,6 +24,7 @@ from fixedopt._numerics import reduce, scaled
 from fixedopt._solvers import small_linalg
 from fixedopt._solvers.normal_equations import (
     EPS_FACTOR,
+    LEVEL_DROP,
     cauchy_of,
     cauchy_pairs,
     cosine,
@@ -74,7 +75,7 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
     walks along a valley (its last accepted step goes on along the one before:
     :func:`_walks`), where the cosine can dip at one iterate far from the end. A step
     whose predicted and actual changes of the cost are rounding is taken where it lowers
-    the gradient's norm ``GRADIENT_DROP`` times: a gap below the cost's rounding is no
+    the gradient's norm (``LEVEL_DROP``): a gap below the cost's rounding is no
     precision limit while the gradient can still fall. A row whose
     damping exceeds ``max_damping`` stops with ``Status.LINESEARCH_FAILED`` (no
     acceptable step), or as converged if it is stationary to working precision. A row
@@ -208,7 +209,7 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         trapped = _trapped(problem, x, x_trial, current, normal)
         accepted = finite & (predicted > 0) & (gain > 1e-4) & ~reduce.any_true(trapped)
         rounding = EPS_FACTOR * eps_of(value) * old_value
-        lowers = lowers_gradient(problem, x, grad, x_trial, trial_grad)
+        lowers = lowers_gradient(problem, x, grad, x_trial, trial_grad, LEVEL_DROP)
         level = (predicted <= rounding) & (jnp.abs(old_value - new_value) <= rounding)
         accepted = accepted | (finite & level & lowers & ~reduce.any_true(trapped))
         # A stopped row's step (not active) keeps J^T J at its x (Solver.normal_matrix).

@@ -113,8 +113,9 @@ _Carry = tuple[
 
 
 def projected_backtracking(
-    start: SearchStart[Aux], *, max_steps: int, armijo: float = 1e-4
-) -> LineSearchResult[Aux]:
+    start: SearchStart[Aux], *, max_steps: int, armijo: float = 1e-4,
+    gradient_drop: float | None = None,
+) -> LineSearchResult[Aux]:  # fmt: skip
     """Backtrack along ``project(x + step * direction)`` until sufficient decrease.
 
     The Armijo test for the projected path (Bertsekas 1976; Byrd et al. 1995):
@@ -129,12 +130,17 @@ def projected_backtracking(
     of ``evaluate``,
     ``x -> (value, grad, aux)``: the accepted point's gradient comes for free. A
     non-finite trial is rejected and the step shrinks, so a row that wanders into a
-    NaN region backs out of it. Fixed entries are pinned by the projection, so they
+    NaN region backs out of it. With ``gradient_drop``, a trial whose value is within
+    rounding of ``f`` is also taken where its projected gradient's max-norm is
+    ``gradient_drop`` times below the one at ``x``: ``f`` cannot show progress across a
+    valley below its rounding, the gradient can (gradient descent's: docs/decisions.md,
+    "The last false PRECISION verdicts"). Fixed entries are pinned by the projection, so they
     are bit-identical in every trial. A row that is not ``active`` (it has already
     stopped, in a batch) makes no trial, so it cannot lengthen the batch's loop.
     """
     problem, evaluate, x, value, grad, direction, initial_step, active = start
     slope = reduce.dot(grad, problem.free_part(direction))
+    grad_norm = jnp.inf if gradient_drop is None else problem.grad_norm(x, grad)
     trial_value0, trial_grad0, aux0 = jax.eval_shape(evaluate, x)
     init: _Carry[Aux] = (
         jnp.asarray(initial_step, x.dtype),
@@ -165,7 +171,12 @@ def projected_backtracking(
         wolfe_holds = _approximately_wolfe(
             value, trial_value, decrease, reduce.dot(trial_grad, move)
         )
-        accepted = finite & moved & (armijo_holds | wolfe_holds)
+        holds = armijo_holds | wolfe_holds
+        if gradient_drop is not None:
+            trial_norm = problem.grad_norm(x_trial, trial_grad)
+            lowers = gradient_drop * trial_norm < grad_norm
+            holds = holds | (within_rounding(value, trial_value) & lowers)
+        accepted = finite & moved & holds
         # A step so short that x did not move ends the search: shorter ones cannot move.
         count = jnp.where(finite & ~moved, max_steps, count + 1)
         next_step = _next_step(step, slope, value, jnp.where(finite, trial_value, jnp.inf))
