@@ -97,12 +97,8 @@ def diagonal_of(packed: jax.Array) -> jax.Array:
 
 
 def matvec(matrix: jax.Array, vector: jax.Array) -> jax.Array:
-    """``matrix @ vector``: if :func:`unrolls`, :func:`stacked_matvec` for at most
-    :data:`STACKED_ROWS` rows, else :func:`unrolled_matvec`; else a dot."""
-    if not unrolls(matrix):
-        return matrix @ vector
-    few = matrix.shape[0] <= STACKED_ROWS
-    return stacked_matvec(matrix, vector) if few else unrolled_matvec(matrix, vector)
+    """``matrix @ vector``: :func:`unrolled_matvec` if :func:`unrolls`, else a dot."""
+    return unrolled_matvec(matrix, vector) if unrolls(matrix) else matrix @ vector
 
 
 def rmatvec(matrix: jax.Array, vector: jax.Array) -> jax.Array:
@@ -190,26 +186,6 @@ def unrolled_matvec(matrix: jax.Array, vector: jax.Array) -> jax.Array:
     for j in range(1, matrix.shape[1]):
         total = total + matrix[:, j] * vector[j]
     return total
-
-
-# XLA:CPU fuses a concatenation of at most this many arrays with their producers (one
-# of more takes a kernel per array: docs/decisions.md, "The lanes' scalars in words").
-STACKED_ROWS = 8
-
-
-def stacked_matvec(matrix: jax.Array, vector: jax.Array) -> jax.Array:
-    """:func:`unrolled_matvec`'s sums, each row's ``n`` products added in column order,
-    the rows stacked: one kernel on the CPU. There a sum of scaled columns read by a
-    reduction is taken whole into XLA:CPU's YNN library, which reads each column's slice
-    and each scaled entry from a kernel of its own (10 of the Gaussian spot's 146;
-    ``docs/decisions.md``, "The spot's curvature in one kernel (not kept)")."""
-    rows = []
-    for i in range(matrix.shape[0]):
-        total = matrix[i, 0] * vector[0]
-        for j in range(1, matrix.shape[1]):
-            total = total + matrix[i, j] * vector[j]
-        rows.append(total)
-    return jnp.stack(rows)
 
 
 def unrolled_rmatvec(matrix: jax.Array, vector: jax.Array) -> jax.Array:

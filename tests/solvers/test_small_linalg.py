@@ -162,8 +162,6 @@ def test_products_match_numpy(shape, dtype):
         "gram": (small_linalg.unrolled_gram, (matrix,), a.T @ a, np.abs(a).T @ np.abs(a)),
         "matvec": (small_linalg.unrolled_matvec, (matrix, column), a @ column,
                    np.abs(a) @ np.abs(column)),
-        "stacked": (small_linalg.stacked_matvec, (matrix, column), a @ column,
-                    np.abs(a) @ np.abs(column)),
         "rmatvec": (small_linalg.unrolled_rmatvec, (matrix, row), a.T @ row,
                     np.abs(a).T @ np.abs(row)),
         "column_norms": (small_linalg.column_norms_squared, (matrix,), np.sum(a**2, axis=0),
