@@ -6,13 +6,13 @@ the matmul precision, the layout of the rows, the lanes' width (:meth:`Schedule.
 from one row's bytes), CPU blocks and their tail, folding and summing of reductions,
 the compiler options (the solve's and its check's after the loop), and when the lanes
 refill; and, for a covariance outside a solve, where it runs
-(:func:`covariance_on_device`) and whether ``curve_fit`` compiles it beside its solve
-(:func:`covariance_compiled_ahead`). The tuned numbers are the per-backend
-``Backend`` defaults of ``fixedopt._numerics.backends`` (its ``CPU``, ``GPU``, ``TPU``:
-adding or changing a backend is an edit there), each beside its reason and the
-measurement that set it (a heading of ``docs/decisions.md``), the thresholds of
-XLA:CPU's kernels among them: where the
-reductions fold (``fixedopt._numerics.reduce``) and where the small solves and the
+(:func:`covariance_on_device`), whether ``curve_fit`` compiles it beside its solve
+(:func:`covariance_compiled_ahead`) and its matmul precision
+(:func:`covariance_precision`). The tuned numbers are the per-backend ``Backend``
+defaults of ``fixedopt._numerics.backends`` (its ``CPU``, ``GPU``, ``TPU``: adding or
+changing a backend is an edit there), each beside its reason and the measurement that
+set it (a heading of ``docs/decisions.md``), the thresholds of XLA:CPU's kernels among
+them: where the reductions fold (``fixedopt._numerics.reduce``) and where the small solves and the
 normal sums take their elementwise paths (``fixedopt._solvers.small_linalg``). Those
 modules sit below the driver: the engine gives them the backend's
 :class:`~fixedopt._numerics.kernels.Kernels` as static context around the solve's trace
@@ -87,6 +87,21 @@ def traced_at(precision: str | None) -> Iterator[None]:
         yield
         return
     with jax.default_matmul_precision(precision):
+        yield
+
+
+@contextlib.contextmanager
+def covariance_precision(backend: str | None = None) -> Iterator[None]:
+    """Trace a covariance's programs (the model's Jacobian at the solution and the
+    products of its inverse) at the matmul precision a solve is traced at on ``backend``
+    (:func:`matmul_precision`; default: where the call runs): on a TPU float32 products,
+    not bfloat16 passes, unless the user chose a precision; on a CPU nothing entered
+    (its programs as before). At the TPU's default precision ``Model.fit``'s covariance
+    by LAPACK's whole-batch path differed from the CPU's by up to 9.1e-3 of
+    ``sqrt(var_i var_j)`` (``docs/decisions.md``, "A TPU's covariance at the solve's
+    precision"). ``covariance.early_on_device`` keeps the precision for the program it
+    has lowered later (``ahead.soon``), where this context does not reach."""
+    with solve_precision(backends.platform() if backend is None else backend):
         yield
 
 

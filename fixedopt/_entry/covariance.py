@@ -1,17 +1,26 @@
 """``fixedopt.covariance``: a least-squares fit's covariance, computed as this machine's
 profile says (``fixedopt._driver.machine.covariance_on_device``: on a TPU, a small
 block by the elementwise QR on the chip); the mathematics and the paths are
-:mod:`fixedopt._results.covariance`'s."""
+:mod:`fixedopt._results.covariance`'s. Also the program of a fit's covariance that
+``curve_fit`` and ``Model.fit`` compile beside their solve where the profile says so
+(:func:`covariance_ahead`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import jax
 from jax.typing import ArrayLike
 
-from fixedopt._driver import machine
+from fixedopt._driver import cache, machine
 from fixedopt._inputs.validate import Bounds, Mask, PyTree
-from fixedopt._results.covariance import AT_BOUND_DEFAULT, Covariance, covariance_and
+from fixedopt._results.covariance import (
+    AT_BOUND_DEFAULT,
+    Covariance,
+    covariance_and,
+    early_on_device,
+)
 from fixedopt._results.free_block import ResidualFun
 from fixedopt._results.solution_fields import SolutionFields
 
@@ -101,9 +110,38 @@ def covariance(
       >>> print(fixedopt.covariance(sol, line).stderr.round(4))
       [0.1222 0.0748 0.    ]
     """
-    found, _ = covariance_and(
-        None, sol, residual_fun, fixed, args=args, batched=batched, bounds=bounds, sigma=sigma,
-        absolute_sigma=absolute_sigma, at_bound=at_bound, args_axes=args_axes,
-        pseudo_inverse=pseudo_inverse, on_device=machine.covariance_on_device(),
-    )  # fmt: skip
+    with machine.covariance_precision():
+        found, _ = covariance_and(
+            None, sol, residual_fun, fixed, args=args, batched=batched, bounds=bounds,
+            sigma=sigma, absolute_sigma=absolute_sigma, at_bound=at_bound,
+            args_axes=args_axes, pseudo_inverse=pseudo_inverse,
+            on_device=machine.covariance_on_device(),
+        )  # fmt: skip
     return found
+
+
+def covariance_ahead(
+    residual_fun: ResidualFun,
+    x: Any,
+    bounded: bool,
+    sigma: jax.Array | None,
+    args: tuple[Any, ...],
+    args_axes: Any,
+    **keywords: Any,
+) -> tuple[Any, Callable[[], Any]] | None:
+    """The covariance program of a batched fit from ``x`` (its start, ``(B, n)``), as
+    ``(key, lower)`` for ``ahead.soon`` once the solve's arguments are checked
+    (:func:`fixedopt._results.covariance.early_on_device`, of these arguments and
+    keywords): traced and lowered there, at the solve's matmul precision
+    (``fixedopt._driver.machine.covariance_precision``), its XLA compile in fixedopt's
+    thread while the caller traces and compiles the solve, where the machine profile
+    says so (``fixedopt._driver.machine.covariance_compiled_ahead``: a TPU;
+    ``docs/decisions.md``, "A TPU's covariance compiled beside its solve"): the device
+    path's program, which evaluates the model's Jacobian; ``curve_fit``'s and
+    ``Model.fit``'s. None elsewhere, or where the rows run in chunks here."""
+    if not machine.covariance_compiled_ahead():
+        return None
+    # as the solve's first call would: the program's compile reads the persistent cache
+    cache.use_default_cache()
+    with machine.covariance_precision():
+        return early_on_device(residual_fun, x, bounded, sigma, args, args_axes, **keywords)

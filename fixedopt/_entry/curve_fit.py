@@ -16,6 +16,7 @@ from jax.typing import ArrayLike
 
 from fixedopt._contract.status import Reason, Status
 from fixedopt._driver import ahead, cache, machine
+from fixedopt._entry.covariance import covariance_ahead
 from fixedopt._entry.fit_inputs import Data, Fit, ModelFunction, prepared
 from fixedopt._entry.fit_keywords import (
     bound_arrays,
@@ -40,7 +41,6 @@ from fixedopt._numerics import backends
 from fixedopt._objective.arguments import hashable_function
 from fixedopt._objective.call_note import Passed
 from fixedopt._objective.fit_data import ESTIMATORS
-from fixedopt._results import covariance as covariance_module
 from fixedopt._results import solver_covariance
 from fixedopt._results.covariance import AT_BOUND, AT_BOUND_DEFAULT, Covariance
 from fixedopt._results.solution import Solution
@@ -271,10 +271,11 @@ def curve_fit(
     if boolean("nan_unconverged", nan_unconverged):  # before the covariance: NaN too
         solution = solution.unconverged_as_nan()
     ahead.wait_for(early and early[0])
-    cov = solver_covariance.fit_covariance(  # the solution's mask, bounds, active set
-        solution, residual, args=data.args, sigma=data.sigma, args_axes=data.axes,
-        on_device=machine.covariance_on_device(), **covariance,
-    )  # fmt: skip
+    with machine.covariance_precision():
+        cov = solver_covariance.fit_covariance(  # the solution's mask, bounds, active set
+            solution, residual, args=data.args, sigma=data.sigma, args_axes=data.axes,
+            on_device=machine.covariance_on_device(), **covariance,
+        )  # fmt: skip
     solution = solution._replace(normal=None)  # the solver's J^T J: the covariance's only
     popt, pcov = solution.x, cov.covariance
     warn_if_not_estimated(pcov)
@@ -342,24 +343,19 @@ def _covariance_ahead(
     solve. Where the solve reports its normal matrix (a plain loss, the mask
     strategy), the program that inverts it, which reads nothing of the model
     (``docs/decisions.md``, "The covariance compiled from the call's start"); else,
-    where the machine profile says so (``machine.covariance_compiled_ahead``: a TPU),
-    the device path's, which evaluates the model's Jacobian ("A TPU's covariance
-    compiled beside its solve"). None where there is none to compile."""
+    where the machine profile says so, the device path's, which evaluates the model's
+    Jacobian (:func:`fixedopt._entry.covariance.covariance_ahead`, ``Model.fit``'s
+    too). None where there is none to compile."""
     if fit.poisson or not fit.batched:
         return None
     plain = options.get("loss") in (None, "linear") and options.get("strategy") != "split"
-    normal = plain and _normal_here(fit, data)
-    if not normal and not machine.covariance_compiled_ahead():
-        return None
-    # as the solve's first call would: the program's name reads it, and its compile the
-    # persistent cache (a new process reads it there)
-    cache.use_default_cache()
-    if normal:
+    if plain and _normal_here(fit, data):
+        # as the solve's first call would: the program's name reads it, and its compile the
+        # persistent cache (a new process reads it there)
+        cache.use_default_cache()
         return solver_covariance.early(data.p0, limits is not None, **covariance)
-    return covariance_module.early_on_device(
-        _residual(fit, data), data.p0, limits is not None, data.sigma, data.args, data.axes,
-        **covariance,
-    )  # fmt: skip
+    return covariance_ahead(_residual(fit, data), data.p0, limits is not None, data.sigma,
+                            data.args, data.axes, **covariance)  # fmt: skip
 
 
 def _infeasible_rows(solution: Solution, p0: jax.Array, outside: jax.Array) -> Solution:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -119,18 +120,16 @@ def multistart(
     mask = fixed_arrays(fixed, x0)
     values = x0 if fixed_values is None else normalize_values(fixed_values, x0)
     limits = normalize_bounds(bounds, x0)
-    begin = _starts(starts, x0, mask, values, limits, key, spread)
-    count = jax.tree.leaves(begin)[0].shape[0]
+    more = _more_starts(starts, x0, limits, key, spread)
+    count = 1 + jax.tree.leaves(more)[0].shape[0]
+    begin, mask, values, limits = _begin(more, x0, mask, values, limits, count)
     flags = batched_args(args, args_axes, batch, {"x0": x0})
     every = solve(
-        fun, _stack(begin), _tile(mask, count), fixed_values=_tile(values, count),
-        bounds=None if limits is None else _tile(limits, count),
+        fun, begin, mask, fixed_values=values, bounds=limits,
         args=_repeat_args(args, flags, count), batched=True,
         args_axes=_axes(args, flags), **_repeat_row_data(options, count),
     )  # fmt: skip
-    every = jax.tree.map(lambda leaf: leaf.reshape(count, batch, *leaf.shape[1:]), every)
-    chosen = best_start(every.value, every.converged)
-    best = jax.tree.map(lambda leaf: _take(leaf, chosen), every)
+    best, every, chosen = _choose(every, count)
     return (best, every, chosen) if return_all else best
 
 
@@ -157,14 +156,16 @@ def _one_problem(
         fixed_values=row(values), bounds=None if limits is None else row(limits), args=args,
         batched=True, args_axes=tuple(None for _ in args), return_all=True, **options,
     )  # fmt: skip
-    best, every, chosen = _unrow(result)  # type: ignore[arg-type]  # return_all=True
+    best, every, chosen = _unrow(result)  # return_all=True: a tuple
     return (best, every, chosen) if return_all else best
 
 
+@jax.jit
 def _unrow(
     result: tuple[Solution, Solution, jax.Array],
 ) -> tuple[Solution, Solution, jax.Array]:
-    """``(best, every, chosen)`` of a batch of one row, without the row axis."""
+    """``(best, every, chosen)`` of a batch of one row, without the row axis (one
+    program, not one a field)."""
     best, every, chosen = result
     best = jax.tree.map(lambda leaf: leaf[0], best)
     every = jax.tree.map(lambda leaf: leaf[:, 0], every)
@@ -186,29 +187,48 @@ def best_start(value: jax.Array, converged: jax.Array) -> jax.Array:
     return jnp.argmax(equal, axis=0).astype(jnp.int32)
 
 
+@functools.partial(jax.jit, static_argnums=1)
+def _choose(every: Solution, count: int) -> tuple[Solution, Solution, jax.Array]:
+    """``(best, every, chosen)`` from the solutions of ``count`` starts of every row,
+    start-major: one program, not one small program per operation and field (the
+    choice is selects and comparisons, the same bits either way)."""
+    every = jax.tree.map(lambda leaf: leaf.reshape(count, -1, *leaf.shape[1:]), every)
+    chosen = best_start(every.value, every.converged)
+    best = jax.tree.map(lambda leaf: _take(leaf, chosen), every)
+    return best, every, chosen
+
+
 def _take(leaf: jax.Array, chosen: jax.Array) -> jax.Array:
     """Each row's entry of ``leaf`` (``(K, B, ...)``) at its start ``chosen`` (``(B,)``)."""
     index = chosen.reshape(1, -1, *([1] * (leaf.ndim - 2)))
     return jnp.take_along_axis(leaf, index, axis=0)[0]
 
 
-def _starts(
-    starts: Any, x0: PyTree, mask: PyTree, values: PyTree, bounds: Any, key: Any, spread: float
-) -> PyTree:
-    """Every start, a tree like ``x0`` with a leading axis of ``K``: ``x0``, then the
-    given or drawn ones, their fixed entries the fixed values."""
+def _more_starts(starts: Any, x0: PyTree, bounds: Any, key: Any, spread: float) -> PyTree:
+    """The starts after ``x0``, a tree like ``x0`` with a leading axis of ``K - 1``:
+    the given ones, or drawn (:func:`draw_starts`, in one program)."""
     if isinstance(starts, bool) or not isinstance(starts, int):
-        more = jax.tree.map(lambda s, leaf: jnp.asarray(s, leaf.dtype), starts, x0)
-    elif starts < 1:
+        return jax.tree.map(lambda s, leaf: jnp.asarray(s, leaf.dtype), starts, x0)
+    if starts < 1:
         raise ValueError(f"`starts` must be at least 1 (x0 itself), got {starts}")
-    else:
-        more = draw_starts(x0, bounds, starts - 1, key, spread)
+    key = jax.random.key(key) if isinstance(key, int) else key
+    return _draw_in_one_program(x0, bounds, starts - 1, key, spread)
 
-    def pin(s: jax.Array, m: jax.Array, v: jax.Array) -> jax.Array:
-        return jnp.where(m[None], v[None], s)
 
-    return jax.tree.map(lambda s, leaf, m, v: jnp.concatenate([leaf[None], pin(s, m, v)]),
-                        more, x0, mask, values)  # fmt: skip
+@functools.partial(jax.jit, static_argnums=5)
+def _begin(
+    more: PyTree, x0: PyTree, mask: PyTree, values: PyTree, bounds: Any, count: int
+) -> tuple[PyTree, PyTree, PyTree, Any]:
+    """The batched solve's inputs, ``count * B`` start-major rows: every start (``x0``,
+    then ``more``, their fixed entries the fixed values), the mask, the fixed values
+    and the bounds repeated for every start. One program (copies and selects)."""
+
+    def pin(s: jax.Array, leaf: jax.Array, m: jax.Array, v: jax.Array) -> jax.Array:
+        return jnp.concatenate([leaf[None], jnp.where(m[None], v[None], s)])
+
+    begin = _stack(jax.tree.map(pin, more, x0, mask, values))
+    limits = None if bounds is None else _tile(bounds, count)
+    return begin, _tile(mask, count), _tile(values, count), limits
 
 
 def ladder(count: int) -> list[int]:
@@ -217,6 +237,14 @@ def ladder(count: int) -> list[int]:
     return [
         0 if j % 2 == 0 else (1 if j % 4 == 3 else -1) * (j + 1) // 4 for j in range(1, count + 1)
     ]
+
+
+@functools.partial(jax.jit, static_argnums=(2, 4))
+def _draw_in_one_program(
+    x0: PyTree, bounds: Any, count: int, key: jax.Array, spread: float
+) -> PyTree:
+    """:func:`draw_starts` compiled as one program (some 40 small ones eagerly)."""
+    return draw_starts(x0, bounds, count, key, spread)
 
 
 def draw_starts(x0: PyTree, bounds: Any, count: int, key: Any, spread: float) -> PyTree:

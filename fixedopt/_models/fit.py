@@ -15,7 +15,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fixedopt._driver import ahead, cache, machine
+from fixedopt._driver import ahead, machine
+from fixedopt._entry.covariance import covariance_ahead
 from fixedopt._entry.fit_output import warn_if_not_estimated
 from fixedopt._entry.minimize import least_squares, solved_least_squares
 from fixedopt._inputs import arrays as host_arrays
@@ -26,7 +27,7 @@ from fixedopt._models.layout import Arrays, Layout, arrays, initial_values, layo
 from fixedopt._models.nan import apply_nan_policy, too_few_points
 from fixedopt._models.parameters import Parameters, traced
 from fixedopt._models.result import ModelResult
-from fixedopt._results.covariance import AT_BOUND_DEFAULT, covariance_and, early_on_device
+from fixedopt._results.covariance import AT_BOUND_DEFAULT, covariance_and
 
 
 class Fittable(Protocol):
@@ -308,7 +309,9 @@ def fit(model: Fittable, data: Any, params: Parameters | None = None, *, weights
     problem = _problem(residual, args, axes, arr, kwargs)
     sigma = None if omitted is None else jnp.where(omitted, jnp.inf, 1.0)  # dof: kept points
     derived = curves.Computed(plan, residual) if plan.computed else None
-    early = _covariance_ahead(problem, derived, arr.p0, sigma)
+    early = covariance_ahead(residual, arr.p0, problem.bounded, sigma, args, axes,
+                             absolute_sigma=poisson, at_bound=AT_BOUND_DEFAULT,
+                             pseudo_inverse=True, derived=derived)  # fmt: skip
     solve_args, options = problem.solve_inputs()
     solution = solved_least_squares(
         False, problem.fun, host_arrays.asarray(arr.p0), host_arrays.asarray(arr.fixed),
@@ -316,34 +319,14 @@ def fit(model: Fittable, data: Any, params: Parameters | None = None, *, weights
     )  # fmt: skip
     solution = too_few_points(solution, omitted)
     ahead.wait_for(early and early[0])
-    cov, computed = covariance_and(derived, solution, residual, args=args, args_axes=axes,
-                                   sigma=sigma, absolute_sigma=poisson,
-                                   on_device=machine.covariance_on_device())  # fmt: skip
+    with machine.covariance_precision():
+        cov, computed = covariance_and(derived, solution, residual, args=args, args_axes=axes,
+                                       sigma=sigma, absolute_sigma=poisson,
+                                       on_device=machine.covariance_on_device())  # fmt: skip
     warn_if_not_estimated(cov.covariance)
     result = _result(model, params, plan, arr, solution, cov.covariance, computed, problem,
                      omitted)  # fmt: skip
     return dataclasses.replace(result, rank_deficient=np.asarray(cov.rank_deficient))
-
-
-def _covariance_ahead(
-    problem: FitProblem, derived: curves.Computed | None, p0: Any, sigma: jax.Array | None
-) -> tuple[Any, Any] | None:
-    """The covariance program of the fit (:func:`covariance_and`'s device path, with
-    ``derived``), as ``(key, lower)`` for ``ahead.soon`` once the solve's arguments are
-    checked: traced and lowered there, its XLA compile in fixedopt's thread while the
-    caller traces and compiles the solve, where the machine profile says so
-    (``machine.covariance_compiled_ahead``: a TPU; ``docs/decisions.md``, "A TPU's
-    covariance compiled beside its solve"), as ``curve_fit``'s. None elsewhere."""
-    if not machine.covariance_compiled_ahead():
-        return None
-    # as the solve's first call would: the program's compile reads the persistent cache
-    cache.use_default_cache()
-    residual = problem.residual
-    return early_on_device(
-        residual, p0, problem.bounded, sigma, problem.args, problem.axes,
-        absolute_sigma=residual.poisson, at_bound=AT_BOUND_DEFAULT, pseudo_inverse=True,
-        derived=derived,
-    )  # fmt: skip
 
 
 def _problem(residual: _Residual, args: tuple[Any, ...], axes: tuple[Any, ...], arr: Arrays,

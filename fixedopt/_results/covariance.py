@@ -161,7 +161,19 @@ def early_on_device(
     key = ("covariance-on-device", residual_fun, rule, tuple(axes_leaves), axes_tree,
            jax.tree.structure(data), types, precision, derived, path)  # fmt: skip
     static = (residual_fun, True, rule, axes, derived, path)
-    return key, functools.partial(_compiled.lower, *static, *data)
+    return key, functools.partial(_lowered_at, precision, *static, *data)
+
+
+def _lowered_at(precision: str | None, *arguments: Any) -> Any:
+    """``_compiled.lower(*arguments)`` at matmul ``precision``, the one in effect when
+    :func:`early_on_device` ran (None: JAX's setting, untouched): it is lowered later
+    (``fixedopt._driver.ahead.soon``, once the solve's arguments are checked), outside
+    the caller's context (``fixedopt._driver.machine.covariance_precision``), and must
+    be the program the call itself then lowers."""
+    if precision is None:
+        return _compiled.lower(*arguments)
+    with jax.default_matmul_precision(precision):
+        return _compiled.lower(*arguments)
 
 
 def _check_sigma(value: ArrayLike, batch: int | None) -> jax.Array:

@@ -5,6 +5,7 @@ CPU-only machine by tracing a solve for a TPU's profile (the platform patched) a
 reading the dots' precision in the lowered program."""
 
 import re
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -14,6 +15,7 @@ import pytest
 import fixedopt
 from fixedopt._driver import machine
 from fixedopt._numerics import backends
+from fixedopt._results import covariance as covariance_module
 
 B, N = 8, 6
 _rng = np.random.default_rng(3)
@@ -94,6 +96,39 @@ def test_the_policy_by_backend():
         assert machine.matmul_precision(backend) == "highest"
     with jax.default_matmul_precision("highest"):
         assert machine.matmul_precision("tpu") is None  # the user's: nothing entered
+
+
+def covariance_lowered_ahead(platform: str) -> set[str]:
+    """The dots' precisions of the covariance program that ``curve_fit`` and
+    ``Model.fit`` lower ahead (``covariance.early_on_device``, in the profile's
+    ``machine.covariance_precision``), lowered later outside that context, in another
+    thread here (JAX's precision context is a thread's own)."""
+    x0, _ = inputs(3)
+    with machine.covariance_precision(platform):
+        _, lower = covariance_module.early_on_device(
+            decay, x0, False, None, (jnp.ones((B, 12), jnp.float32),), None,
+            absolute_sigma=False, at_bound="free", pseudo_inverse=True,
+        )  # fmt: skip
+    lowered = []
+    thread = threading.Thread(target=lambda: lowered.append(lower()))
+    thread.start()
+    thread.join()
+    dots = re.findall(r"stablehlo\.dot_general[^\n]*", lowered[0].as_text())
+    assert dots, "no dot in the program: the check would be empty"
+    return {m.group(1) if (m := re.search(r"precision = \[(\w+)", d)) else "none" for d in dots}
+
+
+def test_a_covariance_follows_the_solves_precision(monkeypatch):
+    """A covariance's programs are traced at the solve's precision (on a TPU "highest":
+    its LAPACK path's products at bfloat16 passes missed the CPU's by 9.1e-3 of
+    ``sqrt(var_i var_j)``), also the one lowered ahead; a CPU's as
+    before; the user's own precision kept. The CPU's rows in one call, as a TPU's (in
+    chunks none is lowered ahead)."""
+    monkeypatch.setitem(backends.BACKENDS, "cpu", backends.CPU._replace(chunked=False))
+    assert covariance_lowered_ahead("tpu") == {"HIGHEST"}
+    assert covariance_lowered_ahead("cpu") <= JAX_DEFAULT
+    with jax.default_matmul_precision("bfloat16"):
+        assert covariance_lowered_ahead("tpu") == {"DEFAULT"}  # the user's, kept
 
 
 @pytest.mark.parametrize(
