@@ -49,6 +49,10 @@ class Problem(NamedTuple):
       robust: ``residual_and_jacobian`` gives rescaled residuals and Jacobian (of a
         robust loss, or the Poisson likelihood's Fisher scoring; see
         ``fixedopt._objective.losses``), whose half sum of squares is not the objective (static).
+      likelihood: the rescaled residuals are the Poisson likelihood's Pearson residuals
+        ``(mu - y) / sqrt(mu)``, whose norm a bin of ``mu`` near 0 and ``y > 0`` makes
+        far larger than the deviance's ``sqrt(2 f)``: MINPACK's cosine reads ``|r|`` as
+        ``sqrt(2 f)`` (:func:`fixedopt._solvers.normal_equations.cosine_norm`; static).
       hessian_products: ``jax.jvp`` of ``value_and_grad`` gives Hessian-vector
         products (static); False for objectives written for the whole batch
         (``vectorized=True``), whose batching rule has no derivative rule.
@@ -63,6 +67,7 @@ class Problem(NamedTuple):
     differentiate: Differentiation = IMPLICIT
     robust: bool = False
     hessian_products: bool = True
+    likelihood: bool = False
 
     @property
     def has_bounds(self) -> bool:

@@ -73,6 +73,9 @@ class Loss(abc.ABC):
     """
 
     needs_data: ClassVar[bool] = False
+    # ``rescale``'s residuals are Pearson's, whose norm is not ``sqrt(2 cost)``: MINPACK's
+    # cosine reads ``|r|`` from the cost instead (``Problem.likelihood``)
+    likelihood: ClassVar[bool] = False
     name: str
 
     @abc.abstractmethod
@@ -163,6 +166,7 @@ class Poisson(Loss):
     """
 
     needs_data: ClassVar[bool] = True
+    likelihood: ClassVar[bool] = True
     name: str = "poisson"
 
     def _terms(self, mu: jax.Array, counts: jax.Array | None) -> tuple[jax.Array, jax.Array]:

@@ -386,4 +386,5 @@ def _residual_functions(
         "value_and_grad": value_and_grad,
         "residual_and_jacobian": residual_and_jacobian,
         "robust": loss is not None,
+        "likelihood": loss is not None and loss.likelihood,
     }

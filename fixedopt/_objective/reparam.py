@@ -112,6 +112,7 @@ def split(problem: Problem, index: jax.Array) -> Problem:
         differentiate=problem.differentiate,
         robust=problem.robust,
         hessian_products=problem.hessian_products,
+        likelihood=problem.likelihood,
         lower=bounds.get("lower"),
         upper=bounds.get("upper"),
     )

@@ -130,6 +130,7 @@ def lane_problem(objective: Any, data: Any, residual_output: Callable[..., Any] 
         row_value_and_grad, data.fixed, data.fixed_values, data.lower, data.upper,
         residual_and_jacobian=row_residual_and_jacobian, differentiate=objective.differentiate,
         robust=residual_output is not _plain_residuals, hessian_products=False,
+        likelihood=objective.loss is not None and objective.loss.likelihood,
     )  # fmt: skip
 
 

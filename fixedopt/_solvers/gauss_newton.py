@@ -72,7 +72,7 @@ class _LeastSquaresSolver(Solver[ResidualState]):
         curvature: jax.Array | None,
     ) -> jax.Array:
         """MINPACK's residual–Jacobian cosine (see :func:`residual_cosine`)."""
-        return residual_cosine(problem, x, grad, state.jacobian, state.residual)
+        return residual_cosine(problem, x, value, grad, state.jacobian, state.residual)
 
 
 class GaussNewtonState(NamedTuple):

@@ -28,6 +28,7 @@ from fixedopt._solvers.normal_equations import (
     cauchy_of,
     cauchy_pairs,
     cosine,
+    cosine_norm,
     eps_of,
     lowers_gradient,
     normal_equations_step,
@@ -127,7 +128,8 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         :func:`fixedopt._solvers.normal_equations.residual_cosine`); ``inf`` while the row
         walks: its last accepted step went on along the one before (:func:`_walks`)."""
         columns = problem.free_part(small_linalg.diagonal_of(state.normal).astype(x.dtype))
-        measure = cosine(problem, x, grad, columns, state.residual_norm)
+        norm = cosine_norm(problem, value, state.residual_norm)
+        measure = cosine(problem, x, grad, columns, norm)
         return jnp.where(state.walking, jnp.inf, measure)
 
     def normal_matrix(self, state: LevenbergMarquardtState) -> jax.Array:

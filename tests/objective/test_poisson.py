@@ -255,3 +255,35 @@ def test_a_model_that_returns_an_image_takes_its_counts_as_an_image():
     np.testing.assert_allclose(gradients[1].reshape(3, -1), gradients[0], rtol=1e-10)
     with pytest.raises(ValueError, match=r"`counts` must broadcast to one row's model output"):
         solve(image, images[:, :3])
+
+
+def peak(x, amplitude, centre, width, background):
+    return amplitude * jnp.exp(-0.5 * ((x - centre) / width) ** 2) + background
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_model_near_zero_where_counts_are_not_does_not_stop_the_fit(dtype):
+    """A peak at 615 started at 700 on a background of 1e-30: where the model is 2.4e-26
+    and a bin counts 1, the Pearson residuals' ``|r|^2`` (``sum y^2 / mu``, 9.0e25)
+    dwarfs twice the deviance (4.4e7), and MINPACK's cosine measured with it (9.5e-10)
+    stopped the fit CONVERGED (GTOL) at its start in both dtypes. Measured with
+    ``sqrt(2 f)`` (1.35), the fit reaches the minimum."""
+    x = np.linspace(500.0, 700.0, 101)
+    counts = np.round(np.asarray(peak(x, 6e4, 615.0, 12.0, 0.0)))
+    start = np.array([[6e4, 700.0, 12.0, 1e-30]])
+    lower, upper = np.array([0.0, 500.0, 0.1, 0.0]), np.array([np.inf, 700.0, 100.0, np.inf])
+    popt, _, result = fixedopt.curve_fit(
+        peak, x.astype(dtype), counts[None].astype(dtype), start.astype(dtype),
+        fixed=np.array([[True, False, True, True]]), bounds=(lower, upper), batched=True,
+        estimator="poisson", result=True,
+    )  # fmt: skip
+
+    def deviance(centre):
+        mu = np.asarray(peak(x, 6e4, centre, 12.0, 1e-30))
+        return np.sum(mu - scipy.special.xlogy(counts, mu))
+
+    minimum = scipy.optimize.minimize_scalar(
+        deviance, bounds=(600.0, 630.0), method="bounded", options={"xatol": 1e-10}
+    ).x
+    assert np.asarray(result.solution.converged)[0]
+    np.testing.assert_allclose(float(popt[0, 1]), minimum, atol=1e-3)
