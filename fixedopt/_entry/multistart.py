@@ -239,11 +239,12 @@ def ladder(count: int) -> list[int]:
     ]
 
 
-@functools.partial(jax.jit, static_argnums=(2, 4))
+@functools.partial(jax.jit, static_argnums=2)
 def _draw_in_one_program(
     x0: PyTree, bounds: Any, count: int, key: jax.Array, spread: float
 ) -> PyTree:
-    """:func:`draw_starts` compiled as one program (some 40 small ones eagerly)."""
+    """:func:`draw_starts` compiled as one program (some 40 small ones eagerly);
+    ``spread`` traced, as a user may give it as an array."""
     return draw_starts(x0, bounds, count, key, spread)
 
 

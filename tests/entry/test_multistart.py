@@ -126,3 +126,17 @@ def test_bad_starts_are_named():
     with pytest.raises(ValueError, match="`starts` must be at least 1"):
         fixedopt.multistart(fixedopt.minimize, double_well, jnp.ones(2), False, starts=0,
                             args=(0.3,))  # fmt: skip
+
+
+def test_a_spread_given_as_an_array_draws_the_same_starts():
+    """``spread`` is data, not part of a program's key: an array is taken (it was
+    refused as an unhashable static argument) and draws what the float draws."""
+    x0 = jnp.full((2, 2), 3.0)
+    kept = []
+    for spread in (0.5, jnp.asarray(0.5)):
+        _, every, _ = fixedopt.multistart(
+            fixedopt.minimize, double_well, x0, False, args=(0.3,), batched=True,
+            args_axes=None, starts=4, spread=spread, return_all=True,
+        )  # fmt: skip
+        kept.append(every.x)
+    np.testing.assert_array_equal(kept[0], kept[1])
