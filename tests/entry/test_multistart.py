@@ -1,6 +1,9 @@
 """``fixedopt.multistart``: K starts per row in one batched solve, each row's best kept,
 statuses truthful, fixed entries bit-identical in every start."""
 
+import threading
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -140,3 +143,29 @@ def test_a_spread_given_as_an_array_draws_the_same_starts():
         )  # fmt: skip
         kept.append(every.x)
     np.testing.assert_array_equal(kept[0], kept[1])
+
+
+def test_a_new_mask_and_new_fixed_values_lower_no_program():
+    """``multistart``'s own programs (the draws, the start-major inputs, the choice) take
+    the mask and the fixed values as data, as the solve does: a second call with others
+    lowers nothing, and each call keeps its fixed entries bit for bit."""
+    lowered, here = [], threading.current_thread()
+
+    def listen(event, duration, **kwargs):
+        if event == "/jax/core/compile/jaxpr_to_mlir_module_duration" and (
+            threading.current_thread() is here
+        ):
+            lowered.append(str(kwargs.get("fun_name", "?")))
+
+    def call(x0, fixed):
+        best = fixedopt.multistart(fixedopt.minimize, double_well, x0, fixed, args=(0.3,),
+                                   batched=True, args_axes=None, starts=4)  # fmt: skip
+        np.testing.assert_array_equal(np.asarray(best.x)[fixed], np.asarray(x0)[fixed])
+
+    call(jnp.full((3, 2), 0.5), np.array([[True, False], [False, False], [False, True]]))
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        call(jnp.full((3, 2), 0.7), np.array([[False, True], [True, False], [False, False]]))
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert lowered == []
