@@ -99,26 +99,24 @@ def _run_compiled(plan: Plan, schedule: Schedule, inputs: Inputs) -> Solution:
 
 
 def _compiled_with(schedule: Schedule) -> batching.Compiled:
-    """The jit function that compiles ``schedule``'s solve: at the top level, one that
-    runs a named plan's stored export (:data:`_compiled_for_cpu` with the schedule's XLA
-    options where it has some, :data:`_compiled_stored` without); inside a trace, jit's
-    (which refuses options on a nested program; the caller's program is traced anyway)."""
-    if not at_top_level():
-        return _compiled
-    return _compiled_for_cpu if schedule.compiler_options else _compiled_stored
+    """The jit function that compiles ``schedule``'s solve: with its XLA options where
+    it has some and nothing traces around the call (jit refuses options on a nested
+    program)."""
+    tuned = bool(schedule.compiler_options) and at_top_level()
+    return _compiled_for_cpu if tuned else _compiled
 
 
 def compiled_programs() -> int:
     """Programs compiled so far for solves (a CPU block's tail as its export:
     :mod:`fixedopt._driver.ahead`). ``_cache_size`` is jit's own count: private,
     so the stubs of ``jax.jit``'s result (``JitWrapped``) do not list it."""
-    own = _compiled_stored._cache_size() + _compiled_for_cpu._cache_size()  # jit's too
-    return own + ahead.compiled_programs()
+    own: int = _compiled._cache_size()  # type: ignore[attr-defined]
+    return own + _compiled_for_cpu._cache_size() + ahead.compiled_programs()
 
 
 def clear_compiled() -> None:
     """Drop every compiled solve."""
-    _compiled_stored.clear_cache()  # jit's too
+    _compiled.clear_cache()  # type: ignore[attr-defined]
     _compiled_for_cpu.clear_cache()
     ahead.forget()
 
@@ -212,16 +210,12 @@ def _step_bytes(objective: Objective, x: jax.Array) -> int:
     return 0 if fused and not objective.loops else m * (n + 1) * x.dtype.itemsize
 
 
+_compiled = jax.jit(_solve, static_argnums=(0, 1))
 # A plan that names itself before a trace (a fit of fixedopt.models' built-in
 # lineshapes: fixedopt._numerics.program_names) runs in a new process from its export,
-# untraced (fixedopt._numerics.stored); any other plan through jit, as before. With the
-# CPU's XLA options, or without them (an accelerator: a TPU's models fit in a new
-# process traced its solve for 2.9 s, docs/decisions.md "A TPU's stored solve").
+# untraced (fixedopt._numerics.stored); any other plan through jit, as before.
 _compiled_for_cpu = stored.StoredJit(_solve, (0, 1), dict(cpu_compiler.CPU_OPTIONS), named=True)
-_compiled_stored = stored.StoredJit(_solve, (0, 1), {}, named=True)
-_compiled = _compiled_stored.jitted  # jit's own: inside a trace, and an unnamed plan's
 ahead.register(_compiled, None)  # a CPU block's tail: compiled ahead as an export
-ahead.register(_compiled_stored, None)
 ahead.register(_compiled_for_cpu, cpu_compiler.CPU_OPTIONS)
 
 

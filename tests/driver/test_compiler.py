@@ -39,7 +39,7 @@ def solve(target):
 
 def programs() -> tuple[int, int]:
     """(with the options, without): programs compiled so far."""
-    return engine._compiled_for_cpu._cache_size(), engine._compiled_stored._cache_size()
+    return engine._compiled_for_cpu._cache_size(), engine._compiled._cache_size()
 
 
 @pytest.fixture

@@ -29,11 +29,10 @@ def traces(monkeypatch):
     return found
 
 
-def _new_process(monkeypatch, folder, options=OPTIONS):
-    """The engine's stored solve (with the CPU's XLA ``options``, or without: ``{}``) as
-    a new process has it: nothing made or read yet."""
-    fresh = stored.StoredJit(engine._solve, (0, 1), options, named=True)
-    monkeypatch.setattr(engine, "_compiled_for_cpu" if options else "_compiled_stored", fresh)
+def _new_process(monkeypatch, folder):
+    """The engine's tuned solve as a new process has it: nothing made or read yet."""
+    fresh = stored.StoredJit(engine._solve, (0, 1), OPTIONS, named=True)
+    monkeypatch.setattr(engine, "_compiled_for_cpu", fresh)
     where = (lambda name: None) if folder is None else (lambda name: folder / name)
     monkeypatch.setattr(stored, "cache_subfolder", where)
 
@@ -61,21 +60,6 @@ def test_a_models_fit_in_a_new_process_runs_its_stored_solve_untraced(
     assert len(list((tmp_path / stored.FOLDER).iterdir())) == 1
     _new_process(monkeypatch, tmp_path)
     assert _fit() == reference and len(traces) == 2, "the stored solve was traced again"
-
-
-def test_a_backend_without_xla_options_runs_the_stored_solve_too(monkeypatch, tmp_path, traces):
-    """An accelerator's profile sets no XLA options (a CPU whose jaxlib refuses them,
-    here): its models fit in a new process runs the stored export untraced as well, the
-    same bits as jit's."""
-    monkeypatch.setattr(cpu_compiler, "CPU_OPTIONS", {"xla_cpu_no_such_option": True})
-    engine.clear_compiled()
-    _new_process(monkeypatch, None, {})
-    reference = _fit()
-    _new_process(monkeypatch, tmp_path, {})
-    assert _fit() == reference and len(traces) == 2
-    _new_process(monkeypatch, tmp_path, {})
-    assert _fit() == reference and len(traces) == 2, "the stored solve was traced again"
-    engine.clear_compiled()
 
 
 def test_a_users_function_is_traced_as_before(monkeypatch, tmp_path, traces):
