@@ -7,6 +7,7 @@ connect (and report any attempt), so the site is proven to build without network
 import collections
 import importlib
 import importlib.util
+import json
 import os
 import pathlib
 import re
@@ -33,34 +34,74 @@ pytestmark = pytest.mark.skipif(
     reason=f"the docs extra is not installed (missing {MISSING}): pip install -e '.[docs]'",
 )
 
-OFFLINE_BUILD = """
-import socket, sys
+# Both builds (the site, then a broken copy) in one process, one after the other as
+# `mkdocs serve` rebuilds: its imports (JAX's through fixedopt, mkdocs-jupyter's), most
+# of a build's time, paid once. Each build's exit code follows its log, marked.
+OFFLINE_BUILDS = """
+import json, socket, sys
 def refuse(*args, **kwargs):
     print("NETWORK ACCESS ATTEMPTED", args, file=sys.stderr)
     raise OSError("no network during the docs build")
 socket.socket.connect = socket.socket.connect_ex = refuse
 socket.create_connection = socket.getaddrinfo = refuse
-exec(sys.argv.pop(1))  # the test's prelude
 from mkdocs.__main__ import cli
-sys.argv[0] = "mkdocs"
-cli()
+for prelude, config, site in json.loads(sys.argv[1]):
+    exec(prelude)  # the test's prelude
+    arguments = ["build", "--strict", "--config-file", config, "--site-dir", site]
+    try:
+        cli.main(arguments, prog_name="mkdocs", standalone_mode=False)
+        code = 0
+    except SystemExit as stop:  # mkdocs' Abort: the strict build's end
+        if hasattr(stop, "show"):
+            stop.show()
+        code = stop.code
+    sys.stdout.flush()
+    print(f"{BUILT}{code}", file=sys.stderr, flush=True)
 """
+BUILT = "--- the build ended, exit code "
 
 
-def build(config: pathlib.Path, site: pathlib.Path, prelude: str = ""):
-    command = [sys.executable, "-c", OFFLINE_BUILD, prelude, "build", "--strict"]
-    command += ["--config-file", str(config), "--site-dir", str(site)]
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory) -> dict[str, tuple[int, str, pathlib.Path]]:
+    """The site (``site``), and a copy of the docs whose README links a name that does
+    not exist, built in a process where ``fixedopt.project`` lost its docstring
+    (``broken``): each build's exit code, log and site folder."""
+    folder = tmp_path_factory.mktemp("docs")
+    copy = broken_copy(folder / "repo")
+    runs = {
+        "site": ("", ROOT / "mkdocs.yml", folder / "site"),
+        "broken": ("import fixedopt; fixedopt.project.__doc__ = None", copy / "mkdocs.yml",
+                   folder / "broken-site"),
+    }  # fmt: skip
+    plan = json.dumps([[prelude, str(conf), str(site)] for prelude, conf, site in runs.values()])
+    command = [sys.executable, "-c", f"BUILT = {BUILT!r}\n" + OFFLINE_BUILDS, plan]
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     result = subprocess.run(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120, env=env
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240, env=env
     )
     assert "NETWORK ACCESS ATTEMPTED" not in result.stdout, result.stdout
-    return result.returncode, result.stdout
+    logs = re.split(rf"^{re.escape(BUILT)}(-?\d+)$", result.stdout, flags=re.M)
+    assert len(logs) == 2 * len(runs) + 1, result.stdout[-4000:]
+    return {
+        name: (int(logs[2 * i + 1]), logs[2 * i], site)
+        for i, (name, (_, _, site)) in enumerate(runs.items())
+    }
 
 
-def test_site_builds_strict_and_offline(tmp_path):
-    site = tmp_path / "site"
-    returncode, output = build(ROOT / "mkdocs.yml", site)
+def broken_copy(copy: pathlib.Path) -> pathlib.Path:
+    """A copy of the docs whose README links a name that does not exist."""
+    copy.mkdir()
+    shutil.copy(ROOT / "mkdocs.yml", copy)
+    shutil.copytree(ROOT / "docs", copy / "docs", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("fixedopt", "notebooks", "benchmarks"):
+        (copy / name).symlink_to(ROOT / name)
+    readme = (ROOT / "README.md").read_text()
+    (copy / "README.md").write_text(readme + "\nSee [`minimise`][fixedopt.minimise].\n")
+    return copy
+
+
+def test_site_builds_strict_and_offline(builds):
+    returncode, output, site = builds["site"]
     assert returncode == 0, output[-4000:]
 
     api = (site / "api.html").read_text()
@@ -93,21 +134,11 @@ def test_site_builds_strict_and_offline(tmp_path):
         assert copied.read_bytes() == plot.read_bytes(), f"{plot.name} not on the site"
 
 
-def test_strict_build_fails_on_broken_reference_and_missing_docstring(tmp_path):
+def test_strict_build_fails_on_broken_reference_and_missing_docstring(builds):
     """A copy of the docs whose README links a name that does not exist, built in a
     process where ``fixedopt.project`` lost its docstring: both are warnings, and the
     strict build aborts on exactly those two."""
-    copy = tmp_path / "repo"
-    copy.mkdir()
-    shutil.copy(ROOT / "mkdocs.yml", copy)
-    shutil.copytree(ROOT / "docs", copy / "docs", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("fixedopt", "notebooks", "benchmarks"):
-        (copy / name).symlink_to(ROOT / name)
-    readme = (ROOT / "README.md").read_text()
-    (copy / "README.md").write_text(readme + "\nSee [`minimise`][fixedopt.minimise].\n")
-
-    prelude = "import fixedopt; fixedopt.project.__doc__ = None"
-    returncode, output = build(copy / "mkdocs.yml", tmp_path / "site", prelude)
+    returncode, output, _ = builds["broken"]
     assert returncode != 0
     assert "Could not find cross-reference target 'fixedopt.minimise'" in output
     assert "missing docstring: fixedopt.project" in output
