@@ -1,7 +1,9 @@
 """Least-squares verdicts in any units, with bounds, and where the cost underflows
 (issue 59, items 1-2). Each case stopped CONVERGED at its start on ee5305c. Bounded
 ``minimize`` (L-BFGS) in units 1e-6..1e6: its certification held entries in small units
-at their point (docs/decisions.md, "Bounded L-BFGS verdicts in units 1e-6..1e6").
+at their point, and a row restarted after a rejected claim sized its first step and its
+backtracking by the gradient of an entry held on its bound (docs/decisions.md, "Bounded
+L-BFGS verdicts in units 1e-6..1e6").
 
 References: scipy's ``lsq_linear`` and trf, closed forms (exact data), the same fit in
 other units, and a float64 Newton decrement."""
@@ -17,6 +19,7 @@ from fixedopt import Status
 from fixedopt._contract.solver import Problem
 from fixedopt._numerics import reduce
 from fixedopt._solvers import normal_equations
+from fixedopt._solvers.linesearch import first_step, path_slope
 
 W = np.linspace(0.0, 1.0, 40)
 SPECTRA = np.stack([np.exp(-(((W - 0.3) / 0.1) ** 2)), np.exp(-(((W - 0.6) / 0.15) ** 2))], 1)
@@ -218,3 +221,39 @@ def test_bounded_minimize_in_units_far_apart_converges_only_at_the_minimum():
     for row in np.flatnonzero(status == Status.CONVERGED):
         parts = (v[row] for v in (*args, fixed, lower, upper))
         assert _exact_test(x[row], *parts) <= bar, row
+
+
+@pytest.mark.parametrize("seed", [5, 10])
+def test_bounded_minimize_restarted_next_to_a_held_entry_reaches_the_minimum(seed):
+    """Sixteen float32 rows: after a rejected claim a row starts again with ``H0 = I``,
+    and its first step ``|f| / |g|^2`` and its backtracking's slope counted the gradient
+    of an entry held on its bound; the trials then changed ``f`` by rounding and the row
+    stopped STALLED far from the minimum (seed 5: rows 0 and 1, exact test 378 and 41
+    ``sqrt(eps)``; seed 10: row 2 at 4 steps, 956). Every row now ends CONVERGED within
+    10 ``sqrt(eps)`` by the exact test; fixed entries come back bit-identical."""
+    args, x0, fixed, lower, upper = _quartic_rows(seed, 16)
+    with jax.enable_x64(False):
+        solution = fixedopt.minimize(_quartic, x0, fixed, bounds=(lower, upper), args=args,
+                                     batched=True)  # fmt: skip
+        x, status = np.asarray(solution.x), np.asarray(solution.status)
+    assert np.array_equal(x[fixed], x0[fixed])
+    bar = 10 * np.sqrt(np.finfo(np.float32).eps)
+    for row in range(16):
+        parts = (v[row] for v in (*args, fixed, lower, upper))
+        assert status[row] == Status.CONVERGED and _exact_test(x[row], *parts) <= bar, row
+
+
+def test_a_held_entry_counts_in_neither_the_first_step_nor_the_slope():
+    """Entry 0 on its upper bound with the gradient pushing past it (-1e6), entry 1 free
+    (gradient 2), entry 2 fixed: the first step is ``|f| / 2^2`` and the projected path's
+    slope along ``-g`` is ``-4``, as without entry 0; off its bound entry 0 counts."""
+    fixed = jnp.array([False, False, True])
+    lower, upper = jnp.full(3, -1.0), jnp.ones(3)
+    problem = Problem(None, fixed, jnp.zeros(3), lower, upper)
+    grad, value = jnp.array([-1e6, 2.0, 5.0]), jnp.asarray(8.0)
+    on_bound, inside = jnp.array([1.0, 0.0, 0.0]), jnp.array([0.5, 0.0, 0.0])
+    direction = jnp.where(fixed, 0.0, -grad)
+    assert first_step(problem, on_bound, value, grad) == 2.0
+    assert path_slope(problem, on_bound, grad, direction) == -4.0
+    np.testing.assert_allclose(first_step(problem, inside, value, grad), 8e-12, rtol=1e-6)
+    np.testing.assert_allclose(path_slope(problem, inside, grad, direction), -1e12, rtol=1e-6)
