@@ -290,9 +290,9 @@ def free_hessian_check(
     preconditioner: Preconditioner,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``(decrement, step, negative)`` of the true Hessian on the free entries at ``x``
-    (those neither fixed nor pressed against a bound), the one check every verdict's
-    certification runs (``LBFGS.certify``, ``GradientDescent.certify``,
-    :func:`curvature_check`).
+    (those neither fixed nor on a bound that the gradient pushes against), the one
+    check every verdict's certification runs (``LBFGS.certify``,
+    ``GradientDescent.certify``, :func:`curvature_check`).
 
     Up to ``CERTIFY_FULL_N`` entries from the whole Hessian (:func:`newton_parts`, in
     float64 where :func:`wider_check` allows); above, a few conjugate-gradient
@@ -301,8 +301,11 @@ def free_hessian_check(
     the gradient, or from a probe of ones at a stationary point. ``step`` is 0 on the
     fixed entries and where it is not finite (a float64 step beyond the row's range).
     """
-    margin = jnp.minimum(problem.grad_norm(x, grad), 1e-3)
-    free = ~problem.fixed & ~problem.at_bound(x, grad, margin)
+    # On its bound only (margin 0), not within the solver's margin: that one, ``min(|g|,
+    # 1e-3)``, is in the parameters' units, and an entry in units below 1e-3 lies within
+    # it across its whole box, so the check held it at its point and certified rows far
+    # from the minimum (docs/decisions.md, "Bounded L-BFGS verdicts in units 1e-6..1e6").
+    free = ~problem.fixed & ~problem.at_bound(x, grad, 0.0)
     full = x.shape[0] <= CERTIFY_FULL_N
     if full:  # the whole Hessian: in float64 for a narrower row where it can be
         value_at, grad_at, product = checked_point(problem, x, value, grad)

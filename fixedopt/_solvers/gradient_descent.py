@@ -64,7 +64,7 @@ class GradientDescent(Solver[GradientDescentState]):
     def init(
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array
     ) -> GradientDescentState:
-        trial_step = first_step(problem, value, grad).astype(x.dtype)
+        trial_step = first_step(problem, x, value, grad).astype(x.dtype)
         return GradientDescentState(trial_step)
 
     def step(

@@ -274,7 +274,7 @@ class LBFGS(Solver[LBFGSState]):
         state: LBFGSState, context: StepContext,
     ) -> Step[LBFGSState]:  # fmt: skip
         direction = state.direction
-        first = first_step(problem, value, grad)
+        first = first_step(problem, x, value, grad)
         if self._starts_from_hessian(x):  # where the diagonal is used: a scaled Newton step
             first = jnp.where(
                 uses_diagonal(self.scaling, state.diagonal, problem.fixed), 1.0, first
