@@ -290,10 +290,13 @@ class LBFGS(Solver[LBFGSState]):
         search = self._linesearch(x.shape[0])(start, max_steps=self.max_linesearch_steps)
         slot = context.iteration % self.memory_size
         s = problem.free_part(search.x - x)
+        # Entries held on a bound (the gradient pushes past it, margin 0) that the step
+        # did not move: their y is rounding, left out of the pair's curvature test.
+        held = problem.at_bound(x, grad, 0.0) & (s == 0) if problem.has_bounds else None
         new_state = remember(
             state, s, search.grad - grad, search.accepted, slot, self.memory_size,
             self._starts_from_hessian(x), context.active,
-            problem.differentiate.read_slot, problem.differentiate.write_slot,
+            problem.differentiate.read_slot, problem.differentiate.write_slot, held,
         )  # fmt: skip
         x_new = jnp.where(search.accepted, search.x, x)
         value_new = jnp.where(search.accepted, search.value, value)

@@ -133,9 +133,15 @@ def remember(
     active: jax.Array | bool = True,
     read: ReadSlot = plain_read_slot,
     write: WriteSlot = plain_write_slot,
+    held: jax.Array | None = None,
 ) -> LBFGSState:
     """Store the pair ``(s, y)`` in ``slot``; a pair without positive curvature
-    is stored empty (``rho = 0``), so it drops out of the two-loop recursion. An
+    is stored empty (``rho = 0``), so it drops out of the two-loop recursion. The
+    curvature is tested without ``held`` (``(n,)`` bool, None: none), the entries held
+    on a bound that the step did not move: their gradient changes by rounding alone,
+    and counted, its size set ``y.y`` (a float32 row of the bounded units audit stored
+    no pair in 993 steps at its minimum: docs/decisions.md, "Bounded L-BFGS verdicts
+    in units 1e-6..1e6"). The pair is stored whole. An
     inactive row (``active`` False: stopped, or waiting for its check) writes its
     slot back as it was: the memory the check reads does not depend on how long
     the row waited (see :meth:`fixedopt.Solver.certify`).
@@ -147,12 +153,14 @@ def remember(
     ``s.y / y.y``.
     """
     sy, yy = reduce.dot(s, y), reduce.dot(y, y)
+    measured = y if held is None else jnp.where(held, 0.0, y)
+    measured_yy = reduce.dot(measured, measured)
     eps = jnp.finfo(s.dtype).eps
     # Positive curvature, tested in two ways: ``gamma = s.y / y.y > eps`` depends on
     # the units of ``f`` (in float32 with ``f`` times 1e6 it drops every pair, and the
     # row runs on steepest descent), ``cos(s, y) > eps`` does not.
-    cosine = sy > eps * jnp.sqrt(reduce.dot(s, s) * yy)
-    good = accepted & ((sy > eps * yy) | cosine)
+    cosine = sy > eps * jnp.sqrt(reduce.dot(s, s) * measured_yy)
+    good = accepted & ((sy > eps * measured_yy) | cosine)
     first = (state.pairs == 0) & (not from_hessian)
     safe_s, safe_y = jnp.where(good, s, 1.0), jnp.where(good, y, 1.0)  # finite when unused
     diagonal = update_diagonal(state.diagonal, safe_s, safe_y, first)

@@ -2,8 +2,9 @@
 (issue 59, items 1-2). Each case stopped CONVERGED at its start on ee5305c. Bounded
 ``minimize`` (L-BFGS) in units 1e-6..1e6: its certification held entries in small units
 at their point, and a row restarted after a rejected claim sized its first step and its
-backtracking by the gradient of an entry held on its bound (docs/decisions.md, "Bounded
-L-BFGS verdicts in units 1e-6..1e6").
+backtracking by the gradient of an entry held on its bound, and tested a curvature pair
+with the ``y`` of such entries (docs/decisions.md, "Bounded L-BFGS verdicts in units
+1e-6..1e6").
 
 References: scipy's ``lsq_linear`` and trf, closed forms (exact data), the same fit in
 other units, and a float64 Newton decrement."""
@@ -19,6 +20,8 @@ from fixedopt import Status
 from fixedopt._contract.solver import Problem
 from fixedopt._numerics import reduce
 from fixedopt._solvers import normal_equations
+from fixedopt._solvers.lbfgs import LBFGS
+from fixedopt._solvers.lbfgs_memory import remember
 from fixedopt._solvers.linesearch import first_step, path_slope
 
 W = np.linspace(0.0, 1.0, 40)
@@ -257,3 +260,21 @@ def test_a_held_entry_counts_in_neither_the_first_step_nor_the_slope():
     assert path_slope(problem, on_bound, grad, direction) == -4.0
     np.testing.assert_allclose(first_step(problem, inside, value, grad), 8e-12, rtol=1e-6)
     np.testing.assert_allclose(path_slope(problem, inside, grad, direction), -1e12, rtol=1e-6)
+
+
+def test_a_pair_is_tested_for_curvature_on_the_entries_the_step_could_move():
+    """Entry 0 held on its bound (not moved; its gradient changed by 1, rounding of a
+    large one), entry 1 moved by 1e-6 with curvature 1e-2 along it: stored, where the
+    held entry's ``y`` made ``y.y`` 1 and the pair was dropped (``s.y / y.y`` 1e-14 and
+    ``cos(s, y)`` 1e-8, both below float32's epsilon). Row 211 of the float32 audit,
+    restarted at its minimum after a rejected claim with one entry inside its box, stored
+    no pair in 993 steps and ran to ``max_steps`` (docs/decisions.md, "Bounded L-BFGS
+    verdicts in units 1e-6..1e6")."""
+    x = jnp.zeros(2, jnp.float32)
+    state = LBFGS(memory_size=3).init(Problem(None, jnp.zeros(2, bool), x), x, 0.0, x)
+    s, y = jnp.array([0.0, 1e-6], jnp.float32), jnp.array([1.0, 1e-8], jnp.float32)
+    slot, held = jnp.zeros((), jnp.int32), jnp.array([True, False])
+    assert remember(state, s, y, jnp.asarray(True), slot, 3, False).pairs == 0
+    stored = remember(state, s, y, jnp.asarray(True), slot, 3, False, held=held)
+    assert stored.pairs == 1
+    np.testing.assert_allclose(stored.rho[0], 1e14, rtol=1e-5)
