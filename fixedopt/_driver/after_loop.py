@@ -81,7 +81,7 @@ def fresh(plan: Plan, inputs: Inputs) -> Resume:
     """Every row's :class:`Resume` of a first pass: 0 steps, never doubted, ``f(x0)``
     its own."""
     shape = _rows_shape(plan, inputs)
-    dtype = np.asarray(inputs.stopping.gtol).dtype
+    dtype = np.asarray(inputs.stopping.precision).dtype
     # NumPy's: arrays made here would each compile a small program.
     steps = np.zeros(shape, np.int32)
     return Resume(steps, np.full(shape, np.inf, dtype), np.full(shape, np.nan, dtype))  # type: ignore[arg-type]

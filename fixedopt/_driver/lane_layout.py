@@ -56,12 +56,15 @@ def layout(
 
 
 def reported(state: LoopState, normal_of: Callable[[Any], Any] | None = None) -> LastState:
-    """What the loop reports of a row in ``state`` (``normal_of``: its normal matrix)."""
+    """What the loop reports of a row in ``state`` (``normal_of``: its normal matrix):
+    its fields, the loop's own None. Every field named (not ``state._replace``, whose
+    fields keep the state's types): a field added to :class:`RowState` is decided here,
+    mypy's missing argument until it is."""
     normal = None if normal_of is None else normal_of(state.solver_state)
-    loop_state: Any = state  # its loop's own fields become None: a RowState[None]
-    report: LastState = loop_state._replace(gamma=None, initial_value=None, doubted=None,
-                                            solver_state=normal, flat_steps=None)  # fmt: skip
-    return report
+    return RowState(x=state.x, value=state.value, grad=state.grad, grad_norm=state.grad_norm,
+                    steps=state.steps, status=state.status, reason=state.reason,
+                    gamma=None, initial_value=None, doubted=None,
+                    solver_state=normal, flat_steps=None)  # fmt: skip
 
 
 def _rows_of_one(a: jax.ShapeDtypeStruct) -> jax.ShapeDtypeStruct:

@@ -72,21 +72,19 @@ class Tolerances(NamedTuple):
 class Stopping(NamedTuple):
     """The stopping rules, as traced data: changing them does not recompile.
 
-    ``gtol``, ``ftol`` and ``xtol`` are relative tolerances (see :class:`Reason`);
-    ``precision`` is ``sqrt(eps)`` of the dtype, the tolerance of the test a row that
-    can no longer progress must pass to count as converged. ``strict`` and ``loose``
-    (each relative tolerance raised to ``precision``) are the tests' tolerances and
-    ``precision_squared`` is :func:`objective_scale`'s ``eps``, made with the rules
-    (``fixedopt._entry.describe.stopping_rules``) on the host where the rules are: a
-    scalar that a loop derives from its invariant inputs is hoisted out of the loop as
-    a kernel of its own, and a kernel costs XLA:CPU about 15 ms of compile however
-    small (quad n = 64's solve: 199 -> 189 kernels; ``docs/decisions.md``, "Where
-    quad n = 64's compile goes").
+    ``strict`` holds the relative tolerances ``gtol``, ``ftol`` and ``xtol`` (see
+    :class:`Reason`) as the tests compare them, ``loose`` the same raised to
+    ``precision``: ``sqrt(eps)`` of the dtype, the tolerance of the test a row that can
+    no longer progress must pass to count as converged. ``precision_squared`` is
+    :func:`objective_scale`'s ``eps``. The loop reads only these derived tolerances:
+    they are made with the rules (``fixedopt._entry.describe.stopping_rules``) on the
+    host where the rules are, since a scalar that a loop derives from its invariant
+    inputs is hoisted out of the loop as a kernel of its own, and a kernel costs
+    XLA:CPU about 15 ms of compile however small (quad n = 64's solve: 199 -> 189
+    kernels; ``docs/decisions.md``, "Where quad n = 64's compile goes"). Every field is
+    in the dtype of ``x0`` but ``max_steps`` (int32).
     """
 
-    gtol: jax.Array
-    ftol: jax.Array
-    xtol: jax.Array
     abs_gtol: jax.Array
     max_steps: jax.Array
     precision: jax.Array

@@ -310,9 +310,6 @@ def stopping_rules(tolerances: tuple[Any, ...], max_steps: int, dtype: Any) -> S
 
     floor = xp.asarray(precision, dtype)
     return Stopping(
-        gtol=arrays.asarray(gtol, dtype),
-        ftol=arrays.asarray(ftol, dtype),
-        xtol=arrays.asarray(xtol, dtype),
         abs_gtol=arrays.asarray(abs_gtol, dtype),
         max_steps=arrays.asarray(max_steps, jnp.int32),
         precision=arrays.asarray(floor, dtype),

@@ -27,11 +27,13 @@ def test_rules_on_the_host_and_traced_are_the_same_bits(dtype):
     def traced(gtol, ftol, xtol):
         return stopping_rules((gtol, ftol, xtol, 0.0), 20, dtype)
 
+    eps = float(jnp.finfo(dtype).eps)
+    defaults = (np.sqrt(eps), eps, np.sqrt(eps))  # stopping_rules' own gtol, ftol, xtol
     for triple in triples:
         host = stopping_rules((*triple, 0.0), 20, dtype)
         given = [
             jnp.asarray(default if tol is None else tol, dtype)
-            for tol, default in zip(triple, (host.gtol, host.ftol, host.xtol))
+            for tol, default in zip(triple, defaults)
         ]
         assert _bits(host) == _bits(traced(*given)), triple
 
