@@ -57,9 +57,6 @@ from fixedopt._driver.lane_checks import certify_some, waiting
 from fixedopt._driver.lane_layout import LaneLayout, LastState
 from fixedopt._driver.lane_queue import Lanes
 from fixedopt._driver.lane_starts import Starts
-import os
-
-from fixedopt._numerics.batch_last import vmap_last
 from fixedopt._driver.loop import LoopState, Resume, Stopping, advance, checks, claim, start
 from fixedopt._driver.machine import Schedule
 from fixedopt._driver.packing import Packed
@@ -244,9 +241,6 @@ def _whole_batch(
     return lane_layout.reported(final, layout.normal_of)
 
 
-_BATCH_LAST = os.environ.get("FIXEDOPT_BATCH_LAST") == "1"
-
-
 def _advance(
     solver: Solver[Any],
     problem_of: Callable[[Rows], Problem],
@@ -278,12 +272,7 @@ def _advance(
                                 after)  # fmt: skip
         return claim(solver, new) if after else waiting(solver, new)
 
-    if layout.state.minor and _BATCH_LAST:
-        last = functools.partial(jax.tree.map, lambda a: jnp.moveaxis(a, 0, -1))
-        first = functools.partial(jax.tree.map, lambda a: jnp.moveaxis(a, -1, 0))
-        new = layout.state.pack(first(vmap_last(one)(last(data), last(state), running, starting)))
-    else:
-        new = layout.state.pack(jax.vmap(one)(data, state, running, starting))
+    new = layout.state.pack(jax.vmap(one)(data, state, running, starting))
     # A waiting lane keeps what it reports; its solver state is the inactive step's,
     # which leaves what the check reads unchanged (Solver.certify).
     new = layout.state.select(running, new, packed, layout.always_new)

@@ -39,7 +39,6 @@ import numpy as np
 
 from fixedopt._inputs import arrays
 
-FLAT = [True]  # lead's experiment
 Tree = Any  # a pytree of arrays, every leaf with the leading axis of rows
 Packed = tuple[jax.Array, ...]  # a tree packed by its Packing: packed arrays, then kept leaves
 
@@ -145,11 +144,11 @@ class Packing:
         """``arrays`` as carried: each flattened to one axis where ``minor``, so that no
         compiler lays a row's entries on the minor axis (its rows are last: the entries
         of one leaf's column for every row, then the next)."""
-        return tuple(a.reshape(-1) for a in arrays) if self.minor and FLAT[0] else arrays
+        return tuple(a.reshape(-1) for a in arrays) if self.minor else arrays
 
     def _shaped(self, arrays: Packed) -> Packed:
         """``arrays`` as :meth:`_flat` carries them, in their shapes again."""
-        if not (self.minor and FLAT[0]):
+        if not self.minor:
             return arrays
         kept = (leaf.shape for leaf, place in zip(self.leaves, self.place) if place is None)
         shapes = [*((columns,) for _, columns in self.groups), *kept]
