@@ -52,7 +52,7 @@ import jax.numpy as jnp
 
 from fixedopt._contract.solver import Problem, Solver, StepContext
 from fixedopt._contract.status import RUNNING, busy
-from fixedopt._driver import chunks, lane_layout, lane_queue, lane_starts
+from fixedopt._driver import lane_layout, lane_queue, lane_starts
 from fixedopt._driver.lane_checks import certify_some, waiting
 from fixedopt._driver.lane_layout import LaneLayout, LastState
 from fixedopt._driver.lane_queue import Lanes
@@ -147,12 +147,7 @@ def iterate_lanes(
                         starting)  # fmt: skip
 
     report = functools.partial(_report, layout, limit, progress)
-    chunk = schedule.chunk(total) if progress is None else 0
     with reduce.folding(folds):
-        if chunk:
-            whole = functools.partial(_whole_batch, starts, advance_lanes, report, layout)
-            tail = (schedule.defaults.tail_lanes, schedule.defaults.tail_patience)
-            return chunks.solve(whole, chunk, tail, rows, x, resume, count)
         if width == total:
             # Rows padded beyond count (at most 8 rows in all) take their steps, dropped.
             return _whole_batch(starts, advance_lanes, report, layout, rows, x, resume)
@@ -216,19 +211,15 @@ def _whole_batch(
     rows: Any,
     x: jax.Array,
     resume: Resume | None,
-    tail: tuple[int, jax.Array | int] | None = None,
 ) -> LastState:
     """Every row in its own lane from the start: no refill, no writes. The rows' data go
     round the loop as they are, or packed where their arrays hold rows last (``minor``).
-    ``starts.in_trip``: ``starts.rows`` leaves the rows to the loop's first trip to start.
-    ``tail`` (static), ``(lanes, patience)``: stop once at most ``lanes`` rows have run
-    alone for ``patience`` trips, those rows reported as they stand (a chunk's tail,
-    :mod:`fixedopt._driver.chunks`)."""
+    ``starts.in_trip``: ``starts.rows`` leaves the rows to the loop's first trip to start."""
     total = x.shape[0]
     carried = layout.data
 
-    def body(carry: tuple[Any, ...]) -> tuple[Any, ...]:
-        iteration, state, data, *lone = carry
+    def body(carry: tuple[jax.Array, Packed, Any]) -> tuple[jax.Array, Packed, Any]:
+        iteration, state, data = carry
         starting = jnp.full((total,), iteration == 0) if starts.in_trip else None
         unpacked = carried.unpack(data) if carried.minor else data
         state = advance_lanes(unpacked, state, iteration, starting)
@@ -238,19 +229,14 @@ def _whole_batch(
         # larger (masked Jacobian columns of the linear parameters, (B, n, m) arrays:
         # 1.06x slower on the tiny suite's decay fit at B = 1e4, measured).
         data, state = jax.lax.optimization_barrier((data, state))
-        if tail is not None:
-            running = jnp.sum(busy(layout.state.unpack(state).status))
-            lone = [jnp.where(running <= tail[0], lone[0] + 1, 0)]
-        return iteration + 1, state, data, *lone
+        return iteration + 1, state, data
 
-    def going(carry: tuple[Any, ...]) -> jax.Array:
-        going = reduce.any_true(busy(layout.state.unpack(carry[1]).status))
-        return going if tail is None else going & (carry[3] < tail[1])
+    def going(carry: tuple[jax.Array, Packed, Any]) -> jax.Array:
+        return reduce.any_true(busy(layout.state.unpack(carry[1]).status))
 
     started = layout.state.pack(starts.rows(rows, x, resume))
     data = carried.pack(rows) if carried.minor else rows
-    lone = () if tail is None else (jnp.zeros((), jnp.int32),)
-    initial = (jnp.zeros((), jnp.int32), started, data, *lone)
+    initial = (jnp.zeros((), jnp.int32), started, data)
     final: LoopState = layout.state.unpack(jax.lax.while_loop(going, body, initial)[1])
     return lane_layout.reported(final, layout.normal_of)
 

@@ -148,7 +148,6 @@ class Schedule(NamedTuple):
     precision: str | None  # the matmul precision traced at (None: JAX's, untouched)
     layout: str  # the rows' layout in the lanes (ROWS_MAJOR)
     lanes: int | None  # the lanes asked for (None: :meth:`width` of a row's bytes)
-    chunk_rows: int  # a least-squares batch's chunks, each solved whole (0: none)
     refill_cost: float  # a refill (one evaluation a row) in steps of the solver
     tail: bool  # a CPU block: stop when its tail is left (fixedopt._driver.batching)
     compiler_options: tuple[tuple[str, Any], ...]  # XLA's options at the top level
@@ -172,14 +171,6 @@ class Schedule(NamedTuple):
         fold = self.defaults.kernels.fold
         return 0 < fold < length and rows * length < self.defaults.ynn_entries
 
-    def chunk(self, total: int) -> int:
-        """The rows of each chunk in which a batch of ``total`` rows runs, each chunk
-        solved whole (``fixedopt._driver.chunks``), or 0: through the lanes' queue.
-        Chunks where the backend has them, for a batch of more rows, its lanes not
-        asked for, not a CPU block's tail."""
-        rows = self.chunk_rows
-        return rows if 0 < rows < total and self.lanes is None and not self.tail else 0
-
     def width(self, total: int, row_bytes: int) -> int:
         """The lanes for ``total`` rows whose step's working set is ``row_bytes`` each:
         :attr:`lanes` or the default, at most ``total``."""
@@ -200,7 +191,6 @@ def schedule(solver: Solver[Any], lanes: int | None, backend: str, tail: bool = 
         precision=matmul_precision(backend),
         layout=ROWS_MAJOR,
         lanes=lanes,
-        chunk_rows=tuned.chunk_rows if solver.needs_residuals else 0,
         refill_cost=1.0 / solver.evaluations_per_step,
         tail=tail,
         compiler_options=tuple(sorted(options.items())),

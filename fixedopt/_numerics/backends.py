@@ -84,9 +84,6 @@ class Backend(NamedTuple):
     # and writes), in steps (Schedule.refill_cost's unit): the spectra's compiled call
     # 0.41 s of CPU at 1.0, 0.31 at 0.1, 0.31-0.38 at 0.03 (same decision)
     bare_refill_cost: float = 0.1
-    # A least-squares batch of more rows than this, a multiple of it, runs as chunks of
-    # this many rows, each solved whole (fixedopt._driver.chunks); 0: the lanes' queue
-    chunk_rows: int = 0
 
 
 # The CPU (XLA:CPU of jaxlib 0.10, measured on 2-core EPYC machines).
@@ -168,12 +165,7 @@ GPU = Backend(fewest_lanes=1 << 16, most_lanes=1 << 16, cache_bytes=0, blocks=Fa
 # (docs/decisions.md, "Rows on a TPU's minor axis").
 # Its covariance: the elementwise QR on the chip, LAPACK's rows on the host
 # (Backend.device_qr_covariance), compiled beside the solve (Backend.covariance_ahead).
-# Its least-squares batches: chunks of 2^15 rows, each solved whole. The lanes' refill
-# gathers and scatters rows along the minor axis, ~4 ns an entry: 227 of Gpufit's 282
-# ms at 1e6 fits; chunks ran 2^20 fits at 13.6M fits/s against 4.2M (docs/decisions.md,
-# "Gpufit's refill on a TPU").
-TPU = GPU._replace(minor_rows=True, device_qr_covariance=True, covariance_ahead=True,
-                   chunk_rows=1 << 15)  # fmt: skip
+TPU = GPU._replace(minor_rows=True, device_qr_covariance=True, covariance_ahead=True)
 BACKENDS = {"cpu": CPU, "gpu": GPU, "cuda": GPU, "rocm": GPU, "tpu": TPU}
 
 
