@@ -204,28 +204,15 @@ def cholesky_columns(matrix: jax.Array) -> list[list[jax.Array]]:
     ``L[i][j]`` for ``j <= i``; only the lower triangle of ``matrix`` is read. Where
     the matrix is not positive definite (to rounding) the factor holds NaN.
     """
-    factor = factor_columns(matrix)
-    return [[factor[j][i - j] for j in range(i + 1)] for i in range(len(factor))]
-
-
-def factor_columns(matrix: jax.Array) -> list[jax.Array]:
-    """The lower Cholesky factor of the SPD ``(n, n)`` ``matrix`` by columns: the
-    ``j``-th array holds ``L[j:, j]``; only the lower triangle of ``matrix`` is read.
-
-    Each column is updated by the columns before it as one array (``gaxpy``), not
-    entry by entry: every entry takes the same operations in the same order as
-    :func:`_minus_dot` gives it, but XLA:CPU, which cuts a kernel wherever an entry
-    feeds several later ones, cuts one per column, not one per few entries.
-    """
     n = matrix.shape[-1]
-    factor: list[jax.Array] = []
+    lower: list[list[jax.Array]] = [[] for _ in range(n)]
     for j in range(n):
-        column = matrix[j:, j]
-        for k in range(j):
-            column = column - factor[k][j - k :] * factor[k][j - k]
-        diagonal = jnp.sqrt(column[0])
-        factor.append(jnp.concatenate([diagonal[None], column[1:] * (1.0 / diagonal)]))
-    return factor
+        diagonal = jnp.sqrt(_minus_dot(matrix[j, j], lower[j][:j], lower[j][:j]))
+        lower[j].append(diagonal)
+        inverse = 1.0 / diagonal
+        for i in range(j + 1, n):
+            lower[i].append(_minus_dot(matrix[i, j], lower[i][:j], lower[j][:j]) * inverse)
+    return lower
 
 
 def spd_solve(matrix: jax.Array, rhs: jax.Array) -> jax.Array:
