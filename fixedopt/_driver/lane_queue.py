@@ -132,7 +132,7 @@ def refill(
     total = x.shape[0]
     free = ~busy(layout.state.unpack(lanes.state).status) | last
     results = _write(lanes.results, lanes.row, lanes.state, free & (lanes.row < total), layout)
-    new_row = lanes.queued + _running_count(free) - 1
+    new_row = lanes.queued + jnp.cumsum(free) - 1
     takes = free & (new_row < limit)
     source = jnp.where(takes, new_row, 0)
     gathered = layout.data.pack(jax.tree.map(lambda a: a[source], rows))
@@ -155,17 +155,3 @@ def _write(
     index = jnp.where(done, row, total)  # out of range: dropped
     written = layout.results.pack(reported(layout.state.unpack(state), layout.normal_of))
     return layout.results.put(results, index, written)
-
-
-def _running_count(flags: jax.Array) -> jax.Array:
-    """``jnp.cumsum(flags)`` of a ``(W,)`` bool array as int32, by two products with
-    triangular matrices of ones: within blocks of 32 lanes, then the blocks' totals
-    (exact: float32 counts below 2^24)."""
-    block = 32
-    width = flags.shape[0]
-    padded = -(-width // block) * block
-    ones = jnp.pad(flags, (0, padded - width)).astype(jnp.float32).reshape(-1, block)
-    within = ones @ jnp.triu(jnp.ones((block, block), jnp.float32))
-    blocks = padded // block
-    before = within[:, -1] @ jnp.triu(jnp.ones((blocks, blocks), jnp.float32), 1)
-    return (within + before[:, None]).reshape(-1)[:width].astype(jnp.int32)
