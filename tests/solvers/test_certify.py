@@ -348,3 +348,26 @@ def test_the_check_stays_in_the_row_dtype_where_the_objective_takes_no_float64()
     assert wider_check(promoting, x32) == jnp.float64
     sol = fixedopt.minimize(fun, x32, False)
     assert bool(sol.converged) and np.allclose(sol.x, 2.0)
+
+
+def test_an_entry_held_on_a_bound_too_weakly_to_tell_is_counted_free_and_left_inward():
+    """``held_weakly``: a centre on its bound 500 pushed out by 1e-7 (1e-7 * 200 of a
+    cost 1e3: below ``eps ** (1/4)``) is held weakly; the same at a push of 1 is not,
+    nor an entry inside, a fixed one, or an amplitude at 0 in a box open above (no
+    size) pushed out however little, unless its gradient is exactly 0. ``inward``
+    turns a step that moves the weakly held entries out of the box; a solve without
+    bounds has none."""
+    lower = jnp.array([500.0, 500.0, 0.1, 0.0, 0.0, 0.0, 500.0])
+    upper = jnp.array([700.0, 700.0, 100.0, jnp.inf, jnp.inf, 1.0, 700.0])
+    x = jnp.array([500.0, 700.0, 50.0, 0.0, 0.0, 1.0, 500.0])
+    grad = jnp.array([1e-7, -1.0, 1e-9, 1e-12, 0.0, -1e-9, 1e-7])
+    fixed = jnp.array([False] * 6 + [True])
+    problem = fixedopt._solvers.certify.Problem(None, fixed, x, lower, upper)
+    weak = fixedopt._solvers.certify.held_weakly(problem, x, jnp.asarray(1e3), grad)
+    np.testing.assert_array_equal(weak, [True, False, False, False, True, True, False])
+    inward = fixedopt._solvers.certify.inward
+    step = jnp.array([-1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])  # the centre out, below 500
+    np.testing.assert_array_equal(inward(problem, x, step, weak), -step)
+    np.testing.assert_array_equal(inward(problem, x, -step, weak), -step)
+    unbounded = problem._replace(lower=None, upper=None)
+    assert not fixedopt._solvers.certify.held_weakly(unbounded, x, jnp.asarray(1e3), grad).any()
