@@ -91,7 +91,9 @@ def first_step(problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array
     Counted, such an entry's gradient (6.8e5 on a float32 row of the bounded units
     audit, restarted after a rejected claim) made every trial too short to change ``f``
     (docs/decisions.md, "Bounded L-BFGS verdicts in units 1e-6..1e6")."""
-    movable = jnp.where(problem.movable(x, grad), grad, 0.0)
+    movable = problem.free_part(grad)
+    if problem.has_bounds:
+        movable = jnp.where(problem.movable(x, grad), movable, 0.0)
     squared = reduce.total(movable**2)
     safe = jnp.where(squared > 0, squared, 1.0)
     return jnp.where(value != 0, jnp.abs(value) / safe, 1.0 / jnp.sqrt(safe))
@@ -104,8 +106,9 @@ def path_slope(problem: Problem, x: jax.Array, grad: jax.Array, direction: jax.A
     the bounded units audit) made the quadratic interpolation of the backtracking halve
     the step 30 times from a step 1e8 too long, and the search failed
     (docs/decisions.md, "Bounded L-BFGS verdicts in units 1e-6..1e6")."""
-    # A bound that ``direction`` points past is one that ``-direction`` pushes against.
-    moving = jnp.where(problem.movable(x, -direction), direction, 0.0)
+    moving = problem.free_part(direction)
+    if problem.has_bounds:  # a bound ``direction`` points past: ``-direction`` pushes on it
+        moving = jnp.where(problem.movable(x, -direction), moving, 0.0)
     return reduce.dot(grad, moving)
 
 
