@@ -290,9 +290,10 @@ def test_the_two_metric_margin_is_in_each_entrys_units():
     """The same row in units 1e-6, 1 and 1e6: entry 0 is a tenth of its box's width (4)
     from its upper bound, entries 1 and 2 an eighth of a thousandth of it, entry 2 with
     a scaled step (``0.5 |g|``) that falls short of the bound, entry 3 as close with the
-    gradient pointing into the box. Only entry 1 is held, in every unit: the margin
-    ``min(|pg|_inf, 1e-3)`` held entries 0-2 in units 1e-6 (their whole box lies within
-    1e-3) and none in units 1e6 (docs/decisions.md, "L-BFGS's two-metric margin in the
+    gradient pointing into the box (toward its lower bound, 4 away). Only entry 1 is
+    held, in every unit: the margin ``min(|pg|_inf, 1e-3)`` held all four in units 1e-6
+    (the whole box lies within 1e-3 of either bound), entries 1 and 2 in units 1 and
+    none in units 1e6 (docs/decisions.md, "L-BFGS's two-metric margin in the
     parameters' units")."""
     for unit in (1e-6, 1.0, 1e6):
         lower, upper = jnp.full(4, -3.0 * unit), jnp.full(4, unit)
