@@ -107,15 +107,23 @@ class Problem(NamedTuple):
     def at_bound(self, x: jax.Array, grad: jax.Array, margin: jax.typing.ArrayLike) -> jax.Array:
         """Free entries within ``margin`` of a bound that the gradient pushes toward
         (fixedopt's one definition of the active set, also used for the implicit
-        derivative, the covariances and the report).
+        derivative, the covariances and the report). A side whose bound is None has none.
 
         Solvers treat these with a scaled gradient-projection step (Bertsekas'
         two-metric projection) and keep them out of their curvature model, so the
         "active set" is just one more mask on top of ``fixed``.
         """
-        if self.lower is None or self.upper is None:
+        if self.lower is None and self.upper is None:
             return jnp.zeros_like(self.fixed)
-        return active_set(x, grad, self.fixed, self.lower, self.upper, margin)
+        lower = jnp.full_like(x, -jnp.inf) if self.lower is None else self.lower
+        upper = jnp.full_like(x, jnp.inf) if self.upper is None else self.upper
+        return active_set(x, grad, self.fixed, lower, upper, margin)
+
+    def movable(self, x: jax.Array, grad: jax.Array) -> jax.Array:
+        """The entries a step along ``-grad`` can move: free, and not on a bound that the
+        gradient pushes against (``at_bound(x, grad, 0.0)``: the projection holds
+        those). The solvers' steps, first steps and checks work on these entries."""
+        return ~self.fixed & ~self.at_bound(x, grad, 0.0)
 
 
 class StepContext(NamedTuple):

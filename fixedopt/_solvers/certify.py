@@ -306,7 +306,7 @@ def free_hessian_check(
     # 1e-3)``, is in the parameters' units, and an entry in units below 1e-3 lies within
     # it across its whole box, so the check held it at its point and certified rows far
     # from the minimum (docs/decisions.md, "Bounded L-BFGS verdicts in units 1e-6..1e6").
-    free = ~problem.fixed & ~problem.at_bound(x, grad, 0.0)
+    free = problem.movable(x, grad)
     full = x.shape[0] <= CERTIFY_FULL_N
     if full:  # the whole Hessian: in float64 for a narrower row where it can be
         value_at, grad_at, product = checked_point(problem, x, value, grad)

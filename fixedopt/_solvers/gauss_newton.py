@@ -146,7 +146,7 @@ class GaussNewton(_LeastSquaresSolver[GaussNewtonState]):
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array,
         state: GaussNewtonState, context: StepContext,
     ) -> Step[GaussNewtonState]:  # fmt: skip
-        free = ~problem.fixed & ~problem.at_bound(x, grad, 0.0)
+        free = problem.movable(x, grad)
         direction = free_block_step(state.jacobian, grad, free, self.regularization)
         evaluate = functools.partial(_residual_evaluation, problem)
         start = SearchStart(problem, evaluate, x, value, grad, direction, 1.0, context.active)

@@ -52,7 +52,7 @@ class LBFGS(Solver[LBFGSState]):
     Every row solves in its own free subspace: the search direction, the curvature
     pairs and the initial scaling are all computed with fixed entries masked out.
     Bounds use the two-metric projection of Bertsekas (1982): free entries at (or
-    within a shrinking margin of) a bound that the gradient pushes against form the
+    near: :func:`held_by_margin`) a bound that the gradient pushes against form the
     active set for this iteration; they take a scaled projected-gradient step while
     the others take the quasi-Newton step restricted to the rest, and a projected
     backtracking line search keeps every iterate feasible. The result is the
@@ -252,15 +252,14 @@ class LBFGS(Solver[LBFGSState]):
         projection), and a direction that is not a descent direction falls back to
         the scaled steepest descent.
         """
-        margin = jnp.minimum(problem.grad_norm(x, grad), 1e-3)
-        at_bound = problem.at_bound(x, grad, margin)
+        scale = initial_scale(self.scaling, state.gamma, state.diagonal, problem.fixed)
+        at_bound = held_by_margin(problem, x, grad, scale)
         s_history, y_history, rho = state.s_history, state.y_history, state.rho
         if problem.has_bounds:  # restrict the pairs to this iteration's free subspace
             s_history, y_history, rho = pairs_in(state, ~problem.fixed & ~at_bound)
         # Without bounds the pairs are already zero on fixed entries: no masking needed.
         recursion = functools.partial(two_loop, read=problem.differentiate.read_slot,
                                       write=problem.differentiate.write_slot)  # fmt: skip
-        scale = initial_scale(self.scaling, state.gamma, state.diagonal, problem.fixed)
         quasi_newton = -recursion(
             jnp.where(at_bound, 0.0, grad), s_history, y_history, rho, newest, scale
         )
@@ -328,3 +327,16 @@ class LBFGS(Solver[LBFGSState]):
         if name == "auto":
             name = "hager-zhang" if size <= self.memory_size else "backtracking"
         return LINESEARCHES[name]
+
+
+def held_by_margin(problem: Problem, x: jax.Array, grad: jax.Array, scale: jax.Array) -> jax.Array:
+    """The entries the two-metric projection holds (Bertsekas 1982): free, the gradient
+    pushing toward a bound that its scaled step ``scale |g|`` (``H0``'s) would reach, and
+    within a thousandth of its box's width of it (an infinite width: no cap). Both are
+    in the entry's own units: the margin ``min(|pg|_inf, 1e-3)`` this replaces held an
+    entry whose box is narrower than 1e-3 anywhere in it, and in units 1e6 held none off
+    its bound (docs/decisions.md, "L-BFGS's two-metric margin in the parameters' units")."""
+    if problem.lower is None or problem.upper is None:
+        return jnp.zeros_like(problem.fixed)
+    margin = jnp.minimum(scale * jnp.abs(grad), 1e-3 * (problem.upper - problem.lower))
+    return problem.at_bound(x, grad, margin)

@@ -176,7 +176,7 @@ class LevenbergMarquardt(Solver[LevenbergMarquardtState]):
         self, problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array,
         state: LevenbergMarquardtState, context: StepContext,
     ) -> Step[LevenbergMarquardtState]:  # fmt: skip
-        free = ~problem.fixed & ~problem.at_bound(x, grad, 0.0)
+        free = problem.movable(x, grad)
         # The damped step, and the undamped (Gauss–Newton) step the xtol test measures
         # (a step that is short only because the damping grew, at a NaN wall say, says
         # nothing of the distance to the solution). Both systems are factored in ONE

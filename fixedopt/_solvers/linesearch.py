@@ -93,7 +93,7 @@ def first_step(problem: Problem, x: jax.Array, value: jax.Array, grad: jax.Array
     (docs/decisions.md, "Bounded L-BFGS verdicts in units 1e-6..1e6")."""
     movable = problem.free_part(grad)
     if problem.has_bounds:
-        movable = jnp.where(problem.at_bound(x, grad, 0.0), 0.0, movable)
+        movable = jnp.where(problem.movable(x, grad), movable, 0.0)
     squared = reduce.total(movable**2)
     safe = jnp.where(squared > 0, squared, 1.0)
     return jnp.where(value != 0, jnp.abs(value) / safe, 1.0 / jnp.sqrt(safe))
@@ -107,10 +107,8 @@ def path_slope(problem: Problem, x: jax.Array, grad: jax.Array, direction: jax.A
     the step 30 times from a step 1e8 too long, and the search failed
     (docs/decisions.md, "Bounded L-BFGS verdicts in units 1e-6..1e6")."""
     moving = problem.free_part(direction)
-    if problem.lower is not None:
-        moving = jnp.where((x <= problem.lower) & (moving < 0), 0.0, moving)
-    if problem.upper is not None:
-        moving = jnp.where((x >= problem.upper) & (moving > 0), 0.0, moving)
+    if problem.has_bounds:  # a bound ``direction`` points past: ``-direction`` pushes on it
+        moving = jnp.where(problem.movable(x, -direction), moving, 0.0)
     return reduce.dot(grad, moving)
 
 
