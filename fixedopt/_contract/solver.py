@@ -37,7 +37,9 @@ class Problem(NamedTuple):
       value_and_grad: ``x -> (value, grad)``, ``x`` and ``grad`` of shape ``(n,)``.
       fixed: ``(n,)`` boolean, ``True`` = fixed.
       fixed_values: ``(n,)``, the values of the fixed entries (the rest is ignored).
-      lower, upper: ``(n,)`` bounds, or ``None`` when there are none (static).
+      lower, upper: ``(n,)`` bounds, both given or both ``None`` when there are none
+        (static; ``has_bounds`` and ``project`` read ``lower``): a side without a bound
+        holds ``-inf`` or ``inf``.
       residual_and_jacobian: ``x -> (r, J)``, ``r`` of shape ``(m,)`` and ``J`` of
         shape ``(m, n)`` with exact zero columns at fixed entries, for least squares;
         else ``None``.

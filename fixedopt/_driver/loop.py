@@ -330,6 +330,12 @@ def doubt(dtype: Any) -> jax.Array:
     return jnp.asarray(jnp.finfo(dtype).max, dtype)
 
 
+def _weak_holds_checked(solver: AnySolver, problem: Problem) -> bool:
+    """Whether a row's claims with an entry held weakly on a bound are checked (static):
+    a least-squares solver's, which certifies nothing itself, on a bounded problem."""
+    return solver.needs_residuals and not certifies(solver) and problem.has_bounds
+
+
 def _doubted(solver: AnySolver, problem: Problem, doubted: jax.Array, x: jax.Array,
              value: jax.Array, grad: jax.Array, status: jax.Array,
              reason: jax.Array) -> jax.Array:  # fmt: skip
@@ -342,7 +348,7 @@ def _doubted(solver: AnySolver, problem: Problem, doubted: jax.Array, x: jax.Arr
     range stopped there CONVERGED, 1.4% to 11.5% of the deviance above where 1e-3
     inward led (docs/decisions.md, "Poisson peaks at a bound"). ``doubted`` itself
     (static) without bounds, for a solver that certifies and for ``minimize``'s."""
-    if not solver.needs_residuals or certifies(solver) or problem.lower is None:
+    if not _weak_holds_checked(solver, problem):
         return doubted
     converged = (status == Status.CONVERGED) & (reason != Reason.ABS_GTOL)
     weak = reduce.any_true(held_weakly(problem, x, value, grad))
@@ -490,7 +496,7 @@ def _standing(solver: AnySolver, problem: Problem, claimed: LoopState, left: Loo
     step, into the box, is lower: the bound holds the row there after all (its
     gradient, however small, outweighs the negative curvature the check found at every
     trial's length). A least-squares solve's, after the loop (:func:`_doubted`)."""
-    if not solver.needs_residuals or certifies(solver) or problem.lower is None:
+    if not _weak_holds_checked(solver, problem):
         return left
     weak = reduce.any_true(held_weakly(problem, claimed.x, claimed.value, claimed.grad))
     progressed = (claimed.steps > 0) & (claimed.value < claimed.doubted)
