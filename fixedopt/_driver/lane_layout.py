@@ -49,7 +49,7 @@ def layout(
     return LaneLayout(
         Packing.of(one_row, minor=minor),
         state,
-        Packing.of(_reported_shapes(started, normal_of), vectors=True),
+        Packing.of(_reported_shapes(started, normal_of), vectors=True, words=True),
         state.columns(flags),
         normal_of,
     )

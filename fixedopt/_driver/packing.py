@@ -15,7 +15,12 @@ they would be copied whole on every trip, and they cost more kernels, not fewer 
 array that other kernels read is written anyway), measured; they also changed the
 rounding of L-BFGS steps (other fusions of the reductions that read them). The rows'
 results, written once and never read by the loop, pack their vectors too
-(``vectors=True``).
+(``vectors=True``), and every dtype as 32-bit words (``words=True``, where no entry is
+wider): one array, so one scatter writes a refill's rows out (XLA:CPU may expand each
+scatter into a loop of its own kernels). A word holds one entry's bits: moved, never
+computed with, unpacked to the same bits. (Results with 64-bit entries stay one array
+per dtype: as 64-bit words they moved the rounding of float64 solves with bounds,
+measured, docs/decisions.md.)
 
 With ``minor`` (a TPU's lanes: ``fixedopt._numerics.backends.Backend.minor_rows``) the
 leaves kept as they are hold their rows on the last axis, ``(..., rows)``, and every
@@ -58,9 +63,12 @@ class Packing:
     groups: tuple[tuple[Any, int], ...]  # (dtype, columns) of each packed array
     vectors: bool  # packed arrays are (rows, columns); else (columns, rows): see of()
     minor: bool = False  # kept leaves hold their rows last, every array flattened
+    words: bool = False  # every leaf packed as 32-bit words, one array (vectors too)
 
     @classmethod
-    def of(cls, tree: Tree, vectors: bool = False, minor: bool = False) -> Packing:
+    def of(
+        cls, tree: Tree, vectors: bool = False, minor: bool = False, words: bool = False
+    ) -> Packing:
         """The packing of ``tree`` (arrays or ``jax.ShapeDtypeStruct``, rows first).
 
         Its scalars per row are packed as ``(columns, rows)`` arrays: each leaf stays
@@ -68,9 +76,17 @@ class Packing:
         accelerator's reads of it coalesce). With ``vectors``, its vectors too, as
         ``(rows, columns)`` arrays: a row's entries are contiguous, for writing rows.
         With ``minor``, the leaves kept as they are hold their rows on the last axis,
-        and every array is carried flattened (:meth:`_flat`).
+        and every array is carried flattened (:meth:`_flat`). With ``words``, every leaf
+        as uint32 words in one ``(rows, words)`` array where no entry is wider than 32
+        bits (else as with ``vectors``).
         """
         leaves, treedef = jax.tree.flatten(tree)
+        shapes = tuple(arrays.one_row(leaf) for leaf in leaves)
+        if words and all(np.dtype(leaf.dtype).itemsize <= 4 for leaf in shapes):
+            word_place, count = _word_places(shapes)
+            return cls(treedef, shapes, word_place, ((np.dtype(np.uint32), count),), True,
+                       minor, True)  # fmt: skip
+        vectors = vectors or words
         columns: dict[Any, int] = {}
         place: list[tuple[int, int] | None] = []
         for leaf in leaves:
@@ -81,21 +97,20 @@ class Packing:
             group = list(columns).index(dtype) if dtype in columns else len(columns)
             place.append((group, columns.get(dtype, 0)))
             columns[dtype] = columns.get(dtype, 0) + math.prod(leaf.shape[1:])
-        shapes = tuple(arrays.one_row(leaf) for leaf in leaves)
         return cls(treedef, shapes, tuple(place), tuple(columns.items()), vectors, minor)
 
     def pack(self, tree: Tree) -> Packed:
         """``tree`` as its packed arrays, then the leaves kept as they are, in order."""
         leaves = self.treedef.flatten_up_to(tree)
+        if self.words:
+            return (_packed_words(leaves, self.groups[0][0]),)
         parts: list[list[jax.Array]] = [[] for _ in self.groups]
         kept = []
         for leaf, place in zip(leaves, self.place):
             if place is None:
                 kept.append(jnp.moveaxis(leaf, 0, -1) if self.minor else leaf)
             elif self.vectors:
-                parts[place[0]].append(
-                    jnp.reshape(leaf, (leaf.shape[0], math.prod(leaf.shape[1:])))
-                )
+                parts[place[0]].append(_flat_rows(leaf))
             else:
                 parts[place[0]].append(leaf[None])
         packed = (jnp.concatenate(part, axis=1 if self.vectors else 0) for part in parts)
@@ -116,6 +131,7 @@ class Packing:
                 leaves.append(packed[group][start])
                 continue
             block = packed[group][:, start : start + math.prod(leaf.shape)]
+            block = _from_words(block, leaf.dtype) if self.words else block
             leaves.append(block.reshape(block.shape[0], *leaf.shape))
         return jax.tree.unflatten(self.treedef, leaves)
 
@@ -207,3 +223,55 @@ class Packing:
                 chosen = chosen | jnp.asarray(flag).reshape((1, -1) if self.vectors else (-1, 1))
             picked.append(jnp.where(chosen, a, b))
         return self._flat(tuple(picked))
+
+
+def _flat_rows(leaf: jax.Array) -> jax.Array:
+    """``leaf`` as ``(rows, entries)``."""
+    return jnp.reshape(leaf, (leaf.shape[0], math.prod(leaf.shape[1:])))
+
+
+def _dtypes(leaves: Any) -> list[np.dtype[Any]]:
+    """The leaves' dtypes, each once, in order of first appearance."""
+    return list(dict.fromkeys(np.dtype(leaf.dtype) for leaf in leaves))
+
+
+def _word_places(
+    leaves: tuple[jax.ShapeDtypeStruct, ...],
+) -> tuple[tuple[tuple[int, int], ...], int]:
+    """Each leaf's ``(0, first word)`` in :meth:`Packing.of`'s ``words`` array (the
+    leaves of a dtype side by side, dtypes in order of first appearance), and the words."""
+    starts: dict[int, int] = {}
+    count = 0
+    for dtype in _dtypes(leaves):
+        for i, leaf in enumerate(leaves):
+            if np.dtype(leaf.dtype) == dtype:
+                starts[i], count = count, count + math.prod(leaf.shape)
+    return tuple((0, starts[i]) for i in range(len(leaves))), count
+
+
+def _packed_words(leaves: list[jax.Array], word: Any) -> jax.Array:
+    """``leaves`` as one ``(rows, words)`` array of ``word`` (:func:`_word_places`): the
+    leaves of each dtype concatenated, then turned into words, one conversion per dtype."""
+    blocks = []
+    for dtype in _dtypes(leaves):
+        same = [_flat_rows(leaf) for leaf in leaves if np.dtype(leaf.dtype) == dtype]
+        blocks.append(_to_words(jnp.concatenate(same, axis=1), word))
+    return jnp.concatenate(blocks, axis=1)
+
+
+def _to_words(block: jax.Array, word: Any) -> jax.Array:
+    """``block`` as ``word``s, one per entry: the entry's bits, widened where narrower
+    (a bool's 0 or 1)."""
+    if block.dtype == np.bool_:
+        return block.astype(word)
+    same = jax.lax.bitcast_convert_type(block, np.dtype(f"uint{8 * block.dtype.itemsize}"))
+    return same.astype(word)
+
+
+def _from_words(words: jax.Array, dtype: Any) -> jax.Array:
+    """The block of ``dtype`` that :func:`_to_words` made ``words`` of."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return words.astype(jnp.bool_)
+    same = words.astype(np.dtype(f"uint{8 * dtype.itemsize}"))
+    return jax.lax.bitcast_convert_type(same, dtype)

@@ -1,6 +1,6 @@
-"""Packing a tree's per-row scalars into one array per dtype (``fixedopt._driver.packing``):
-unpack gives back the same bits, shapes and dtypes; the column masks flag the right
-entries; empty batches work."""
+"""Packing a tree's per-row scalars into one array per dtype (``fixedopt._driver.packing``),
+or every leaf into one array of words: unpack gives back the same bits, shapes and
+dtypes; the column masks flag the right entries; empty batches work."""
 
 import jax
 import jax.numpy as jnp
@@ -24,11 +24,27 @@ def tree(rows):
     }
 
 
-@pytest.mark.parametrize(("vectors", "minor"), [(False, False), (True, False), (False, True)])
+def wide_tree(rows):
+    """:func:`tree` with NaNs and a 64-bit leaf (a float64 solve's results)."""
+    rng = np.random.default_rng(1)
+    return {**tree(rows), "wide": jnp.asarray(rng.normal(size=(rows, 2)), jnp.float64),
+            "nan": jnp.full((rows,), jnp.nan, jnp.float32).at[1:].set(-jnp.nan)}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("vectors", "minor", "words"),
+    [
+        (False, False, False),
+        (True, False, False),
+        (False, True, False),
+        (True, False, True),
+        (False, False, True),
+    ],
+)
 @pytest.mark.parametrize("rows", [0, 1, 5])
-def test_unpack_gives_back_the_same_bits(rows, vectors, minor):
-    original = tree(rows)
-    packing = Packing.of(original, vectors=vectors, minor=minor)
+def test_unpack_gives_back_the_same_bits(rows, vectors, minor, words):
+    original = wide_tree(rows) if vectors else tree(rows)
+    packing = Packing.of(original, vectors=vectors, minor=minor, words=words)
     packed = packing.pack(original)
     restored = packing.unpack(packed)
     assert jax.tree.structure(restored) == jax.tree.structure(original)
@@ -51,6 +67,17 @@ def test_scalars_are_packed_per_dtype_and_the_rest_kept():
     ]  # fmt: skip
     with_vectors = Packing.of(tree(4), vectors=True).pack(tree(4))
     assert with_vectors[3].shape == (4, 4)  # a row per row: the value and x's 3 entries
+
+
+def test_words_pack_every_leaf_into_one_array_of_32_bit_words():
+    """``words``: one ``(rows, entries)`` uint32 array, the leaves of a dtype side by
+    side; with a 64-bit leaf, one array per dtype (as ``vectors``)."""
+    words = Packing.of(tree(4), words=True)
+    assert [(a.shape, a.dtype) for a in words.pack(tree(4))] == [((4, 12), jnp.uint32)]
+    assert words.place[-1] == (0, 6)  # x (sorted last): after flag (bool), matrix, value
+    wide = Packing.of(wide_tree(4), words=True)
+    assert not wide.words and wide.vectors
+    assert jnp.float64 in [a.dtype for a in wide.pack(wide_tree(4))]
 
 
 def test_column_masks_flag_the_leaves_asked_for():
