@@ -132,7 +132,7 @@ def refill(
     total = x.shape[0]
     free = ~busy(layout.state.unpack(lanes.state).status) | last
     results = _write(lanes.results, lanes.row, lanes.state, free & (lanes.row < total), layout)
-    new_row = lanes.queued + jnp.cumsum(free) - 1
+    new_row = lanes.queued + jnp.cumsum(free, dtype=jnp.int32) - 1
     takes = free & (new_row < limit)
     source = jnp.where(takes, new_row, 0)
     gathered = layout.data.pack(jax.tree.map(lambda a: a[source], rows))
@@ -141,7 +141,7 @@ def refill(
     started = layout.state.pack(start_rows(layout.data.unpack(data), x_taken, resume))
     state = layout.state.select(takes, started, lanes.state)
     row = jnp.where(takes, new_row, jnp.where(free, total, lanes.row))
-    queued = jnp.minimum(lanes.queued + jnp.sum(free), limit).astype(jnp.int32)
+    queued = jnp.minimum(lanes.queued + jnp.sum(free, dtype=jnp.int32), limit).astype(jnp.int32)
     refilled = lanes._replace(queued=queued, row=row.astype(jnp.int32), data=data, state=state,
                               results=results)  # fmt: skip
     return refilled, takes
