@@ -115,7 +115,7 @@ class RowState(NamedTuple, Generic[Own]):
     gamma: Own  # secant curvature of the last good step (inf: none): gradient_measure's
     initial_value: Own  # f(x0), the scale of the last-resort PRECISION test
     doubted: Own  # f where the solver's certification last rejected a verdict (inf: never;
-    # doubt(dtype): never, but a verdict the first-order tests cannot vouch for: _doubted)
+    # _doubt(dtype): never, but a verdict the first-order tests cannot vouch for: _doubted)
     solver_state: Any  # in a report: J^T J at x, or None
     flat_steps: Own  # accepted steps in a row that lowered neither f nor the gradient
 
@@ -322,7 +322,7 @@ def advance(
     return checked
 
 
-def doubt(dtype: Any) -> jax.Array:
+def _doubt(dtype: Any) -> jax.Array:
     """The ``doubted`` value that marks a verdict to be checked without a rejected claim
     (:func:`_doubted`): the dtype's largest finite number, finite so that the row leaves
     the loop CLAIMED (:func:`to_certify`), above every value so that it reads as
@@ -352,7 +352,7 @@ def _doubted(solver: AnySolver, problem: Problem, doubted: jax.Array, x: jax.Arr
         return doubted
     converged = (status == Status.CONVERGED) & (reason != Reason.ABS_GTOL)
     weak = reduce.any_true(held_weakly(problem, x, value, grad))
-    return jnp.where(converged & weak & ~jnp.isfinite(doubted), doubt(value.dtype), doubted)
+    return jnp.where(converged & weak & ~jnp.isfinite(doubted), _doubt(value.dtype), doubted)
 
 
 # Accepted steps in a row that lower neither ``f`` nor its gradient's norm after which a

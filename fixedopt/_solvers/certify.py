@@ -302,10 +302,10 @@ def free_hessian_check(
     the gradient, or from a probe of ones at a stationary point. ``step`` is 0 on the
     fixed entries and where it is not finite (a float64 step beyond the row's range).
     """
-    # On its bound only (margin 0), not within the solver's margin: that one, ``min(|g|,
-    # 1e-3)``, is in the parameters' units, and an entry in units below 1e-3 lies within
-    # it across its whole box, so the check held it at its point and certified rows far
-    # from the minimum (docs/decisions.md, "Bounded L-BFGS verdicts in units 1e-6..1e6").
+    # On its bound only (margin 0), not within a solver's margin: L-BFGS's old one,
+    # ``min(|g|, 1e-3)`` in the parameters' units, held an entry in units below 1e-3
+    # across its whole box, and the check certified rows far from the minimum
+    # (docs/decisions.md, "Bounded L-BFGS verdicts in units 1e-6..1e6").
     free = problem.movable(x, grad)
     full = x.shape[0] <= CERTIFY_FULL_N
     if full:  # the whole Hessian: in float64 for a narrower row where it can be

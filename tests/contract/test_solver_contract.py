@@ -186,3 +186,24 @@ def test_a_solver_that_asks_no_mode_runs_the_modes_loops():
     # fixedopt._solvers.certify, conjugate gradients)
     assert "while[" in implicit
     assert "scan[" in unrolled and "while[" not in unrolled
+
+
+def test_movable_entries_are_free_and_not_held_on_a_bound():
+    """``Problem.movable``: not fixed, and not on a bound that the gradient pushes
+    against (the projection would hold it); a side without a bound (``inf``) holds none."""
+    import jax.numpy as jnp
+
+    from fixedopt import Problem
+
+    x = jnp.array([0.0, 0.0, 1.0, 1.0, 0.5, 0.5])
+    grad = jnp.array([1.0, -1.0, -1.0, 1.0, 1.0, 1.0])
+    fixed = jnp.array([False, False, False, False, False, True])
+    lower = jnp.array([0.0, 0.0, -jnp.inf, -jnp.inf, 0.0, 0.0])
+    upper = jnp.array([1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    problem = Problem(lambda x: (0.0, x), fixed, x, lower, upper)
+    # Entry 0 pushed below its lower bound, entry 2 above its upper: held; 1 and 3
+    # pushed inward, 4 inside its box: movable; 5 fixed.
+    assert problem.movable(x, grad).tolist() == [False, True, False, True, True, False]
+    assert problem._replace(lower=None, upper=None).movable(x, grad).tolist() == [
+        True, True, True, True, True, False,
+    ]  # fmt: skip
